@@ -1,0 +1,58 @@
+# thinwire — the two commands are `make reproduce` and `make test`; each sets up .venv first.
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+# The CPU torch wheel may be provided as a local file; pip looks there when the folder exists.
+WHEELS ?= /opt/wheels
+PIP_FLAGS := $(if $(wildcard $(WHEELS)/*.whl),--find-links $(WHEELS),)
+NOTEBOOKS := quickstart
+PROFILE ?= default
+export PYTHONHASHSEED := 0
+export THINWIRE_PROGRESS ?= 0
+
+.PHONY: setup test unit golden-test reproduce golden lab bench data-cifar10 clean
+
+setup: $(VENV)/.stamp
+
+$(VENV)/.stamp: requirements.lock pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip==23.2.1 || true
+	$(PY) -m pip install -q $(PIP_FLAGS) -r requirements.lock
+	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
+	$(PY) -m ipykernel install --sys-prefix --name thinwire --display-name "thinwire (.venv)" >/dev/null
+	touch $@
+
+test: setup unit golden-test
+
+unit: setup
+	$(PY) -m pytest -q -n 2 tests
+
+# Executed smoke-profile notebooks, re-run by nbval; only # NBVAL_CHECK_OUTPUT cells are compared.
+golden-test: setup
+	THINWIRE_RESULTS=$$(mktemp -d) $(PY) -m pytest -q -p no:randomly --nbval-lax --nbval-current-env \
+	  --sanitize-with tests/golden/sanitize.cfg $(addprefix tests/golden/,$(addsuffix .ipynb,$(NOTEBOOKS)))
+
+reproduce: setup
+	mkdir -p reports
+	for nb in $(NOTEBOOKS); do \
+	  $(VENV)/bin/papermill --cwd notebooks -k thinwire notebooks/$$nb.ipynb reports/$$nb.ipynb -p profile $(PROFILE) || exit 1; \
+	done
+	@echo "executed notebooks and figures are in reports/"
+
+golden: setup
+	for nb in $(NOTEBOOKS); do \
+	  THINWIRE_RESULTS=$$(mktemp -d) $(VENV)/bin/papermill --cwd notebooks -k thinwire notebooks/$$nb.ipynb tests/golden/$$nb.ipynb -p profile smoke || exit 1; \
+	done
+
+lab: setup
+	$(VENV)/bin/jupyter lab notebooks
+
+bench: setup
+	$(PY) benchmarks/run.py
+
+data-cifar10: setup
+	$(PY) -m thinwire.datasets.download_cifar10 data/cifar10
+
+clean:
+	rm -rf $(VENV) results reports

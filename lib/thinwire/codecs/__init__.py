@@ -1,0 +1,17 @@
+"""Codecs: tensor -> message bytes -> tensor. Pure tensor code; no torch.distributed here."""
+
+from .base import Codec
+from .chain import Chain
+from .errors import CorruptMessageError
+from .error_feedback import ErrorFeedback
+from .identity import Float16, Float32
+from .payload import Payload
+from .quantize import Quantize
+from .registry import CODECS, make_codec, register
+from .state import CodecState
+from .topk import TopK
+
+__all__ = [
+    "Codec", "Chain", "CorruptMessageError", "ErrorFeedback", "Float16", "Float32", "Payload",
+    "Quantize", "CODECS", "make_codec", "register", "CodecState", "TopK",
+]

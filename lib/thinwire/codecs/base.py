@@ -1,0 +1,84 @@
+"""The codec interface: tensor (+ state) -> message bytes -> tensor (+ state)."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import ClassVar
+
+import torch
+
+from . import wire
+from .errors import CorruptMessageError
+from .payload import Payload
+from .state import CodecState
+
+
+class Codec(ABC):
+    """A compressor. Subclasses implement ``compress`` / ``decompress`` on flat tensors.
+
+    ``encode`` and ``decode`` wrap them in the checksummed wire format (``wire.py``), so
+    a message is decodable from its bytes alone plus the state both ends legitimately
+    share. ``carrier`` names the part a following stage of a ``Chain`` compresses.
+    """
+
+    name: ClassVar[str]
+    carrier: ClassVar[str | None] = None
+
+    def params(self) -> dict:
+        """Constructor arguments, for ``spec``."""
+        return {}
+
+    def spec(self) -> str:
+        """Canonical text form, parseable by ``registry.make_codec``."""
+        args = [f"{k}={v!r}" for k, v in self.params().items()]
+        return f"{self.name}({', '.join(args)})" if args else self.name
+
+    def __repr__(self) -> str:
+        return self.spec()
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Codec) and other.spec() == self.spec()
+
+    def __hash__(self) -> int:
+        return hash(self.spec())
+
+    @abstractmethod
+    def compress(self, flat: torch.Tensor, state: CodecState, key: str) -> Payload:
+        """Turn a 1-D tensor into a payload."""
+
+    @abstractmethod
+    def decompress(self, payload: Payload, numel: int, state: CodecState, key: str) -> torch.Tensor:
+        """Rebuild a 1-D float tensor of ``numel`` entries from a payload."""
+
+    def encode(self, tensor: torch.Tensor, state: CodecState | None = None, key: str = "") -> wire.Message:
+        """Compress ``tensor`` into a message (a ``bytearray``)."""
+        state = state if state is not None else CodecState()
+        payload = self.compress(tensor.detach().reshape(-1), state, key)
+        return wire.pack(self.spec(), tensor.dtype, tuple(tensor.shape), payload)
+
+    def decode(self, message, state: CodecState | None = None, key: str = "") -> torch.Tensor:
+        """Rebuild the tensor a message carries; ``CorruptMessageError`` if it is damaged."""
+        state = state if state is not None else CodecState()
+        header, payload = wire.unpack(message)
+        if header["codec"] != self.spec():
+            raise CorruptMessageError(f"message was encoded by {header['codec']!r}, not {self.spec()!r}")
+        shape = header["shape"]
+        numel = 1
+        for s in shape:
+            numel *= s
+        try:
+            flat = self.decompress(payload, numel, state, key)
+        except (KeyError, RuntimeError, IndexError) as exc:
+            raise CorruptMessageError(f"{self.spec()}: payload does not decode: {exc}") from exc
+        if flat.numel() != numel:
+            raise CorruptMessageError(f"{self.spec()}: decoded {flat.numel()} values, header says {numel}")
+        return flat.to(header["dtype"]).reshape(shape)
+
+
+def expect_part(payload: Payload, name: str, dtype: torch.dtype, numel: int | None = None) -> torch.Tensor:
+    """The part ``name`` with the given dtype (and size), or ``CorruptMessageError``."""
+    part = payload.parts.get(name)
+    if part is None or part.dtype != dtype or (numel is not None and part.numel() != numel):
+        got = None if part is None else (part.dtype, part.numel())
+        raise CorruptMessageError(f"part {name!r}: expected {dtype} x {numel}, got {got}")
+    return part

@@ -1,0 +1,52 @@
+"""Composition: each stage compresses the previous stage's carrier part.
+
+``Chain(TopK(0.01), Quantize(8))`` sends top-k indices as int32 and the kept values as
+8-bit codes; a later entropy stage would code the quantizer's ``codes`` the same way.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .base import Codec
+from .payload import Payload
+from .state import CodecState
+
+
+class Chain(Codec):
+    name = "chain"
+
+    def __init__(self, *stages: Codec):
+        if len(stages) < 2 or not all(isinstance(s, Codec) for s in stages):
+            raise ValueError(f"chain: needs at least two codecs, got {stages!r}")
+        for stage in stages[:-1]:
+            if stage.carrier is None:
+                raise ValueError(f"chain: {stage.spec()} has no carrier part for the next stage")
+        self.stages = stages
+
+    @property
+    def carrier(self):  # type: ignore[override]
+        return self.stages[-1].carrier
+
+    def spec(self) -> str:
+        return f"chain({', '.join(s.spec() for s in self.stages)})"
+
+    def _rest(self) -> Codec:
+        rest = self.stages[1:]
+        return rest[0] if len(rest) == 1 else Chain(*rest)
+
+    def compress(self, flat, state: CodecState, key: str) -> Payload:
+        first = self.stages[0]
+        payload = first.compress(flat, state, key)
+        carried = payload.parts.pop(first.carrier)
+        payload.meta[f"{first.carrier}.numel"] = carried.numel()
+        payload.merge(first.carrier, self._rest().compress(carried, state, f"{key}/{first.carrier}"))
+        return payload
+
+    def decompress(self, payload: Payload, numel: int, state: CodecState, key: str) -> torch.Tensor:
+        first = self.stages[0]
+        payload = Payload(parts=dict(payload.parts), meta=dict(payload.meta))
+        inner = payload.split(first.carrier)
+        carried_numel = int(inner.meta.pop("numel"))
+        payload.parts[first.carrier] = self._rest().decompress(inner, carried_numel, state, f"{key}/{first.carrier}")
+        return first.decompress(payload, numel, state, key)

@@ -1,0 +1,38 @@
+"""Plain float32 and float16 transmission (Plump-DP's uncompressed messages)."""
+
+from __future__ import annotations
+
+import torch
+
+from .base import Codec, expect_part
+from .payload import Payload
+from .state import CodecState
+
+
+class Float32(Codec):
+    """Send every value as float32: the reference every compression ratio divides by.
+
+    NaN and Inf pass through unchanged (bit-exact round trip).
+    """
+
+    name = "fp32"
+    carrier = "values"
+
+    def compress(self, flat, state: CodecState, key: str) -> Payload:
+        return Payload(parts={"values": flat.to(torch.float32)})
+
+    def decompress(self, payload: Payload, numel: int, state: CodecState, key: str) -> torch.Tensor:
+        return expect_part(payload, "values", torch.float32, numel).clone()
+
+
+class Float16(Codec):
+    """Send every value as IEEE float16 (half the bytes). Values beyond +-65504 become +-Inf."""
+
+    name = "fp16"
+    carrier = "values"
+
+    def compress(self, flat, state: CodecState, key: str) -> Payload:
+        return Payload(parts={"values": flat.to(torch.float16)})
+
+    def decompress(self, payload: Payload, numel: int, state: CodecState, key: str) -> torch.Tensor:
+        return expect_part(payload, "values", torch.float16, numel).to(torch.float32)

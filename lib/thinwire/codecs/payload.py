@@ -1,0 +1,36 @@
+"""The parts a codec produces before they are laid out as bytes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+
+@dataclass
+class Payload:
+    """Named tensors (``parts``) plus a few scalars (``meta``) that a codec sends.
+
+    ``wire.pack`` lays the parts out as raw bytes; the byte count of a message is the
+    length of that buffer, never a formula over these fields.
+    """
+
+    parts: dict[str, torch.Tensor] = field(default_factory=dict)
+    meta: dict[str, float | int | str] = field(default_factory=dict)
+
+    def split(self, prefix: str) -> Payload:
+        """Remove and return the parts and meta whose names start with ``prefix + '.'``."""
+        head = prefix + "."
+        inner = Payload()
+        for name in [n for n in self.parts if n.startswith(head)]:
+            inner.parts[name[len(head):]] = self.parts.pop(name)
+        for name in [n for n in self.meta if n.startswith(head)]:
+            inner.meta[name[len(head):]] = self.meta.pop(name)
+        return inner
+
+    def merge(self, prefix: str, inner: Payload) -> None:
+        """Add ``inner``'s parts and meta under ``prefix + '.'`` (inverse of ``split``)."""
+        for name, part in inner.parts.items():
+            self.parts[f"{prefix}.{name}"] = part
+        for name, value in inner.meta.items():
+            self.meta[f"{prefix}.{name}"] = value

@@ -1,0 +1,55 @@
+"""Codecs by name, and a parser for codec specs such as ``"ef(topk(ratio=0.01))"``.
+
+A spec is a Python-call expression over registered names with literal keyword
+arguments; nested codecs are positional. ``Codec.spec()`` prints the canonical form.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from .base import Codec
+from .chain import Chain
+from .error_feedback import ErrorFeedback
+from .identity import Float16, Float32
+from .quantize import Quantize
+from .topk import TopK
+
+CODECS: dict[str, type[Codec]] = {
+    cls.name: cls for cls in (Float32, Float16, TopK, Quantize, ErrorFeedback, Chain)
+}
+
+
+def register(cls: type[Codec]) -> type[Codec]:
+    """Class decorator: make ``cls`` available to ``make_codec`` under ``cls.name``."""
+    CODECS[cls.name] = cls
+    return cls
+
+
+def make_codec(spec: str | Codec) -> Codec:
+    """Build a codec from its spec; ``ValueError`` names what is wrong."""
+    if isinstance(spec, Codec):
+        return spec
+    if not isinstance(spec, str) or not spec.strip():
+        raise ValueError(f"codec spec must be a non-empty string, got {spec!r}")
+    try:
+        tree = ast.parse(spec.strip(), mode="eval").body
+    except SyntaxError as exc:
+        raise ValueError(f"codec spec {spec!r} is not of the form name(arg=value, ...): {exc.msg}") from None
+    return _build(tree, spec)
+
+
+def _build(node: ast.AST, spec: str) -> Codec:
+    if isinstance(node, ast.Name):
+        name, args, kwargs = node.id, [], []
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        name, args, kwargs = node.func.id, node.args, node.keywords
+    else:
+        raise ValueError(f"codec spec {spec!r}: expected a codec name or call, got {ast.unparse(node)!r}")
+    if name not in CODECS:
+        raise ValueError(f"codec spec {spec!r}: unknown codec {name!r}; known: {sorted(CODECS)}")
+    try:
+        values = {kw.arg: ast.literal_eval(kw.value) for kw in kwargs}
+    except ValueError:
+        raise ValueError(f"codec spec {spec!r}: keyword values must be literals") from None
+    return CODECS[name](*[_build(a, spec) for a in args], **values)
