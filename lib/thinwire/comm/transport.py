@@ -1,0 +1,60 @@
+"""The transport interface: agents exchange envelopes in lock-step phases.
+
+Every process calls ``exchange`` once per phase with the envelopes its local agents
+send, and gets back the envelopes addressed to its local agents, sorted by (receiver,
+sender, tensor). The same algorithm code therefore runs with all agents in one process
+or spread over torch.distributed ranks. Each sent envelope is recorded in the ledger.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+from .envelope import Envelope
+from .ledger import Ledger
+
+
+class Transport(ABC):
+    def __init__(self):
+        self.ledger = Ledger()
+        self.exchange_seconds = 0.0
+
+    @property
+    @abstractmethod
+    def world_size(self) -> int:
+        """Number of processes."""
+
+    @property
+    @abstractmethod
+    def rank(self) -> int:
+        """This process's index."""
+
+    def rank_of(self, agent: int) -> int:
+        """The process that hosts ``agent`` (agents are spread round-robin)."""
+        return agent % self.world_size
+
+    def is_local(self, agent: int) -> bool:
+        return self.rank_of(agent) == self.rank
+
+    def exchange(self, outbox: list[Envelope], step: int, phase: str) -> list[Envelope]:
+        for env in outbox:
+            if not self.is_local(env.sender):
+                raise ValueError(f"agent {env.sender} is not hosted by rank {self.rank}")
+            self.ledger.record(step, phase, env.sender, env.receiver, env.tensor, env.nbytes)
+        inbox = self._deliver(outbox)
+        return sorted(inbox, key=Envelope.sort_key)
+
+    @abstractmethod
+    def _deliver(self, outbox: list[Envelope]) -> list[Envelope]:
+        """Move envelopes to the processes hosting their receivers."""
+
+    @abstractmethod
+    def all_gather_object(self, obj) -> list:
+        """Metrics and results between processes; not part of the modelled traffic."""
+
+    def merged_ledger(self) -> Ledger:
+        """Every rank's ledger, merged (collective)."""
+        merged = Ledger()
+        for part in self.all_gather_object(self.ledger):
+            merged.extend(part)
+        return merged

@@ -1,0 +1,10 @@
+"""Datasets read into memory once (MD5-checked), partitioned across workers."""
+
+from .checked_file import DatasetChecksumError, DatasetMissingError
+from .dataset import Dataset
+from .partition import BatchStream, partition
+from .registry import LOADERS, load_dataset
+from .transforms import normalize, random_crop_flip
+
+__all__ = ["DatasetChecksumError", "DatasetMissingError", "Dataset", "BatchStream", "partition",
+           "LOADERS", "load_dataset", "normalize", "random_crop_flip"]

@@ -1,0 +1,25 @@
+"""Datasets by name, each read from disk once per process."""
+
+from __future__ import annotations
+
+from functools import lru_cache, partial
+from typing import Callable
+
+from ..paths import data_dir
+from .cifar10 import load_cifar10
+from .dataset import Dataset
+from .idx import load_idx_dataset
+
+LOADERS: dict[str, Callable] = {
+    "mnist": partial(load_idx_dataset, "mnist"),
+    "fashion_mnist": partial(load_idx_dataset, "fashion-mnist"),
+    "cifar10": load_cifar10,
+}
+
+
+@lru_cache(maxsize=None)
+def load_dataset(name: str) -> Dataset:
+    """The dataset ``name`` (one of ``LOADERS``) from ``paths.data_dir()``."""
+    if name not in LOADERS:
+        raise ValueError(f"dataset must be one of {sorted(LOADERS)}, got {name!r}")
+    return LOADERS[name](data_dir())

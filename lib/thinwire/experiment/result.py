@@ -1,0 +1,58 @@
+"""A run's outcome: per-step metrics, a summary, and the ledger; stored atomically."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..comm import Ledger
+from .config import RunConfig
+
+
+@dataclass
+class Result:
+    config: RunConfig
+    backend: str
+    metrics: dict[str, list]      # one entry per step: step, epoch, loss, ..., comm_seconds
+    summary: dict[str, float]
+    ledger: Ledger
+
+    def frame(self):
+        """Per-step metrics as a pandas DataFrame."""
+        import pandas as pd
+        return pd.DataFrame(self.metrics)
+
+    def save(self, folder: Path) -> None:
+        """Write ledger.npz then result.json, each through a temporary file and rename;
+        result.json appears last, so its presence means the run is complete."""
+        folder.mkdir(parents=True, exist_ok=True)
+        _atomic_write(folder / "ledger.npz", lambda f: np.savez_compressed(f, **self.ledger.to_arrays()))
+        doc = {"config": self.config.to_dict(), "backend": self.backend, "metrics": self.metrics,
+               "summary": self.summary}
+        _atomic_write(folder / "result.json", lambda f: f.write(json.dumps(doc, allow_nan=True).encode()))
+
+    @classmethod
+    def load(cls, folder: Path) -> Result:
+        doc = json.loads((folder / "result.json").read_text())
+        with np.load(folder / "ledger.npz") as arrays:
+            ledger = Ledger.from_arrays(arrays)
+        return cls(RunConfig.from_dict(doc["config"]), doc["backend"], doc["metrics"], doc["summary"], ledger)
+
+
+def _atomic_write(path: Path, write) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

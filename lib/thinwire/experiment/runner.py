@@ -1,0 +1,136 @@
+"""run(config) -> Result: build data, model, codecs and agents, train, measure, cache.
+
+Timing: ``compute_seconds`` of a step is the measured time of the local agents' work
+(gradients, encoding, decoding) divided by the number of local agents this process
+simulates, plus the center agent's measured time: the step time of a cluster whose
+workers run in parallel. ``comm_seconds`` is the network model applied to the step's
+ledger rows. Their sum gives the modelled images/s.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+import torch
+
+from ..algorithms import ALGORITHMS
+from ..codecs import make_codec
+from ..comm import InProcessTransport, Transport, network_preset
+from ..datasets import BatchStream, load_dataset, normalize, partition
+from ..models import build_model, evaluate
+from ..paths import results_dir
+from .config import RunConfig
+from .result import Result
+
+
+def result_folder(config: RunConfig, backend: str = "inprocess", root=None):
+    from pathlib import Path
+    return Path(root or results_dir()) / f"{config.key()}-{backend}"
+
+
+def cached(config: RunConfig, backend: str = "inprocess", root=None) -> Result | None:
+    folder = result_folder(config, backend, root)
+    return Result.load(folder) if (folder / "result.json").exists() else None
+
+
+def run(config: RunConfig, transport: Transport | None = None, backend: str = "inprocess",
+        root=None, reuse: bool = True, progress: bool | None = None) -> Result:
+    """Run ``config`` (or load its finished result) and return the Result.
+
+    With a distributed ``transport`` every rank must call this; rank 0 writes the result.
+    """
+    if reuse and (hit := cached(config, backend, root)) is not None:
+        return hit
+    transport = transport or InProcessTransport()
+    result = _train(config, transport, backend, progress)
+    if transport.rank == 0:
+        result.save(result_folder(config, backend, root))
+    return result
+
+
+def _prepare_data(config: RunConfig):
+    data = load_dataset(config.dataset)
+    images, labels = data.train_images, data.train_labels
+    if config.train_samples:
+        keep = torch.randperm(len(labels), generator=torch.Generator().manual_seed(config.seed))[: config.train_samples]
+        images, labels = images[keep], labels[keep]
+    train_x = normalize(images, data.mean, data.std)
+    test_x = normalize(data.test_images[: config.eval_samples], data.mean, data.std)
+    return data, train_x, labels, test_x, data.test_labels[: config.eval_samples]
+
+
+def _train(config: RunConfig, transport: Transport, backend: str, progress: bool | None) -> Result:
+    torch.manual_seed(config.seed)  # nothing should draw from it; this only pins stray use
+    data, train_x, train_y, test_x, test_y = _prepare_data(config)
+    model = build_model(config.model, data.image_shape, data.num_classes, config.seed,
+                        hidden=config.hidden, activation=config.activation, layer_norm=config.layer_norm)
+    algo = ALGORITHMS[config.algorithm](
+        model, transport, config.workers, optimizer=config.optimizer, lr=config.lr, momentum=config.momentum,
+        push_codec=make_codec(config.push_codec), pull_codec=make_codec(config.pull_codec),
+        pull_mode=config.pull_mode, seed=config.seed)
+    shards = partition(len(train_y), config.workers, config.seed)
+    streams = {k: BatchStream(shards[k], config.batch_size, config.seed + 100 + k) for k in algo.local_workers}
+    batches_per_epoch = len(shards[0]) // config.batch_size
+
+    show = progress if progress is not None else os.environ.get("THINWIRE_PROGRESS", "1") == "1"
+    steps = range(config.steps)
+    if show and transport.rank == 0:
+        from tqdm.auto import tqdm
+        steps = tqdm(steps, desc=f"{config.push_codec} K={config.workers}", leave=False)
+
+    rows = []
+    for step in steps:
+        idx = [streams[k].next_indices() for k in algo.local_workers]
+        x = torch.stack([train_x[i] for i in idx]) if idx else train_x[:0]
+        y = torch.stack([train_y[i] for i in idx]) if idx else train_y[:0]
+        local = algo.step(step, x, y)
+        evaluated = (step + 1) % config.eval_every == 0 or step + 1 == config.steps
+        if evaluated and algo.global_params() is not None:
+            local["test_loss"], local["test_accuracy"] = evaluate(model, algo.global_params(), test_x, test_y)
+        parts = transport.all_gather_object(local)
+        rows.append(_combine(step, parts, batches_per_epoch))
+
+    ledger = transport.merged_ledger()
+    network = network_preset(config.network)
+    per_step = ledger.per_step(algo.phases)
+    comm = network.seconds_per_step(ledger, config.steps)
+    metrics = {k: [r[k] for r in rows] for k in rows[0]}
+    metrics["bytes_up"] = per_step["bytes_push"].tolist()
+    metrics["bytes_down"] = per_step["bytes_pull"].tolist()
+    metrics["messages"] = per_step["messages"].tolist()
+    metrics["comm_seconds"] = comm.tolist()
+    return Result(config, backend, metrics, _summarize(config, metrics), ledger)
+
+
+def _combine(step: int, parts: list[dict], batches_per_epoch: int) -> dict:
+    samples = sum(p["samples"] for p in parts)
+    compute = max(p["worker_seconds"] / max(1, p["local_workers"]) for p in parts) + max(p["center_seconds"] for p in parts)
+    test = next((p for p in parts if "test_loss" in p), None)
+    return {
+        "step": step,
+        "epoch": (step + 1) / batches_per_epoch,
+        "loss": sum(p["loss_sum"] for p in parts) / sum(max(1, p["local_workers"]) for p in parts if p["samples"]),
+        "train_accuracy": sum(p["correct"] for p in parts) / samples,
+        "test_loss": test["test_loss"] if test else math.nan,
+        "test_accuracy": test["test_accuracy"] if test else math.nan,
+        "compute_seconds": compute,
+    }
+
+
+def _summarize(config: RunConfig, m: dict) -> dict:
+    compute, comm = float(np.sum(m["compute_seconds"])), float(np.sum(m["comm_seconds"]))
+    images = config.workers * config.batch_size * config.steps
+    return {
+        "final_loss": m["test_loss"][-1],
+        "final_accuracy": m["test_accuracy"][-1],
+        "final_train_loss": float(np.mean(m["loss"][-max(1, config.eval_every):])),
+        "bytes_up": int(np.sum(m["bytes_up"])),
+        "bytes_down": int(np.sum(m["bytes_down"])),
+        "bytes_per_step": float(np.mean(np.add(m["bytes_up"], m["bytes_down"]))),
+        "messages": int(np.sum(m["messages"])),
+        "compute_seconds": compute,
+        "comm_seconds": comm,
+        "images_per_second_modelled": images / (compute + comm),
+    }

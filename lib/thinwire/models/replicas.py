@@ -1,0 +1,45 @@
+"""K copies of one model trained side by side as batched tensors.
+
+Every parameter is stored with a leading replica dimension (K, ...). One ``vmap`` over
+``functional_call`` computes all K losses, and one backward pass gives all K gradients:
+the in-process simulation of K workers costs about what one model on K times the
+batch costs, instead of K Python-level passes. On torch.distributed each rank holds
+the replicas of its own workers (usually K = 1), through the same code.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.func import functional_call, vmap
+
+
+class Replicas:
+    def __init__(self, model: nn.Module, count: int):
+        if count < 1:
+            raise ValueError(f"replica count must be >= 1, got {count}")
+        if any(True for _ in model.buffers()):
+            raise ValueError("Replicas supports models without buffers (no batch norm statistics)")
+        self.model = model
+        self.count = count
+        self.params: dict[str, torch.Tensor] = {
+            name: p.detach().unsqueeze(0).repeat(count, *([1] * p.dim())).contiguous()
+            for name, p in model.named_parameters()
+        }
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.params)
+
+    def _loss(self, params, x, y):
+        logits = functional_call(self.model, params, (x,))
+        return nn.functional.cross_entropy(logits, y), (logits.argmax(-1) == y).sum()
+
+    def loss_and_grads(self, x: torch.Tensor, y: torch.Tensor):
+        """x: (K, B, ...), y: (K, B) -> losses (K,), correct counts (K,), grads {name: (K, ...)}."""
+        leaves = {n: p.requires_grad_(True) for n, p in self.params.items()}
+        losses, correct = vmap(self._loss)(leaves, x, y)
+        grads = torch.autograd.grad(losses.sum(), list(leaves.values()))
+        for p in leaves.values():
+            p.requires_grad_(False)
+        return losses.detach(), correct, dict(zip(leaves, grads))
