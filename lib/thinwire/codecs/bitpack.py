@@ -28,12 +28,12 @@ def _pack_small(codes: torch.Tensor, bits: int) -> torch.Tensor:
         codes = torch.cat([codes, codes.new_zeros(pad)])
     if 8 % bits == 0:
         cols = codes.view(-1, group)
-        out = cols[:, 0].clone()
+        out = cols[:, 0].clone(memory_format=torch.contiguous_format)
         for j in range(1, group):
             out |= cols[:, j] << (j * bits)
         return out[: packed_bytes(n, bits)]
     cols = codes.view(-1, 8).to(torch.int64)
-    word = cols[:, 0].clone()
+    word = cols[:, 0].clone(memory_format=torch.contiguous_format)
     for j in range(1, 8):
         word |= cols[:, j] << (j * bits)
     out = word.view(torch.uint8).view(-1, 8)[:, :bits].reshape(-1)

@@ -34,7 +34,7 @@ class Result:
         _atomic_write(folder / "ledger.npz", lambda f: np.savez_compressed(f, **self.ledger.to_arrays()))
         doc = {"config": self.config.to_dict(), "backend": self.backend, "metrics": self.metrics,
                "summary": self.summary}
-        _atomic_write(folder / "result.json", lambda f: f.write(json.dumps(doc, allow_nan=True).encode()))
+        _atomic_write(folder / "result.json", lambda f: f.write(json.dumps(doc, allow_nan=False).encode()))
 
     @classmethod
     def load(cls, folder: Path) -> Result:

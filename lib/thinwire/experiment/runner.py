@@ -9,7 +9,6 @@ ledger rows. Their sum gives the modelled images/s.
 
 from __future__ import annotations
 
-import math
 import os
 
 import numpy as np
@@ -113,8 +112,8 @@ def _combine(step: int, parts: list[dict], batches_per_epoch: int) -> dict:
         "epoch": (step + 1) / batches_per_epoch,
         "loss": sum(p["loss_sum"] for p in parts) / sum(max(1, p["local_workers"]) for p in parts if p["samples"]),
         "train_accuracy": sum(p["correct"] for p in parts) / samples,
-        "test_loss": test["test_loss"] if test else math.nan,
-        "test_accuracy": test["test_accuracy"] if test else math.nan,
+        "test_loss": test["test_loss"] if test else None,
+        "test_accuracy": test["test_accuracy"] if test else None,
         "compute_seconds": compute,
     }
 

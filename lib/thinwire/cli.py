@@ -1,0 +1,102 @@
+"""Command line: ``python -m thinwire run|scraps|presets``.
+
+    python -m thinwire run --config cfg.json [--set steps=50 ...] [--backend inprocess|gloo|nccl]
+    torchrun --nproc-per-node 4 -m thinwire run --config cfg.json --backend gloo
+    python -m thinwire scraps notebooks/quickstart.ipynb
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import sys
+from pathlib import Path
+
+
+def _parse_value(text: str):
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def _config(args):
+    from .experiment import RunConfig
+    values = json.loads(Path(args.config).read_text()) if args.config else {}
+    for item in args.set or []:
+        key, sep, raw = item.partition("=")
+        if not sep:
+            raise SystemExit(f"--set expects key=value, got {item!r}")
+        values[key] = _parse_value(raw)
+    try:
+        return RunConfig.from_dict(values)
+    except ValueError as exc:
+        raise SystemExit(f"invalid config: {exc}")
+
+
+def cmd_run(args) -> int:
+    from .experiment import run
+    config = _config(args)
+    transport = None
+    if args.backend != "inprocess":
+        import torch
+        import torch.distributed as dist
+        from .comm import DistributedTransport
+        if "RANK" not in os.environ:
+            raise SystemExit(f"--backend {args.backend} must run under torchrun (RANK is not set)")
+        dist.init_process_group(args.backend)
+        device = "cpu"
+        if args.backend == "nccl":
+            local = int(os.environ.get("LOCAL_RANK", 0))
+            torch.cuda.set_device(local)
+            device = f"cuda:{local}"
+        transport = DistributedTransport(device)
+    rank = 0 if transport is None else transport.rank
+    try:
+        result = run(config, transport, backend=args.backend, root=args.results, reuse=not args.no_reuse,
+                     progress=False)
+    finally:
+        if transport is not None:
+            import torch.distributed as dist
+            dist.destroy_process_group()
+    if rank == 0:
+        print(json.dumps({"key": config.key(), "backend": args.backend, **result.summary}, indent=1))
+    return 0
+
+
+def cmd_scraps(args) -> int:
+    from .scraps import read_scraps
+    print(json.dumps(read_scraps(args.notebook), indent=1, sort_keys=True))
+    return 0
+
+
+def cmd_presets(args) -> int:
+    from .comm import PRESETS
+    for key, p in PRESETS.items():
+        print(f"{key:16s} {p.name:28s} {p.bandwidth_bytes_per_s:.4g} B/s  latency {p.latency_s:g} s")
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="thinwire")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("run", help="run one config (in-process, or one rank under torchrun)")
+    p.add_argument("--config", help="JSON file of RunConfig fields")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a field")
+    p.add_argument("--backend", default="inprocess", choices=["inprocess", "gloo", "nccl"])
+    p.add_argument("--results", default=None, help="results folder (default results/)")
+    p.add_argument("--no-reuse", action="store_true", help="run even if a finished result exists")
+    p.set_defaults(func=cmd_run)
+    p = sub.add_parser("scraps", help="print the numbers an executed notebook recorded, as JSON")
+    p.add_argument("notebook")
+    p.set_defaults(func=cmd_scraps)
+    p = sub.add_parser("presets", help="list network presets")
+    p.set_defaults(func=cmd_presets)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,33 @@
+"""Numbers a notebook records ("scraps"), readable back from the executed .ipynb.
+
+``glue(name, value)`` displays a JSON output of MIME type ``MIME``; ``read_scraps``
+collects them from a notebook file. ``python -m thinwire scraps NB.ipynb`` prints them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+MIME = "application/vnd.thinwire.scrap+json"
+
+
+def glue(name: str, value) -> None:
+    """Record ``value`` (JSON-serialisable) under ``name`` in the notebook's outputs."""
+    from IPython.display import display
+    json.dumps(value)  # fail here, not when the notebook is saved
+    display({MIME: {"name": name, "value": value}}, raw=True)
+
+
+def read_scraps(path: str | Path) -> dict:
+    nb = json.loads(Path(path).read_text())
+    found = {}
+    for cell in nb.get("cells", []):
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            if MIME in data:
+                scrap = data[MIME]
+                if isinstance(scrap, str):
+                    scrap = json.loads(scrap)
+                found[scrap["name"]] = scrap["value"]
+    return found

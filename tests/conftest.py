@@ -1,0 +1,3 @@
+import os
+
+os.environ.setdefault("THINWIRE_PROGRESS", "0")

@@ -1,0 +1,81 @@
+"""run(): determinism, caching, resume, and the two transports agreeing on Plump-DP."""
+
+import os
+
+import pytest
+
+from thinwire.experiment import RunConfig, cached, result_folder, run
+from thinwire.experiment.launch import launch
+
+TINY = dict(hidden=(32,), steps=12, train_samples=1024, eval_every=6, eval_samples=500, batch_size=16)
+TIMINGS = {"compute_seconds"}
+
+
+def _numbers(result):
+    return {k: v for k, v in result.metrics.items() if k not in TIMINGS}
+
+
+def test_two_identical_runs_give_identical_metrics(tmp_path):
+    config = RunConfig(**TINY, push_codec="ef(topk(ratio=0.05))")
+    a = run(config, root=tmp_path / "a")
+    b = run(config, root=tmp_path / "b")
+    assert _numbers(a) == _numbers(b)
+    assert a.ledger.rows() == b.ledger.rows()
+    assert 0.0 < a.summary["final_accuracy"] <= 1.0
+
+
+def test_finished_runs_are_reused_and_files_are_complete(tmp_path):
+    config = RunConfig(**TINY)
+    first = run(config, root=tmp_path)
+    folder = result_folder(config, root=tmp_path)
+    stamp = os.stat(folder / "result.json").st_mtime_ns
+    again = run(config, root=tmp_path)
+    assert os.stat(folder / "result.json").st_mtime_ns == stamp
+    assert _numbers(again) == _numbers(first)
+    assert again.ledger.rows() == first.ledger.rows()
+    assert sorted(p.name for p in folder.iterdir()) == ["ledger.npz", "result.json"]  # no temp files
+
+
+def test_interrupted_sweep_resumes(tmp_path, monkeypatch):
+    sweep = [RunConfig(**TINY, seed=s) for s in range(3)]
+    run(sweep[0], root=tmp_path)
+    # an interruption during the second run leaves no result.json for it
+    import thinwire.experiment.runner as runner
+    calls = []
+    real = runner._train
+
+    def counting(config, *args, **kwargs):
+        calls.append(config.seed)
+        return real(config, *args, **kwargs)
+
+    monkeypatch.setattr(runner, "_train", counting)
+    for config in sweep:
+        run(config, root=tmp_path)
+    assert calls == [1, 2]
+    assert all(cached(c, root=tmp_path) is not None for c in sweep)
+
+
+def test_bytes_come_from_the_ledger(tmp_path):
+    config = RunConfig(**TINY, push_codec="quantize(bits=8)")
+    result = run(config, root=tmp_path)
+    total = result.ledger.total_bytes("push")
+    assert total == sum(result.metrics["bytes_up"]) == result.summary["bytes_up"]
+    fp32 = run(RunConfig(**TINY), root=tmp_path)
+    ratio = fp32.summary["bytes_up"] / result.summary["bytes_up"]
+    assert 3.5 < ratio < 4.0  # 8-bit codes plus headers
+
+
+def test_in_process_and_gloo_four_processes_agree(tmp_path):
+    config = RunConfig(**TINY, workers=4, push_codec="ef(topk(ratio=0.1))")
+    local = run(config, root=tmp_path)
+    distributed = launch(config, nprocs=4, backend="gloo", root=tmp_path)
+    assert distributed.backend == "gloo"
+    assert distributed.summary["final_loss"] == pytest.approx(local.summary["final_loss"], abs=1e-5)
+    assert distributed.ledger.rows() == local.ledger.rows()
+    for a, b in zip(local.metrics["loss"], distributed.metrics["loss"]):
+        assert a == pytest.approx(b, abs=1e-5)
+
+
+def test_bad_config_fails_before_training():
+    with pytest.raises(ValueError, match="^workers=0"):
+        RunConfig(workers=0)
