@@ -30,7 +30,7 @@ unit: setup
 
 # Executed smoke-profile notebooks, re-run by nbval; only # NBVAL_CHECK_OUTPUT cells are compared.
 golden-test: setup
-	THINWIRE_RESULTS=$$(mktemp -d) $(PY) -m pytest -q -p no:randomly --nbval-lax --nbval-current-env \
+	THINWIRE_RESULTS=$$(mktemp -d) $(PY) -m pytest -q --nbval-lax --nbval-current-env \
 	  --sanitize-with tests/golden/sanitize.cfg $(addprefix tests/golden/,$(addsuffix .ipynb,$(NOTEBOOKS)))
 
 reproduce: setup

@@ -1,0 +1,39 @@
+"""Shared figure helpers for the notebooks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+
+def modelled_time(result) -> np.ndarray:
+    """Cumulative modelled seconds: measured compute + modelled communication."""
+    return np.cumsum(np.add(result.metrics["compute_seconds"], result.metrics["comm_seconds"]))
+
+
+def _series(result, y: str):
+    values = np.array([np.nan if v is None else v for v in result.metrics[y]], dtype=float)
+    keep = ~np.isnan(values)
+    return keep, values
+
+
+def curves(results: dict, y: str, x: str = "step", ax=None, ylabel: str | None = None):
+    """One line per labelled result: metric ``y`` against ``step`` or modelled ``time``."""
+    ax = ax or plt.gca()
+    for label, result in results.items():
+        keep, values = _series(result, y)
+        xs = np.asarray(result.metrics["step"]) + 1 if x == "step" else modelled_time(result)
+        ax.plot(xs[keep], values[keep], label=label, marker="o" if keep.sum() < 30 else None, ms=3)
+    ax.set_xlabel("step" if x == "step" else "modelled time (s)")
+    ax.set_ylabel(ylabel or y)
+    ax.grid(alpha=0.3)
+    return ax
+
+
+def save(fig, name: str, folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.png"
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    return path
