@@ -1,0 +1,34 @@
+"""Codec encode + decode throughput on 25M float32 values, as a fraction of the roofline.
+
+fraction = (time of one add pass over the same values) / (time of encode + decode).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from roofline import add_pass_seconds, best_seconds
+from thinwire.codecs import CodecState, make_codec
+
+N = 25_000_000
+SPECS = ["fp32", "fp16", "quantize(bits=8)", "quantize(bits=4)", "quantize(bits=2)", "quantize(bits=1)",
+         "quantize(bits=12)", "topk(ratio=0.01)"]
+TARGETS = {"quantize(bits=8)": 0.25}
+
+
+def run(n: int = N) -> list[dict]:
+    x = torch.randn(n, generator=torch.Generator().manual_seed(0))
+    roof = add_pass_seconds(n)
+    rows = []
+    for spec in SPECS:
+        codec = make_codec(spec)
+        state = CodecState(0)
+        encode = best_seconds(lambda: codec.encode(x, state, "x"), repeats=3, warmup=1)
+        message = codec.encode(x, state, "x")
+        decode = best_seconds(lambda: codec.decode(message, state, "x"), repeats=3, warmup=1)
+        rows.append({
+            "codec": spec, "values": n, "bytes": len(message), "encode_s": encode, "decode_s": decode,
+            "add_pass_s": roof, "fraction_of_roofline": roof / (encode + decode),
+            "target": TARGETS.get(spec),
+        })
+    return rows

@@ -1,0 +1,42 @@
+"""``make bench``: codec throughput and in-process simulation overhead; writes
+benchmarks/out/results.json and prints a table."""
+
+from __future__ import annotations
+
+import json
+import platform
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import codecs_bench  # noqa: E402
+import replicas_bench  # noqa: E402
+
+
+def main() -> int:
+    out = Path(__file__).parent / "out"
+    out.mkdir(exist_ok=True)
+    codec_rows = codecs_bench.run()
+    replica = replicas_bench.run()
+    doc = {"machine": {"cpu": platform.processor() or platform.machine(), "threads": torch.get_num_threads(),
+                       "torch": torch.__version__},
+           "codecs": codec_rows, "replicas": replica}
+    (out / "results.json").write_text(json.dumps(doc, indent=1))
+    print(f"add pass over {codec_rows[0]['values']:,} float32: {codec_rows[0]['add_pass_s'] * 1e3:.1f} ms")
+    print("| codec | bytes | encode ms | decode ms | fraction of roofline | target |")
+    print("|---|---|---|---|---|---|")
+    for r in codec_rows:
+        target = f">= {r['target']}" if r["target"] else ""
+        print(f"| {r['codec']} | {r['bytes']:,} | {r['encode_s'] * 1e3:.1f} | {r['decode_s'] * 1e3:.1f} | "
+              f"{r['fraction_of_roofline']:.3f} | {target} |")
+    print(f"\nK={replica['workers']} in-process workers: {replica['k_workers_s'] * 1e3:.1f} ms/step; one model on "
+          f"the same {replica['workers'] * replica['batch_per_worker']} samples: {replica['one_model_s'] * 1e3:.1f} ms; "
+          f"ratio {replica['ratio']:.2f} (target <= {replica['target']})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
