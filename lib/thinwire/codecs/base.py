@@ -47,8 +47,10 @@ class Codec(ABC):
         """Turn a 1-D tensor into a payload."""
 
     @abstractmethod
-    def decompress(self, payload: Payload, numel: int, state: CodecState, key: str) -> torch.Tensor:
-        """Rebuild a 1-D float tensor of ``numel`` entries from a payload."""
+    def decompress(self, payload: Payload, numel: int, state: CodecState, key: str,
+                   out: torch.Tensor | None = None) -> torch.Tensor:
+        """Rebuild a 1-D float tensor of ``numel`` entries from a payload (into ``out``
+        when the codec can; the caller copies otherwise)."""
 
     def encode(self, tensor: torch.Tensor, state: CodecState | None = None, key: str = "") -> wire.Message:
         """Compress ``tensor`` into a message (a ``bytearray``)."""
@@ -56,8 +58,13 @@ class Codec(ABC):
         payload = self.compress(tensor.detach().reshape(-1), state, key)
         return wire.pack(self.spec(), tensor.dtype, tuple(tensor.shape), payload)
 
-    def decode(self, message, state: CodecState | None = None, key: str = "") -> torch.Tensor:
-        """Rebuild the tensor a message carries; ``CorruptMessageError`` if it is damaged."""
+    def decode(self, message, state: CodecState | None = None, key: str = "",
+               out: torch.Tensor | None = None) -> torch.Tensor:
+        """Rebuild the tensor a message carries; ``CorruptMessageError`` if it is damaged.
+
+        ``out`` (optional, contiguous, of the message's shape and dtype) receives the
+        values and is returned: callers that decode every step reuse one buffer.
+        """
         state = state if state is not None else CodecState()
         header, payload = wire.unpack(message)
         if header["codec"] != self.spec():
@@ -66,13 +73,23 @@ class Codec(ABC):
         numel = 1
         for s in shape:
             numel *= s
+        flat_out = None
+        if out is not None:
+            if tuple(out.shape) != shape or out.dtype != header["dtype"] or not out.is_contiguous():
+                raise ValueError(f"out must be contiguous {header['dtype']} of shape {shape}, "
+                                 f"got {out.dtype} {tuple(out.shape)}")
+            flat_out = out.view(-1) if out.dtype == torch.float32 else None
         try:
-            flat = self.decompress(payload, numel, state, key)
+            flat = self.decompress(payload, numel, state, key, out=flat_out)
         except (KeyError, RuntimeError, IndexError) as exc:
             raise CorruptMessageError(f"{self.spec()}: payload does not decode: {exc}") from exc
         if flat.numel() != numel:
             raise CorruptMessageError(f"{self.spec()}: decoded {flat.numel()} values, header says {numel}")
-        return flat.to(header["dtype"]).reshape(shape)
+        if out is None:
+            return flat.to(header["dtype"]).reshape(shape)
+        if flat is not flat_out:
+            out.view(-1).copy_(flat)
+        return out
 
 
 def expect_part(payload: Payload, name: str, dtype: torch.dtype, numel: int | None = None) -> torch.Tensor:

@@ -37,16 +37,16 @@ class Chain(Codec):
 
     def compress(self, flat, state: CodecState, key: str) -> Payload:
         first = self.stages[0]
-        payload = first.compress(flat, state, key)
+        payload = first.compress(flat, state, key).materialize()
         carried = payload.parts.pop(first.carrier)
         payload.meta[f"{first.carrier}.numel"] = carried.numel()
         payload.merge(first.carrier, self._rest().compress(carried, state, f"{key}/{first.carrier}"))
         return payload
 
-    def decompress(self, payload: Payload, numel: int, state: CodecState, key: str) -> torch.Tensor:
+    def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None) -> torch.Tensor:
         first = self.stages[0]
         payload = Payload(parts=dict(payload.parts), meta=dict(payload.meta))
         inner = payload.split(first.carrier)
         carried_numel = int(inner.meta.pop("numel"))
         payload.parts[first.carrier] = self._rest().decompress(inner, carried_numel, state, f"{key}/{first.carrier}")
-        return first.decompress(payload, numel, state, key)
+        return first.decompress(payload, numel, state, key, out=out)

@@ -36,14 +36,13 @@ class ErrorFeedback(Codec):
         slot = state.slot(key)
         residual = slot.get("residual")
         corrected = flat.to(torch.float32) if residual is None else flat + residual
-        payload = self.inner.compress(corrected, state, key)
-        # decompress reads the parts; copy them so a later in-place use cannot alias
+        payload = self.inner.compress(corrected, state, key).materialize()
         view = Payload(parts=dict(payload.parts), meta=dict(payload.meta))
         slot["residual"] = corrected - self.inner.decompress(view, corrected.numel(), state, key)
         return payload
 
-    def decompress(self, payload: Payload, numel: int, state: CodecState, key: str) -> torch.Tensor:
-        return self.inner.decompress(payload, numel, state, key)
+    def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None) -> torch.Tensor:
+        return self.inner.decompress(payload, numel, state, key, out=out)
 
     def residual(self, state: CodecState, key: str) -> torch.Tensor | None:
         return state.slot(key).get("residual")

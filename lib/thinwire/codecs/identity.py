@@ -21,8 +21,9 @@ class Float32(Codec):
     def compress(self, flat, state: CodecState, key: str) -> Payload:
         return Payload(parts={"values": flat.to(torch.float32)})
 
-    def decompress(self, payload: Payload, numel: int, state: CodecState, key: str) -> torch.Tensor:
-        return expect_part(payload, "values", torch.float32, numel).clone()
+    def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None) -> torch.Tensor:
+        values = expect_part(payload, "values", torch.float32, numel)
+        return values.clone() if out is None else out.copy_(values)
 
 
 class Float16(Codec):
@@ -34,5 +35,6 @@ class Float16(Codec):
     def compress(self, flat, state: CodecState, key: str) -> Payload:
         return Payload(parts={"values": flat.to(torch.float16)})
 
-    def decompress(self, payload: Payload, numel: int, state: CodecState, key: str) -> torch.Tensor:
-        return expect_part(payload, "values", torch.float16, numel).to(torch.float32)
+    def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None) -> torch.Tensor:
+        values = expect_part(payload, "values", torch.float16, numel)
+        return values.to(torch.float32) if out is None else out.copy_(values)

@@ -3,8 +3,24 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 import torch
+
+
+@dataclass
+class PartWriter:
+    """A part written straight into the message buffer by ``fill(view)``: large
+    outputs (quantization codes) then skip an intermediate copy."""
+
+    dtype: torch.dtype
+    numel: int
+    fill: Callable[[torch.Tensor], None]
+
+    def materialize(self) -> torch.Tensor:
+        out = torch.empty(self.numel, dtype=self.dtype)
+        self.fill(out)
+        return out
 
 
 @dataclass
@@ -15,8 +31,15 @@ class Payload:
     length of that buffer, never a formula over these fields.
     """
 
-    parts: dict[str, torch.Tensor] = field(default_factory=dict)
+    parts: dict[str, torch.Tensor | PartWriter] = field(default_factory=dict)
     meta: dict[str, float | int | str] = field(default_factory=dict)
+
+    def materialize(self) -> Payload:
+        """Turn every ``PartWriter`` into a tensor (in place); returns self."""
+        for name, part in self.parts.items():
+            if isinstance(part, PartWriter):
+                self.parts[name] = part.materialize()
+        return self
 
     def split(self, prefix: str) -> Payload:
         """Remove and return the parts and meta whose names start with ``prefix + '.'``."""

@@ -20,16 +20,24 @@ import torch
 from . import bitpack
 from .base import Codec, expect_part
 from .errors import CorruptMessageError
-from .payload import Payload
+from .payload import PartWriter, Payload
 from .state import CodecState
 
 BLOCK = 1 << 16
+FLOAT32_MAX = 3.4e38
 
 
-def quantize_codes(flat: torch.Tensor, lo: float, scale: float, bits: int) -> torch.Tensor:
-    """Nearest-level codes of ``flat`` (uint8 for bits <= 8, else int32)."""
+def quantize_codes(flat: torch.Tensor, lo: float, scale: float, bits: int,
+                   out: torch.Tensor | None = None) -> torch.Tensor:
+    """Nearest-level codes of ``flat`` (uint8 for bits <= 8, else int32), into ``out``."""
     n = flat.numel()
-    codes = np.empty(n, dtype=np.uint8 if bits <= 8 else np.int32)
+    dtype = torch.uint8 if bits <= 8 else torch.int32
+    out = torch.empty(n, dtype=dtype) if out is None else out
+    if scale > FLOAT32_MAX / 2:  # a range of a few subnormals: float32 cannot hold the scale
+        levels = (1 << bits) - 1
+        exact = ((flat.to(torch.float64) - lo) * scale + 0.5).floor_().clamp_(0, levels)
+        return out.copy_(exact)
+    codes = out.numpy()
     scratch = torch.empty(min(n, BLOCK), dtype=torch.float32)
     half = torch.tensor(0.5, dtype=torch.float32)
     src = flat if flat.dtype == torch.float32 else flat.to(torch.float32)
@@ -41,11 +49,11 @@ def quantize_codes(flat: torch.Tensor, lo: float, scale: float, bits: int) -> to
         torch.add(half, tmp, alpha=scale, out=tmp)
         # tmp >= 1/2 - rounding and < 2**bits - 1/2 + rounding: truncation is floor.
         np.copyto(codes[start:stop], buf[: stop - start], casting="unsafe")
-    return torch.from_numpy(codes)
+    return out
 
 
-def dequantize_codes(codes: torch.Tensor, lo: float, step: float) -> torch.Tensor:
-    out = torch.empty(codes.numel(), dtype=torch.float32)
+def dequantize_codes(codes: torch.Tensor, lo: float, step: float, out: torch.Tensor | None = None) -> torch.Tensor:
+    out = torch.empty(codes.numel(), dtype=torch.float32) if out is None else out
     out.copy_(codes)
     return torch.add(torch.tensor(lo, dtype=torch.float32), out, alpha=step, out=out)
 
@@ -74,13 +82,17 @@ class Quantize(Codec):
             raise ValueError(f"quantize: tensor {key!r} contains NaN or Inf (min {lo}, max {hi})")
         levels = (1 << self.bits) - 1
         scale = levels / (hi - lo) if hi > lo else 0.0
+        meta = {"lo": lo, "hi": hi}
+        if self.bits == 8:  # the codes are the packed bytes: write them into the message
+            writer = PartWriter(torch.uint8, n, lambda view: quantize_codes(flat, lo, scale, 8, out=view))
+            return Payload(parts={"codes": writer}, meta=meta)
         codes = quantize_codes(flat, lo, scale, self.bits)
-        return Payload(parts={"codes": bitpack.pack(codes, self.bits)}, meta={"lo": lo, "hi": hi})
+        return Payload(parts={"codes": bitpack.pack(codes, self.bits)}, meta=meta)
 
-    def decompress(self, payload: Payload, numel: int, state: CodecState, key: str) -> torch.Tensor:
+    def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None) -> torch.Tensor:
         lo, hi = float(payload.meta["lo"]), float(payload.meta["hi"])
         packed = expect_part(payload, "codes", torch.uint8, bitpack.packed_bytes(numel, self.bits))
         if hi < lo:
             raise CorruptMessageError(f"quantize: hi {hi} < lo {lo}")
         codes = bitpack.unpack(packed, numel, self.bits)
-        return dequantize_codes(codes, lo, (hi - lo) / ((1 << self.bits) - 1))
+        return dequantize_codes(codes, lo, (hi - lo) / ((1 << self.bits) - 1), out=out)

@@ -50,7 +50,7 @@ class TopK(Codec):
             index = torch.topk(flat.abs(), k, sorted=False).indices.sort().values
         return Payload(parts={"index": index.to(torch.int32), "values": flat[index].to(torch.float32)})
 
-    def decompress(self, payload: Payload, numel: int, state: CodecState, key: str) -> torch.Tensor:
+    def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None) -> torch.Tensor:
         k = self.k_for(numel)
         index = expect_part(payload, "index", torch.int32, k).long()
         values = payload.parts.get("values")
@@ -58,6 +58,6 @@ class TopK(Codec):
             raise CorruptMessageError(f"topk: expected {k} values")
         if k and (int(index.min()) < 0 or int(index.max()) >= numel):
             raise CorruptMessageError("topk: index out of range")
-        out = torch.zeros(numel, dtype=torch.float32)
+        out = torch.zeros(numel, dtype=torch.float32) if out is None else out.zero_()
         out[index] = values.to(torch.float32)
         return out

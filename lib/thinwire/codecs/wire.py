@@ -19,7 +19,7 @@ import torch
 
 from .checksum import checksum
 from .errors import CorruptMessageError
-from .payload import Payload
+from .payload import PartWriter, Payload
 
 MAGIC = b"TW"
 VERSION = 1
@@ -40,27 +40,38 @@ def _pad8(n: int) -> int:
     return (n + 7) & ~7
 
 
+def _nbytes(part) -> int:
+    if isinstance(part, PartWriter):
+        return part.numel * torch.empty((), dtype=part.dtype).element_size()
+    return part.numel() * part.element_size()
+
+
 def pack(codec_spec: str, dtype: torch.dtype, shape: tuple[int, ...], payload: Payload) -> Message:
     """Lay ``payload`` out as one checksummed byte buffer."""
-    parts = [(name, t.contiguous()) for name, t in payload.parts.items()]
+    parts = [(name, t if isinstance(t, PartWriter) else t.contiguous()) for name, t in payload.parts.items()]
     header = json.dumps({
         "codec": codec_spec,
         "dtype": DTYPE_NAMES[dtype],
         "shape": list(shape),
         "meta": payload.meta,
-        "parts": [[name, DTYPE_NAMES[t.dtype], t.numel()] for name, t in parts],
+        "parts": [[name, DTYPE_NAMES[t.dtype], t.numel if isinstance(t, PartWriter) else t.numel()]
+                  for name, t in parts],
     }, separators=(",", ":")).encode()
     header_len = _pad8(len(header))
     offsets, total = [], _PREFIX.size + header_len
     for _, t in parts:
         offsets.append(total)
-        total += _pad8(t.numel() * t.element_size())
+        total += _pad8(_nbytes(t))
     message = bytearray(total + _TRAILER.size)
     _PREFIX.pack_into(message, 0, MAGIC, VERSION, 0, header_len)
     message[_PREFIX.size:_PREFIX.size + len(header)] = header
     for (_, t), off in zip(parts, offsets):
-        nbytes = t.numel() * t.element_size()
-        if nbytes:
+        if not _nbytes(t):
+            continue
+        if isinstance(t, PartWriter):
+            t.fill(torch.frombuffer(message, dtype=t.dtype, count=t.numel, offset=off))
+        else:
+            nbytes = _nbytes(t)
             dst = np.frombuffer(message, dtype=np.uint8, count=nbytes, offset=off)
             dst[:] = t.view(-1).view(torch.uint8).numpy()
     view = memoryview(message)

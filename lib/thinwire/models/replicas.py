@@ -39,7 +39,27 @@ class Replicas:
         """x: (K, B, ...), y: (K, B) -> losses (K,), correct counts (K,), grads {name: (K, ...)}."""
         leaves = {n: p.requires_grad_(True) for n, p in self.params.items()}
         losses, correct = vmap(self._loss)(leaves, x, y)
-        grads = torch.autograd.grad(losses.sum(), list(leaves.values()))
+        grads = dict(zip(leaves, torch.autograd.grad(losses.sum(), list(leaves.values()))))
         for p in leaves.values():
             p.requires_grad_(False)
-        return losses.detach(), correct, dict(zip(leaves, grads))
+        self._match_layout(grads)
+        return losses.detach(), correct, grads
+
+    def _match_layout(self, grads: dict[str, torch.Tensor]) -> None:
+        """Store each parameter in the memory layout its gradient comes out in (Linear
+        weights come out transposed), so updates like ``p -= lr * g`` run at memory speed
+        instead of as a strided gather. Values are unchanged."""
+        for name, g in grads.items():
+            p = self.params[name]
+            if p.stride() != g.stride() and _dense(g):
+                self.params[name] = torch.empty_strided(p.shape, g.stride(), dtype=p.dtype).copy_(p)
+
+
+def _dense(t: torch.Tensor) -> bool:
+    """True when ``t`` covers its storage exactly once (some permutation of contiguous)."""
+    expected = 1
+    for d in sorted(range(t.dim()), key=t.stride):
+        if t.size(d) != 1 and t.stride(d) != expected:
+            return False
+        expected *= t.size(d)
+    return True
