@@ -163,7 +163,7 @@ def test_truncated_or_foreign_messages_are_rejected(spec):
         make_codec("fp16").decode(msg)
 
 
-def test_large_message_checksum_uses_chunks():
+def test_flipped_byte_in_a_large_message_is_detected():
     codec = make_codec("quantize(bits=8)")
     msg = codec.encode(torch.randn(9_000_000))
     bad = bytearray(msg)
