@@ -10,6 +10,7 @@ ledger rows. Their sum gives the modelled images/s.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -24,8 +25,8 @@ from .config import RunConfig
 from .result import Result
 
 
-def result_folder(config: RunConfig, backend: str = "inprocess", root=None):
-    from pathlib import Path
+def result_folder(config: RunConfig, backend: str = "inprocess", root=None) -> Path:
+    """results/<config hash>-<backend>/"""
     return Path(root or results_dir()) / f"{config.key()}-{backend}"
 
 

@@ -27,10 +27,6 @@ class Replicas:
             for name, p in model.named_parameters()
         }
 
-    @property
-    def names(self) -> list[str]:
-        return list(self.params)
-
     def _loss(self, params, x, y):
         logits = functional_call(self.model, params, (x,))
         return nn.functional.cross_entropy(logits, y), (logits.argmax(-1) == y).sum()
