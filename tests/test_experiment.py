@@ -79,3 +79,31 @@ def test_in_process_and_gloo_four_processes_agree(tmp_path):
 def test_bad_config_fails_before_training():
     with pytest.raises(ValueError, match="^workers=0"):
         RunConfig(workers=0)
+
+
+def test_interrupted_run_resumes_from_its_checkpoint(tmp_path, monkeypatch):
+    config = RunConfig(**TINY, push_codec="ef(topk(ratio=0.05))", optimizer="sgd", momentum=0.9)
+    whole = run(config, root=tmp_path / "whole")
+    import thinwire.experiment.runner as runner
+    real = runner._combine
+
+    def crash_at_step_8(step, *args):
+        if step == 8:
+            raise KeyboardInterrupt("simulated interruption")
+        return real(step, *args)
+
+    monkeypatch.setattr(runner, "_combine", crash_at_step_8)
+    with pytest.raises(KeyboardInterrupt):
+        run(config, root=tmp_path / "cut", checkpoint_every=3)
+    folder = result_folder(config, root=tmp_path / "cut")
+    assert (folder / "checkpoint.pt").exists() and not (folder / "result.json").exists()
+    monkeypatch.setattr(runner, "_combine", real)
+    calls = []
+    real_step = runner.ALGORITHMS["plump_dp"].step
+    monkeypatch.setattr(runner.ALGORITHMS["plump_dp"], "step",
+                        lambda self, step, *a: calls.append(step) or real_step(self, step, *a))
+    resumed = run(config, root=tmp_path / "cut", checkpoint_every=3)
+    assert calls == list(range(6, config.steps))  # continued after the step-6 checkpoint
+    assert _numbers(resumed) == _numbers(whole)
+    assert resumed.ledger.rows() == whole.ledger.rows()
+    assert not (folder / "checkpoint.pt").exists()

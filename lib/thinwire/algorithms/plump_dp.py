@@ -50,6 +50,26 @@ class CenterAgent:
             p.grad = total[name].div_(self.workers)
         self.optimizer.step()
 
+    def state_dict(self) -> dict:
+        return {
+            "params": {n: p.clone() for n, p in self.params.items()},
+            "optimizer": self.optimizer.state_dict(),
+            "push_states": {k: s.state_dict() for k, s in self.push_states.items()},
+            "pull_state": self.pull_state.state_dict(),
+            "client_copy": None if self.client_copy is None else {n: t.clone() for n, t in self.client_copy.items()},
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        for name, p in self.params.items():
+            p.copy_(state["params"][name])
+        self.optimizer.load_state_dict(state["optimizer"])
+        for k, s in self.push_states.items():
+            s.load_state_dict(state["push_states"][k])
+        self.pull_state.load_state_dict(state["pull_state"])
+        if self.client_copy is not None:
+            for name, t in self.client_copy.items():
+                t.copy_(state["client_copy"][name])
+
     def pull_messages(self) -> list[Envelope]:
         out = []
         for name, p in self.params.items():
@@ -121,6 +141,23 @@ class PlumpDP:
             "worker_seconds": worker_seconds, "local_workers": len(self.local_workers),
             "center_seconds": center_seconds,
         }
+
+    def state_dict(self) -> dict:
+        """Everything this process needs to continue the run: local replicas, codec
+        states and, where hosted, the center agent."""
+        return {
+            "replicas": {n: p.clone() for n, p in self.replicas.params.items()},
+            "push_states": {k: s.state_dict() for k, s in self.push_states.items()},
+            "center": None if self.center is None else self.center.state_dict(),
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        for name, p in self.replicas.params.items():
+            p.copy_(state["replicas"][name])
+        for k, s in self.push_states.items():
+            s.load_state_dict(state["push_states"][k])
+        if self.center is not None:
+            self.center.load_state_dict(state["center"])
 
     def global_params(self) -> dict[str, torch.Tensor] | None:
         return None if self.center is None else self.center.params

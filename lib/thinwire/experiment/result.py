@@ -31,10 +31,10 @@ class Result:
         """Write ledger.npz then result.json, each through a temporary file and rename;
         result.json appears last, so its presence means the run is complete."""
         folder.mkdir(parents=True, exist_ok=True)
-        _atomic_write(folder / "ledger.npz", lambda f: np.savez_compressed(f, **self.ledger.to_arrays()))
+        atomic_write(folder / "ledger.npz", lambda f: np.savez_compressed(f, **self.ledger.to_arrays()))
         doc = {"config": self.config.to_dict(), "backend": self.backend, "metrics": self.metrics,
                "summary": self.summary}
-        _atomic_write(folder / "result.json", lambda f: f.write(json.dumps(doc, allow_nan=False).encode()))
+        atomic_write(folder / "result.json", lambda f: f.write(json.dumps(doc, allow_nan=False).encode()))
 
     @classmethod
     def load(cls, folder: Path) -> Result:
@@ -44,7 +44,7 @@ class Result:
         return cls(RunConfig.from_dict(doc["config"]), doc["backend"], doc["metrics"], doc["summary"], ledger)
 
 
-def _atomic_write(path: Path, write) -> None:
+def atomic_write(path: Path, write) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:

@@ -1,5 +1,10 @@
 """run(config) -> Result: build data, model, codecs and agents, train, measure, cache.
 
+Resume: an in-process run saves a checkpoint (``checkpoint.pt`` beside where its result
+will go, written atomically) every ``checkpoint_every`` steps, or every 60 s when that is
+0; a rerun of the same config continues from it and gives the same numbers as an
+uninterrupted run (timings aside). A finished run deletes its checkpoint.
+
 Timing: ``compute_seconds`` of a step is the measured time of the local agents' work
 (gradients, encoding, decoding) divided by the number of local agents this process
 simulates, plus the center agent's measured time: the step time of a cluster whose
@@ -17,10 +22,11 @@ import torch
 
 from ..algorithms import ALGORITHMS
 from ..codecs import make_codec
-from ..comm import InProcessTransport, Transport, network_preset
+from ..comm import InProcessTransport, Ledger, Transport, network_preset
 from ..datasets import BatchStream, load_dataset, normalize, partition
 from ..models import build_model, evaluate
 from ..paths import results_dir
+from .checkpoint import Checkpoint
 from .config import RunConfig
 from .result import Result
 
@@ -36,7 +42,7 @@ def cached(config: RunConfig, backend: str = "inprocess", root=None) -> Result |
 
 
 def run(config: RunConfig, transport: Transport | None = None, backend: str = "inprocess",
-        root=None, reuse: bool = True, progress: bool | None = None) -> Result:
+        root=None, reuse: bool = True, progress: bool | None = None, checkpoint_every: int = 0) -> Result:
     """Run ``config`` (or load its finished result) and return the Result.
 
     With a distributed ``transport`` every rank must call this; rank 0 writes the result.
@@ -44,9 +50,14 @@ def run(config: RunConfig, transport: Transport | None = None, backend: str = "i
     if reuse and (hit := cached(config, backend, root)) is not None:
         return hit
     transport = transport or InProcessTransport()
-    result = _train(config, transport, backend, progress)
+    folder = result_folder(config, backend, root)
+    checkpoint = Checkpoint(folder / "checkpoint.pt", config.key(), checkpoint_every) \
+        if transport.world_size == 1 else None
+    result = _train(config, transport, backend, progress, checkpoint)
     if transport.rank == 0:
-        result.save(result_folder(config, backend, root))
+        result.save(folder)
+    if checkpoint is not None:
+        checkpoint.remove()
     return result
 
 
@@ -61,7 +72,8 @@ def _prepare_data(config: RunConfig):
     return data, train_x, labels, test_x, data.test_labels[: config.eval_samples]
 
 
-def _train(config: RunConfig, transport: Transport, backend: str, progress: bool | None) -> Result:
+def _train(config: RunConfig, transport: Transport, backend: str, progress: bool | None,
+           checkpoint: Checkpoint | None = None) -> Result:
     torch.manual_seed(config.seed)  # nothing should draw from it; this only pins stray use
     data, train_x, train_y, test_x, test_y = _prepare_data(config)
     model = build_model(config.model, data.image_shape, data.num_classes, config.seed,
@@ -74,13 +86,21 @@ def _train(config: RunConfig, transport: Transport, backend: str, progress: bool
     streams = {k: BatchStream(shards[k], config.batch_size, config.seed + 100 + k) for k in algo.local_workers}
     batches_per_epoch = len(shards[0]) // config.batch_size
 
+    rows, start = [], 0
+    saved = checkpoint.load() if checkpoint is not None else None
+    if saved is not None:
+        algo.load_state_dict(saved["algorithm"])
+        for k, stream in streams.items():
+            stream.load_state_dict(saved["streams"][k])
+        transport.ledger = Ledger.from_arrays(saved["ledger"])
+        rows, start = saved["rows"], saved["step"]
+
     show = progress if progress is not None else os.environ.get("THINWIRE_PROGRESS", "1") == "1"
-    steps = range(config.steps)
+    steps = range(start, config.steps)
     if show and transport.rank == 0:
         from tqdm.auto import tqdm
         steps = tqdm(steps, desc=f"{config.push_codec} K={config.workers}", leave=False)
 
-    rows = []
     for step in steps:
         idx = [streams[k].next_indices() for k in algo.local_workers]
         x = torch.stack([train_x[i] for i in idx]) if idx else train_x[:0]
@@ -91,6 +111,10 @@ def _train(config: RunConfig, transport: Transport, backend: str, progress: bool
             local["test_loss"], local["test_accuracy"] = evaluate(model, algo.global_params(), test_x, test_y)
         parts = transport.all_gather_object(local)
         rows.append(_combine(step, parts, batches_per_epoch))
+        if checkpoint is not None and step + 1 < config.steps and checkpoint.due(step + 1):
+            checkpoint.save({"step": step + 1, "rows": rows, "algorithm": algo.state_dict(),
+                             "streams": {k: s.state_dict() for k, s in streams.items()},
+                             "ledger": transport.ledger.to_arrays()})
 
     ledger = transport.merged_ledger()
     network = network_preset(config.network)
