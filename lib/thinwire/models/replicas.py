@@ -3,7 +3,8 @@
 Every parameter is stored with a leading replica dimension (K, ...). One ``vmap`` over
 ``functional_call`` computes all K losses, and one backward pass gives all K gradients:
 the in-process simulation of K workers costs about what one model on K times the
-batch costs, instead of K Python-level passes. On torch.distributed each rank holds
+batch costs, instead of K Python-level passes. ``MLP`` models take a faster path of
+batched matrix products with persistent gradient buffers (``batched_mlp.py``). On torch.distributed each rank holds
 the replicas of its own workers (usually K = 1), through the same code.
 """
 
@@ -12,6 +13,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 from torch.func import functional_call, vmap
+
+from .batched_mlp import BatchedMLP
+from .mlp import MLP
 
 
 class Replicas:
@@ -26,15 +30,30 @@ class Replicas:
             name: p.detach().unsqueeze(0).repeat(count, *([1] * p.dim())).contiguous()
             for name, p in model.named_parameters()
         }
+        self.batched = None
+        if isinstance(model, MLP):
+            self.params = BatchedMLP.store(self.params)
+            self.batched = BatchedMLP(model, self.params)
 
     def _loss(self, params, x, y):
         logits = functional_call(self.model, params, (x,))
         return nn.functional.cross_entropy(logits, y), (logits.argmax(-1) == y).sum()
 
     def loss_and_grads(self, x: torch.Tensor, y: torch.Tensor):
-        """x: (K, B, ...), y: (K, B) -> losses (K,), correct counts (K,), grads {name: (K, ...)}."""
+        """x: (K, B, ...), y: (K, B) -> losses (K,), correct counts (K,), grads {name: (K, ...)}.
+
+        For an ``MLP`` the weight gradients live in buffers reused by the next call: use
+        (or copy) them before calling again.
+        """
         leaves = {n: p.requires_grad_(True) for n, p in self.params.items()}
-        losses, correct = vmap(self._loss)(leaves, x, y)
+        if self.batched is not None:
+            logits = self.batched.logits(leaves, x)
+            k, b, c = logits.shape
+            losses = nn.functional.cross_entropy(logits.reshape(k * b, c), y.reshape(-1), reduction="none")
+            losses = losses.view(k, b).mean(1)
+            correct = (logits.argmax(-1) == y).sum(1)
+        else:
+            losses, correct = vmap(self._loss)(leaves, x, y)
         grads = dict(zip(leaves, torch.autograd.grad(losses.sum(), list(leaves.values()))))
         for p in leaves.values():
             p.requires_grad_(False)
