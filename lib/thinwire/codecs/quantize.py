@@ -24,7 +24,8 @@ from .errors import CorruptMessageError
 from .payload import PartWriter, Payload
 from .state import CodecState
 
-BLOCK = 1 << 18  # floats per block: 1 MiB of scratch, fits in L2
+BLOCK = 1 << 18  # floats per encode block: 1 MiB of scratch, fits in L2
+DECODE_BLOCK = 1 << 20
 FLOAT32_MAX = 3.4e38
 
 
@@ -43,21 +44,34 @@ def quantize_codes(flat: torch.Tensor, lo: float, scale: float, bits: int,
     half = torch.tensor(0.5, dtype=torch.float32)
     src = flat if flat.dtype == torch.float32 else flat.to(torch.float32)
     buf = scratch.numpy()
+    # x * scale + (1/2 - lo * scale) in one pass is as exact as (x - lo) * scale + 1/2
+    # while |lo| * scale stays within the code range (data around zero, like gradients);
+    # far from zero, subtract lo first.
+    fused = abs(lo) * scale <= (1 << bits)
+    offset = torch.tensor(0.5 - lo * scale, dtype=torch.float32)
     for start in range(0, n, BLOCK):
         stop = min(n, start + BLOCK)
         tmp = scratch[: stop - start]
-        torch.sub(src[start:stop], lo, out=tmp)
-        torch.add(half, tmp, alpha=scale, out=tmp)
-        # tmp >= 1/2 - rounding and < 2**bits - 1/2 + rounding: truncation is floor.
+        if fused:
+            torch.add(offset, src[start:stop], alpha=scale, out=tmp)
+        else:
+            torch.sub(src[start:stop], lo, out=tmp)
+            torch.add(half, tmp, alpha=scale, out=tmp)
+        # tmp in [1/2 - eps, 2**bits - 1/2 + eps]: truncation is floor, never out of range.
         np.copyto(codes[start:stop], buf[: stop - start], casting="unsafe")
     return out
 
 
 def dequantize_codes(codes: torch.Tensor, lo: float, step: float, out: torch.Tensor | None = None) -> torch.Tensor:
-    """lo + code * step (two whole-tensor passes: faster here than blocking)."""
-    out = torch.empty(codes.numel(), dtype=torch.float32) if out is None else out
-    out.copy_(codes)
-    return torch.add(torch.tensor(lo, dtype=torch.float32), out, alpha=step, out=out)
+    """lo + code * step, in blocks so each float block is rescaled while in cache."""
+    n = codes.numel()
+    out = torch.empty(n, dtype=torch.float32) if out is None else out
+    lo_t = torch.tensor(lo, dtype=torch.float32)
+    for start in range(0, n, DECODE_BLOCK):
+        block = out[start:start + DECODE_BLOCK]
+        block.copy_(codes[start:start + DECODE_BLOCK])
+        torch.add(lo_t, block, alpha=step, out=block)
+    return out
 
 
 class Quantize(Codec):
