@@ -41,11 +41,13 @@ class CenterAgent:
         self.push_states = {k: CodecState(seed + 1000 + k) for k in range(workers)}
         self.pull_state = CodecState(seed + 2000)
         self.client_copy = {n: p.clone() for n, p in self.params.items()} if pull_mode == "delta" else None
+        self._decoded = {n: torch.empty_like(p) for n, p in self.params.items()}  # reused every step
 
     def aggregate(self, pushes: list[Envelope]) -> None:
         total = {n: torch.zeros_like(p) for n, p in self.params.items()}
         for env in sorted(pushes, key=lambda e: (e.sender, e.tensor)):
-            total[env.tensor] += self.push_codec.decode(env.message, self.push_states[env.sender], env.tensor)
+            decoded = self._decoded[env.tensor]
+            total[env.tensor] += self.push_codec.decode(env.message, self.push_states[env.sender], env.tensor, out=decoded)
         for name, p in self.params.items():
             p.grad = total[name].div_(self.workers)
         self.optimizer.step()

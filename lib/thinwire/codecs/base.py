@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from typing import ClassVar
 
@@ -70,9 +71,7 @@ class Codec(ABC):
         if header["codec"] != self.spec():
             raise CorruptMessageError(f"message was encoded by {header['codec']!r}, not {self.spec()!r}")
         shape = header["shape"]
-        numel = 1
-        for s in shape:
-            numel *= s
+        numel = math.prod(shape)
         flat_out = None
         if out is not None:
             if tuple(out.shape) != shape or out.dtype != header["dtype"] or not out.is_contiguous():
