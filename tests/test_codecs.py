@@ -15,6 +15,8 @@ SPECS = [
     "fp32", "fp16", "topk(ratio=0.1)", "topk(ratio=1.0)", "quantize(bits=1)", "quantize(bits=3)",
     "quantize(bits=8)", "quantize(bits=13)", "quantize(bits=16)", "ef(topk(ratio=0.01))",
     "ef(quantize(bits=2))", "chain(topk(ratio=0.1), quantize(bits=8))", "chain(topk(ratio=0.2), fp16)",
+    "graddrop(ratio=0.9)", "graddrop(ratio=0.5, encoding='index_value', bits=2, levels='column')",
+    "graddrop(ratio=0.8, bits=1, levels='global', residual=False, threshold='exact')",
 ]
 
 finite = arrays(np.float32, st.integers(0, 300),

@@ -2,7 +2,8 @@
 
 from .optimizers import OPTIMIZERS, make_optimizer
 from .plump_dp import PlumpDP
+from .sharded_ps import ShardedPS
 
-ALGORITHMS = {"plump_dp": PlumpDP}
+ALGORITHMS = {"plump_dp": PlumpDP, "sharded_ps": ShardedPS}
 
-__all__ = ["OPTIMIZERS", "make_optimizer", "PlumpDP", "ALGORITHMS"]
+__all__ = ["OPTIMIZERS", "make_optimizer", "PlumpDP", "ShardedPS", "ALGORITHMS"]

@@ -4,6 +4,7 @@ from .base import Codec
 from .chain import Chain
 from .errors import CorruptMessageError
 from .error_feedback import ErrorFeedback
+from .graddrop import GradDrop
 from .identity import Float16, Float32
 from .payload import Payload
 from .quantize import Quantize
@@ -12,6 +13,6 @@ from .state import CodecState
 from .topk import TopK
 
 __all__ = [
-    "Codec", "Chain", "CorruptMessageError", "ErrorFeedback", "Float16", "Float32", "Payload",
+    "Codec", "Chain", "GradDrop", "CorruptMessageError", "ErrorFeedback", "Float16", "Float32", "Payload",
     "Quantize", "CODECS", "make_codec", "register", "CodecState", "TopK",
 ]

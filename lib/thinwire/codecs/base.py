@@ -25,6 +25,11 @@ class Codec(ABC):
     name: ClassVar[str]
     carrier: ClassVar[str | None] = None
 
+    @property
+    def memory(self) -> bool:
+        """True when the sender keeps what it did not send and sends it later (a residual)."""
+        return False
+
     def params(self) -> dict:
         """Constructor arguments, for ``spec``."""
         return {}
@@ -80,7 +85,7 @@ class Codec(ABC):
             flat_out = out.view(-1) if out.dtype == torch.float32 else None
         try:
             flat = self.decompress(payload, numel, state, key, out=flat_out)
-        except (KeyError, RuntimeError, IndexError) as exc:
+        except (KeyError, RuntimeError, IndexError, ValueError, TypeError) as exc:
             raise CorruptMessageError(f"{self.spec()}: payload does not decode: {exc}") from exc
         if flat.numel() != numel:
             raise CorruptMessageError(f"{self.spec()}: decoded {flat.numel()} values, header says {numel}")

@@ -28,6 +28,10 @@ class Chain(Codec):
     def carrier(self):  # type: ignore[override]
         return self.stages[-1].carrier
 
+    @property
+    def memory(self) -> bool:
+        return any(s.memory for s in self.stages)
+
     def spec(self) -> str:
         return f"chain({', '.join(s.spec() for s in self.stages)})"
 

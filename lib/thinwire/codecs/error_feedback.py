@@ -29,6 +29,10 @@ class ErrorFeedback(Codec):
     def carrier(self):  # type: ignore[override]
         return self.inner.carrier
 
+    @property
+    def memory(self) -> bool:
+        return True
+
     def spec(self) -> str:
         return f"ef({self.inner.spec()})"
 

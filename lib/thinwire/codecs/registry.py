@@ -11,12 +11,13 @@ import ast
 from .base import Codec
 from .chain import Chain
 from .error_feedback import ErrorFeedback
+from .graddrop import GradDrop
 from .identity import Float16, Float32
 from .quantize import Quantize
 from .topk import TopK
 
 CODECS: dict[str, type[Codec]] = {
-    cls.name: cls for cls in (Float32, Float16, TopK, Quantize, ErrorFeedback, Chain)
+    cls.name: cls for cls in (Float32, Float16, TopK, Quantize, ErrorFeedback, Chain, GradDrop)
 }
 
 

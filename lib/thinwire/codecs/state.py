@@ -24,6 +24,14 @@ class CodecState:
         """The mutable dict of tensors kept for ``key``."""
         return self.slots.setdefault(key, {})
 
+    def set_segments(self, key: str, segments: list[tuple[int, int, int]]) -> None:
+        """Describe the parameter matrices inside messages ``key`` — rows of (start, numel,
+        columns) — for codecs that treat them apart (per-matrix thresholds, column means)."""
+        self.slot(key)["segments"] = torch.tensor(segments, dtype=torch.int64).reshape(-1, 3)
+
+    def segments(self, key: str) -> torch.Tensor | None:
+        return self.slots.get(key, {}).get("segments")
+
     def state_dict(self) -> dict:
         return {
             "seed": self.seed,

@@ -9,12 +9,15 @@ Timing: ``compute_seconds`` of a step is the measured time of the local agents' 
 (gradients, encoding, decoding) divided by the number of local agents this process
 simulates, plus the center agent's measured time: the step time of a cluster whose
 workers run in parallel. ``comm_seconds`` is the network model applied to the step's
-ledger rows. Their sum gives the modelled images/s.
+ledger rows. Their sum gives the modelled images/s. ``wall_seconds`` is the measured
+time of the whole step (the slowest rank's): on torch.distributed the real step time,
+in one process the time to simulate every agent one after another.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -102,13 +105,16 @@ def _train(config: RunConfig, transport: Transport, backend: str, progress: bool
         steps = tqdm(steps, desc=f"{config.push_codec} K={config.workers}", leave=False)
 
     for step in steps:
+        t0 = time.perf_counter()
         idx = [streams[k].next_indices() for k in algo.local_workers]
         x = torch.stack([train_x[i] for i in idx]) if idx else train_x[:0]
         y = torch.stack([train_y[i] for i in idx]) if idx else train_y[:0]
         local = algo.step(step, x, y)
+        local["wall_seconds"] = time.perf_counter() - t0
         evaluated = (step + 1) % config.eval_every == 0 or step + 1 == config.steps
-        if evaluated and algo.global_params() is not None:
-            local["test_loss"], local["test_accuracy"] = evaluate(model, algo.global_params(), test_x, test_y)
+        params = algo.global_params() if evaluated else None  # may be collective: every rank calls it
+        if params is not None:
+            local["test_loss"], local["test_accuracy"] = evaluate(model, params, test_x, test_y)
         parts = transport.all_gather_object(local)
         rows.append(_combine(step, parts, batches_per_epoch))
         if checkpoint is not None and step + 1 < config.steps and checkpoint.due(step + 1):
@@ -132,6 +138,10 @@ def _combine(step: int, parts: list[dict], batches_per_epoch: int) -> dict:
     samples = sum(p["samples"] for p in parts)
     compute = max(p["worker_seconds"] / max(1, p["local_workers"]) for p in parts) + max(p["center_seconds"] for p in parts)
     test = next((p for p in parts if "test_loss" in p), None)
+    densities = {}
+    for side in ("push", "pull"):
+        total = sum(p.get(f"{side}_total", 0) for p in parts)
+        densities[f"{side}_density"] = sum(p.get(f"{side}_kept", 0) for p in parts) / total if total else None
     return {
         "step": step,
         "epoch": (step + 1) / batches_per_epoch,
@@ -140,6 +150,8 @@ def _combine(step: int, parts: list[dict], batches_per_epoch: int) -> dict:
         "test_loss": test["test_loss"] if test else None,
         "test_accuracy": test["test_accuracy"] if test else None,
         "compute_seconds": compute,
+        "wall_seconds": max(p["wall_seconds"] for p in parts),
+        **densities,
     }
 
 
@@ -157,4 +169,13 @@ def _summarize(config: RunConfig, m: dict) -> dict:
         "compute_seconds": compute,
         "comm_seconds": comm,
         "images_per_second_modelled": images / (compute + comm),
+        "wall_seconds": float(np.sum(m["wall_seconds"])),
+        "images_per_second_measured": images / float(np.sum(m["wall_seconds"])),
+        "push_density": _mean_or_none(m["push_density"]),
+        "pull_density": _mean_or_none(m["pull_density"]),
     }
+
+
+def _mean_or_none(values: list) -> float | None:
+    known = [v for v in values if v is not None]
+    return float(np.mean(known)) if known else None

@@ -1,0 +1,208 @@
+"""Distributed SGD with parameter sharding (Aji & Heafield 2017, Sec. 3 and 4; Dean et
+al. 2012): each of N nodes is a client and the server of 1/N of the parameters.
+
+Node ids 0..N-1. The model's parameters form one flat vector (``FlatLayout``) cut into N
+shards; node j serves shard j. Each synchronous step:
+1. Clients compute the gradient of their mini-batch.
+2. Push: client i sends shard j of its gradient to node j through ``push_codec``
+   (gradient dropping: Alg. 1, with the residual in client i's codec state).
+3. Server j decodes the N pushes, averages them (in sender order, so every transport
+   sums alike) and applies the optimizer (AdaGrad in the paper) to its shard.
+4. Pull: server j sends its shard to every client — the parameters themselves
+   (``pull_mode="params"``) or, as in the paper, the delta from the copy the clients
+   last pulled, kept server-side (``"delta"``; one copy, since synchronous clients all
+   hold the same one). The delta goes through ``pull_codec``; what it drops stays in
+   (parameters - copy) and goes out later, so the pull codec must not keep a residual
+   of its own (``graddrop(..., residual=False)``).
+5. Clients overwrite (params) or add (delta) the shard in their copy of the model.
+With a lossless codec this is Plump-DP with the center agent split N ways.
+
+Synchronous only: the transports exchange in lock-step phases, so the paper's
+asynchronous variant (clients push and pull at their own pace) is not modelled.
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+from torch import nn
+
+from ..codecs import Codec, CodecState, Float32
+from ..comm import Envelope, Transport
+from ..models import Replicas
+from .flat_layout import FlatLayout
+from .optimizers import make_optimizer
+
+PULL_MODES = ("params", "delta")
+
+
+def shard_key(j: int) -> str:
+    return f"shard{j}"
+
+
+class ShardServer:
+    """Node j's server half: shard j of the global model, its optimizer, the client copy."""
+
+    def __init__(self, j: int, params: torch.Tensor, optimizer: str, lr: float, momentum: float,
+                 nodes: int, push_codec: Codec, pull_codec: Codec, pull_mode: str, seed: int):
+        self.j, self.nodes, self.key = j, nodes, shard_key(j)
+        self.params = params.clone()
+        self.optimizer = make_optimizer(optimizer, [self.params], lr, momentum)
+        self.push_codec, self.pull_codec, self.pull_mode = push_codec, pull_codec, pull_mode
+        self.push_states = {i: CodecState(seed + 1000 + nodes * j + i) for i in range(nodes)}
+        self.pull_state = CodecState(seed + 2000 + j)
+        self.copy = self.params.clone() if pull_mode == "delta" else None
+        self._decoded, self._total = torch.empty_like(self.params), torch.empty_like(self.params)
+
+    def aggregate(self, pushes: list[Envelope]) -> None:
+        total = self._total.zero_()
+        for env in sorted(pushes, key=lambda e: e.sender):
+            total += self.push_codec.decode(env.message, self.push_states[env.sender], self.key, out=self._decoded)
+        self.params.grad = total.div_(self.nodes)
+        self.optimizer.step()
+
+    def pull_message(self):
+        if self.pull_mode == "params":
+            return self.pull_codec.encode(self.params, self.pull_state, self.key)
+        message = self.pull_codec.encode(self.params - self.copy, self.pull_state, self.key)
+        self.copy += self.pull_codec.decode(message, None, self.key, out=self._decoded)
+        return message
+
+    def state_dict(self) -> dict:
+        return {"params": self.params.clone(), "optimizer": self.optimizer.state_dict(),
+                "push_states": {i: s.state_dict() for i, s in self.push_states.items()},
+                "pull_state": self.pull_state.state_dict(),
+                "copy": None if self.copy is None else self.copy.clone()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.params.copy_(state["params"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        for i, s in self.push_states.items():
+            s.load_state_dict(state["push_states"][i])
+        self.pull_state.load_state_dict(state["pull_state"])
+        if self.copy is not None:
+            self.copy.copy_(state["copy"])
+
+
+class ShardedPS:
+    """N nodes, each a client and the server of one shard; ``step`` does steps 1-5."""
+
+    phases = ("push", "pull")
+
+    def __init__(self, model: nn.Module, transport: Transport, workers: int, optimizer: str = "adagrad",
+                 lr: float = 0.005, momentum: float = 0.0, push_codec: Codec | None = None,
+                 pull_codec: Codec | None = None, pull_mode: str = "delta", seed: int = 0):
+        if pull_mode not in PULL_MODES:
+            raise ValueError(f"pull_mode must be one of {PULL_MODES}, got {pull_mode!r}")
+        self.push_codec, self.pull_codec = push_codec or Float32(), pull_codec or Float32()
+        if pull_mode == "delta" and self.pull_codec.memory:
+            raise ValueError(f"pull_codec={self.pull_codec.spec()!r} keeps a residual of its own, but in "
+                             "pull_mode='delta' the delta from the client copy already carries what was not "
+                             "sent; use a codec without memory (e.g. graddrop(..., residual=False))")
+        self.transport, self.nodes, self.pull_mode = transport, workers, pull_mode
+        self.local_workers = [k for k in range(workers) if transport.is_local(k)]
+        self.replicas = Replicas(model, max(1, len(self.local_workers)))
+        self.layout = FlatLayout({n: p[0] for n, p in self.replicas.params.items()})
+        self.bounds = self.layout.shard_bounds(workers)
+        self.push_states = {i: CodecState(seed + 3000 + i) for i in self.local_workers}
+        for state in self.push_states.values():
+            for j, (lo, hi) in enumerate(self.bounds):
+                state.set_segments(shard_key(j), self.layout.segments(lo, hi))
+        initial = self.layout.flatten({n: p.detach() for n, p in model.named_parameters()})
+        self.servers = {j: ShardServer(j, initial[lo:hi], optimizer, lr, momentum, workers, self.push_codec,
+                                       self.pull_codec, pull_mode, seed)
+                        for j, (lo, hi) in enumerate(self.bounds) if transport.is_local(j)}
+        for server in self.servers.values():
+            server.pull_state.set_segments(server.key, self.layout.segments(*self.bounds[server.j]))
+        self._flat = torch.empty(self.layout.numel)
+        self._pulled = torch.empty(self.layout.numel)
+
+    def step(self, step: int, x: torch.Tensor, y: torch.Tensor) -> dict:
+        """x, y: the local clients' batches stacked (len(local_workers), B, ...)."""
+        t0 = time.perf_counter()
+        outbox, push = [], {"kept": 0, "total": 0}
+        if self.local_workers:
+            losses, correct, grads = self.replicas.loss_and_grads(x, y)
+            for li, i in enumerate(self.local_workers):
+                flat = self.layout.flatten({n: g[li] for n, g in grads.items()}, out=self._flat)
+                for j, (lo, hi) in enumerate(self.bounds):
+                    message = self.push_codec.encode(flat[lo:hi], self.push_states[i], shard_key(j))
+                    _count(push, self.push_states[i], shard_key(j))
+                    outbox.append(Envelope(i, j, shard_key(j), message))
+        else:
+            losses, correct = torch.zeros(0), torch.zeros(0)
+        client_seconds = time.perf_counter() - t0
+        inbox = self.transport.exchange(outbox, step, "push")
+
+        t1 = time.perf_counter()
+        outbox, pull = [], {"kept": 0, "total": 0}
+        by_shard: dict[int, list[Envelope]] = {j: [] for j in self.servers}
+        for env in inbox:
+            by_shard[env.receiver].append(env)
+        for j, server in self.servers.items():
+            server.aggregate(by_shard[j])
+            message = server.pull_message()
+            _count(pull, server.pull_state, server.key)
+            outbox.extend(Envelope(j, i, server.key, message) for i in range(self.nodes))
+        server_seconds = time.perf_counter() - t1
+        inbox = self.transport.exchange(outbox, step, "pull")
+
+        t2 = time.perf_counter()
+        self._apply_pulls(inbox)
+        client_seconds += time.perf_counter() - t2
+        return {
+            "loss_sum": float(losses.sum()), "correct": int(correct.sum()), "samples": int(y.numel()),
+            "worker_seconds": client_seconds, "local_workers": len(self.local_workers),
+            "center_seconds": server_seconds / max(1, len(self.servers)),
+            "push_kept": push["kept"], "push_total": push["total"],
+            "pull_kept": pull["kept"], "pull_total": pull["total"],
+        }
+
+    def _apply_pulls(self, inbox: list[Envelope]) -> None:
+        index = {k: li for li, k in enumerate(self.local_workers)}
+        by_client: dict[int, list[Envelope]] = {}
+        for env in inbox:
+            by_client.setdefault(env.receiver, []).append(env)
+        for i, envelopes in by_client.items():
+            pulled = self._pulled
+            for env in envelopes:
+                lo, hi = self.bounds[int(env.tensor[len("shard"):])]
+                self.pull_codec.decode(env.message, None, env.tensor, out=pulled[lo:hi])
+            li = index[i]
+            for name, value in self.layout.views(pulled).items():
+                target = self.replicas.params[name][li]
+                target.copy_(value) if self.pull_mode == "params" else target.add_(value)
+
+    def state_dict(self) -> dict:
+        return {
+            "replicas": {n: p.clone() for n, p in self.replicas.params.items()},
+            "push_states": {i: s.state_dict() for i, s in self.push_states.items()},
+            "servers": {j: s.state_dict() for j, s in self.servers.items()},
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        for name, p in self.replicas.params.items():
+            p.copy_(state["replicas"][name])
+        for i, s in self.push_states.items():
+            s.load_state_dict(state["push_states"][i])
+        for j, s in self.servers.items():
+            s.load_state_dict(state["servers"][j])
+
+    def global_params(self) -> dict[str, torch.Tensor] | None:
+        """The servers' shards assembled (collective: every rank calls it; rank 0 gets it)."""
+        shards = {j: s.params for j, s in self.servers.items()}
+        if self.transport.world_size > 1:
+            gathered = self.transport.all_gather_object({j: t.cpu() for j, t in shards.items()})
+            if self.transport.rank != 0:
+                return None
+            shards = {j: t for part in gathered for j, t in part.items()}
+        return self.layout.views(torch.cat([shards[j] for j in range(self.nodes)]))
+
+
+def _count(totals: dict, state: CodecState, key: str) -> None:
+    """Add a codec's survivor statistics for its last message, when it keeps them."""
+    slot = state.slots.get(key, {})
+    if "kept" in slot:
+        totals["kept"] += int(slot["kept"])
+        totals["total"] += int(slot["total"])

@@ -1,0 +1,91 @@
+"""One pass over memory that applies Alg. 1 of Aji & Heafield (2017) to a whole tensor:
+
+    corrected = residual + gradient          (in place, in ``residual``)
+    survivors = { i : |corrected[i]| > threshold of i's segment }
+    values    = corrected[survivors];  residual[survivors] = 0
+
+The add runs as one torch op (multi-threaded, at memory speed). On CPU the rest walks
+the tensor in cache-sized chunks (numpy ufuncs with ``out=``, which release the GIL,
+spread over ``torch.get_num_threads()`` threads): magnitude, comparison, index search
+and zeroing then read main memory once instead of four times (torch's comparison
+kernels are not vectorized on CPU and ``nonzero`` is single-threaded). Elsewhere (CUDA)
+the same steps run as whole-tensor torch ops.
+
+A NaN compares false with everything, so the survivor test is written as
+``not |x| <= t``: NaN and Inf always survive, and the caller can reject them by looking
+at the survivors alone.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import torch
+
+CHUNK = 1 << 17
+_pool: ThreadPoolExecutor | None = None
+
+
+def _threads() -> ThreadPoolExecutor:
+    global _pool
+    if _pool is None or _pool._max_workers != torch.get_num_threads():
+        _pool = ThreadPoolExecutor(max_workers=max(1, torch.get_num_threads()))
+    return _pool
+
+
+def drop_pass(residual: torch.Tensor, gradient: torch.Tensor | None,
+              segments: list[tuple[int, int, float]], keep_residual: bool = True):
+    """Survivor indices (int64, ascending) and their corrected values (float32).
+
+    ``residual``: contiguous 1-D float32, updated in place when ``keep_residual`` (the
+    corrected values, survivors zeroed); read only otherwise (then ``gradient`` must be
+    None). ``segments``: (start, stop, threshold) covering the tensor in order.
+    """
+    if gradient is not None:
+        residual.add_(gradient)
+    if residual.device.type != "cpu":
+        return _drop_torch(residual, segments, keep_residual)
+    res = residual.numpy()
+    jobs = [(s, min(s + CHUNK, stop), t) for start, stop, t in segments for s in range(start, stop, CHUNK)]
+    workers = min(len(jobs), _threads()._max_workers)
+    if workers <= 1:
+        found = [_chunks(res, jobs, keep_residual)]
+    else:
+        share = -(-len(jobs) // workers)
+        futures = [_threads().submit(_chunks, res, jobs[i:i + share], keep_residual)
+                   for i in range(0, len(jobs), share)]
+        found = [f.result() for f in futures]
+    index = np.concatenate([i for part in found for i in part[0]]) if jobs else np.zeros(0, np.int64)
+    values = np.concatenate([v for part in found for v in part[1]]) if jobs else np.zeros(0, np.float32)
+    return torch.from_numpy(index), torch.from_numpy(values)
+
+
+def _chunks(res, jobs, keep_residual):
+    magnitude = np.empty(CHUNK, dtype=np.float32)
+    small = np.empty(CHUNK, dtype=bool)
+    indices, values = [], []
+    for start, stop, threshold in jobs:
+        x = res[start:stop]
+        n = stop - start
+        np.abs(x, out=magnitude[:n])
+        np.less_equal(magnitude[:n], threshold, out=small[:n])
+        np.logical_not(small[:n], out=small[:n])
+        hit = np.flatnonzero(small[:n])
+        values.append(x[hit])
+        if keep_residual:
+            x[hit] = 0.0
+        indices.append(hit + start)
+    return indices, values
+
+
+def _drop_torch(residual, segments, keep_residual):
+    parts = []
+    for start, stop, threshold in segments:
+        x = residual[start:stop]
+        parts.append(torch.nonzero(~(x.abs() <= threshold)).squeeze(1) + start)
+    index = torch.cat(parts) if parts else torch.zeros(0, dtype=torch.int64, device=residual.device)
+    values = residual[index]
+    if keep_residual:
+        residual[index] = 0.0
+    return index.cpu(), values.cpu()

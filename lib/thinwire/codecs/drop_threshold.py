@@ -1,0 +1,53 @@
+"""Choosing the gradient-dropping threshold: "R% of |g| is smaller" (Aji & Heafield 2017,
+Alg. 1 and Sec. 4).
+
+- ``exact``: the round(R n)-th smallest |g| (a full selection, as expensive as top-k).
+- ``sampled``: the same order statistic of a sample of m = max(ceil(fraction n),
+  min(n, min_sample)) values (the paper samples 0.1%). ``random`` draws positions
+  uniformly with replacement from the endpoint's generator; ``stride`` takes every
+  (n // m)-th value from the start, as Marian does.
+
+Values with ``|g| > threshold`` survive. From a sample we take order statistic
+j = round(R (m + 1)) (1-based): the expected share of the population above the j-th of
+m sampled values is (m + 1 - j) / (m + 1) ~ 1 - R, so the achieved density is unbiased
+even for small m. (Marian indexes ``rate * m - 1``, which keeps about 1/m too many.)
+A ratio of 0 keeps everything: the threshold is -inf.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+SAMPLINGS = ("random", "stride")
+
+
+def sample_size(n: int, fraction: float, min_sample: int) -> int:
+    return min(n, max(math.ceil(fraction * n), min_sample))
+
+
+def sample_positions(n: int, m: int, sampling: str, generator: torch.Generator) -> torch.Tensor:
+    """int64 positions of the m sampled values among n."""
+    if m >= n:
+        return torch.arange(n)
+    if sampling == "random":
+        return torch.randint(0, n, (m,), generator=generator)
+    return torch.arange(m) * (n // m)
+
+
+def threshold_from_sample(sample_abs: torch.Tensor, ratio: float) -> float:
+    """The order statistic above; ``sample_abs`` holds |values|."""
+    m = sample_abs.numel()
+    j = min(m, round(ratio * (m + 1)))
+    if j <= 0 or m == 0:
+        return -math.inf
+    return float(torch.kthvalue(sample_abs, j).values)
+
+
+def exact_threshold(values_abs: torch.Tensor, ratio: float) -> float:
+    """The round(R n)-th smallest |value| (-inf when that is 0)."""
+    k = round(ratio * values_abs.numel())
+    if k <= 0:
+        return -math.inf
+    return float(torch.kthvalue(values_abs, k).values)

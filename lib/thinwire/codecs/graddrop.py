@@ -1,0 +1,202 @@
+"""Gradient dropping with a residual (Aji & Heafield 2017, Alg. 1, Sec. 4 and 5).
+
+``compress`` for tensor ``key``:
+1. corrected = gradient + residual[key]                        (Alg. 1, line 2)
+2. threshold: R% of |corrected| is smaller — exact, or from a sample (``drop_threshold``);
+   one for the whole message (``scope="global"``) or one per parameter matrix
+   (``"local"``; the matrices are the message's ``segments``).
+3. survivors: |corrected| > threshold; everything else is dropped  (lines 3-5)
+4. optional 1- or 2-bit quantization of the survivors (Sec. 5.4, ``drop_quantize``)
+5. residual[key] = corrected - what is sent                    (line 6)
+6. the survivors' positions as absolute int32 indices (``index_value``) or as gaps
+   (``offset_value``, ``offsets.py``), and their values as float32 or quantized codes.
+So gradient + old residual == sent + new residual exactly (without quantization: the
+survivors are sent bit for bit and zeroed in the residual).
+
+Segments: a message may carry several parameter matrices (a shard of the flattened
+model). ``CodecState.set_segments`` records them — (start, numel, columns) rows — in the sender's
+state; without it a 2-D tensor is one segment of its own columns, anything else one
+segment of one column. ``residual=False`` drops without memory: for pulls sent as deltas
+from a copy, where the copy already holds what was not sent.
+
+Statistics: after each message the sender's slot holds ``kept`` and ``total`` (0-d
+int64) and ``threshold`` (one float32 per threshold used).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from . import bitpack
+from .base import Codec, expect_part
+from .drop_pass import drop_pass
+from .drop_quantize import LEVELS, dequantize, group_ids, quantize
+from .drop_threshold import SAMPLINGS, exact_threshold, sample_positions, sample_size, threshold_from_sample
+from .errors import CorruptMessageError
+from .offsets import decode_offsets, encode_offsets
+from .payload import Payload
+from .state import CodecState
+
+THRESHOLDS = ("exact", "sampled")
+SCOPES = ("global", "local")
+ENCODINGS = ("offset_value", "index_value")
+
+
+def _require(name, value, ok, allowed):
+    if not ok:
+        raise ValueError(f"graddrop: {name}={value!r} is not allowed: {name} must be {allowed}")
+
+
+class GradDrop(Codec):
+    name = "graddrop"
+
+    def __init__(self, ratio: float = 0.99, threshold: str = "sampled", sample: float = 0.001,
+                 min_sample: int = 1000, sampling: str = "random", scope: str = "global",
+                 encoding: str = "offset_value", bits: int = 0, levels: str = "threshold",
+                 residual: bool = True):
+        _require("ratio", ratio, isinstance(ratio, (int, float)) and 0 <= ratio < 1, "a number in [0, 1)")
+        _require("threshold", threshold, threshold in THRESHOLDS, f"one of {THRESHOLDS}")
+        _require("sample", sample, isinstance(sample, (int, float)) and 0 < sample <= 1, "a number in (0, 1]")
+        _require("min_sample", min_sample, isinstance(min_sample, int) and min_sample >= 1, "an int >= 1")
+        _require("sampling", sampling, sampling in SAMPLINGS, f"one of {SAMPLINGS}")
+        _require("scope", scope, scope in SCOPES, f"one of {SCOPES}")
+        _require("encoding", encoding, encoding in ENCODINGS, f"one of {ENCODINGS}")
+        _require("bits", bits, bits in (0, 1, 2), "0 (float32 values), 1 or 2")
+        _require("levels", levels, levels in LEVELS, f"one of {LEVELS}")
+        _require("ratio", ratio, not (bits and levels == "threshold" and ratio == 0),
+                 "> 0 with threshold levels (a ratio of 0 has no threshold)")
+        _require("residual", residual, isinstance(residual, bool), "True or False")
+        self.ratio, self.threshold, self.sample, self.min_sample = float(ratio), threshold, float(sample), min_sample
+        self.sampling, self.scope, self.encoding = sampling, scope, encoding
+        self.bits, self.levels, self.residual = bits, levels, residual
+
+    @property
+    def carrier(self):  # type: ignore[override]
+        return "values" if self.bits == 0 else None
+
+    @property
+    def memory(self) -> bool:
+        return self.residual
+
+    def params(self) -> dict:
+        return {"ratio": self.ratio, "threshold": self.threshold, "sample": self.sample,
+                "min_sample": self.min_sample, "sampling": self.sampling, "scope": self.scope,
+                "encoding": self.encoding, "bits": self.bits, "levels": self.levels, "residual": self.residual}
+
+    def encode(self, tensor, state=None, key=""):
+        state = state if state is not None else CodecState()
+        if state.segments(key) is None:
+            columns = tensor.shape[-1] if tensor.dim() == 2 else 1
+            state.set_segments(key, [(0, tensor.numel(), max(1, columns))])
+        return super().encode(tensor, state, key)
+
+    # -- sender ---------------------------------------------------------------------------
+    def compress(self, flat, state: CodecState, key: str) -> Payload:
+        n = flat.numel()
+        slot = state.slot(key)
+        segments = slot.get("segments")
+        if segments is None or int(segments[:, 1].sum()) != n:
+            segments = torch.tensor([[0, n, 1]], dtype=torch.int64)
+        corrected, gradient = self._corrected(flat, slot)
+        spans = [(0, n)] if self.scope == "global" else [(int(s), int(s + c)) for s, c, _ in segments.tolist()]
+        if self.threshold == "exact" and gradient is not None:
+            corrected.add_(gradient)
+            gradient = None
+        thresholds = [self._threshold(corrected, gradient, a, b, state.generator) for a, b in spans]
+        index, values = drop_pass(corrected, gradient, [(a, b, t) for (a, b), t in zip(spans, thresholds)],
+                                  keep_residual=self.residual)
+        if values.numel() and not bool(torch.isfinite(values).all()):
+            raise ValueError(f"graddrop: tensor {key!r} contains NaN or Inf; cannot rank magnitudes")
+        slot["kept"], slot["total"] = torch.tensor(index.numel()), torch.tensor(n)
+        slot["threshold"] = torch.tensor(thresholds, dtype=torch.float32)
+
+        payload = Payload(meta={"count": index.numel()})
+        self._put_index(payload, index)
+        if self.bits == 0:
+            payload.parts["values"] = values
+            return payload
+        groups, count = group_ids(index, segments, self.levels)
+        if self.levels == "threshold":
+            per_segment = torch.tensor(thresholds * segments.shape[0] if self.scope == "global" else thresholds)
+        else:
+            per_segment = torch.zeros(count)
+        codes, table = quantize(values, groups, count, self.bits, self.levels, per_segment)
+        if self.residual:
+            corrected[index] = values - dequantize(codes, groups, table, self.bits)
+        payload.parts["codes"] = bitpack.pack(codes, self.bits)
+        payload.parts["levels"] = table.reshape(-1)
+        if self.levels != "global":
+            payload.parts["segments"] = segments
+        return payload
+
+    def _corrected(self, flat, slot):
+        """(buffer that becomes the corrected tensor, gradient still to add or None)."""
+        if not self.residual:
+            return flat.to(torch.float32).contiguous(), None
+        residual = slot.get("residual")
+        if residual is None or residual.numel() != flat.numel():
+            slot["residual"] = flat.to(torch.float32).clone(memory_format=torch.contiguous_format)
+            return slot["residual"], None
+        return residual, flat.to(torch.float32).contiguous()
+
+    def _threshold(self, corrected, gradient, start, stop, generator) -> float:
+        if self.ratio == 0 or stop == start:
+            return -math.inf
+        if self.threshold == "exact":
+            return exact_threshold(corrected[start:stop].abs(), self.ratio)
+        n = stop - start
+        pos = sample_positions(n, sample_size(n, self.sample, self.min_sample), self.sampling, generator) + start
+        sample = corrected[pos] if gradient is None else corrected[pos] + gradient[pos]
+        return threshold_from_sample(sample.abs_(), self.ratio)
+
+    def _put_index(self, payload: Payload, index: torch.Tensor) -> None:
+        if self.encoding == "index_value":
+            payload.parts["index"] = index.to(torch.int32)
+            return
+        width, words, escaped = encode_offsets(index)
+        payload.meta["width"] = width
+        payload.parts["offsets"] = words
+        payload.parts["escapes"] = escaped
+
+    # -- receiver -------------------------------------------------------------------------
+    def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None) -> torch.Tensor:
+        count = payload.meta.get("count")
+        if not isinstance(count, int) or not 0 <= count <= numel:
+            raise CorruptMessageError(f"graddrop: survivor count {count!r} for {numel} values")
+        index = self._get_index(payload, count, numel)
+        if self.bits == 0:
+            values = expect_part(payload, "values", torch.float32, count)
+        else:
+            values = self._dequantize(payload, index, count, numel)
+        if out is None:
+            out = torch.zeros(numel, dtype=torch.float32)
+        else:
+            out.view(torch.int32).bitwise_and_(0)  # zero at memory speed, NaN-safe
+        out[index] = values
+        return out
+
+    def _get_index(self, payload, count, numel) -> torch.Tensor:
+        if self.encoding == "offset_value":
+            words = payload.parts.get("offsets")
+            escaped = expect_part(payload, "escapes", torch.int32)
+            if words is None:
+                raise CorruptMessageError("graddrop: missing part 'offsets'")
+            return decode_offsets(payload.meta.get("width"), words, escaped, count, numel)
+        index = expect_part(payload, "index", torch.int32, count).long()
+        if count and (int(index[0]) < 0 or int(index[-1]) >= numel or bool((index[1:] <= index[:-1]).any())):
+            raise CorruptMessageError("graddrop: indices out of range or not increasing")
+        return index
+
+    def _dequantize(self, payload, index, count, numel) -> torch.Tensor:
+        codes = bitpack.unpack(expect_part(payload, "codes", torch.uint8), count, self.bits)
+        if self.levels == "global":
+            segments = torch.tensor([[0, numel, 1]], dtype=torch.int64)
+        else:
+            segments = expect_part(payload, "segments", torch.int64).view(-1, 3)
+            if int(segments[:, 1].sum()) != numel or bool((segments[:, 2] < 1).any()):
+                raise CorruptMessageError("graddrop: segments do not cover the tensor")
+        groups, groups_count = group_ids(index, segments, self.levels)
+        table = expect_part(payload, "levels", torch.float32, groups_count * 2 * (1 << (self.bits - 1)))
+        return dequantize(codes, groups, table.view(groups_count, 2, -1), self.bits)

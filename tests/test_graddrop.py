@@ -1,0 +1,172 @@
+"""Gradient dropping (Aji & Heafield 2017): residual conservation, density, encodings,
+quantized variants, the offset coding and the CPU kernel."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from thinwire.codecs import CodecState, CorruptMessageError, GradDrop, make_codec
+from thinwire.codecs.drop_pass import _drop_torch, drop_pass
+from thinwire.codecs.offsets import decode_offsets, encode_offsets
+
+
+def _gen(seed):
+    return torch.Generator().manual_seed(seed)
+
+
+@pytest.mark.parametrize("spec", ["graddrop(ratio=0.99)", "graddrop(ratio=0.9, threshold='exact')",
+                                  "graddrop(ratio=0.99, scope='local', sampling='stride', encoding='index_value')",
+                                  "graddrop(ratio=0.0)"])
+def test_residual_is_conserved_exactly(spec):
+    """gradient + old residual == sent + new residual, bit for bit, step after step."""
+    codec, state = make_codec(spec), CodecState(0)
+    state.set_segments("w", [(0, 3000, 100), (3000, 2000, 1)])
+    old = torch.zeros(5000)
+    for step in range(8):
+        g = torch.randn(5000, generator=_gen(step)) * (1 + step)
+        decoded = codec.decode(codec.encode(g, state, "w"), CodecState(1), "w")
+        new = state.slot("w")["residual"]
+        assert torch.equal(decoded + new, old + g)
+        sent = decoded != 0
+        assert torch.equal(new[sent], torch.zeros(int(sent.sum())))  # survivors leave the residual
+        old = new.clone()
+
+
+@pytest.mark.parametrize("bits,levels", [(1, "threshold"), (1, "global"), (1, "column"),
+                                         (2, "threshold"), (2, "global"), (2, "column")])
+def test_quantized_variants_keep_signs_and_conserve(bits, levels):
+    codec = GradDrop(ratio=0.95, bits=bits, levels=levels)
+    state = CodecState(0)
+    state.set_segments("w", [(0, 4000, 40), (4000, 1000, 1)])
+    old = torch.zeros(5000, dtype=torch.float64)
+    for step in range(5):
+        g = torch.randn(5000, generator=_gen(step))
+        corrected = (old + g.double()).float()
+        decoded = codec.decode(codec.encode(g, state, "w"), CodecState(1), "w")
+        new = state.slot("w")["residual"]
+        sent = decoded != 0
+        assert 0 < int(sent.sum()) < 5000 * 0.2
+        assert torch.equal(torch.sign(decoded[sent]), torch.sign(corrected[sent]))  # signs kept
+        torch.testing.assert_close(decoded.double() + new.double(), old + g.double(), rtol=0, atol=1e-5)
+        old = new.double()
+        levels_used = decoded[sent].abs().unique()
+        assert levels_used.numel() <= {"threshold": 2, "global": 1, "column": 41}[levels] * 2 * 2 ** (bits - 1)
+
+
+def test_one_bit_threshold_levels_are_the_threshold():
+    codec, state = GradDrop(ratio=0.9, bits=1, levels="threshold"), CodecState(0)
+    x = torch.randn(20000, generator=_gen(1))
+    message = codec.encode(x, state, "w")
+    t = state.slot("w")["threshold"][0]
+    y = codec.decode(message)
+    assert torch.equal(y[y != 0].abs().unique(), t.reshape(1))
+    assert bool((x[y != 0].abs() > t).all())
+
+
+def test_column_levels_are_column_means_per_sign():
+    codec, state = GradDrop(ratio=0.9, bits=1, levels="column", threshold="exact"), CodecState(0)
+    x = torch.randn(200, 50, generator=_gen(2)) * torch.linspace(0.1, 10, 50)  # columns of different scale
+    y = codec.decode(codec.encode(x, state, "w")).view(200, 50)
+    kept = y != 0
+    for j in range(50):
+        for sign in (1, -1):
+            mask = kept[:, j] & (torch.sign(x[:, j]) == sign)
+            if mask.any():
+                assert torch.allclose(y[mask, j], x[mask, j].mean().expand(int(mask.sum())))
+
+
+def test_exact_threshold_hits_the_density():
+    x = torch.randn(100_000, generator=_gen(3))
+    for ratio in (0.9, 0.99, 0.999):
+        state = CodecState(0)
+        GradDrop(ratio=ratio, threshold="exact").encode(x, state, "w")
+        assert int(state.slot("w")["kept"]) == 100_000 - round(ratio * 100_000)
+
+
+@pytest.mark.parametrize("sampling", ["random", "stride"])
+def test_sampled_threshold_density_is_close_to_target(sampling):
+    codec = GradDrop(ratio=0.99, sample=0.01, sampling=sampling)
+    state, kept = CodecState(0), []
+    for step in range(10):
+        x = torch.randn(1_000_000, generator=_gen(step))
+        codec.encode(x, state, f"w{step}")  # fresh residual each time: density of the draw itself
+        kept.append(int(state.slot(f"w{step}")["kept"]) / 1_000_000)
+    assert abs(np.mean(kept) - 0.01) / 0.01 < 0.10
+
+
+def test_local_scope_thresholds_each_matrix():
+    """A global threshold takes survivors from the large-scale matrix only; local ones
+    take about 1% of each (Sec. 4, 'parameters may not be on a comparable scale')."""
+    x = torch.cat([torch.randn(50_000, generator=_gen(4)) * 100, torch.randn(50_000, generator=_gen(5))])
+    counts = {}
+    for scope in ("global", "local"):
+        state = CodecState(0)
+        state.set_segments("w", [(0, 50_000, 1), (50_000, 50_000, 1)])
+        codec = GradDrop(ratio=0.99, scope=scope, threshold="exact")
+        y = codec.decode(codec.encode(x, state, "w"))
+        counts[scope] = (int((y[:50_000] != 0).sum()), int((y[50_000:] != 0).sum()))
+    assert counts["global"][1] == 0 and counts["global"][0] == 1000
+    assert counts["local"] == (500, 500)
+
+
+def test_both_encodings_decode_alike_and_offsets_are_smaller():
+    x = torch.randn(200_000, generator=_gen(6))
+    out = {}
+    for encoding in ("index_value", "offset_value"):
+        codec = GradDrop(ratio=0.99, threshold="exact", encoding=encoding)
+        message = codec.encode(x, CodecState(0), "w")
+        out[encoding] = (len(message), codec.decode(message))
+    assert torch.equal(out["index_value"][1], out["offset_value"][1])
+    kept = int((out["index_value"][1] != 0).sum())
+    assert out["index_value"][0] > 8 * kept  # int32 index + fp32 value + header
+    assert out["offset_value"][0] < 5.6 * kept  # ~1.3 bytes of gap + 4 of value
+
+
+def test_non_finite_gradients_are_rejected():
+    for bad in (math.nan, math.inf):
+        x = torch.randn(5000, generator=_gen(7))
+        x[1234] = bad
+        with pytest.raises(ValueError, match="NaN or Inf"):
+            GradDrop(ratio=0.99).encode(x)
+
+
+@pytest.mark.parametrize("kwargs,match", [({"ratio": 1.0}, "^graddrop: ratio=1.0"), ({"bits": 3}, "bits=3"),
+                                          ({"scope": "layer"}, "scope='layer'"),
+                                          ({"ratio": 0.0, "bits": 1}, "ratio=0.0")])
+def test_bad_parameters_name_the_parameter(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        GradDrop(**kwargs)
+
+
+@settings(max_examples=60, deadline=None)
+@given(gaps=st.lists(st.one_of(st.integers(1, 300), st.integers(1, 70_000), st.integers(1, 2**24)), max_size=300))
+def test_offsets_round_trip(gaps):
+    index = torch.tensor(np.cumsum(gaps, dtype=np.int64) - 1 if gaps else np.zeros(0, np.int64))
+    numel = int(index[-1]) + 1 if gaps else 1
+    width, words, escaped = encode_offsets(index)
+    assert torch.equal(decode_offsets(width, words, escaped, len(gaps), numel), index)
+
+
+def test_offsets_reject_inconsistent_input():
+    width, words, escaped = encode_offsets(torch.tensor([3, 400, 100_000]))
+    with pytest.raises(CorruptMessageError):
+        decode_offsets(width, words, escaped, 2, 200_000)
+    with pytest.raises(CorruptMessageError):
+        decode_offsets(width, words, escaped[:0], 3, 200_000)
+    with pytest.raises(CorruptMessageError):
+        decode_offsets(width, words, escaped, 3, 1000)
+
+
+def test_cpu_kernel_matches_whole_tensor_torch_ops():
+    g = torch.randn(300_000, generator=_gen(8))
+    r0 = torch.randn(300_000, generator=_gen(9))
+    segments = [(0, 100_000, 1.5), (100_000, 300_000, 2.5)]
+    a, b = r0.clone(), r0.clone()
+    index_a, values_a = drop_pass(a, g, segments)
+    b.add_(g)
+    index_b, values_b = _drop_torch(b, segments, True)
+    assert torch.equal(index_a, index_b) and torch.equal(values_a, values_b) and torch.equal(a, b)
