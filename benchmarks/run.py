@@ -13,6 +13,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent))
 
 import codecs_bench  # noqa: E402
+import graddrop_bench  # noqa: E402
 import replicas_bench  # noqa: E402
 
 
@@ -20,10 +21,11 @@ def main() -> int:
     out = Path(__file__).parent / "out"
     out.mkdir(exist_ok=True)
     codec_rows = codecs_bench.run()
+    drop_rows = graddrop_bench.run()
     replica = replicas_bench.run()
     doc = {"machine": {"cpu": platform.processor() or platform.machine(), "threads": torch.get_num_threads(),
                        "torch": torch.__version__},
-           "codecs": codec_rows, "replicas": replica}
+           "codecs": codec_rows, "graddrop": drop_rows, "replicas": replica}
     (out / "results.json").write_text(json.dumps(doc, indent=1))
     print(f"add pass over {codec_rows[0]['values']:,} float32: {codec_rows[0]['add_pass_s'] * 1e3:.1f} ms")
     print("| codec | bytes | encode ms | decode ms | fraction of roofline | target |")
@@ -32,6 +34,15 @@ def main() -> int:
         target = f">= {r['target']}" if r["target"] else ""
         print(f"| {r['codec']} | {r['bytes']:,} | {r['encode_s'] * 1e3:.1f} | {r['decode_s'] * 1e3:.1f} | "
               f"{r['fraction_of_roofline']:.3f} | {target} |")
+    print("\n| gradient dropping | bytes | encode ms | decode ms | fraction of roofline | x faster than top-k 1% "
+          "| density | density error |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in drop_rows:
+        print(f"| {r['codec']} | {r['bytes']:,} | {r['encode_s'] * 1e3:.1f} | {r['decode_s'] * 1e3:.1f} | "
+              f"{r['fraction_of_roofline']:.3f} | {r['speedup_vs_topk']:.1f} | {r['density']:.5f} | "
+              f"{r['density_error']:.3f} |")
+        if r["target"]:
+            print(f"  targets: {r['target']}")
     print(f"\nK={replica['workers']} in-process workers: {replica['k_workers_s'] * 1e3:.1f} ms/step; one model on "
           f"the same {replica['workers'] * replica['batch_per_worker']} samples: {replica['one_model_s'] * 1e3:.1f} ms; "
           f"ratio {replica['ratio']:.2f} (target <= {replica['target']})")

@@ -4,11 +4,10 @@
     survivors = { i : |corrected[i]| > threshold of i's segment }
     values    = corrected[survivors];  residual[survivors] = 0
 
-The add runs as one torch op (multi-threaded, at memory speed). On CPU the rest walks
-the tensor in cache-sized chunks (numpy ufuncs with ``out=``, which release the GIL,
-spread over ``torch.get_num_threads()`` threads): magnitude, comparison, index search
-and zeroing then read main memory once instead of four times (torch's comparison
-kernels are not vectorized on CPU and ``nonzero`` is single-threaded). Elsewhere (CUDA)
+On CPU the tensor is walked in cache-sized chunks (numpy ufuncs with ``out=``, which
+release the GIL, spread over ``torch.get_num_threads()`` threads): the add, magnitude,
+comparison, index search and zeroing then read main memory once instead of five times
+(torch's comparison kernels are not vectorized on CPU and ``nonzero`` is single-threaded). Elsewhere (CUDA)
 the same steps run as whole-tensor torch ops.
 
 A NaN compares false with everything, so the survivor test is written as
@@ -23,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import torch
 
-CHUNK = 1 << 17
+CHUNK = 1 << 18
 _pool: ThreadPoolExecutor | None = None
 
 
@@ -42,18 +41,19 @@ def drop_pass(residual: torch.Tensor, gradient: torch.Tensor | None,
     corrected values, survivors zeroed); read only otherwise (then ``gradient`` must be
     None). ``segments``: (start, stop, threshold) covering the tensor in order.
     """
-    if gradient is not None:
-        residual.add_(gradient)
     if residual.device.type != "cpu":
+        if gradient is not None:
+            residual.add_(gradient)
         return _drop_torch(residual, segments, keep_residual)
     res = residual.numpy()
+    grad = None if gradient is None else gradient.numpy()
     jobs = [(s, min(s + CHUNK, stop), t) for start, stop, t in segments for s in range(start, stop, CHUNK)]
     workers = min(len(jobs), _threads()._max_workers)
     if workers <= 1:
-        found = [_chunks(res, jobs, keep_residual)]
+        found = [_chunks(res, grad, jobs, keep_residual)]
     else:
         share = -(-len(jobs) // workers)
-        futures = [_threads().submit(_chunks, res, jobs[i:i + share], keep_residual)
+        futures = [_threads().submit(_chunks, res, grad, jobs[i:i + share], keep_residual)
                    for i in range(0, len(jobs), share)]
         found = [f.result() for f in futures]
     index = np.concatenate([i for part in found for i in part[0]]) if jobs else np.zeros(0, np.int64)
@@ -61,13 +61,15 @@ def drop_pass(residual: torch.Tensor, gradient: torch.Tensor | None,
     return torch.from_numpy(index), torch.from_numpy(values)
 
 
-def _chunks(res, jobs, keep_residual):
+def _chunks(res, grad, jobs, keep_residual):
     magnitude = np.empty(CHUNK, dtype=np.float32)
     small = np.empty(CHUNK, dtype=bool)
     indices, values = [], []
     for start, stop, threshold in jobs:
         x = res[start:stop]
         n = stop - start
+        if grad is not None:
+            np.add(x, grad[start:stop], out=x)
         np.abs(x, out=magnitude[:n])
         np.less_equal(magnitude[:n], threshold, out=small[:n])
         np.logical_not(small[:n], out=small[:n])

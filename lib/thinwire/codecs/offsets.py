@@ -23,7 +23,11 @@ WIRE = {8: np.uint8, 16: np.int16}  # 16-bit words travel as int16 bit patterns
 
 def encode_offsets(index: torch.Tensor) -> tuple[int, torch.Tensor, torch.Tensor]:
     """Strictly increasing non-negative indices -> (width, words, escaped gaps as int32)."""
-    gaps = np.diff(index.numpy().astype(np.int64, copy=False), prepend=-1)
+    idx = index.numpy().astype(np.int64, copy=False)
+    gaps = np.empty_like(idx)
+    if idx.size:
+        gaps[0] = idx[0] + 1
+        np.subtract(idx[1:], idx[:-1], out=gaps[1:])
     long8 = int(np.count_nonzero(gaps >= 0xFF))
     long16 = int(np.count_nonzero(gaps >= 0xFFFF))
     width = 8 if gaps.size + 4 * long8 <= 2 * gaps.size + 4 * long16 else 16
