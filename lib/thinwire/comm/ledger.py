@@ -70,7 +70,7 @@ class Ledger:
     def from_arrays(cls, arrays) -> Ledger:
         ledger = cls()
         names = [str(n) for n in arrays["names"]]
-        for i in range(len(arrays["bytes"])):
-            ledger.record(int(arrays["step"][i]), names[arrays["phase"][i]], int(arrays["sender"][i]),
-                          int(arrays["receiver"][i]), names[arrays["tensor"][i]], int(arrays["bytes"][i]))
+        cols = {k: np.asarray(arrays[k]).tolist() for k in ("step", "phase", "sender", "receiver", "tensor", "bytes")}
+        for step, phase, sender, receiver, tensor, nbytes in zip(*cols.values()):  # each array read once
+            ledger.record(step, names[phase], sender, receiver, names[tensor], nbytes)
         return ledger

@@ -1,0 +1,114 @@
+"""Every run of the gradient-dropping reproduction (Aji & Heafield 2017), and the numbers
+its notebook reports.
+
+Setup (Sec. 5): MNIST, three fully connected hidden layers, AdaGrad lr 0.005, batch 40
+per node, N nodes with parameter sharding (``sharded_ps``), layer normalization and one
+global threshold by default. Pushes are dropped gradients with a residual; pulls are
+dropped deltas from the client copy (no residual of their own: the copy is the memory).
+The 1- and 2-bit variants quantize the pushes; their pulls stay float32.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from ..comm import network_preset
+from .config import RunConfig
+from .profiles import GRADIENT_DROPPING, check_profile
+
+RATIOS = (0.0, 0.9, 0.99, 0.999)
+QUANTIZED = ((1, "threshold"), (1, "global"), (1, "column"), (2, "threshold"), (2, "global"), (2, "column"))
+LEVEL_NAMES = {"threshold": "threshold (Strom)", "global": "global average", "column": "column-wise average"}
+
+
+def drop_codecs(ratio: float, encoding: str = "offset_value", scope: str = "global", bits: int = 0,
+                levels: str = "threshold", sampling: str = "random") -> tuple[str, str]:
+    """(push spec, pull spec) for drop ratio ``ratio``; ratio 0 is the dense fp32 baseline."""
+    if ratio == 0:
+        return "fp32", "fp32"
+    push = (f"graddrop(ratio={ratio}, sampling={sampling!r}, scope={scope!r}, encoding={encoding!r}, "
+            f"bits={bits}, levels={levels!r})")
+    pull = f"graddrop(ratio={ratio}, sampling={sampling!r}, encoding={encoding!r}, residual=False)"
+    return push, pull
+
+
+@dataclass
+class GradientDroppingRuns:
+    ratios: dict[float, RunConfig] = field(default_factory=dict)       # Fig. 2, 6; Table 1
+    index_value: dict[float, RunConfig] = field(default_factory=dict)  # same runs, other encoding
+    scope: dict[str, RunConfig] = field(default_factory=dict)          # Fig. 4
+    quantized: dict[str, RunConfig] = field(default_factory=dict)      # Fig. 8
+    speed: dict[float, RunConfig] = field(default_factory=dict)        # Table 1 on gloo
+
+    def in_process(self) -> dict[str, dict]:
+        return {"ratios": self.ratios, "index_value": self.index_value, "scope": self.scope,
+                "quantized": self.quantized}
+
+
+def gradient_dropping_runs(profile: str, dataset: str, workers: int, layer_norm: bool, sampling: str,
+                           network: str, seed: int) -> GradientDroppingRuns:
+    """Validated configs for every figure and table; ``ValueError`` names a bad parameter."""
+    size = dict(GRADIENT_DROPPING[check_profile(profile)])
+    speed_steps = size.pop("speed_steps")
+    if sampling not in ("random", "stride"):
+        raise ValueError(f"sampling={sampling!r} is not allowed: sampling must be one of ['random', 'stride']")
+    base = RunConfig(algorithm="sharded_ps", dataset=dataset, model="mlp", layer_norm=layer_norm, workers=workers,
+                     batch_size=40, optimizer="adagrad", lr=0.005, pull_mode="delta", network=network, seed=seed,
+                     **size)
+
+    def with_codecs(config, **kwargs):
+        push, pull = drop_codecs(sampling=sampling, **kwargs)
+        return replace(config, push_codec=push, pull_codec=pull)
+
+    runs = GradientDroppingRuns()
+    for ratio in RATIOS:
+        runs.ratios[ratio] = with_codecs(base, ratio=ratio)
+        if ratio:
+            runs.index_value[ratio] = with_codecs(base, ratio=ratio, encoding="index_value")
+        runs.speed[ratio] = replace(runs.ratios[ratio], steps=speed_steps, eval_every=speed_steps,
+                                    eval_samples=min(1000, base.eval_samples))
+    for norm in (True, False):
+        for scope in ("global", "local"):
+            label = f"{scope} threshold, {'with' if norm else 'no'} layer norm"
+            runs.scope[label] = with_codecs(replace(base, layer_norm=norm), ratio=0.99, scope=scope)
+    for bits, levels in QUANTIZED:
+        runs.quantized[f"{bits}-bit, {LEVEL_NAMES[levels]}"] = with_codecs(base, ratio=0.99, bits=bits, levels=levels)
+    return runs
+
+
+def total_bytes(result) -> int:
+    """Bytes on the wire over the whole run, pushes and pulls (self-addressed excluded)."""
+    return result.summary["bytes_up"] + result.summary["bytes_down"]
+
+
+def data_reduction(dense, sparse) -> float:
+    """How many times fewer bytes ``sparse`` sent than ``dense`` over the same steps."""
+    return total_bytes(dense) / total_bytes(sparse)
+
+
+def modelled_images_per_second(result, network: str) -> float:
+    """Measured compute + communication modelled on ``network`` (from the run's ledger)."""
+    config = result.config
+    comm = network_preset(network).seconds_per_step(result.ledger, config.steps).sum()
+    images = config.workers * config.batch_size * config.steps
+    return images / (result.summary["compute_seconds"] + comm)
+
+
+def density_error(result, ratio: float) -> float:
+    """|mean achieved push density - target| / target, over the run's pushes."""
+    target = 1 - ratio
+    return abs(result.summary["push_density"] - target) / target
+
+
+def communication_share(result, network: str) -> float:
+    """Modelled communication time / (compute + communication) on ``network``."""
+    comm = network_preset(network).seconds_per_step(result.ledger, result.config.steps).sum()
+    return float(comm / (result.summary["compute_seconds"] + comm))
+
+
+def final_accuracy_window(result, evaluations: int = 3) -> float:
+    """Mean test accuracy over the last ``evaluations`` evaluations (less noisy than the last one)."""
+    values = [v for v in result.metrics["test_accuracy"] if v is not None]
+    return float(np.mean(values[-evaluations:]))
