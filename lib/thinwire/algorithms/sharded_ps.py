@@ -33,8 +33,7 @@ from ..comm import Envelope, Transport
 from ..models import Replicas
 from .flat_layout import FlatLayout
 from .optimizers import make_optimizer
-
-PULL_MODES = ("params", "delta")
+from .plump_dp import PULL_MODES
 
 
 def shard_key(j: int) -> str:

@@ -23,14 +23,14 @@ import numpy as np
 import torch
 
 CHUNK = 1 << 18
-_pool: ThreadPoolExecutor | None = None
+_pools: dict[int, ThreadPoolExecutor] = {}
 
 
-def _threads() -> ThreadPoolExecutor:
-    global _pool
-    if _pool is None or _pool._max_workers != torch.get_num_threads():
-        _pool = ThreadPoolExecutor(max_workers=max(1, torch.get_num_threads()))
-    return _pool
+def _pool(size: int) -> ThreadPoolExecutor:
+    """One pool per thread count (``torch.get_num_threads()`` may change at run time)."""
+    if size not in _pools:
+        _pools[size] = ThreadPoolExecutor(max_workers=size)
+    return _pools[size]
 
 
 def drop_pass(residual: torch.Tensor, gradient: torch.Tensor | None,
@@ -48,12 +48,12 @@ def drop_pass(residual: torch.Tensor, gradient: torch.Tensor | None,
     res = residual.numpy()
     grad = None if gradient is None else gradient.numpy()
     jobs = [(s, min(s + CHUNK, stop), t) for start, stop, t in segments for s in range(start, stop, CHUNK)]
-    workers = min(len(jobs), _threads()._max_workers)
+    workers = min(len(jobs), max(1, torch.get_num_threads()))
     if workers <= 1:
         found = [_chunks(res, grad, jobs, keep_residual)]
     else:
         share = -(-len(jobs) // workers)
-        futures = [_threads().submit(_chunks, res, grad, jobs[i:i + share], keep_residual)
+        futures = [_pool(workers).submit(_chunks, res, grad, jobs[i:i + share], keep_residual)
                    for i in range(0, len(jobs), share)]
         found = [f.result() for f in futures]
     index = np.concatenate([i for part in found for i in part[0]]) if jobs else np.zeros(0, np.int64)
