@@ -57,6 +57,9 @@ def cmd_run(args) -> int:
     try:
         result = run(config, transport, backend=args.backend, root=args.results, reuse=not args.no_reuse,
                      progress=False)
+        if transport is not None:
+            import torch.distributed as dist
+            dist.barrier()  # no rank tears its connections down while a peer still uses them
     finally:
         if transport is not None:
             import torch.distributed as dist

@@ -79,7 +79,10 @@ class DistributedTransport(Transport):
         requests, received = [], {}
         for peer in range(world):
             if peer != me and len(frames[peer]):
-                data = torch.frombuffer(frames[peer], dtype=torch.uint8).to(self.device)
+                # copy=True: a tensor viewing a Python bytearray keeps a Python reference, and
+                # gloo may drop its last reference to a finished send from a C++ thread while the
+                # interpreter shuts down (SIGABRT at exit). A torch-owned copy has no such reference.
+                data = torch.frombuffer(frames[peer], dtype=torch.uint8).to(self.device, copy=True)
                 requests.append(dist.isend(data, dst=peer))
             if peer != me and incoming[peer]:
                 received[peer] = torch.empty(incoming[peer], dtype=torch.uint8, device=self.device)
