@@ -136,7 +136,7 @@ def test_non_finite_gradients_are_rejected():
 
 @pytest.mark.parametrize("kwargs,match", [({"ratio": 1.0}, "^graddrop: ratio=1.0"), ({"bits": 3}, "bits=3"),
                                           ({"scope": "layer"}, "scope='layer'"),
-                                          ({"ratio": 0.0, "bits": 1}, "ratio=0.0")])
+                                          ({"ratio": 0.0, "bits": 1}, "ratio=0.0"), ({"ties": "split"}, "ties='split'")])
 def test_bad_parameters_name_the_parameter(kwargs, match):
     with pytest.raises(ValueError, match=match):
         GradDrop(**kwargs)
@@ -168,5 +168,33 @@ def test_cpu_kernel_matches_whole_tensor_torch_ops():
     a, b = r0.clone(), r0.clone()
     index_a, values_a = drop_pass(a, g, segments)
     b.add_(g)
-    index_b, values_b = _drop_torch(b, segments, True)
+    index_b, values_b = _drop_torch(b, segments, True, False)
     assert torch.equal(index_a, index_b) and torch.equal(values_a, values_b) and torch.equal(a, b)
+
+
+@pytest.mark.parametrize("on_cpu_kernel", [True, False])
+def test_ties_at_the_threshold(on_cpu_kernel):
+    """Half the values sit exactly on the threshold (AdaGrad's +-lr deltas): the strict
+    test drops them all, ties='keep' sends them; zeros never survive a zero threshold."""
+    x = torch.tensor([0.005, -0.005, 0.001, 0.02, 0.005, 0.0, -0.003, 0.005])
+    segments = [(0, 4, 0.005), (4, 8, 0.0)]
+    for inclusive, expected in ((False, [3, 4, 6, 7]), (True, [0, 1, 3, 4, 6, 7])):
+        r = x.clone()
+        index, values = (drop_pass(r, None, segments, keep_residual=False, inclusive=inclusive) if on_cpu_kernel
+                         else _drop_torch(r, segments, False, inclusive))
+        assert index.tolist() == expected and torch.equal(values, x[expected])
+
+
+def test_ties_keep_reaches_the_target_when_values_tie():
+    g = torch.full((100_000,), 0.005)
+    g[:500] = 0.01  # 0.5% above the tie, 99.5% tied: the 99th percentile is the tie
+    strict = GradDrop(ratio=0.99, threshold="exact", residual=False)
+    keep = GradDrop(ratio=0.99, threshold="exact", residual=False, ties="keep")
+    s1, s2 = CodecState(0), CodecState(0)
+    strict.encode(g, s1, "t"), keep.encode(g, s2, "t")
+    assert int(s1.slots["t"]["kept"]) == 500 and int(s2.slots["t"]["kept"]) == 100_000
+    assert int(s1.slots["t"]["tied"]) == 99_500  # counted exactly with the exact threshold
+    sampled = CodecState(0)
+    GradDrop(ratio=0.99, residual=False).encode(g, sampled, "t")
+    assert abs(int(sampled.slots["t"]["tied"]) - 99_500) <= 1_000  # estimated from the 1000-value sample
+    assert torch.equal(keep.decode(keep.encode(g, CodecState(0), "t"), None, "t"), g)

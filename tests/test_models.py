@@ -50,3 +50,34 @@ def test_generic_models_use_vmap():
     assert replicas.batched is None
     losses, correct, grads = replicas.loss_and_grads(torch.randn(2, 4, 1, 4, 4), torch.randint(0, 3, (2, 4)))
     assert losses.shape == (2,) and grads["1.weight"].shape == (2, 3, 16)
+
+
+@pytest.mark.parametrize("layer_norm", [False, True])
+def test_sgd_step_equals_gradients_then_update(layer_norm):
+    model = build_model("mlp", (1, 4, 4), 3, seed=0, hidden=(8, 6), layer_norm=layer_norm)
+    fused, plain = Replicas(model, 3), Replicas(model, 3)
+    g = torch.Generator().manual_seed(2)
+    with torch.no_grad():
+        for name, p in fused.params.items():
+            p.add_(0.1 * torch.randn(p.shape, generator=g))
+            plain.params[name].copy_(p)
+    for _ in range(3):  # several steps: the in-place updates must feed the next forward
+        x = torch.randn(3, 5, 1, 4, 4, generator=g)
+        y = torch.randint(0, 3, (3, 5), generator=g)
+        losses, correct = fused.sgd_step(x, y, lr=0.1)
+        ref_losses, ref_correct, grads = plain.loss_and_grads(x, y)
+        for name, p in plain.params.items():
+            p.sub_(grads[name], alpha=0.1)
+        torch.testing.assert_close(losses, ref_losses)
+        assert torch.equal(correct, ref_correct)
+        for name, p in fused.params.items():
+            torch.testing.assert_close(p, plain.params[name], rtol=1e-5, atol=1e-6)
+            assert not p.requires_grad
+
+
+def test_sgd_step_on_generic_models():
+    model = nn.Sequential(nn.Flatten(), nn.Linear(16, 3))
+    replicas = Replicas(model, 2)
+    before = replicas.params["1.weight"].clone()
+    losses, _ = replicas.sgd_step(torch.randn(2, 4, 1, 4, 4), torch.randint(0, 3, (2, 4)), lr=0.5)
+    assert losses.shape == (2,) and not torch.equal(before, replicas.params["1.weight"])

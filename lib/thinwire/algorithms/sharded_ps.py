@@ -120,7 +120,7 @@ class ShardedPS:
     def step(self, step: int, x: torch.Tensor, y: torch.Tensor) -> dict:
         """x, y: the local clients' batches stacked (len(local_workers), B, ...)."""
         t0 = time.perf_counter()
-        outbox, push = [], {"kept": 0, "total": 0}
+        outbox, push = [], {"kept": 0, "total": 0, "tied": 0}
         if self.local_workers:
             losses, correct, grads = self.replicas.loss_and_grads(x, y)
             for li, i in enumerate(self.local_workers):
@@ -135,7 +135,7 @@ class ShardedPS:
         inbox = self.transport.exchange(outbox, step, "push")
 
         t1 = time.perf_counter()
-        outbox, pull = [], {"kept": 0, "total": 0}
+        outbox, pull = [], {"kept": 0, "total": 0, "tied": 0}
         by_shard: dict[int, list[Envelope]] = {j: [] for j in self.servers}
         for env in inbox:
             by_shard[env.receiver].append(env)
@@ -156,6 +156,7 @@ class ShardedPS:
             "center_seconds": server_seconds / max(1, len(self.servers)),
             "push_kept": push["kept"], "push_total": push["total"],
             "pull_kept": pull["kept"], "pull_total": pull["total"],
+            "push_tied": push["tied"], "pull_tied": pull["tied"],
         }
 
     def _apply_pulls(self, inbox: list[Envelope]) -> None:
@@ -205,3 +206,4 @@ def _count(totals: dict, state: CodecState, key: str) -> None:
     if "kept" in slot:
         totals["kept"] += int(slot["kept"])
         totals["total"] += int(slot["total"])
+        totals["tied"] += int(slot.get("tied", 0))

@@ -1,7 +1,7 @@
 """One pass over memory that applies Alg. 1 of Aji & Heafield (2017) to a whole tensor:
 
     corrected = residual + gradient          (in place, in ``residual``)
-    survivors = { i : |corrected[i]| > threshold of i's segment }
+    survivors = { i : |corrected[i]| > threshold of i's segment }   (>= with ``inclusive``)
     values    = corrected[survivors];  residual[survivors] = 0
 
 On CPU the tensor is walked in cache-sized chunks (numpy ufuncs with ``out=``, which
@@ -34,20 +34,22 @@ def _pool(size: int) -> ThreadPoolExecutor:
 
 
 def drop_pass(residual: torch.Tensor, gradient: torch.Tensor | None,
-              segments: list[tuple[int, int, float]], keep_residual: bool = True):
+              segments: list[tuple[int, int, float]], keep_residual: bool = True, inclusive: bool = False):
     """Survivor indices (int64, ascending) and their corrected values (float32).
 
     ``residual``: contiguous 1-D float32, updated in place when ``keep_residual`` (the
     corrected values, survivors zeroed); read only otherwise (then ``gradient`` must be
     None). ``segments``: (start, stop, threshold) covering the tensor in order.
+    ``inclusive``: values equal to a threshold above 0 survive too (ties kept); zeros never do.
     """
     if residual.device.type != "cpu":
         if gradient is not None:
             residual.add_(gradient)
-        return _drop_torch(residual, segments, keep_residual)
+        return _drop_torch(residual, segments, keep_residual, inclusive)
     res = residual.numpy()
     grad = None if gradient is None else gradient.numpy()
-    jobs = [(s, min(s + CHUNK, stop), t) for start, stop, t in segments for s in range(start, stop, CHUNK)]
+    jobs = [(s, min(s + CHUNK, stop), t, inclusive and t > 0)
+            for start, stop, t in segments for s in range(start, stop, CHUNK)]
     workers = min(len(jobs), max(1, torch.get_num_threads()))
     if workers <= 1:
         found = [_chunks(res, grad, jobs, keep_residual)]
@@ -65,13 +67,13 @@ def _chunks(res, grad, jobs, keep_residual):
     magnitude = np.empty(CHUNK, dtype=np.float32)
     small = np.empty(CHUNK, dtype=bool)
     indices, values = [], []
-    for start, stop, threshold in jobs:
+    for start, stop, threshold, strict_below in jobs:
         x = res[start:stop]
         n = stop - start
         if grad is not None:
             np.add(x, grad[start:stop], out=x)
         np.abs(x, out=magnitude[:n])
-        np.less_equal(magnitude[:n], threshold, out=small[:n])
+        (np.less if strict_below else np.less_equal)(magnitude[:n], threshold, out=small[:n])
         np.logical_not(small[:n], out=small[:n])
         hit = np.flatnonzero(small[:n])
         values.append(x[hit])
@@ -81,11 +83,12 @@ def _chunks(res, grad, jobs, keep_residual):
     return indices, values
 
 
-def _drop_torch(residual, segments, keep_residual):
+def _drop_torch(residual, segments, keep_residual, inclusive):
     parts = []
     for start, stop, threshold in segments:
-        x = residual[start:stop]
-        parts.append(torch.nonzero(~(x.abs() <= threshold)).squeeze(1) + start)
+        x = residual[start:stop].abs()
+        small = x < threshold if inclusive and threshold > 0 else x <= threshold
+        parts.append(torch.nonzero(~small).squeeze(1) + start)
     index = torch.cat(parts) if parts else torch.zeros(0, dtype=torch.int64, device=residual.device)
     values = residual[index]
     if keep_residual:

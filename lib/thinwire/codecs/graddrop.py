@@ -5,7 +5,11 @@
 2. threshold: R% of |corrected| is smaller — exact, or from a sample (``drop_threshold``);
    one for the whole message (``scope="global"``) or one per parameter matrix
    (``"local"``; the matrices are the message's ``segments``).
-3. survivors: |corrected| > threshold; everything else is dropped  (lines 3-5)
+3. survivors: |corrected| > threshold; everything else is dropped  (lines 3-5).
+   ``ties="keep"`` sends values equal to a positive threshold too. Under AdaGrad many
+   parameter deltas are exactly +-lr (a coordinate's first update is lr * g / |g|). The
+   threshold of a pull then lands on lr, and the strict test sends a fraction of the
+   target density (the gradient-dropping notebook measures it).
 4. optional 1- or 2-bit quantization of the survivors (Sec. 5.4, ``drop_quantize``)
 5. residual[key] = corrected - what is sent                    (line 6)
 6. the survivors' positions as absolute int32 indices (``index_value``) or as gaps
@@ -20,7 +24,9 @@ segment of one column. ``residual=False`` drops without memory: for pulls sent a
 from a copy, where the copy already holds what was not sent.
 
 Statistics: after each message the sender's slot holds ``kept`` and ``total`` (0-d
-int64) and ``threshold`` (one float32 per threshold used).
+int64), ``threshold`` (one float32 per threshold used) and ``tied``: how many values equal a
+positive threshold (counted exactly with ``threshold="exact"``, else estimated from the
+sample).
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ from .state import CodecState
 THRESHOLDS = ("exact", "sampled")
 SCOPES = ("global", "local")
 ENCODINGS = ("offset_value", "index_value")
+TIES = ("drop", "keep")
 
 
 def _require(name, value, ok, allowed):
@@ -56,7 +63,7 @@ class GradDrop(Codec):
     def __init__(self, ratio: float = 0.99, threshold: str = "sampled", sample: float = 0.001,
                  min_sample: int = 1000, sampling: str = "random", scope: str = "global",
                  encoding: str = "offset_value", bits: int = 0, levels: str = "threshold",
-                 residual: bool = True):
+                 residual: bool = True, ties: str = "drop"):
         _require("ratio", ratio, isinstance(ratio, (int, float)) and 0 <= ratio < 1, "a number in [0, 1)")
         _require("threshold", threshold, threshold in THRESHOLDS, f"one of {THRESHOLDS}")
         _require("sample", sample, isinstance(sample, (int, float)) and 0 < sample <= 1, "a number in (0, 1]")
@@ -69,9 +76,10 @@ class GradDrop(Codec):
         _require("ratio", ratio, not (bits and levels == "threshold" and ratio == 0),
                  "> 0 with threshold levels (a ratio of 0 has no threshold)")
         _require("residual", residual, isinstance(residual, bool), "True or False")
+        _require("ties", ties, ties in TIES, f"one of {TIES}")
         self.ratio, self.threshold, self.sample, self.min_sample = float(ratio), threshold, float(sample), min_sample
         self.sampling, self.scope, self.encoding = sampling, scope, encoding
-        self.bits, self.levels, self.residual = bits, levels, residual
+        self.bits, self.levels, self.residual, self.ties = bits, levels, residual, ties
 
     @property
     def carrier(self):  # type: ignore[override]
@@ -84,7 +92,8 @@ class GradDrop(Codec):
     def params(self) -> dict:
         return {"ratio": self.ratio, "threshold": self.threshold, "sample": self.sample,
                 "min_sample": self.min_sample, "sampling": self.sampling, "scope": self.scope,
-                "encoding": self.encoding, "bits": self.bits, "levels": self.levels, "residual": self.residual}
+                "encoding": self.encoding, "bits": self.bits, "levels": self.levels, "residual": self.residual,
+                "ties": self.ties}
 
     def encode(self, tensor, state=None, key=""):
         state = state if state is not None else CodecState()
@@ -105,12 +114,14 @@ class GradDrop(Codec):
         if self.threshold == "exact" and gradient is not None:
             corrected.add_(gradient)
             gradient = None
-        thresholds = [self._threshold(corrected, gradient, a, b, state.generator) for a, b in spans]
+        found = [self._threshold(corrected, gradient, a, b, state.generator) for a, b in spans]
+        thresholds = [t for t, _ in found]
         index, values = drop_pass(corrected, gradient, [(a, b, t) for (a, b), t in zip(spans, thresholds)],
-                                  keep_residual=self.residual)
+                                  keep_residual=self.residual, inclusive=self.ties == "keep")
         if values.numel() and not np.isfinite(values.numpy()).all():  # NaN and Inf always survive
             raise ValueError(f"graddrop: tensor {key!r} contains NaN or Inf; cannot rank magnitudes")
         slot["kept"], slot["total"] = torch.tensor(index.numel()), torch.tensor(n)
+        slot["tied"] = torch.tensor(round(sum(share * (b - a) for (a, b), (_, share) in zip(spans, found))))
         slot["threshold"] = torch.tensor(thresholds, dtype=torch.float32)
 
         payload = Payload(meta={"count": index.numel()})
@@ -142,15 +153,19 @@ class GradDrop(Codec):
             return slot["residual"], None
         return residual, flat.to(torch.float32).contiguous()
 
-    def _threshold(self, corrected, gradient, start, stop, generator) -> float:
+    def _threshold(self, corrected, gradient, start, stop, generator) -> tuple[float, float]:
+        """(threshold, share of |values| equal to it when it is > 0: exact, or estimated from the sample)."""
         if self.ratio == 0 or stop == start:
-            return -math.inf
+            return -math.inf, 0.0
         if self.threshold == "exact":
-            return exact_threshold(corrected[start:stop].abs(), self.ratio)
-        n = stop - start
-        pos = sample_positions(n, sample_size(n, self.sample, self.min_sample), self.sampling, generator) + start
-        sample = corrected[pos] if gradient is None else corrected[pos] + gradient[pos]
-        return threshold_from_sample(sample.abs_(), self.ratio)
+            magnitude = corrected[start:stop].abs()
+            t = exact_threshold(magnitude, self.ratio)
+        else:
+            n = stop - start
+            pos = sample_positions(n, sample_size(n, self.sample, self.min_sample), self.sampling, generator) + start
+            magnitude = (corrected[pos] if gradient is None else corrected[pos] + gradient[pos]).abs_()
+            t = threshold_from_sample(magnitude, self.ratio)
+        return t, float((magnitude == t).float().mean()) if t > 0 else 0.0
 
     def _put_index(self, payload: Payload, index: torch.Tensor) -> None:
         if self.encoding == "index_value":

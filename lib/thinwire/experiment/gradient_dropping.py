@@ -20,17 +20,20 @@ from .profiles import GRADIENT_DROPPING, check_profile
 
 RATIOS = (0.0, 0.9, 0.99, 0.999)
 QUANTIZED = ((1, "threshold"), (1, "global"), (1, "column"), (2, "threshold"), (2, "global"), (2, "column"))
+DIAGNOSIS_SGD_LR = 0.1  # plain SGD for the pull diagnosis (AdaGrad's 0.005 is far too small without it)
 LEVEL_NAMES = {"threshold": "threshold (Strom)", "global": "global average", "column": "column-wise average"}
 
 
 def drop_codecs(ratio: float, encoding: str = "offset_value", scope: str = "global", bits: int = 0,
-                levels: str = "threshold", sampling: str = "random") -> tuple[str, str]:
-    """(push spec, pull spec) for drop ratio ``ratio``; ratio 0 is the dense fp32 baseline."""
+                levels: str = "threshold", sampling: str = "random", pull_ties: str = "drop") -> tuple[str, str]:
+    """(push spec, pull spec) for drop ratio ``ratio``; ratio 0 is the dense fp32 baseline.
+    ``pull_ties="keep"`` also sends pull deltas equal to the threshold (see ``GradDrop``)."""
     if ratio == 0:
         return "fp32", "fp32"
     push = (f"graddrop(ratio={ratio}, sampling={sampling!r}, scope={scope!r}, encoding={encoding!r}, "
             f"bits={bits}, levels={levels!r})")
-    pull = f"graddrop(ratio={ratio}, sampling={sampling!r}, encoding={encoding!r}, residual=False)"
+    ties = "" if pull_ties == "drop" else f", ties={pull_ties!r}"
+    pull = f"graddrop(ratio={ratio}, sampling={sampling!r}, encoding={encoding!r}, residual=False{ties})"
     return push, pull
 
 
@@ -41,10 +44,11 @@ class GradientDroppingRuns:
     scope: dict[str, RunConfig] = field(default_factory=dict)          # Fig. 4
     quantized: dict[str, RunConfig] = field(default_factory=dict)      # Fig. 8
     speed: dict[float, RunConfig] = field(default_factory=dict)        # Table 1 on gloo
+    diagnosis: dict[tuple[str, str], RunConfig] = field(default_factory=dict)  # (optimizer, codecs) -> config
 
     def in_process(self) -> dict[str, dict]:
         return {"ratios": self.ratios, "index_value": self.index_value, "scope": self.scope,
-                "quantized": self.quantized}
+                "quantized": self.quantized, "diagnosis": self.diagnosis}
 
 
 def gradient_dropping_runs(profile: str, dataset: str, workers: int, layer_norm: bool, sampling: str,
@@ -75,6 +79,14 @@ def gradient_dropping_runs(profile: str, dataset: str, workers: int, layer_norm:
             runs.scope[label] = with_codecs(replace(base, layer_norm=norm), ratio=0.99, scope=scope)
     for bits, levels in QUANTIZED:
         runs.quantized[f"{bits}-bit, {LEVEL_NAMES[levels]}"] = with_codecs(base, ratio=0.99, bits=bits, levels=levels)
+    for optimizer, lr in (("adagrad", base.lr), ("sgd", DIAGNOSIS_SGD_LR)):
+        plain = replace(base, optimizer=optimizer, lr=lr)
+        dropped = with_codecs(plain, ratio=0.99)
+        runs.diagnosis[(optimizer, "no dropping")] = plain
+        runs.diagnosis[(optimizer, "99% pushes and pulls")] = dropped
+        runs.diagnosis[(optimizer, "99% pushes, dense pulls")] = replace(dropped, pull_codec="fp32")
+        runs.diagnosis[(optimizer, "99% pushes and pulls, ties kept")] = with_codecs(plain, ratio=0.99,
+                                                                                      pull_ties="keep")
     return runs
 
 

@@ -142,6 +142,7 @@ def _combine(step: int, parts: list[dict], batches_per_epoch: int) -> dict:
     for side in ("push", "pull"):
         total = sum(p.get(f"{side}_total", 0) for p in parts)
         densities[f"{side}_density"] = sum(p.get(f"{side}_kept", 0) for p in parts) / total if total else None
+        densities[f"{side}_tied"] = sum(p.get(f"{side}_tied", 0) for p in parts) / total if total else None
     return {
         "step": step,
         "epoch": (step + 1) / batches_per_epoch,
@@ -173,6 +174,8 @@ def _summarize(config: RunConfig, m: dict) -> dict:
         "images_per_second_measured": images / float(np.sum(m["wall_seconds"])),
         "push_density": _mean_or_none(m["push_density"]),
         "pull_density": _mean_or_none(m["pull_density"]),
+        "push_tied": _mean_or_none(m.get("push_tied", [])),
+        "pull_tied": _mean_or_none(m.get("pull_tied", [])),
     }
 
 

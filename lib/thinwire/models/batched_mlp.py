@@ -3,8 +3,10 @@
 A faster path than ``vmap`` for the papers' fully connected networks: each Linear is one
 batched product forward, and its backward writes the K weight gradients into a buffer
 kept from step to step (``bmm(..., out=)``) instead of allocating tens of MB per step,
-whose first touch costs page faults. Weights are stored transposed, (K, in, out)
-contiguous, so both products read them at memory speed.
+whose first touch costs page faults. Weights keep ``nn.Linear``'s (K, out, in) layout:
+with K copies the weights no longer fit in cache, and MKL's small-batch products stream
+them from memory faster in this layout (forward ``h @ W^T`` and ``g @ W``) than in the
+transposed one.
 """
 
 from __future__ import annotations
@@ -16,19 +18,30 @@ from .mlp import MLP
 
 
 class _BatchedLinear(torch.autograd.Function):
+    """One Linear for K replicas. With ``lr`` set, backward applies plain SGD to the
+    weight and bias in place (after using the old weight for the input gradient) and
+    returns no gradient for them: a local training step that never writes K gradient
+    tensors. ``anchor`` (a 0-d tensor that requires grad) makes autograd record the
+    first layer, whose inputs need no gradient."""
+
     @staticmethod
-    def forward(ctx, h, weight_t, bias, grad_buffer):
-        ctx.save_for_backward(h, weight_t)
-        ctx.grad_buffer = grad_buffer
-        return torch.bmm(h, weight_t).add_(bias.unsqueeze(1))
+    def forward(ctx, h, weight, bias, grad_buffer, lr, anchor):
+        """h (K, B, in), weight (K, out, in), bias (K, out) -> (K, B, out)."""
+        ctx.save_for_backward(h, weight)
+        ctx.grad_buffer, ctx.lr, ctx.bias = grad_buffer, lr, bias
+        return torch.baddbmm(bias.unsqueeze(1), h, weight.transpose(1, 2))
 
     @staticmethod
     def backward(ctx, g):
-        h, weight_t = ctx.saved_tensors
+        h, weight = ctx.saved_tensors
         g = g.contiguous()
-        grad_h = torch.bmm(g, weight_t.transpose(1, 2)) if ctx.needs_input_grad[0] else None
-        grad_w = torch.bmm(h.transpose(1, 2).contiguous(), g, out=ctx.grad_buffer)
-        return grad_h, grad_w, g.sum(1), None
+        grad_h = torch.bmm(g, weight) if ctx.needs_input_grad[0] else None
+        if ctx.lr is not None:
+            weight.baddbmm_(g.transpose(1, 2), h, alpha=-ctx.lr)
+            ctx.bias.sub_(g.sum(1), alpha=ctx.lr)
+            return grad_h, None, None, None, None, None
+        grad_w = torch.bmm(g.transpose(1, 2), h, out=ctx.grad_buffer)
+        return grad_h, grad_w, g.sum(1), None, None, None
 
 
 class BatchedMLP:
@@ -46,24 +59,22 @@ class BatchedMLP:
                 continue
             else:
                 self.layers.append(("activation", layer))
-        self.buffers = {f"{p}.weight": torch.empty_like(params[f"{p}.weight"])
+        self.buffers = {f"{p}.weight": torch.empty(params[f"{p}.weight"].shape)
                         for kind, p in self.layers if kind == "linear"}
+        self.anchor = torch.zeros((), requires_grad=True)
+        self.fused_names = [f"{p}.{w}" for kind, p in self.layers if kind == "linear" for w in ("weight", "bias")]
 
-    @staticmethod
-    def store(params: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        """Re-lay 2-D weights out as (K, in, out) storage, returned as (K, out, in) views."""
-        out = {}
-        for name, p in params.items():
-            out[name] = p.transpose(1, 2).contiguous().transpose(1, 2) if p.dim() == 3 else p
-        return out
-
-    def logits(self, params: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+    def logits(self, params: dict[str, torch.Tensor], x: torch.Tensor, lr: float | None = None) -> torch.Tensor:
+        """Forward pass. With ``lr``, the backward of the result updates the Linear
+        weights and biases by SGD in place (they must not require grad); LayerNorm
+        parameters still get gradients."""
         h = x.reshape(x.shape[0], x.shape[1], -1)
+        anchor = self.anchor if lr is not None else None
         for kind, item in self.layers:
             if kind == "linear":
                 weight = params[f"{item}.weight"]
-                h = _BatchedLinear.apply(h, weight.transpose(1, 2), params[f"{item}.bias"],
-                                         self.buffers[f"{item}.weight"].transpose(1, 2))
+                h = _BatchedLinear.apply(h, weight, params[f"{item}.bias"], self.buffers[f"{item}.weight"], lr,
+                                         anchor)
             elif kind == "layer_norm":
                 prefix, eps = item
                 h = nn.functional.layer_norm(h, h.shape[-1:], eps=eps)

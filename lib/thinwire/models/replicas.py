@@ -32,7 +32,6 @@ class Replicas:
         }
         self.batched = None
         if isinstance(model, MLP):
-            self.params = BatchedMLP.store(self.params)
             self.batched = BatchedMLP(model, self.params)
 
     def _loss(self, params, x, y):
@@ -59,6 +58,34 @@ class Replicas:
             p.requires_grad_(False)
         self._match_layout(grads)
         return losses.detach(), correct, grads
+
+    def sgd_step(self, x: torch.Tensor, y: torch.Tensor, lr: float):
+        """One local SGD step of every replica on its own batch: x (K, B, ...), y (K, B)
+        -> losses (K,), correct counts (K,) before the step. The same update as
+        ``p -= lr * grad`` after ``loss_and_grads``; for an ``MLP`` the Linear layers apply
+        it inside their backward pass, so no K gradient tensors are written and read back.
+        """
+        if self.batched is None:
+            losses, correct, grads = self.loss_and_grads(x, y)
+            for name, p in self.params.items():
+                p.sub_(grads[name], alpha=lr)
+            return losses, correct
+        fused = set(self.batched.fused_names)
+        leaves = {n: p.requires_grad_(n not in fused) for n, p in self.params.items()}
+        logits = self.batched.logits(leaves, x, lr=lr)
+        k, b, c = logits.shape
+        losses = nn.functional.cross_entropy(logits.reshape(k * b, c), y.reshape(-1), reduction="none")
+        losses = losses.view(k, b).mean(1)
+        correct = (logits.argmax(-1) == y).sum(1)
+        rest = [n for n in leaves if n not in fused]
+        grads = torch.autograd.grad(losses.sum(), [leaves[n] for n in rest] + [self.batched.anchor],
+                                    allow_unused=True)[:-1]
+        for p in leaves.values():
+            p.requires_grad_(False)
+        with torch.no_grad():
+            for name, g in zip(rest, grads):
+                self.params[name].sub_(g, alpha=lr)
+        return losses.detach(), correct
 
     def _match_layout(self, grads: dict[str, torch.Tensor]) -> None:
         """Store each parameter in the memory layout its gradient comes out in (Linear
