@@ -193,8 +193,11 @@ def test_ties_keep_reaches_the_target_when_values_tie():
     s1, s2 = CodecState(0), CodecState(0)
     strict.encode(g, s1, "t"), keep.encode(g, s2, "t")
     assert int(s1.slots["t"]["kept"]) == 500 and int(s2.slots["t"]["kept"]) == 100_000
-    assert int(s1.slots["t"]["tied"]) == 99_500  # counted exactly with the exact threshold
+    assert int(s1.slots["t"]["tied"]) == 99_499  # counted exactly: the threshold value and 99,499 others
     sampled = CodecState(0)
     GradDrop(ratio=0.99, residual=False).encode(g, sampled, "t")
     assert abs(int(sampled.slots["t"]["tied"]) - 99_500) <= 1_000  # estimated from the 1000-value sample
+    distinct = CodecState(0)
+    GradDrop(ratio=0.99, residual=False).encode(torch.randn(100_000, generator=_gen(3)), distinct, "t")
+    assert int(distinct.slots["t"]["tied"]) == 0
     assert torch.equal(keep.decode(keep.encode(g, CodecState(0), "t"), None, "t"), g)

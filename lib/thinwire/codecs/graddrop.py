@@ -24,9 +24,9 @@ segment of one column. ``residual=False`` drops without memory: for pulls sent a
 from a copy, where the copy already holds what was not sent.
 
 Statistics: after each message the sender's slot holds ``kept`` and ``total`` (0-d
-int64), ``threshold`` (one float32 per threshold used) and ``tied``: how many values equal a
-positive threshold (counted exactly with ``threshold="exact"``, else estimated from the
-sample).
+int64), ``threshold`` (one float32 per threshold used) and ``tied``: how many other values
+equal a positive threshold (counted exactly with ``threshold="exact"``, else estimated from
+the sample).
 """
 
 from __future__ import annotations
@@ -165,7 +165,8 @@ class GradDrop(Codec):
             pos = sample_positions(n, sample_size(n, self.sample, self.min_sample), self.sampling, generator) + start
             magnitude = (corrected[pos] if gradient is None else corrected[pos] + gradient[pos]).abs_()
             t = threshold_from_sample(magnitude, self.ratio)
-        return t, float((magnitude == t).float().mean()) if t > 0 else 0.0
+        # The order statistic is itself one of the values: ties are the others equal to it.
+        return t, max(0, int((magnitude == t).sum()) - 1) / magnitude.numel() if t > 0 else 0.0
 
     def _put_index(self, payload: Payload, index: torch.Tensor) -> None:
         if self.encoding == "index_value":
