@@ -58,11 +58,9 @@ def cmd_run(args) -> int:
         result = run(config, transport, backend=args.backend, root=args.results, reuse=not args.no_reuse,
                      progress=False)
         if transport is not None:
-            import torch.distributed as dist
             dist.barrier()  # no rank tears its connections down while a peer still uses them
     finally:
         if transport is not None:
-            import torch.distributed as dist
             dist.destroy_process_group()
     if rank == 0:
         print(json.dumps({"key": config.key(), "backend": args.backend, **result.summary}, indent=1))

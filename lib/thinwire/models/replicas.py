@@ -46,11 +46,7 @@ class Replicas:
         """
         leaves = {n: p.requires_grad_(True) for n, p in self.params.items()}
         if self.batched is not None:
-            logits = self.batched.logits(leaves, x)
-            k, b, c = logits.shape
-            losses = nn.functional.cross_entropy(logits.reshape(k * b, c), y.reshape(-1), reduction="none")
-            losses = losses.view(k, b).mean(1)
-            correct = (logits.argmax(-1) == y).sum(1)
+            losses, correct = _batched_loss(self.batched.logits(leaves, x), y)
         else:
             losses, correct = vmap(self._loss)(leaves, x, y)
         grads = dict(zip(leaves, torch.autograd.grad(losses.sum(), list(leaves.values()))))
@@ -72,11 +68,7 @@ class Replicas:
             return losses, correct
         fused = set(self.batched.fused_names)
         leaves = {n: p.requires_grad_(n not in fused) for n, p in self.params.items()}
-        logits = self.batched.logits(leaves, x, lr=lr)
-        k, b, c = logits.shape
-        losses = nn.functional.cross_entropy(logits.reshape(k * b, c), y.reshape(-1), reduction="none")
-        losses = losses.view(k, b).mean(1)
-        correct = (logits.argmax(-1) == y).sum(1)
+        losses, correct = _batched_loss(self.batched.logits(leaves, x, lr=lr), y)
         rest = [n for n in leaves if n not in fused]
         grads = torch.autograd.grad(losses.sum(), [leaves[n] for n in rest] + [self.batched.anchor],
                                     allow_unused=True)[:-1]
@@ -88,13 +80,20 @@ class Replicas:
         return losses.detach(), correct
 
     def _match_layout(self, grads: dict[str, torch.Tensor]) -> None:
-        """Store each parameter in the memory layout its gradient comes out in (Linear
-        weights come out transposed), so updates like ``p -= lr * g`` run at memory speed
+        """Store each parameter in the memory layout its gradient comes out in (under
+        ``vmap`` Linear weight gradients may come out transposed), so updates like ``p -= lr * g`` run at memory speed
         instead of as a strided gather. Values are unchanged."""
         for name, g in grads.items():
             p = self.params[name]
             if p.stride() != g.stride() and _dense(g):
                 self.params[name] = torch.empty_strided(p.shape, g.stride(), dtype=p.dtype).copy_(p)
+
+
+def _batched_loss(logits: torch.Tensor, y: torch.Tensor):
+    """logits (K, B, C), y (K, B) -> mean cross-entropy per replica (K,), correct counts (K,)."""
+    k, b, c = logits.shape
+    losses = nn.functional.cross_entropy(logits.reshape(k * b, c), y.reshape(-1), reduction="none")
+    return losses.view(k, b).mean(1), (logits.argmax(-1) == y).sum(1)
 
 
 def _dense(t: torch.Tensor) -> bool:
