@@ -14,6 +14,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import codecs_bench  # noqa: E402
 import graddrop_bench  # noqa: E402
+import oland_raj_bench  # noqa: E402
 import replicas_bench  # noqa: E402
 
 
@@ -23,9 +24,11 @@ def main() -> int:
     codec_rows = codecs_bench.run()
     drop_rows = graddrop_bench.run()
     replica = replicas_bench.run()
+    oland = oland_raj_bench.run()
     doc = {"machine": {"cpu": platform.processor() or platform.machine(), "threads": torch.get_num_threads(),
                        "torch": torch.__version__},
-           "codecs": codec_rows, "graddrop": drop_rows, "replicas": replica}
+           "codecs": codec_rows, "graddrop": drop_rows, "replicas": replica,
+           "oland_raj": oland}
     (out / "results.json").write_text(json.dumps(doc, indent=1))
     print(f"add pass over {codec_rows[0]['values']:,} float32: {codec_rows[0]['add_pass_s'] * 1e3:.1f} ms")
     print("| codec | bytes | encode ms | decode ms | fraction of roofline | target |")
@@ -50,6 +53,16 @@ def main() -> int:
           f"ratio {replica['ratio_gradient_step']:.2f}")
     print(f"  local SGD step (update fused into backward): {replica['local_sgd_step_s'] * 1e3:.1f} ms, "
           f"ratio {replica['ratio_local_sgd_step']:.2f}")
+    h = oland["huffman"]
+    print(f"\nHuffman on {h['symbols']:,} 8-bit symbols (entropy {h['entropy_bits']:.3f} bits; Huffman "
+          f"{h['huffman_bits_per_symbol']:.3f}, ANS {h['ans_bits_per_symbol']:.3f} bits/symbol), "
+          f"target >= {h['target_symbols_per_s'] / 1e6:.0f} M/s:")
+    print(f"  Huffman encode {h['encode_symbols_per_s'] / 1e6:.1f} M/s, decode {h['decode_symbols_per_s'] / 1e6:.1f} M/s; "
+          f"ANS encode {h['ans_encode_symbols_per_s'] / 1e6:.1f} M/s, decode {h['ans_decode_symbols_per_s'] / 1e6:.1f} M/s")
+    print("\n| quantize + pack, N bits | ms | fraction of roofline | target |")
+    print("|---|---|---|---|")
+    for r in oland["quantize_pack"]:
+        print(f"| {r['bits']} | {r['seconds'] * 1e3:.1f} | {r['fraction_of_roofline']:.3f} | >= {r['target']} |")
     return 0
 
 

@@ -17,6 +17,8 @@ SPECS = [
     "ef(quantize(bits=2))", "chain(topk(ratio=0.1), quantize(bits=8))", "chain(topk(ratio=0.2), fp16)",
     "graddrop(ratio=0.9)", "graddrop(ratio=0.5, encoding='index_value', bits=2, levels='column')",
     "graddrop(ratio=0.8, bits=1, levels='global', residual=False, threshold='exact')",
+    "binquant(bits=8, coder='raw')", "binquant(bits=5, coder='huffman')", "binquant(bits=12, coder='ans')",
+    "oland_raj(c=5, m=4, f=0.03, ceiling=10, coder='huffman')", "oland_raj(c=2, m=3, f=0.5, ceiling=6, coder='ans')",
 ]
 
 finite = arrays(np.float32, st.integers(0, 300),
@@ -101,14 +103,15 @@ def test_special_inputs(spec, values):
     codec = make_codec(spec)
     y = codec.decode(codec.encode(t))
     assert y.shape == t.shape
-    if codec.name in ("fp32", "fp16", "quantize", "ef"):
+    if codec.name in ("fp32", "fp16", "quantize", "ef", "binquant", "oland_raj"):
         assert torch.equal(y, t) or codec.name == "ef"
 
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
 def test_non_finite_inputs(bad):
     t = torch.tensor([1.0, bad, 2.0])
-    for spec in ("quantize(bits=8)", "topk(ratio=0.5)", "chain(topk(ratio=0.5), quantize(bits=4))"):
+    for spec in ("quantize(bits=8)", "topk(ratio=0.5)", "chain(topk(ratio=0.5), quantize(bits=4))", "oland_raj()",
+                 "binquant(bits=4)"):
         with pytest.raises(ValueError, match="NaN or Inf"):
             make_codec(spec).encode(t)
     y = make_codec("fp32").decode(make_codec("fp32").encode(t))  # defined: passes through bit-exactly

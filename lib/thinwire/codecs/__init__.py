@@ -1,5 +1,6 @@
 """Codecs: tensor -> message bytes -> tensor. Pure tensor code; no torch.distributed here."""
 
+from .adaptive_quantize import BinQuantize, OlandRaj
 from .base import Codec
 from .chain import Chain
 from .errors import CorruptMessageError
@@ -13,6 +14,6 @@ from .state import CodecState
 from .topk import TopK
 
 __all__ = [
-    "Codec", "Chain", "GradDrop", "CorruptMessageError", "ErrorFeedback", "Float16", "Float32", "Payload",
+    "BinQuantize", "OlandRaj", "Codec", "Chain", "GradDrop", "CorruptMessageError", "ErrorFeedback", "Float16", "Float32", "Payload",
     "Quantize", "CODECS", "make_codec", "register", "CodecState", "TopK",
 ]

@@ -8,7 +8,10 @@ the low byte of every code, then the high b - 8 bits packed as above. Always
 
 from __future__ import annotations
 
+import numpy as np
 import torch
+
+BLOCK = 1 << 16  # codes per packing block (a multiple of 8)
 
 
 def packed_bytes(n: int, bits: int) -> int:
@@ -32,12 +35,28 @@ def _pack_small(codes: torch.Tensor, bits: int) -> torch.Tensor:
         for j in range(1, group):
             out |= cols[:, j] << (j * bits)
         return out[: packed_bytes(n, bits)]
-    cols = codes.view(-1, 8).to(torch.int64)
-    word = cols[:, 0].clone(memory_format=torch.contiguous_format)
-    for j in range(1, 8):
-        word |= cols[:, j] << (j * bits)
-    out = word.view(torch.uint8).view(-1, 8)[:, :bits].reshape(-1)
-    return out[: packed_bytes(n, bits)]
+    return torch.from_numpy(_pack_groups(codes.contiguous().numpy(), bits))[: packed_bytes(n, bits)]
+
+
+def _pack_groups(codes, bits: int):
+    """Each group of 8 codes (n a multiple of 8) -> one 64-bit word -> its low ``bits``
+    bytes; in blocks of ``BLOCK`` codes so the words stay in cache."""
+    n = codes.size
+    out = np.empty(n // 8 * bits, dtype=np.uint8)
+    groups = min(n, BLOCK) // 8
+    word, tmp = np.empty(groups, dtype=np.uint64), np.empty(groups, dtype=np.uint64)
+    for start in range(0, n, BLOCK):
+        cols = codes[start:start + BLOCK].reshape(-1, 8)
+        g = cols.shape[0]
+        w, t = word[:g], tmp[:g]
+        np.copyto(w, cols[:, 0])
+        for j in range(1, 8):
+            np.copyto(t, cols[:, j])
+            np.left_shift(t, np.uint64(j * bits), out=t)
+            np.bitwise_or(w, t, out=w)
+        first = start // 8 * bits
+        out[first:first + g * bits].reshape(g, bits)[:] = w.view(np.uint8).reshape(g, 8)[:, :bits]
+    return out
 
 
 def _unpack_small(packed: torch.Tensor, n: int, bits: int) -> torch.Tensor:

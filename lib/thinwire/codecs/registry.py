@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 
+from .adaptive_quantize import BinQuantize, OlandRaj
 from .base import Codec
 from .chain import Chain
 from .error_feedback import ErrorFeedback
@@ -17,7 +18,8 @@ from .quantize import Quantize
 from .topk import TopK
 
 CODECS: dict[str, type[Codec]] = {
-    cls.name: cls for cls in (Float32, Float16, TopK, Quantize, ErrorFeedback, Chain, GradDrop)
+    cls.name: cls for cls in (Float32, Float16, TopK, Quantize, ErrorFeedback, Chain, GradDrop,
+                              BinQuantize, OlandRaj)
 }
 
 

@@ -1,0 +1,67 @@
+"""Oland & Raj stages on 25M values (targets from the issue):
+
+- Huffman encode and decode of 25M 8-bit symbols: >= 50 M symbols/s each. The symbols
+  are Gaussian weights quantized to 8 bits (Alg. 1's QUANTIZE), like a large layer's.
+- ANS (``constriction``) on the same symbols, for comparison (no target).
+- quantize + pack (w_min/w_max, QUANTIZE, bit packing to N bits) as a fraction of the
+  roofline: (time of one add pass over the 25M floats) / (quantize + pack time), target
+  >= 0.5, reported for N = 4..10.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from roofline import add_pass_seconds, best_seconds
+from thinwire.codecs import bitpack, huffman_stream
+from thinwire.codecs.bin_quantize import bin_codes, histogram, value_range
+from thinwire.codecs.huffman_code import code_lengths
+from thinwire.codecs.symbol_coders import SYNC, AnsCoder
+
+N = 25_000_000
+SYMBOL_TARGET = 50e6
+ROOFLINE_TARGET = 0.5
+
+
+def quantize_pack(x: torch.Tensor, bits: int, codes: np.ndarray) -> torch.Tensor:
+    lo, hi = value_range(x)
+    bin_codes(x, lo, hi, bits, out=codes)
+    src = torch.from_numpy(codes) if bits <= 8 else torch.from_numpy(codes.astype(np.int32))
+    return bitpack.pack(src, bits)
+
+
+def run(n: int = N) -> dict:
+    x = torch.randn(n, generator=torch.Generator().manual_seed(0))
+    roof = add_pass_seconds(n)
+    lo, hi = value_range(x)
+    symbols = bin_codes(x, lo, hi, 8)
+    freq = histogram(symbols, 8)
+    lengths = code_lengths(freq)
+    encode = best_seconds(lambda: huffman_stream.encode(symbols, lengths, SYNC, freq), repeats=3, warmup=1)
+    stream, syncs = huffman_stream.encode(symbols, lengths, SYNC, freq)
+    out = np.empty(n, dtype=np.uint8)
+    decode = best_seconds(lambda: huffman_stream.decode(stream, n, lengths, syncs, SYNC, out=out),
+                          repeats=3, warmup=1)
+    if not np.array_equal(out, symbols):
+        raise AssertionError("Huffman decode does not reproduce the symbols")
+    ans = AnsCoder()
+    ans_encode = best_seconds(lambda: ans.encode(symbols, 8, freq), repeats=2, warmup=0)
+    parts, meta = ans.encode(symbols, 8, freq)
+    ans_decode = best_seconds(lambda: ans.decode(parts, meta, n, 8), repeats=2, warmup=0)
+    p = freq[freq > 0] / n
+    huffman = {
+        "symbols": n, "entropy_bits": float(-(p * np.log2(p)).sum()),
+        "huffman_bits_per_symbol": 8 * (stream.size + 4 * syncs.size) / n,
+        "ans_bits_per_symbol": 8 * sum(t.numel() * t.element_size() for t in parts.values()) / n,
+        "encode_symbols_per_s": n / encode, "decode_symbols_per_s": n / decode,
+        "ans_encode_symbols_per_s": n / ans_encode, "ans_decode_symbols_per_s": n / ans_decode,
+        "target_symbols_per_s": SYMBOL_TARGET,
+    }
+    pack_rows = []
+    for bits in range(4, 11):
+        codes = np.empty(n, dtype=np.uint8 if bits <= 8 else np.uint16)
+        seconds = best_seconds(lambda: quantize_pack(x, bits, codes), repeats=3, warmup=1)
+        pack_rows.append({"bits": bits, "seconds": seconds, "add_pass_s": roof,
+                          "fraction_of_roofline": roof / seconds, "target": ROOFLINE_TARGET})
+    return {"huffman": huffman, "quantize_pack": pack_rows}

@@ -1,0 +1,130 @@
+"""Lossless coders for quantization codes (symbols in [0, 2^bits)): the last stage of
+Oland & Raj's Alg. 1 (lines 7-10) and the first of Alg. 2 (lines 2-3).
+
+- ``raw``: every symbol in ``bits`` bits (``bitpack.py``): the paper's "raw" bit rate.
+- ``huffman``: the paper's choice. The package carries the canonical code *lengths* of
+  the symbols from the first to the last one used (one byte each) instead of the
+  distribution P: the receiver rebuilds the same codebook from them
+  (``huffman_code.py``), then decodes the bitstream (``huffman_stream.py``).
+- ``ans``: beyond the paper, range Asymmetric Numeral Systems (the ``constriction``
+  package) with the histogram as its model; it gets within a fraction of a percent of
+  the entropy, where Huffman loses up to a bit per symbol on skewed distributions. The
+  package carries the histogram (uint32 counts, first to last used symbol).
+
+Each coder returns parts and meta for a ``Payload``; every byte it adds is in the parts.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from . import bitpack, huffman_stream
+from .errors import CorruptMessageError
+from .huffman_code import code_lengths
+
+SYNC = 1024  # symbols between Huffman sync points (4 bytes each: 1/256 bit per symbol)
+
+
+def _used_range(counts: np.ndarray) -> tuple[int, int]:
+    used = np.flatnonzero(counts)
+    return int(used[0]), int(used[-1]) + 1
+
+
+def _part(parts: dict, name: str, dtype: torch.dtype) -> np.ndarray:
+    part = parts.get(name)
+    if part is None or part.dtype != dtype:
+        raise CorruptMessageError(f"part {name!r}: expected {dtype}, got {None if part is None else part.dtype}")
+    return part.numpy()
+
+
+class RawCoder:
+    name = "raw"
+
+    def encode(self, codes: np.ndarray, bits: int, counts: np.ndarray | None = None) -> tuple[dict, dict]:
+        src = torch.from_numpy(codes if bits <= 8 else codes.astype(np.int32))
+        return {"codes": bitpack.pack(src, bits)}, {}
+
+    def decode(self, parts: dict, meta: dict, n: int, bits: int) -> np.ndarray:
+        packed = parts.get("codes")
+        if packed is None or packed.dtype != torch.uint8:
+            raise CorruptMessageError("raw: part 'codes' (uint8) missing")
+        return bitpack.unpack(packed, n, bits).numpy()
+
+
+class HuffmanCoder:
+    name = "huffman"
+
+    def __init__(self, sync: int = SYNC):
+        self.sync = sync
+
+    def encode(self, codes: np.ndarray, bits: int, counts: np.ndarray | None = None) -> tuple[dict, dict]:
+        counts = np.bincount(codes, minlength=1 << bits) if counts is None else counts
+        if codes.size == 0:
+            return {}, {"first": 0, "sync": self.sync}
+        first, stop = _used_range(counts)
+        lengths = np.zeros(counts.size, dtype=np.int64)
+        lengths[first:stop] = code_lengths(counts[first:stop])
+        stream, syncs = huffman_stream.encode(codes, lengths, self.sync, counts)
+        parts = {"lengths": torch.from_numpy(lengths[first:stop].astype(np.uint8)),
+                 "stream": torch.from_numpy(stream), "syncs": torch.from_numpy(syncs)}
+        return parts, {"first": first, "sync": self.sync}
+
+    def decode(self, parts: dict, meta: dict, n: int, bits: int) -> np.ndarray:
+        if n == 0:
+            return np.empty(0, dtype=np.uint8 if bits <= 8 else np.uint16)
+        first, sync = int(meta["first"]), int(meta["sync"])
+        short = _part(parts, "lengths", torch.uint8)
+        if sync < 1 or first < 0 or first + short.size > 1 << bits:
+            raise CorruptMessageError(f"huffman: bad sync {sync} or symbol range [{first}, {first + short.size})")
+        lengths = np.zeros(first + short.size, dtype=np.int64)
+        lengths[first:] = short
+        out = np.empty(n, dtype=np.uint8 if bits <= 8 else np.uint16)
+        return huffman_stream.decode(_part(parts, "stream", torch.uint8), n, lengths,
+                                     _part(parts, "syncs", torch.uint32), sync, out=out)
+
+
+class AnsCoder:
+    name = "ans"
+
+    def encode(self, codes: np.ndarray, bits: int, counts: np.ndarray | None = None) -> tuple[dict, dict]:
+        import constriction
+
+        counts = np.bincount(codes, minlength=1 << bits) if counts is None else counts
+        if codes.size == 0:
+            return {}, {"first": 0}
+        first, stop = _used_range(counts)
+        hist = counts[first:stop].astype(np.uint32)
+        if stop - first == 1:  # one symbol: nothing to code beyond the histogram
+            return {"counts": torch.from_numpy(hist)}, {"first": first}
+        coder = constriction.stream.stack.AnsCoder()
+        coder.encode_reverse(codes.astype(np.int32) - first, _model(hist))
+        words = coder.get_compressed()
+        return {"counts": torch.from_numpy(hist), "words": torch.from_numpy(words.astype(np.uint32))}, {"first": first}
+
+    def decode(self, parts: dict, meta: dict, n: int, bits: int) -> np.ndarray:
+        import constriction
+
+        dtype = np.uint8 if bits <= 8 else np.uint16
+        if n == 0:
+            return np.empty(0, dtype=dtype)
+        first = int(meta["first"])
+        hist = _part(parts, "counts", torch.uint32)
+        if first < 0 or first + hist.size > 1 << bits or hist.sum(dtype=np.int64) != n:
+            raise CorruptMessageError(f"ans: histogram of {hist.size} bins at {first} does not describe {n} symbols")
+        if hist.size == 1:
+            return np.full(n, first, dtype=dtype)
+        coder = constriction.stream.stack.AnsCoder(_part(parts, "words", torch.uint32).copy())
+        out = coder.decode(_model(hist), n)
+        return (out + first).astype(dtype)
+
+
+def _model(hist: np.ndarray):
+    """The categorical model both ends build from the same counts (float64 divisions are
+    exact functions of the counts, so both get the same quantized model)."""
+    import constriction
+
+    return constriction.stream.model.Categorical(hist.astype(np.float64) / float(hist.sum()), perfect=False)
+
+
+CODERS = {"raw": RawCoder, "huffman": HuffmanCoder, "ans": AnsCoder}

@@ -1,0 +1,163 @@
+"""Oland & Raj codecs: the Huffman bitstream, the bin quantizer, the entropy estimate,
+the symbol coders and the self-contained package (Alg. 1 and 2)."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from thinwire.codecs import BinQuantize, CodecState, CorruptMessageError, OlandRaj, make_codec
+from thinwire.codecs import huffman_stream
+from thinwire.codecs.bin_quantize import bin_centres, bin_codes, entropy_bits, estimate_entropy
+from thinwire.codecs.huffman_code import canonical_codes, code_lengths
+from thinwire.codecs.symbol_coders import CODERS
+
+
+def _reference_bits(symbols, lengths):
+    codes = canonical_codes(lengths)
+    return "".join(format(int(codes[s]), f"0{int(lengths[s])}b") for s in symbols)
+
+
+@st.composite
+def symbol_streams(draw):
+    """Symbol streams of the three shapes the issue names: one symbol only, every one of
+    2^N symbols, and very skewed (geometric) ones, plus arbitrary small alphabets."""
+    bits = draw(st.integers(1, 10))
+    kind = draw(st.sampled_from(["one", "all", "skewed", "any"]))
+    seed = draw(st.integers(0, 2**31 - 1))
+    rng = np.random.default_rng(seed)
+    n = draw(st.integers(1, 5000))
+    if kind == "one":
+        symbols = np.full(n, draw(st.integers(0, 2**bits - 1)))
+    elif kind == "all":
+        symbols = np.concatenate([np.arange(2**bits), rng.integers(0, 2**bits, n)])
+    elif kind == "skewed":
+        symbols = np.minimum(rng.geometric(draw(st.floats(0.3, 0.95)), n) - 1, 2**bits - 1)
+    else:
+        symbols = rng.integers(0, draw(st.integers(1, 2**bits)), n)
+    return bits, symbols.astype(np.uint16)
+
+
+@settings(max_examples=150, deadline=None)
+@given(stream=symbol_streams(), sync=st.sampled_from([1, 7, 64, 1024]))
+def test_huffman_stream_round_trips_and_is_exactly_the_codewords(stream, sync):
+    bits, symbols = stream
+    freq = np.bincount(symbols, minlength=2**bits)
+    lengths = code_lengths(freq)
+    data, syncs = huffman_stream.encode(symbols, lengths, sync)
+    total = int((freq * lengths).sum())
+    assert data.size == (total + 7) // 8 == (huffman_stream.encoded_bits(freq, lengths) + 7) // 8
+    expected = _reference_bits(symbols[:300], lengths)
+    got = "".join(format(int(b), "08b") for b in data)
+    assert got[:len(expected)] == expected
+    assert set(got[total:]) <= {"0"}
+    starts = np.concatenate([[0], np.cumsum(lengths[symbols])])[:-1]
+    assert np.array_equal(syncs, starts[::sync])
+    assert np.array_equal(huffman_stream.decode(data, symbols.size, lengths, syncs, sync), symbols)
+    used = freq[freq > 0] / freq.sum()
+    entropy = float(-(used * np.log2(used)).sum())
+    mean = total / symbols.size
+    assert entropy - 1e-9 <= mean < entropy + 1 + 1e-9 or (used.size == 1 and mean == 1)
+
+
+def test_huffman_stream_long_codewords_take_the_canonical_path():
+    # Fibonacci frequencies give a code 30 bits deep: longer than the 16-bit table
+    fib = [1, 1]
+    while len(fib) < 31:
+        fib.append(fib[-1] + fib[-2])
+    freq = np.array(fib)
+    lengths = code_lengths(freq)
+    assert lengths.max() > huffman_stream.TABLE_BITS
+    rng = np.random.default_rng(0)
+    symbols = np.concatenate([np.arange(freq.size), rng.permutation(np.repeat(np.arange(freq.size), 3))])
+    data, syncs = huffman_stream.encode(symbols, lengths, 16)
+    assert np.array_equal(huffman_stream.decode(data, symbols.size, lengths, syncs, 16), symbols)
+
+
+def test_huffman_stream_rejects_symbols_without_codewords_and_bad_syncs():
+    lengths = np.array([1, 1, 0])
+    with pytest.raises(ValueError, match="no codeword"):
+        huffman_stream.encode(np.array([0, 2]), lengths, 8)
+    data, syncs = huffman_stream.encode(np.array([0, 1, 1]), lengths, 2)
+    with pytest.raises(ValueError, match="sync points"):
+        huffman_stream.decode(data, 3, lengths, syncs[:1], 2)
+
+
+def test_bin_quantizer_is_a_consistent_pair():
+    w = torch.tensor([-1.0, -0.5, 0.0, 0.25, 1.0])
+    codes = bin_codes(w, -1.0, 1.0, 2)
+    assert codes.tolist() == [0, 1, 2, 2, 3]     # w_min -> bin 0, w_max -> bin 2^N - 1 (clamped)
+    assert bin_centres(codes, -1.0, 1.0, 2).tolist() == [-0.75, -0.25, 0.25, 0.25, 0.75]
+    x = torch.randn(10_000, generator=torch.Generator().manual_seed(3))
+    lo, hi = float(x.min()), float(x.max())
+    for bits in (1, 5, 8, 10, 16):
+        back = bin_centres(bin_codes(x, lo, hi, bits), lo, hi, bits)
+        assert float((back - x).abs().max()) <= (hi - lo) / 2 ** (bits + 1) + 1e-6  # + float32 rounding
+
+
+def test_constant_layer_and_nan_input():
+    for spec in ("oland_raj()", "oland_raj(coder='ans')", "binquant(bits=4)", "binquant(bits=4, coder='huffman')"):
+        codec = make_codec(spec)
+        layer = torch.full((5, 7), -0.125)
+        assert torch.equal(codec.decode(codec.encode(layer, CodecState(0), "w")), layer)
+        with pytest.raises(ValueError, match=r"'fc1.weight' contains NaN"):
+            codec.encode(torch.tensor([0.0, math.nan]), CodecState(0), "fc1.weight")
+
+
+def test_entropy_estimate_from_a_sample():
+    assert entropy_bits(np.array([5, 5, 0, 5, 5])) == pytest.approx(2.0)
+    assert entropy_bits(np.array([7])) == 0.0
+    w = torch.rand(100_000, generator=torch.Generator().manual_seed(1))
+    g = torch.Generator().manual_seed(0)
+    assert estimate_entropy(w, 0.0, 1.0, 4, 0.03, g) == pytest.approx(4.0, abs=0.02)  # uniform: M bits
+    assert estimate_entropy(w, 0.0, 1.0, 4, 1.0, g) == pytest.approx(4.0, abs=0.001)
+    a = estimate_entropy(w, 0.0, 1.0, 6, 0.03, torch.Generator().manual_seed(5))
+    b = estimate_entropy(w, 0.0, 1.0, 6, 0.03, torch.Generator().manual_seed(5))
+    assert a == b
+
+
+def test_adaptive_bits_follow_entropy_plus_floor_capped_at_ceiling():
+    g = torch.Generator().manual_seed(0)
+    uniform = torch.rand(50_000, generator=g)             # H(M=4) ~ 4 bits
+    peaked = torch.randn(50_000, generator=g) ** 3        # mass in a few middle bins
+    state = CodecState(0)
+    make_codec("oland_raj(c=5, m=4, ceiling=10)").encode(uniform, state, "u")
+    assert int(state.slot("u")["bits"]) == 9
+    make_codec("oland_raj(c=5, m=4, ceiling=8)").encode(uniform, state, "u")
+    assert int(state.slot("u")["bits"]) == 8
+    make_codec("oland_raj(c=5, m=4)").encode(peaked, state, "p")
+    h = float(state.slot("p")["entropy"])
+    assert h < 2 and int(state.slot("p")["bits"]) == math.ceil(h + 5)
+
+
+@pytest.mark.parametrize("coder", sorted(CODERS))
+def test_package_decodes_from_bytes_alone(coder):
+    w = torch.randn(392, 50, generator=torch.Generator().manual_seed(2)) * 0.1
+    codec = OlandRaj(c=5, m=4, coder=coder)
+    state = CodecState(7)
+    message = bytes(codec.encode(w, state, "fc2.weight"))  # nothing else travels
+    decoded = make_codec(codec.spec()).decode(message)     # a fresh codec, no state
+    bits = int(state.slot("fc2.weight")["bits"])
+    assert 5 <= bits <= 9
+    reference = BinQuantize(bits=bits)
+    assert torch.equal(decoded, reference.decode(reference.encode(w)))
+    damaged = bytearray(message)
+    damaged[len(damaged) // 2] ^= 0xFF
+    with pytest.raises(CorruptMessageError):
+        codec.decode(damaged)
+
+
+def test_huffman_message_size_is_the_codeword_bits_plus_a_small_header():
+    w = torch.randn(784 * 392, generator=torch.Generator().manual_seed(4)) * 0.05
+    codec = BinQuantize(bits=8, coder="huffman")
+    message = codec.encode(w)
+    codes = bin_codes(w, float(w.min()), float(w.max()), 8)
+    freq = np.bincount(codes, minlength=256)
+    stream_bytes = (int((freq * code_lengths(freq)).sum()) + 7) // 8
+    sync_bytes = 4 * math.ceil(w.numel() / 1024)
+    assert stream_bytes < len(message) <= stream_bytes + sync_bytes + 256 + 400
+    raw = BinQuantize(bits=8, coder="raw").encode(w)
+    assert len(message) < 0.9 * len(raw)
