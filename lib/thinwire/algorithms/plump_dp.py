@@ -24,6 +24,7 @@ from torch import nn
 from ..codecs import Codec, CodecState, Float32
 from ..comm import Envelope, Transport
 from ..models import Replicas
+from .local_state import LocalState
 from .optimizers import make_optimizer
 
 PULL_MODES = ("params", "delta")
@@ -84,7 +85,7 @@ class CenterAgent:
         return out
 
 
-class PlumpDP:
+class PlumpDP(LocalState):
     """One synchronous Plump-DP run on a transport; ``step`` does steps 1-5 above."""
 
     phases = ("push", "pull")
@@ -143,23 +144,6 @@ class PlumpDP:
             "worker_seconds": worker_seconds, "local_workers": len(self.local_workers),
             "center_seconds": center_seconds,
         }
-
-    def state_dict(self) -> dict:
-        """Everything this process needs to continue the run: local replicas, codec
-        states and, where hosted, the center agent."""
-        return {
-            "replicas": {n: p.clone() for n, p in self.replicas.params.items()},
-            "push_states": {k: s.state_dict() for k, s in self.push_states.items()},
-            "center": None if self.center is None else self.center.state_dict(),
-        }
-
-    def load_state_dict(self, state: dict) -> None:
-        for name, p in self.replicas.params.items():
-            p.copy_(state["replicas"][name])
-        for k, s in self.push_states.items():
-            s.load_state_dict(state["push_states"][k])
-        if self.center is not None:
-            self.center.load_state_dict(state["center"])
 
     def global_params(self) -> dict[str, torch.Tensor] | None:
         return None if self.center is None else self.center.params

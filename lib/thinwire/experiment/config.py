@@ -17,6 +17,7 @@ from ..comm import PRESETS
 from ..datasets import LOADERS
 from ..models import MODELS
 from ..models.mlp import ACTIVATIONS
+from ..models.replicas import LOSSES
 
 
 def _check(name: str, value, ok: bool, allowed: str) -> None:
@@ -60,6 +61,12 @@ class RunConfig:
     eval_every: int = 20               # evaluate the global model every n steps (and at the end)
     eval_samples: int = 10000          # test samples used for evaluation
     seed: int = 0
+    # weight_averaging (Oland & Raj) only:
+    loss: str = "cross_entropy"        # cross_entropy | mse (tanh outputs, +-1 targets)
+    lr_decay: float = 1.0              # lr * lr_decay ** epoch
+    l1: float = 0.0                    # L1 regularization strength on weight matrices
+    exchange_every: int = 0            # steps between weight exchanges; 0 = once per epoch
+    probe_entropy: bool = False        # record the (M, F) grid of entropy estimates at each exchange
 
     def __post_init__(self):
         object.__setattr__(self, "hidden", tuple(self.hidden))
@@ -90,6 +97,19 @@ class RunConfig:
         _int_in("eval_every", self.eval_every, 1)
         _int_in("eval_samples", self.eval_samples, 1, 10000)
         _int_in("seed", self.seed, 0, 2**31 - 1)
+        _one_of("loss", self.loss, LOSSES)
+        averaging = self.algorithm == "weight_averaging"
+        _check("loss", self.loss, averaging or self.loss == "cross_entropy",
+               "'cross_entropy' unless algorithm='weight_averaging'")
+        _float_in("lr_decay", self.lr_decay, 0.0, 1.0, lo_open=True)
+        _float_in("l1", self.l1, 0.0, 1.0)
+        _int_in("exchange_every", self.exchange_every, 0)
+        _check("probe_entropy", self.probe_entropy, isinstance(self.probe_entropy, bool), "True or False")
+        _check("optimizer", self.optimizer, not averaging or (self.optimizer == "sgd" and self.momentum == 0),
+               "'sgd' with momentum 0 when algorithm='weight_averaging' (local steps are plain SGD)")
+        for name, default in (("lr_decay", 1.0), ("l1", 0.0), ("exchange_every", 0), ("probe_entropy", False)):
+            _check(name, getattr(self, name), averaging or getattr(self, name) == default,
+                   f"{default!r} unless algorithm='weight_averaging'")
 
     def to_dict(self) -> dict:
         d = asdict(self)

@@ -81,11 +81,16 @@ def _train(config: RunConfig, transport: Transport, backend: str, progress: bool
     data, train_x, train_y, test_x, test_y = _prepare_data(config)
     model = build_model(config.model, data.image_shape, data.num_classes, config.seed,
                         hidden=config.hidden, activation=config.activation, layer_norm=config.layer_norm)
-    algo = ALGORITHMS[config.algorithm](
-        model, transport, config.workers, optimizer=config.optimizer, lr=config.lr, momentum=config.momentum,
-        push_codec=make_codec(config.push_codec), pull_codec=make_codec(config.pull_codec),
-        pull_mode=config.pull_mode, seed=config.seed)
     shards = partition(len(train_y), config.workers, config.seed)
+    cls = ALGORITHMS[config.algorithm]
+    push_codec, pull_codec = make_codec(config.push_codec), make_codec(config.pull_codec)
+    if hasattr(cls, "from_config"):
+        algo = cls.from_config(model, transport, config, push_codec, pull_codec,
+                               len(shards[0]) // config.batch_size)
+    else:
+        algo = cls(model, transport, config.workers, optimizer=config.optimizer, lr=config.lr,
+                   momentum=config.momentum, push_codec=push_codec, pull_codec=pull_codec,
+                   pull_mode=config.pull_mode, seed=config.seed)
     streams = {k: BatchStream(shards[k], config.batch_size, config.seed + 100 + k) for k in algo.local_workers}
     batches_per_epoch = len(shards[0]) // config.batch_size
 
@@ -114,7 +119,7 @@ def _train(config: RunConfig, transport: Transport, backend: str, progress: bool
         evaluated = (step + 1) % config.eval_every == 0 or step + 1 == config.steps
         params = algo.global_params() if evaluated else None  # may be collective: every rank calls it
         if params is not None:
-            local["test_loss"], local["test_accuracy"] = evaluate(model, params, test_x, test_y)
+            local["test_loss"], local["test_accuracy"] = evaluate(model, params, test_x, test_y, loss=config.loss)
         parts = transport.all_gather_object(local)
         rows.append(_combine(step, parts, batches_per_epoch))
         if checkpoint is not None and step + 1 < config.steps and checkpoint.due(step + 1):
@@ -126,7 +131,8 @@ def _train(config: RunConfig, transport: Transport, backend: str, progress: bool
     network = network_preset(config.network)
     per_step = ledger.per_step(algo.phases)
     comm = network.seconds_per_step(ledger, config.steps)
-    metrics = {k: [r[k] for r in rows] for k in rows[0]}
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    metrics = {k: [r.get(k) for r in rows] for k in keys}
     metrics["bytes_up"] = per_step["bytes_push"].tolist()
     metrics["bytes_down"] = per_step["bytes_pull"].tolist()
     metrics["messages"] = per_step["messages"].tolist()
@@ -153,7 +159,20 @@ def _combine(step: int, parts: list[dict], batches_per_epoch: int) -> dict:
         "compute_seconds": compute,
         "wall_seconds": max(p["wall_seconds"] for p in parts),
         **densities,
+        **_merge_extra(parts),
     }
+
+
+def _merge_extra(parts: list[dict]) -> dict:
+    """Algorithm-specific measurements (``extra``): each rank's are means over its local
+    agents, so the global value is their mean weighted by local agents."""
+    sums, weights = {}, {}
+    for p in parts:
+        w = max(1, p["local_workers"])
+        for k, v in p.get("extra", {}).items():
+            sums[k] = sums.get(k, 0.0) + w * v
+            weights[k] = weights.get(k, 0) + w
+    return {k: sums[k] / weights[k] for k in sums}
 
 
 def _summarize(config: RunConfig, m: dict) -> dict:

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import torch
-from torch import nn
 from torch.func import functional_call
+
+from .replicas import sample_losses
 
 
 @torch.no_grad()
 def evaluate(model: nn.Module, params: dict[str, torch.Tensor], x: torch.Tensor, y: torch.Tensor,
-             batch: int = 2000) -> tuple[float, float]:
-    """Mean cross-entropy and accuracy of ``model`` with ``params`` on (x, y)."""
+             batch: int = 2000, loss: str = "cross_entropy") -> tuple[float, float]:
+    """Mean loss (``Replicas``' losses) and accuracy of ``model`` with ``params`` on (x, y)."""
     loss_sum, correct = 0.0, 0
     for s in range(0, len(y), batch):
         logits = functional_call(model, params, (x[s:s + batch],))
-        loss_sum += float(nn.functional.cross_entropy(logits, y[s:s + batch], reduction="sum"))
+        loss_sum += float(sample_losses(logits, y[s:s + batch], loss).sum())
         correct += int((logits.argmax(-1) == y[s:s + batch]).sum())
     return loss_sum / len(y), correct / len(y)

@@ -18,8 +18,18 @@ from .batched_mlp import BatchedMLP
 from .mlp import MLP
 
 
+LOSSES = ("cross_entropy", "mse")
+
+
 class Replicas:
-    def __init__(self, model: nn.Module, count: int):
+    """``loss``: ``"cross_entropy"`` on the logits, or ``"mse"``: half the squared error
+    of tanh(logits) against targets +1 (true class) / -1 (others), summed over classes —
+    the tanh output layer and squared error of Oland & Raj (Sec. 3.2)."""
+
+    def __init__(self, model: nn.Module, count: int, loss: str = "cross_entropy"):
+        if loss not in LOSSES:
+            raise ValueError(f"loss={loss!r} is not allowed: loss must be one of {list(LOSSES)}")
+        self.loss = loss
         if count < 1:
             raise ValueError(f"replica count must be >= 1, got {count}")
         if any(True for _ in model.buffers()):
@@ -36,7 +46,7 @@ class Replicas:
 
     def _loss(self, params, x, y):
         logits = functional_call(self.model, params, (x,))
-        return nn.functional.cross_entropy(logits, y), (logits.argmax(-1) == y).sum()
+        return sample_losses(logits, y, self.loss).mean(), (logits.argmax(-1) == y).sum()
 
     def loss_and_grads(self, x: torch.Tensor, y: torch.Tensor):
         """x: (K, B, ...), y: (K, B) -> losses (K,), correct counts (K,), grads {name: (K, ...)}.
@@ -46,7 +56,7 @@ class Replicas:
         """
         leaves = {n: p.requires_grad_(True) for n, p in self.params.items()}
         if self.batched is not None:
-            losses, correct = _batched_loss(self.batched.logits(leaves, x), y)
+            losses, correct = _batched_loss(self.batched.logits(leaves, x), y, self.loss)
         else:
             losses, correct = vmap(self._loss)(leaves, x, y)
         grads = dict(zip(leaves, torch.autograd.grad(losses.sum(), list(leaves.values()))))
@@ -68,7 +78,7 @@ class Replicas:
             return losses, correct
         fused = set(self.batched.fused_names)
         leaves = {n: p.requires_grad_(n not in fused) for n, p in self.params.items()}
-        losses, correct = _batched_loss(self.batched.logits(leaves, x, lr=lr), y)
+        losses, correct = _batched_loss(self.batched.logits(leaves, x, lr=lr), y, self.loss)
         rest = [n for n in leaves if n not in fused]
         grads = torch.autograd.grad(losses.sum(), [leaves[n] for n in rest] + [self.batched.anchor],
                                     allow_unused=True)[:-1]
@@ -89,10 +99,18 @@ class Replicas:
                 self.params[name] = torch.empty_strided(p.shape, g.stride(), dtype=p.dtype).copy_(p)
 
 
-def _batched_loss(logits: torch.Tensor, y: torch.Tensor):
-    """logits (K, B, C), y (K, B) -> mean cross-entropy per replica (K,), correct counts (K,)."""
+def sample_losses(logits: torch.Tensor, y: torch.Tensor, loss: str) -> torch.Tensor:
+    """logits (N, C), y (N,) -> the loss of each sample (N,)."""
+    if loss == "cross_entropy":
+        return nn.functional.cross_entropy(logits, y, reduction="none")
+    target = torch.full_like(logits, -1.0).scatter_(1, y.unsqueeze(1), 1.0)
+    return 0.5 * (torch.tanh(logits) - target).square().sum(1)
+
+
+def _batched_loss(logits: torch.Tensor, y: torch.Tensor, loss: str = "cross_entropy"):
+    """logits (K, B, C), y (K, B) -> mean loss per replica (K,), correct counts (K,)."""
     k, b, c = logits.shape
-    losses = nn.functional.cross_entropy(logits.reshape(k * b, c), y.reshape(-1), reduction="none")
+    losses = sample_losses(logits.reshape(k * b, c), y.reshape(-1), loss)
     return losses.view(k, b).mean(1), (logits.argmax(-1) == y).sum(1)
 
 

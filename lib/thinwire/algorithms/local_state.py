@@ -1,0 +1,23 @@
+"""Saving and restoring what one process of a star-shaped run holds: its local agents'
+replicas and codec states and, where hosted, the center agent (for checkpoints)."""
+
+from __future__ import annotations
+
+
+class LocalState:
+    """Mixin for algorithms with ``replicas``, ``push_states`` and ``center`` (or None)."""
+
+    def state_dict(self) -> dict:
+        return {
+            "replicas": {n: p.clone() for n, p in self.replicas.params.items()},
+            "push_states": {k: s.state_dict() for k, s in self.push_states.items()},
+            "center": None if self.center is None else self.center.state_dict(),
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        for name, p in self.replicas.params.items():
+            p.copy_(state["replicas"][name])
+        for k, s in self.push_states.items():
+            s.load_state_dict(state["push_states"][k])
+        if self.center is not None:
+            self.center.load_state_dict(state["center"])

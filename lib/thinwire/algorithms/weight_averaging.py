@@ -1,0 +1,203 @@
+"""Synchronous weight averaging with compressed transmissions (Oland & Raj 2015, Sec. 2).
+
+Agents: K workers (ids 0..K-1), each with a full copy of the model and its own part of
+the data, and one averaging agent (id K; the paper's "master node"). Each step:
+1. every worker takes a local mini-batch SGD step: learning rate
+   lr * lr_decay^epoch (exponential decay) and light L1 regularization
+   (w -= lr * l1 * sign(w) on weight matrices, the sign taken before the step);
+2. after every ``exchange_every`` steps (an epoch by default), every worker compresses
+   each parameter tensor with ``push_codec`` (Alg. 1; each message self-contained) and
+   sends it to the averaging agent;
+3. the averaging agent decodes them (Alg. 2), averages them in worker order, compresses
+   the average afresh ("it must first adapt the quantization and encoding meta-data")
+   with ``pull_codec`` and sends it to every worker;
+4. every worker replaces its weights by the decoded average: all K end the exchange
+   with the exact same weights, which are the model we evaluate.
+
+Measurements at each exchange, for the paper's figures, go in the step's ``extra``:
+the bit width and entropy estimate per tensor (mean over workers), the RMS of each
+tensor's loss gradient on the last batch (Fig. 2), and the bytes the pushes would take
+with the other coders (``probe_coders``: the same quantization, encoded for real with
+raw packing or ANS; Fig. 5 and the ANS comparison). ``probe_entropy`` adds the
+entropy estimate of worker 0's weights for a grid of (M, F) (Fig. 3).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import torch
+from torch import nn
+
+from ..codecs import Codec, CodecState, Float32
+from ..codecs.adaptive_quantize import BinQuantize
+from ..codecs.bin_quantize import estimate_entropy, value_range
+from ..comm import Envelope, Transport
+from ..models import Replicas
+from .local_state import LocalState
+
+PROBE_M = (2, 4, 6, 8)
+PROBE_F = (0.01, 0.03, 0.1, 1.0)
+
+
+def _with_coder(codec: Codec, coder: str) -> Codec:
+    return type(codec)(**{**codec.params(), "coder": coder})
+
+
+class AveragingAgent:
+    """Averages the workers' decoded weights and sends the re-compressed average."""
+
+    def __init__(self, model: nn.Module, push_codec: Codec, pull_codec: Codec, workers: int, seed: int):
+        self.params = {n: p.detach().clone() for n, p in model.named_parameters()}
+        self.push_codec, self.pull_codec, self.workers = push_codec, pull_codec, workers
+        self.push_states = {k: CodecState(seed + 1000 + k) for k in range(workers)}
+        self.pull_state = CodecState(seed + 2000)
+        self._decoded = {n: torch.empty_like(p) for n, p in self.params.items()}
+
+    def average(self, pushes: list[Envelope]) -> list[Envelope]:
+        total = {n: torch.zeros_like(p) for n, p in self.params.items()}
+        for env in sorted(pushes, key=lambda e: (e.sender, e.tensor)):
+            total[env.tensor] += self.push_codec.decode(env.message, self.push_states[env.sender], env.tensor,
+                                                        out=self._decoded[env.tensor])
+        out = []
+        for name, t in total.items():
+            message = self.pull_codec.encode(t.div_(self.workers), self.pull_state, name)
+            self.pull_codec.decode(message, None, name, out=self.params[name])  # what the workers will hold
+            out.extend(Envelope(self.workers, k, name, message) for k in range(self.workers))
+        return out
+
+    def state_dict(self) -> dict:
+        return {"params": {n: p.clone() for n, p in self.params.items()},
+                "push_states": {k: s.state_dict() for k, s in self.push_states.items()},
+                "pull_state": self.pull_state.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        for name, p in self.params.items():
+            p.copy_(state["params"][name])
+        for k, s in self.push_states.items():
+            s.load_state_dict(state["push_states"][k])
+        self.pull_state.load_state_dict(state["pull_state"])
+
+
+class WeightAveraging(LocalState):
+    """One run of Sec. 2's scheme on a transport; ``step`` does steps 1-4 above."""
+
+    phases = ("push", "pull")
+
+    def __init__(self, model: nn.Module, transport: Transport, workers: int, lr: float = 0.1,
+                 push_codec: Codec | None = None, pull_codec: Codec | None = None, seed: int = 0,
+                 exchange_every: int = 1, lr_decay: float = 1.0, l1: float = 0.0, loss: str = "mse",
+                 probe_coders: tuple[str, ...] = ("raw", "huffman", "ans"), probe_entropy: bool = False):
+        if exchange_every < 1:
+            raise ValueError(f"exchange_every={exchange_every!r} is not allowed: it must be an int >= 1")
+        self.transport, self.workers, self.center_id = transport, workers, workers
+        self.lr, self.lr_decay, self.l1, self.exchange_every = lr, lr_decay, l1, exchange_every
+        self.push_codec = push_codec or Float32()
+        self.pull_codec = pull_codec or Float32()
+        self.probes = ({c: _with_coder(self.push_codec, c) for c in probe_coders}
+                       if isinstance(self.push_codec, BinQuantize) else {})
+        self.probe_entropy = probe_entropy
+        self.local_workers = [k for k in range(workers) if transport.is_local(k)]
+        self.replicas = Replicas(model, max(1, len(self.local_workers)), loss=loss)
+        self.push_states = {k: CodecState(seed + 3000 + k) for k in self.local_workers}
+        self.probe_state = CodecState(seed + 4000)
+        self.center = (AveragingAgent(model, self.push_codec, self.pull_codec, workers, seed)
+                       if transport.is_local(self.center_id) else None)
+        self.matrices = [n for n, p in self.replicas.params.items() if p.dim() > 2]  # (K, out, in): weights
+        self._sign = {n: torch.empty_like(self.replicas.params[n]) for n in self.matrices}
+
+    @classmethod
+    def from_config(cls, model, transport, config, push_codec, pull_codec, steps_per_epoch: int):
+        return cls(model, transport, config.workers, lr=config.lr, push_codec=push_codec, pull_codec=pull_codec,
+                   seed=config.seed, exchange_every=config.exchange_every or steps_per_epoch,
+                   lr_decay=config.lr_decay, l1=config.l1, loss=config.loss, probe_entropy=config.probe_entropy)
+
+    def learning_rate(self, step: int) -> float:
+        return self.lr * self.lr_decay ** (step // self.exchange_every)
+
+    def step(self, step: int, x: torch.Tensor, y: torch.Tensor) -> dict:
+        t0 = time.perf_counter()
+        lr = self.learning_rate(step)
+        extra = {}
+        if self.local_workers:
+            if self.l1:
+                for name in self.matrices:
+                    torch.sign(self.replicas.params[name], out=self._sign[name])
+            losses, correct = self.replicas.sgd_step(x, y, lr)
+            if self.l1:
+                for name in self.matrices:
+                    self.replicas.params[name].sub_(self._sign[name], alpha=lr * self.l1)
+        else:
+            losses, correct = torch.zeros(0), torch.zeros(0)
+        exchange = (step + 1) % self.exchange_every == 0
+        outbox = []
+        if exchange and self.local_workers:
+            extra.update(self._gradient_rms(x, y))
+            if self.probe_entropy and 0 in self.local_workers:
+                extra.update(self._entropy_grid())
+            outbox = self._pushes(extra)
+        worker_seconds = time.perf_counter() - t0
+        center_seconds = 0.0
+        if exchange:
+            inbox = self.transport.exchange(outbox, step, "push")
+            t1 = time.perf_counter()
+            outbox = self.center.average(inbox) if self.center is not None else []
+            center_seconds = time.perf_counter() - t1
+            inbox = self.transport.exchange(outbox, step, "pull")
+            t2 = time.perf_counter()
+            index = {k: i for i, k in enumerate(self.local_workers)}
+            for env in inbox:
+                target = self.replicas.params[env.tensor][index[env.receiver]]
+                target.copy_(self.pull_codec.decode(env.message, None, env.tensor))
+            worker_seconds += time.perf_counter() - t2
+        return {
+            "loss_sum": float(losses.sum()), "correct": int(correct.sum()), "samples": int(y.numel()),
+            "worker_seconds": worker_seconds, "local_workers": len(self.local_workers),
+            "center_seconds": center_seconds, "extra": extra,
+        }
+
+    def _pushes(self, extra: dict) -> list[Envelope]:
+        out = []
+        probe_bytes = dict.fromkeys(self.probes, 0)
+        bits, entropy = {}, {}
+        for i, k in enumerate(self.local_workers):
+            for name, p in self.replicas.params.items():
+                w = p[i]
+                for coder, codec in self.probes.items():   # same quantization (same generator state)
+                    self.probe_state.load_state_dict(self.push_states[k].state_dict())
+                    probe_bytes[coder] += len(codec.encode(w, self.probe_state, name))
+                out.append(Envelope(k, self.center_id, name, self.push_codec.encode(w, self.push_states[k], name)))
+                slot = self.push_states[k].slot(name)
+                if "bits" in slot:
+                    bits.setdefault(name, []).append(int(slot["bits"]))
+                if "entropy" in slot:
+                    entropy.setdefault(name, []).append(float(slot["entropy"]))
+        workers = len(self.local_workers)
+        extra["parameters"] = sum(p[0].numel() for p in self.replicas.params.values())
+        extra.update({f"probe_bytes/{c}": b / workers for c, b in probe_bytes.items()})
+        extra.update({f"bits/{n}": float(np.mean(v)) for n, v in bits.items()})
+        extra.update({f"entropy/{n}": float(np.mean(v)) for n, v in entropy.items()})
+        return out
+
+    def _gradient_rms(self, x, y) -> dict:
+        """RMS of each tensor's loss gradient on the last batch, mean over local workers (Fig. 2)."""
+        _, _, grads = self.replicas.loss_and_grads(x, y)
+        return {f"grad_rms/{n}": float(g.reshape(g.shape[0], -1).square().mean(1).sqrt().mean())
+                for n, g in grads.items()}
+
+    def _entropy_grid(self) -> dict:
+        """Worker 0's entropy estimate per weight matrix for each (M, F) of the grid (Fig. 3)."""
+        out = {}
+        gen = torch.Generator().manual_seed(12345)
+        for name in self.matrices:
+            w = self.replicas.params[name][self.local_workers.index(0)].reshape(-1)
+            lo, hi = value_range(w, name)
+            for m in PROBE_M:
+                for f in PROBE_F:
+                    out[f"entropy_m{m}_f{f}/{name}"] = estimate_entropy(w, lo, hi, m, f, gen)
+        return out
+
+    def global_params(self) -> dict[str, torch.Tensor] | None:
+        """The averaged weights every worker holds after the last exchange."""
+        return None if self.center is None else self.center.params

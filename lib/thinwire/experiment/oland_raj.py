@@ -1,0 +1,115 @@
+"""Every run of the Oland & Raj (2015) reproduction, and the numbers its notebook reports.
+
+Set-up (Sec. 2, 3, 5): MNIST, 784-392-50-10 fully connected with tanh everywhere, squared
+error, mini-batch SGD with exponential learning-rate decay and light L1, 5 workers that
+average their weights after every epoch (``weight_averaging``). The paper does not give
+the batch size, learning rate, decay or L1 strength: we use 20 per worker, lr 0.1,
+decay 0.95 per epoch and L1 1e-5 (the best of a small sweep at the default profile).
+Transmissions: fp32 (the unquantized baseline), fixed N-bit quantization (Fig. 1) or the
+entropy rule with floor ``c`` and pre-quantization ``M`` (Alg. 1; F = 0.03, ceiling 10).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from .config import RunConfig
+from .profiles import OLAND_RAJ, check_profile
+
+F = 0.03
+CEILING = 10
+HEADLINE = {"baseline": "fp32", "c=5, M=4": "oland_raj(c=5, m=4, f=0.03, ceiling=10, coder='huffman')",
+            "c=6, M=4": "oland_raj(c=6, m=4, f=0.03, ceiling=10, coder='huffman')",
+            "fixed 8 bits": "binquant(bits=8, coder='raw')"}
+
+
+def adaptive(c: int, m: int) -> str:
+    return f"oland_raj(c={c}, m={m}, f={F}, ceiling={CEILING}, coder='huffman')"
+
+
+def fixed(bits: int) -> str:
+    return f"binquant(bits={bits}, coder='raw')"
+
+
+@dataclass
+class OlandRajRuns:
+    headline: dict[tuple[str, int], RunConfig] = field(default_factory=dict)   # (label, seed): table, Fig. 5
+    fixed: dict[tuple[int, int], RunConfig] = field(default_factory=dict)      # (bits, seed): Fig. 1
+    ceiling10: dict[tuple[str, int], RunConfig] = field(default_factory=dict)  # ("c:M" label, seed): Fig. 4a, c
+    m4: dict[tuple[int, int], RunConfig] = field(default_factory=dict)         # (c, seed): Fig. 4b, d
+    baseline: dict[int, RunConfig] = field(default_factory=dict)               # seed: the fp32 runs
+    l1: dict[tuple[str, float], RunConfig] = field(default_factory=dict)       # (label, l1): the bits gap
+
+    def all(self) -> list[RunConfig]:
+        seen = {}
+        for group in (self.headline, self.fixed, self.ceiling10, self.m4, self.l1):
+            for config in group.values():
+                seen.setdefault(config.key(), config)
+        return list(seen.values())
+
+
+def oland_raj_runs(profile: str, dataset: str = "mnist", workers: int = 5, batch_size: int = 20, lr: float = 0.1,
+                   lr_decay: float = 0.95, l1: float = 1e-5, seed: int = 0) -> OlandRajRuns:
+    """Validated configs for every figure and the table; ``ValueError`` names a bad parameter."""
+    size = dict(OLAND_RAJ[check_profile(profile)])
+    if not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed={seed!r} is not allowed: seed must be an int >= 0")
+    probe = RunConfig(algorithm="weight_averaging", dataset=dataset, hidden=(392, 50), activation="tanh",
+                      loss="mse", workers=workers, batch_size=batch_size, steps=1, train_samples=size["train_samples"],
+                      lr=lr, lr_decay=lr_decay, l1=l1, eval_samples=size["eval_samples"], seed=seed)
+    samples = probe.train_samples or 60000
+    steps_per_epoch = samples // workers // batch_size
+    base = replace(probe, steps=steps_per_epoch * size["epochs"], eval_every=steps_per_epoch)
+
+    def config(codec: str, s: int, **extra) -> RunConfig:
+        return replace(base, push_codec=codec, pull_codec=codec, seed=seed + s, **extra)
+
+    runs = OlandRajRuns()
+    for s in size["seeds"]:
+        for label, codec in HEADLINE.items():
+            runs.headline[(label, s)] = config(codec, s, probe_entropy=label == "baseline")
+        runs.baseline[s] = runs.headline[("baseline", s)]
+    for s in size["sweep_seeds"]:
+        runs.baseline.setdefault(s, config("fp32", s, probe_entropy=True))
+        for bits in size["fixed_bits"]:
+            runs.fixed[(bits, s)] = config(fixed(bits), s)
+        for c in size["floors_ceiling10"]:
+            runs.ceiling10[(f"{CEILING}:{c}", s)] = config(adaptive(c, CEILING - c), s)
+        runs.ceiling10[(f"{CEILING}:{CEILING}", s)] = config(fixed(CEILING), s)
+        for c in size["floors_m4"]:
+            runs.m4[(c + 4, s)] = config(adaptive(c, 4), s)
+    for strength in sorted({l1, *size["l1_ablation"]}):
+        for label in ("baseline", "c=5, M=4"):
+            runs.l1[(label, strength)] = replace(config(HEADLINE[label], 0), l1=strength)
+    return runs
+
+
+def bits_per_parameter(result) -> dict[str, np.ndarray]:
+    """Per exchange: bits per parameter of one worker's transmission (8 x message bytes /
+    parameters, from the real messages): what was sent, and the probes (raw, huffman, ans)."""
+    m = result.metrics
+    params = np.array([v for v in m["parameters"] if v is not None], dtype=float)
+    out = {}
+    for key in [k for k in m if k.startswith("probe_bytes/")]:
+        out[key.split("/", 1)[1]] = np.array([v for v in m[key] if v is not None]) * 8 / params
+    up = np.array(m["bytes_up"], dtype=float)
+    out["sent"] = up[up > 0] / result.config.workers * 8 / params
+    return out
+
+
+def accuracy_curve(result) -> np.ndarray:
+    return np.array([a for a in result.metrics["test_accuracy"] if a is not None])
+
+
+def epochs_to_peak(result) -> int:
+    """Epoch (1-based) of the highest test accuracy: the paper's convergence measure (Fig. 4c, d)."""
+    return int(np.argmax(accuracy_curve(result))) + 1
+
+
+def layer_series(result, prefix: str) -> dict[str, np.ndarray]:
+    """{tensor name: values per exchange} for metrics named ``prefix/<tensor>``."""
+    m = result.metrics
+    return {k.split("/", 1)[1]: np.array([v for v in m[k] if v is not None])
+            for k in m if k.startswith(prefix + "/")}

@@ -1,0 +1,93 @@
+"""Oland & Raj's synchronous weight averaging (Sec. 2): local SGD with decay and L1,
+compressed exchanges that leave every worker with the same averaged weights."""
+
+import pytest
+import torch
+
+from thinwire.algorithms import WeightAveraging
+from thinwire.codecs import make_codec
+from thinwire.comm import InProcessTransport
+from thinwire.experiment import RunConfig, run
+from thinwire.experiment.launch import launch
+from thinwire.experiment.oland_raj import bits_per_parameter, oland_raj_runs
+from thinwire.models import MLP, Replicas
+
+TINY = dict(algorithm="weight_averaging", hidden=(16, 8), activation="tanh", loss="mse", workers=3, batch_size=8,
+            steps=12, train_samples=240, lr=0.1, lr_decay=0.5, l1=1e-3, eval_every=10, eval_samples=200,
+            push_codec="oland_raj(c=3, m=4)", pull_codec="oland_raj(c=3, m=4)")
+
+
+def _batch(k, b=8, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(k, b, 1, 28, 28, generator=g), torch.randint(0, 10, (k, b), generator=g)
+
+
+def test_exchange_leaves_every_worker_with_the_decoded_average():
+    torch.manual_seed(0)
+    model = MLP(784, (16, 8), activation="tanh")
+    codec = make_codec("oland_raj(c=3, m=4)")
+    algo = WeightAveraging(model, InProcessTransport(), 3, lr=0.1, push_codec=codec, pull_codec=codec,
+                           exchange_every=2)
+    x, y = _batch(3)
+    algo.step(0, x, y)
+    assert any(not torch.equal(p[0], p[1]) for p in algo.replicas.params.values())  # local steps differ
+    metrics = algo.step(1, x, y)
+    for name, p in algo.replicas.params.items():
+        assert all(torch.equal(p[k], algo.global_params()[name]) for k in range(3))
+    extra = metrics["extra"]
+    assert {"bits/net.1.weight", "entropy/net.1.weight", "grad_rms/net.1.weight", "probe_bytes/raw"} <= set(extra)
+    assert 4 <= extra["bits/net.1.weight"] <= 7  # N = ceil(H + 3), H <= M = 4
+
+
+def test_local_step_is_sgd_with_decayed_rate_and_l1():
+    torch.manual_seed(1)
+    model = MLP(784, (16,), activation="tanh")
+    algo = WeightAveraging(model, InProcessTransport(), 2, lr=0.2, lr_decay=0.5, l1=0.01, exchange_every=3)
+    reference = Replicas(model, 2, loss="mse")
+    x, y = _batch(2, seed=3)
+    for step in range(5):
+        _, _, grads = reference.loss_and_grads(x, y)
+        lr = 0.2 * 0.5 ** (step // 3)
+        for name, p in reference.params.items():
+            l1 = 0.01 * p.sign() if p.dim() > 2 else 0
+            p.sub_(lr * (grads[name] + l1))
+        algo.step(step, x, y)
+        if step == 2:  # the exchange (fp32 both ways) averages the references too
+            for p in reference.params.values():
+                p.copy_(p.mean(0, keepdim=True).expand_as(p))
+        for name, p in reference.params.items():
+            torch.testing.assert_close(algo.replicas.params[name], p, atol=1e-5, rtol=1e-4)
+
+
+def test_config_rejects_averaging_options_elsewhere_and_bad_values():
+    with pytest.raises(ValueError, match="loss='mse'"):
+        RunConfig(algorithm="plump_dp", loss="mse")
+    with pytest.raises(ValueError, match="lr_decay"):
+        RunConfig(algorithm="plump_dp", lr_decay=0.9)
+    with pytest.raises(ValueError, match="optimizer"):
+        RunConfig(algorithm="weight_averaging", optimizer="adagrad")
+    with pytest.raises(ValueError, match="coder='zip'"):
+        RunConfig(algorithm="weight_averaging", push_codec="oland_raj(coder='zip')")
+    with pytest.raises(ValueError, match="c=11"):
+        RunConfig(algorithm="weight_averaging", push_codec="oland_raj(c=11)")
+    with pytest.raises(ValueError, match="profile='huge'"):
+        oland_raj_runs("huge")
+
+
+def test_bits_come_from_the_messages_and_probes_match_what_was_sent(tmp_path):
+    result = run(RunConfig(**TINY), root=tmp_path)
+    rates = bits_per_parameter(result)
+    assert len(rates["sent"]) == 12 // (240 // 3 // 8)
+    torch.testing.assert_close(torch.tensor(rates["huffman"]), torch.tensor(rates["sent"]))
+    assert (rates["raw"] > rates["sent"]).all() and (rates["sent"] < 8).all()
+
+
+def test_in_process_and_gloo_agree(tmp_path):
+    config = RunConfig(**TINY)
+    local = run(config, root=tmp_path)
+    distributed = launch(config, nprocs=3, backend="gloo", root=tmp_path)
+    assert local.summary["bytes_up"] == distributed.summary["bytes_up"]
+    assert local.summary["bytes_down"] == distributed.summary["bytes_down"]
+    torch.testing.assert_close(torch.tensor(local.metrics["loss"]), torch.tensor(distributed.metrics["loss"]),
+                               atol=1e-5, rtol=1e-5)
+    assert local.summary["final_accuracy"] == distributed.summary["final_accuracy"]
