@@ -15,7 +15,8 @@ import torch
 
 from roofline import add_pass_seconds, best_seconds
 from thinwire.codecs import bitpack, huffman_stream
-from thinwire.codecs.bin_quantize import bin_codes, histogram, value_range
+from thinwire.codecs.bin_quantize import bin_codes, histogram
+from thinwire.codecs.quantize import value_range
 from thinwire.codecs.huffman_code import code_lengths
 from thinwire.codecs.symbol_coders import SYNC, AnsCoder
 

@@ -32,7 +32,8 @@ from torch import nn
 
 from ..codecs import Codec, CodecState, Float32
 from ..codecs.adaptive_quantize import BinQuantize
-from ..codecs.bin_quantize import estimate_entropy, value_range
+from ..codecs.bin_quantize import estimate_entropy
+from ..codecs.quantize import value_range
 from ..comm import Envelope, Transport
 from ..models import Replicas
 from .local_state import LocalState
@@ -147,9 +148,11 @@ class WeightAveraging(LocalState):
             inbox = self.transport.exchange(outbox, step, "pull")
             t2 = time.perf_counter()
             index = {k: i for i, k in enumerate(self.local_workers)}
+            decoded = {}  # in one process the K workers receive the same message object
             for env in inbox:
-                target = self.replicas.params[env.tensor][index[env.receiver]]
-                target.copy_(self.pull_codec.decode(env.message, None, env.tensor))
+                if id(env.message) not in decoded:
+                    decoded[id(env.message)] = self.pull_codec.decode(env.message, None, env.tensor)
+                self.replicas.params[env.tensor][index[env.receiver]].copy_(decoded[id(env.message)])
             worker_seconds += time.perf_counter() - t2
         return {
             "loss_sum": float(losses.sum()), "correct": int(correct.sum()), "samples": int(y.numel()),

@@ -26,9 +26,10 @@ import math
 import torch
 
 from .base import Codec
-from .bin_quantize import (bin_centres, bin_codes, check_bits, estimate_entropy, histogram, value_range)
+from .bin_quantize import bin_centres, bin_codes, check_bits, estimate_entropy, histogram
 from .errors import CorruptMessageError
 from .payload import Payload
+from .quantize import value_range
 from .state import CodecState
 from .symbol_coders import CODERS
 

@@ -18,10 +18,10 @@ Codes are numpy arrays (uint8 for N <= 8, uint16 up to 16 bits): the entropy cod
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import torch
+
+from .quantize import dequantize_codes
 
 BLOCK = 1 << 18  # floats per block: the float intermediate stays in cache
 MAX_BITS = 16
@@ -31,17 +31,6 @@ def check_bits(name: str, bits) -> int:
     if not (isinstance(bits, int) and not isinstance(bits, bool) and 1 <= bits <= MAX_BITS):
         raise ValueError(f"{name}={bits!r} is not allowed: {name} must be an int in [1, {MAX_BITS}]")
     return bits
-
-
-def value_range(flat: torch.Tensor, key: str = "") -> tuple[float, float]:
-    """(w_min, w_max) of a tensor (Alg. 1 line 3); ``ValueError`` for NaN or Inf."""
-    if flat.numel() == 0:
-        return 0.0, 0.0
-    lo_t, hi_t = torch.aminmax(flat.to(torch.float32))
-    lo, hi = float(lo_t), float(hi_t)
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        raise ValueError(f"tensor {key!r} contains NaN or Inf (min {lo}, max {hi}): it cannot be quantized")
-    return lo, hi
 
 
 def code_dtype(bits: int):
@@ -79,18 +68,11 @@ def bin_codes(flat: torch.Tensor, lo: float, hi: float, bits: int, out: np.ndarr
 def bin_centres(codes: np.ndarray, lo: float, hi: float, bits: int,
                 out: torch.Tensor | None = None) -> torch.Tensor:
     """w' = lo + (hi - lo)(i + 1/2) / 2^bits, as float32 (Alg. 2 line 4)."""
-    n = codes.size
-    out = torch.empty(n, dtype=torch.float32) if out is None else out
     if hi <= lo:
+        out = torch.empty(codes.size, dtype=torch.float32) if out is None else out
         return out.fill_(lo)
     step = (hi - lo) / (1 << bits)
-    base = torch.tensor(lo + 0.5 * step, dtype=torch.float32)
-    src = torch.from_numpy(codes)
-    for start in range(0, n, BLOCK):
-        block = out[start:start + BLOCK]
-        block.copy_(src[start:start + BLOCK])
-        torch.add(base, block, alpha=step, out=block)
-    return out
+    return dequantize_codes(torch.from_numpy(codes), lo + 0.5 * step, step, out=out)
 
 
 def histogram(codes: np.ndarray, bits: int) -> np.ndarray:

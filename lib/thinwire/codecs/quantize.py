@@ -62,6 +62,17 @@ def quantize_codes(flat: torch.Tensor, lo: float, scale: float, bits: int,
     return out
 
 
+def value_range(flat: torch.Tensor, key: str = "") -> tuple[float, float]:
+    """(min, max) of a tensor (step 1; Oland & Raj Alg. 1 line 3); ``ValueError`` for NaN or Inf."""
+    if flat.numel() == 0:
+        return 0.0, 0.0
+    lo_t, hi_t = torch.aminmax(flat.to(torch.float32))
+    lo, hi = float(lo_t), float(hi_t)
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise ValueError(f"tensor {key!r} contains NaN or Inf (min {lo}, max {hi}): it cannot be quantized")
+    return lo, hi
+
+
 def dequantize_codes(codes: torch.Tensor, lo: float, step: float, out: torch.Tensor | None = None) -> torch.Tensor:
     """lo + code * step, in blocks so each float block is rescaled while in cache."""
     n = codes.numel()
@@ -92,10 +103,7 @@ class Quantize(Codec):
         n = flat.numel()
         if n == 0:
             return Payload(parts={"codes": torch.empty(0, dtype=torch.uint8)}, meta={"lo": 0.0, "hi": 0.0})
-        lo_t, hi_t = torch.aminmax(flat.to(torch.float32))
-        lo, hi = float(lo_t), float(hi_t)
-        if not (math.isfinite(lo) and math.isfinite(hi)):
-            raise ValueError(f"quantize: tensor {key!r} contains NaN or Inf (min {lo}, max {hi})")
+        lo, hi = value_range(flat, key)
         levels = (1 << self.bits) - 1
         scale = levels / (hi - lo) if hi > lo else 0.0
         meta = {"lo": lo, "hi": hi}

@@ -16,6 +16,7 @@ Each coder returns parts and meta for a ``Payload``; every byte it adds is in th
 
 from __future__ import annotations
 
+import constriction
 import numpy as np
 import torch
 
@@ -88,8 +89,6 @@ class AnsCoder:
     name = "ans"
 
     def encode(self, codes: np.ndarray, bits: int, counts: np.ndarray | None = None) -> tuple[dict, dict]:
-        import constriction
-
         counts = np.bincount(codes, minlength=1 << bits) if counts is None else counts
         if codes.size == 0:
             return {}, {"first": 0}
@@ -103,8 +102,6 @@ class AnsCoder:
         return {"counts": torch.from_numpy(hist), "words": torch.from_numpy(words.astype(np.uint32))}, {"first": first}
 
     def decode(self, parts: dict, meta: dict, n: int, bits: int) -> np.ndarray:
-        import constriction
-
         dtype = np.uint8 if bits <= 8 else np.uint16
         if n == 0:
             return np.empty(0, dtype=dtype)
@@ -122,8 +119,6 @@ class AnsCoder:
 def _model(hist: np.ndarray):
     """The categorical model both ends build from the same counts (float64 divisions are
     exact functions of the counts, so both get the same quantized model)."""
-    import constriction
-
     return constriction.stream.model.Categorical(hist.astype(np.float64) / float(hist.sum()), perfect=False)
 
 
