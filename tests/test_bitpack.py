@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
@@ -18,6 +19,20 @@ def test_pack_round_trip(bits, n, seed):
     if bits <= 8:
         assert packed.numel() == (n * bits + 7) // 8
     assert torch.equal(bitpack.unpack(packed, n, bits).long(), codes.long())
+
+
+@pytest.mark.parametrize("bits", [1, 3, 7, 8, 9, 13, 16])
+def test_round_trip_across_chunks_and_into_a_view(bits):
+    n = 2 * bitpack.CHUNK + 1001
+    codes = torch.randint(0, 2**bits, (n,), generator=torch.Generator().manual_seed(bits), dtype=torch.int32)
+    buffer = torch.full((bitpack.packed_bytes(n, bits) + 3,), 0xAB, dtype=torch.uint8)
+    packed = bitpack.pack(codes, bits, out=buffer[3:])  # an unaligned view, as in a message
+    assert torch.equal(buffer[:3], torch.full((3,), 0xAB, dtype=torch.uint8))
+    assert torch.equal(bitpack.unpack(packed, n, bits).to(torch.int32), codes)
+    if bits <= 8:  # the layout: one LSB-first bitstream, code i at bits [i b, (i + 1) b)
+        stream = np.unpackbits(packed.numpy(), bitorder="little")
+        weights = 1 << np.arange(bits)
+        assert np.array_equal(stream[: n * bits].reshape(n, bits) @ weights, codes.numpy())
 
 
 def test_packed_sizes_are_dense():

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from thinwire.codecs import BinQuantize, CodecState, CorruptMessageError, OlandRaj, make_codec
-from thinwire.codecs import huffman_stream
-from thinwire.codecs.bin_quantize import bin_centres, bin_codes, entropy_bits, estimate_entropy
+from thinwire.codecs import bitpack, huffman_stream
+from thinwire.codecs.bin_quantize import bin_centres, bin_codes, bin_pack, entropy_bits, estimate_entropy
 from thinwire.codecs.huffman_code import canonical_codes, code_lengths
 from thinwire.codecs.symbol_coders import CODERS
 
@@ -96,6 +96,27 @@ def test_bin_quantizer_is_a_consistent_pair():
     for bits in (1, 5, 8, 10, 16):
         back = bin_centres(bin_codes(x, lo, hi, bits), lo, hi, bits)
         assert float((back - x).abs().max()) <= (hi - lo) / 2 ** (bits + 1) + 1e-6  # + float32 rounding
+
+
+@settings(max_examples=40, deadline=None)
+@given(bits=st.integers(1, 16), n=st.integers(1, 3 * bitpack.CHUNK + 77), seed=st.integers(0, 99),
+       centre=st.sampled_from([0.0, 1e4, -3e-3]))
+def test_fused_quantize_and_pack_equals_quantize_then_pack(bits, n, seed, centre):
+    x = centre + torch.randn(n, generator=torch.Generator().manual_seed(seed)) * max(abs(centre), 1.0) * 1e-3
+    lo, hi = float(x.min()), float(x.max())
+    codes = bin_codes(x, lo, hi, bits)
+    assert torch.equal(bin_pack(x, lo, hi, bits), bitpack.pack(torch.from_numpy(codes), bits))
+    back = bin_centres(codes, lo, hi, bits).double()
+    float32_rounding = 2.0 ** -22 * max(abs(lo), abs(hi))  # the centres are float32
+    assert float((back - x.double()).abs().max()) <= (hi - lo) / 2 ** (bits + 1) + float32_rounding
+
+
+def test_quantizer_far_from_zero_and_over_a_subnormal_range():
+    x = torch.tensor([1e4, 1e4 + 1 / 128, 1e4 + 2 / 128, 1e4 + 3 / 128])  # spacing 1/1024 at 1e4
+    assert bin_codes(x, float(x[0]), float(x[-1]), 2).tolist() == [0, 1, 2, 3]
+    step = float(torch.tensor(1e-45))  # the smallest subnormal: 2^16 / (2 step) overflows float32
+    tiny = torch.tensor([0.0, step, 2 * step])
+    assert bin_codes(tiny, 0.0, 2 * step, 16).tolist() == [0, 32768, 65535]
 
 
 def test_constant_layer_and_nan_input():

@@ -26,7 +26,7 @@ import math
 import torch
 
 from .base import Codec
-from .bin_quantize import bin_centres, bin_codes, check_bits, estimate_entropy, histogram
+from .bin_quantize import bin_centres, bin_codes, bin_pack, check_bits, estimate_entropy, histogram
 from .errors import CorruptMessageError
 from .payload import Payload
 from .quantize import value_range
@@ -59,9 +59,11 @@ class BinQuantize(Codec):
         lo, hi = value_range(flat, key)
         bits = self.choose_bits(flat, lo, hi, state, key)
         state.slot(key)["bits"] = torch.tensor(bits)
-        codes = bin_codes(flat, lo, hi, bits)
-        counts = histogram(codes, bits) if self.coder != "raw" else None
-        parts, meta = CODERS[self.coder]().encode(codes, bits, counts)
+        if self.coder == "raw":  # QUANTIZE fused with the raw coder's packing (same part)
+            parts, meta = {"codes": bin_pack(flat, lo, hi, bits)}, {}
+        else:
+            codes = bin_codes(flat, lo, hi, bits)
+            parts, meta = CODERS[self.coder]().encode(codes, bits, histogram(codes, bits))
         return Payload(parts=parts, meta={"lo": lo, "hi": hi, "bits": bits, **meta})
 
     def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None) -> torch.Tensor:

@@ -13,18 +13,24 @@ so |w - w'| <= (w_max - w_min) / 2^(N+1). A constant layer (w_max == w_min) gets
 everywhere and decodes exactly to w_min. NaN or Inf raises ``ValueError``.
 
 Codes are numpy arrays (uint8 for N <= 8, uint16 up to 16 bits): the entropy coders
-(``symbol_coders.py``) work on them.
+(``symbol_coders.py``) work on them. ``bin_pack`` fuses QUANTIZE with ``bitpack``'s
+layout for the raw coder: one pass over the weights, the codes never leave the cache.
+Both run as compiled kernels (numba), in parallel over chunks. They compute in float64,
+so w - w_min does not cancel for weights far from zero and the scale cannot overflow
+even for a range of a few subnormals.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import torch
+from numba import njit, prange
 
+from . import bitpack
 from .quantize import dequantize_codes
 
-BLOCK = 1 << 18  # floats per block: the float intermediate stays in cache
-MAX_BITS = 16
+CHUNK = bitpack.CHUNK
+MAX_BITS = bitpack.MAX_BITS
 
 
 def check_bits(name: str, bits) -> int:
@@ -37,31 +43,70 @@ def code_dtype(bits: int):
     return np.uint8 if bits <= 8 else np.uint16
 
 
+@njit(nogil=True, cache=True)
+def _codes_chunk(w, lo, scale, top, out):
+    for i in range(w.size):
+        k = np.int64((np.float64(w[i]) - lo) * scale)  # >= 0: truncation is floor
+        out[i] = k if k < top else top
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def _codes(w, lo, scale, top, out):
+    n = w.size
+    for c in prange((n + CHUNK - 1) // CHUNK):
+        start = c * CHUNK
+        stop = min(n, start + CHUNK)
+        _codes_chunk(w[start:stop], lo, scale, top, out[start:stop])
+
+
+# One kernel for b <= 8 and one for b > 8, as in ``bitpack``.
+@njit(parallel=True, nogil=True, cache=True)
+def _codes_packed_narrow(w, lo, scale, top, bits, out):
+    n = w.size
+    for c in prange((n + CHUNK - 1) // CHUNK):
+        start = c * CHUNK
+        stop = min(n, start + CHUNK)
+        codes = np.empty(CHUNK, np.uint16)
+        _codes_chunk(w[start:stop], lo, scale, top, codes)
+        bitpack.stream_chunk(codes[:stop - start], 0, bits, out[start // 8 * bits:])
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def _codes_packed_wide(w, lo, scale, top, bits, out):
+    n = w.size
+    for c in prange((n + CHUNK - 1) // CHUNK):
+        start = c * CHUNK
+        stop = min(n, start + CHUNK)
+        codes = np.empty(CHUNK, np.uint16)
+        _codes_chunk(w[start:stop], lo, scale, top, codes)
+        bitpack.low_bytes(codes[:stop - start], out[start:stop])
+        bitpack.stream_chunk(codes[:stop - start], 8, bits - 8, out[n + start // 8 * (bits - 8):])
+
+
+def _float32_numpy(flat: torch.Tensor) -> np.ndarray:
+    return (flat if flat.dtype == torch.float32 else flat.to(torch.float32)).contiguous().numpy()
+
+
 def bin_codes(flat: torch.Tensor, lo: float, hi: float, bits: int, out: np.ndarray | None = None) -> np.ndarray:
     """i = min(floor(2^bits (w - lo) / (hi - lo)), 2^bits - 1) for every w (0 when hi == lo)."""
     n = flat.numel()
     out = np.empty(n, dtype=code_dtype(bits)) if out is None else out
     if hi <= lo:
         out.fill(0)
-        return out
-    scale = (1 << bits) / (hi - lo)
-    top = float((1 << bits) - 1)
-    src = flat if flat.dtype == torch.float32 else flat.to(torch.float32)
-    scratch = torch.empty(min(n, BLOCK), dtype=torch.float32)
-    buf = scratch.numpy()
-    if scale > 1e30:  # a range of a few subnormals: float32 cannot hold the scale
-        exact = ((src.to(torch.float64) - lo) * scale).floor_().clamp_(0, top)
-        out[:] = exact.numpy()
-        return out
-    offset = torch.tensor(-lo * scale, dtype=torch.float32)
-    # w * scale - lo * scale in one pass: rounding can push it just below 0 or to 2^bits,
-    # which the clamp puts back in [0, 2^bits - 1]; truncation of a non-negative float is floor.
-    for start in range(0, n, BLOCK):
-        stop = min(n, start + BLOCK)
-        tmp = scratch[: stop - start]
-        torch.add(offset, src[start:stop], alpha=scale, out=tmp)
-        tmp.clamp_(0.0, top)
-        np.copyto(out[start:stop], buf[: stop - start], casting="unsafe")
+    elif n:
+        _codes(_float32_numpy(flat), lo, (1 << bits) / (hi - lo), (1 << bits) - 1, out)
+    return out
+
+
+def bin_pack(flat: torch.Tensor, lo: float, hi: float, bits: int, out: torch.Tensor | None = None) -> torch.Tensor:
+    """``bitpack.pack(bin_codes(flat, lo, hi, bits), bits)`` in one pass (uint8 tensor)."""
+    n = flat.numel()
+    out = torch.empty(bitpack.packed_bytes(n, bits), dtype=torch.uint8) if out is None else out
+    if hi <= lo:
+        out.fill_(0)
+    elif n:
+        kernel = _codes_packed_narrow if bits <= 8 else _codes_packed_wide
+        kernel(_float32_numpy(flat), lo, (1 << bits) / (hi - lo), (1 << bits) - 1, bits, out.numpy())
     return out
 
 

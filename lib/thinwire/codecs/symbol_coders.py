@@ -43,8 +43,7 @@ class RawCoder:
     name = "raw"
 
     def encode(self, codes: np.ndarray, bits: int, counts: np.ndarray | None = None) -> tuple[dict, dict]:
-        src = torch.from_numpy(codes if bits <= 8 else codes.astype(np.int32))
-        return {"codes": bitpack.pack(src, bits)}, {}
+        return {"codes": bitpack.pack(torch.from_numpy(codes), bits)}, {}
 
     def decode(self, parts: dict, meta: dict, n: int, bits: int) -> np.ndarray:
         packed = parts.get("codes")
