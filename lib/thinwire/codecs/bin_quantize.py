@@ -59,28 +59,31 @@ def _codes(w, lo, scale, top, out):
         _codes_chunk(w[start:stop], lo, scale, top, out[start:stop])
 
 
+@njit(nogil=True, cache=True)
+def _chunk_codes(w, c, lo, scale, top):
+    """The codes of chunk ``c`` of ``w`` (uint16, at most CHUNK of them)."""
+    start = c * CHUNK
+    stop = min(w.size, start + CHUNK)
+    codes = np.empty(CHUNK, np.uint16)
+    _codes_chunk(w[start:stop], lo, scale, top, codes)
+    return codes[:stop - start]
+
+
 # One kernel for b <= 8 and one for b > 8, as in ``bitpack``.
 @njit(parallel=True, nogil=True, cache=True)
 def _codes_packed_narrow(w, lo, scale, top, bits, out):
-    n = w.size
-    for c in prange((n + CHUNK - 1) // CHUNK):
-        start = c * CHUNK
-        stop = min(n, start + CHUNK)
-        codes = np.empty(CHUNK, np.uint16)
-        _codes_chunk(w[start:stop], lo, scale, top, codes)
-        bitpack.stream_chunk(codes[:stop - start], 0, bits, out[start // 8 * bits:])
+    for c in prange((w.size + CHUNK - 1) // CHUNK):
+        codes = _chunk_codes(w, c, lo, scale, top)
+        bitpack.stream_chunk(codes, 0, bits, out[c * CHUNK // 8 * bits:])
 
 
 @njit(parallel=True, nogil=True, cache=True)
 def _codes_packed_wide(w, lo, scale, top, bits, out):
     n = w.size
     for c in prange((n + CHUNK - 1) // CHUNK):
-        start = c * CHUNK
-        stop = min(n, start + CHUNK)
-        codes = np.empty(CHUNK, np.uint16)
-        _codes_chunk(w[start:stop], lo, scale, top, codes)
-        bitpack.low_bytes(codes[:stop - start], out[start:stop])
-        bitpack.stream_chunk(codes[:stop - start], 8, bits - 8, out[n + start // 8 * (bits - 8):])
+        codes = _chunk_codes(w, c, lo, scale, top)
+        bitpack.low_bytes(codes, out[c * CHUNK:c * CHUNK + codes.size])
+        bitpack.stream_chunk(codes, 8, bits - 8, out[n + c * CHUNK // 8 * (bits - 8):])
 
 
 def _float32_numpy(flat: torch.Tensor) -> np.ndarray:
