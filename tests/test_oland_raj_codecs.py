@@ -182,3 +182,13 @@ def test_huffman_message_size_is_the_codeword_bits_plus_a_small_header():
     assert stream_bytes < len(message) <= stream_bytes + sync_bytes + 256 + 400
     raw = BinQuantize(bits=8, coder="raw").encode(w)
     assert len(message) < 0.9 * len(raw)
+
+
+@pytest.mark.parametrize("n, dtype", [(500, torch.uint8), (20_000, torch.uint16), (1_100_000, torch.uint32)])
+def test_ans_histogram_travels_in_the_narrowest_exact_dtype(n, dtype):
+    w = torch.rand(n, generator=torch.Generator().manual_seed(n))  # 16 bins: counts about n / 16
+    codes = bin_codes(w, float(w.min()), float(w.max()), 4)
+    counts = np.bincount(codes, minlength=16)
+    parts, meta = CODERS["ans"]().encode(codes, 4, counts)
+    assert parts["counts"].dtype == dtype and parts["counts"].numpy().tolist() == counts.tolist()
+    assert np.array_equal(CODERS["ans"]().decode(parts, meta, n, 4), codes)

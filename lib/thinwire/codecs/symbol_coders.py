@@ -9,7 +9,9 @@ Oland & Raj's Alg. 1 (lines 7-10) and the first of Alg. 2 (lines 2-3).
 - ``ans``: beyond the paper, range Asymmetric Numeral Systems (the ``constriction``
   package) with the histogram as its model; it gets within a fraction of a percent of
   the entropy, where Huffman loses up to a bit per symbol on skewed distributions. The
-  package carries the histogram (uint32 counts, first to last used symbol).
+  package carries the histogram (first to last used symbol) as exact counts in the
+  narrowest of uint8, uint16 and uint32 that holds them: one byte a bin for a small
+  layer, where the table would otherwise outweigh the coded weights.
 
 Each coder returns parts and meta for a ``Payload``; every byte it adds is in the parts.
 """
@@ -92,7 +94,8 @@ class AnsCoder:
         if codes.size == 0:
             return {}, {"first": 0}
         first, stop = _used_range(counts)
-        hist = counts[first:stop].astype(np.uint32)
+        hist = counts[first:stop]
+        hist = hist.astype(next(t for t in (np.uint8, np.uint16, np.uint32) if hist.max() <= np.iinfo(t).max))
         if stop - first == 1:  # one symbol: nothing to code beyond the histogram
             return {"counts": torch.from_numpy(hist)}, {"first": first}
         coder = constriction.stream.stack.AnsCoder()
@@ -105,7 +108,10 @@ class AnsCoder:
         if n == 0:
             return np.empty(0, dtype=dtype)
         first = int(meta["first"])
-        hist = _part(parts, "counts", torch.uint32)
+        counts = parts.get("counts")
+        if counts is None or counts.dtype not in (torch.uint8, torch.uint16, torch.uint32):
+            raise CorruptMessageError("ans: part 'counts' (uint8, uint16 or uint32) missing")
+        hist = counts.numpy()
         if first < 0 or first + hist.size > 1 << bits or hist.sum(dtype=np.int64) != n:
             raise CorruptMessageError(f"ans: histogram of {hist.size} bins at {first} does not describe {n} symbols")
         if hist.size == 1:

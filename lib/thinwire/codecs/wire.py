@@ -30,7 +30,7 @@ DTYPES: dict[str, torch.dtype] = {
     "float64": torch.float64, "float32": torch.float32, "float16": torch.float16,
     "bfloat16": torch.bfloat16, "int64": torch.int64, "int32": torch.int32,
     "int16": torch.int16, "int8": torch.int8, "uint8": torch.uint8, "bool": torch.bool,
-    "uint32": torch.uint32,
+    "uint16": torch.uint16, "uint32": torch.uint32,
 }
 DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
 
