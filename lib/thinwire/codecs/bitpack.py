@@ -153,6 +153,8 @@ def pack(codes: torch.Tensor, bits: int, out: torch.Tensor | None = None) -> tor
     if src.dtype not in (np.uint8, np.uint16, np.int32):
         src = src.astype(np.int32)
     out = torch.empty(packed_bytes(src.size, bits), dtype=torch.uint8) if out is None else out
+    if bits == 8:  # the codes are the bytes
+        return out.copy_(codes.reshape(-1))
     if src.size:
         (_pack_narrow if bits <= 8 else _pack_wide)(src, bits, out.numpy())
     return out
@@ -163,6 +165,8 @@ def unpack(packed: torch.Tensor, n: int, bits: int) -> torch.Tensor:
     _check_bits(bits)
     if packed.numel() != packed_bytes(n, bits):
         raise ValueError(f"expected {packed_bytes(n, bits)} packed bytes for {n} {bits}-bit codes, got {packed.numel()}")
+    if bits == 8:  # the bytes are the codes
+        return packed
     out = torch.empty(n, dtype=torch.uint8 if bits <= 8 else torch.int32)
     if n:
         _unpack(packed.contiguous().numpy(), bits, out.numpy())
