@@ -30,13 +30,7 @@ from . import bitpack
 from .quantize import dequantize_codes
 
 CHUNK = bitpack.CHUNK
-MAX_BITS = bitpack.MAX_BITS
-
-
-def check_bits(name: str, bits) -> int:
-    if not (isinstance(bits, int) and not isinstance(bits, bool) and 1 <= bits <= MAX_BITS):
-        raise ValueError(f"{name}={bits!r} is not allowed: {name} must be an int in [1, {MAX_BITS}]")
-    return bits
+check_bits = bitpack.check_bits
 
 
 def code_dtype(bits: int):

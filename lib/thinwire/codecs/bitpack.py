@@ -29,9 +29,10 @@ def packed_bytes(n: int, bits: int) -> int:
     return n + packed_bytes(n, bits - 8)
 
 
-def _check_bits(bits) -> int:
+def check_bits(name: str, bits) -> int:
+    """``bits`` if it is a code width this module packs, else a ``ValueError`` naming ``name``."""
     if not (isinstance(bits, int) and not isinstance(bits, bool) and 1 <= bits <= MAX_BITS):
-        raise ValueError(f"bits={bits!r} is not allowed: bits must be an int in [1, {MAX_BITS}]")
+        raise ValueError(f"{name}={bits!r} is not allowed: {name} must be an int in [1, {MAX_BITS}]")
     return bits
 
 
@@ -148,13 +149,13 @@ def _unpack(packed, bits, out):
 def pack(codes: torch.Tensor, bits: int, out: torch.Tensor | None = None) -> torch.Tensor:
     """Pack integer codes in [0, 2**bits) into ``packed_bytes`` bytes (a uint8 tensor,
     written into ``out`` when given). Codes may be any integer dtype."""
-    _check_bits(bits)
+    check_bits("bits", bits)
+    out = torch.empty(packed_bytes(codes.numel(), bits), dtype=torch.uint8) if out is None else out
+    if bits == 8:  # the codes are the bytes
+        return out.copy_(codes.reshape(-1))
     src = codes.contiguous().numpy()
     if src.dtype not in (np.uint8, np.uint16, np.int32):
         src = src.astype(np.int32)
-    out = torch.empty(packed_bytes(src.size, bits), dtype=torch.uint8) if out is None else out
-    if bits == 8:  # the codes are the bytes
-        return out.copy_(codes.reshape(-1))
     if src.size:
         (_pack_narrow if bits <= 8 else _pack_wide)(src, bits, out.numpy())
     return out
@@ -162,7 +163,7 @@ def pack(codes: torch.Tensor, bits: int, out: torch.Tensor | None = None) -> tor
 
 def unpack(packed: torch.Tensor, n: int, bits: int) -> torch.Tensor:
     """Inverse of ``pack``: uint8 codes for bits <= 8, int32 codes above."""
-    _check_bits(bits)
+    check_bits("bits", bits)
     if packed.numel() != packed_bytes(n, bits):
         raise ValueError(f"expected {packed_bytes(n, bits)} packed bytes for {n} {bits}-bit codes, got {packed.numel()}")
     if bits == 8:  # the bytes are the codes
