@@ -1,5 +1,10 @@
 """Codecs: tensor -> message bytes -> tensor. Pure tensor code; no torch.distributed here."""
 
+from .jit_cache import keyed_cache
+
+with keyed_cache():  # the compiled kernels: import them before anything else
+    from . import bin_quantize, bitpack, extrema  # noqa: F401
+
 from .adaptive_quantize import BinQuantize, OlandRaj
 from .base import Codec
 from .chain import Chain

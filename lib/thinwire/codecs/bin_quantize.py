@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from numba import njit, prange
+from numba import literally, njit, prange
 
 from . import bitpack
 from .quantize import dequantize_codes
@@ -63,21 +63,41 @@ def _chunk_codes(w, c, lo, scale, top):
     return codes[:stop - start]
 
 
-# One kernel for b <= 8 and one for b > 8, as in ``bitpack``.
 @njit(parallel=True, nogil=True, cache=True)
-def _codes_packed_narrow(w, lo, scale, top, bits, out):
-    for c in prange((w.size + CHUNK - 1) // CHUNK):
-        codes = _chunk_codes(w, c, lo, scale, top)
-        bitpack.stream_chunk(codes, 0, bits, out[c * CHUNK // 8 * bits:])
-
-
-@njit(parallel=True, nogil=True, cache=True)
-def _codes_packed_wide(w, lo, scale, top, bits, out):
+def _codes_packed(bits, args):
+    """QUANTIZE then ``bitpack``'s layout, chunk by chunk (``bits`` a compile-time constant)."""
+    literally(bits)
+    w, lo, scale, out = args
     n = w.size
+    top = (1 << bits) - 1
     for c in prange((n + CHUNK - 1) // CHUNK):
         codes = _chunk_codes(w, c, lo, scale, top)
-        bitpack.low_bytes(codes, out[c * CHUNK:c * CHUNK + codes.size])
-        bitpack.stream_chunk(codes, 8, bits - 8, out[n + c * CHUNK // 8 * (bits - 8):])
+        if bits <= 8:
+            bitpack.stream_chunk(codes, bits, out[c * CHUNK // 8 * bits:])
+        else:
+            bitpack.low_bytes(codes, out[c * CHUNK:c * CHUNK + codes.size])
+            bitpack.stream_chunk(codes, bits, out[n + c * CHUNK // 8 * (bits - 8):])
+
+
+# One compiled kernel per width, as in ``bitpack``.
+@njit(nogil=True, cache=True)
+def _codes_packed_width(bits, args):
+    if bits == 1: _codes_packed(1, args)
+    elif bits == 2: _codes_packed(2, args)
+    elif bits == 3: _codes_packed(3, args)
+    elif bits == 4: _codes_packed(4, args)
+    elif bits == 5: _codes_packed(5, args)
+    elif bits == 6: _codes_packed(6, args)
+    elif bits == 7: _codes_packed(7, args)
+    elif bits == 8: _codes_packed(8, args)
+    elif bits == 9: _codes_packed(9, args)
+    elif bits == 10: _codes_packed(10, args)
+    elif bits == 11: _codes_packed(11, args)
+    elif bits == 12: _codes_packed(12, args)
+    elif bits == 13: _codes_packed(13, args)
+    elif bits == 14: _codes_packed(14, args)
+    elif bits == 15: _codes_packed(15, args)
+    else: _codes_packed(16, args)
 
 
 def _float32_numpy(flat: torch.Tensor) -> np.ndarray:
@@ -102,8 +122,8 @@ def bin_pack(flat: torch.Tensor, lo: float, hi: float, bits: int, out: torch.Ten
     if hi <= lo:
         out.fill_(0)
     elif n:
-        kernel = _codes_packed_narrow if bits <= 8 else _codes_packed_wide
-        kernel(_float32_numpy(flat), lo, (1 << bits) / (hi - lo), (1 << bits) - 1, bits, out.numpy())
+        args = (_float32_numpy(flat), lo, (1 << bits) / (hi - lo), out.numpy())
+        _codes_packed_width(check_bits("bits", bits), args)
     return out
 
 

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from . import bitpack
+from .extrema import extrema
 from .base import Codec, expect_part
 from .errors import CorruptMessageError
 from .payload import PartWriter, Payload
@@ -66,8 +67,7 @@ def value_range(flat: torch.Tensor, key: str = "") -> tuple[float, float]:
     """(min, max) of a tensor (step 1; Oland & Raj Alg. 1 line 3); ``ValueError`` for NaN or Inf."""
     if flat.numel() == 0:
         return 0.0, 0.0
-    lo_t, hi_t = torch.aminmax(flat.to(torch.float32))
-    lo, hi = float(lo_t), float(hi_t)
+    lo, hi = extrema(flat)
     if not (math.isfinite(lo) and math.isfinite(hi)):
         raise ValueError(f"tensor {key!r} contains NaN or Inf (min {lo}, max {hi}): it cannot be quantized")
     return lo, hi

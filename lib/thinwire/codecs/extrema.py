@@ -1,0 +1,87 @@
+"""min and max of a float32 tensor in one read (Oland & Raj Alg. 1 line 3, the range
+every min-max quantizer sends), as integer maxima over its bit patterns.
+
+Read as int32, a float32's bits order like the float for non-negative values; read as
+uint32, negative values (sign bit set) sort above every non-negative one, in order of
+magnitude. So with i = the int32 view and u = the uint32 view:
+
+    max w = bits(max i)   when some w is non-negative (max i >= 0)
+    min w = bits(max u)   when some w is negative     (max u >= 2^31)
+
+and when every w has one sign the other end is bits(min i). Integer maxima vectorize
+(float ones must order NaN, which keeps the compiler from it): one pass over the
+weights at memory speed, in parallel over chunks. NaN and Inf come out as they are:
+a NaN's bits lie above +-Inf's, so a NaN anywhere makes one of the ends NaN.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from numba import njit, prange
+
+CHUNK = 1 << 16  # values per parallel chunk
+SIGN = 1 << 31
+
+
+@njit(nogil=True, cache=True)
+def _max_keys(k):
+    """(max of k as int32, max of k as uint32)."""
+    imax = np.int32(-SIGN)
+    umax = np.uint32(0)
+    for i in range(k.size):
+        v = k[i]
+        imax = max(imax, v)
+        umax = max(umax, np.uint32(v))
+    return imax, umax
+
+
+@njit(nogil=True, cache=True)
+def _min_key(k):
+    imin = np.int32(SIGN - 1)
+    for i in range(k.size):
+        imin = min(imin, k[i])
+    return imin
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def _chunked_max_keys(k):
+    n = k.size
+    m = (n + CHUNK - 1) // CHUNK
+    imax = np.empty(m, np.int32)
+    umax = np.empty(m, np.uint32)
+    for c in prange(m):
+        imax[c], umax[c] = _max_keys(k[c * CHUNK:min(n, c * CHUNK + CHUNK)])
+    return imax.max(), umax.max()
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def _chunked_min_key(k):
+    n = k.size
+    m = (n + CHUNK - 1) // CHUNK
+    imin = np.empty(m, np.int32)
+    for c in prange(m):
+        imin[c] = _min_key(k[c * CHUNK:min(n, c * CHUNK + CHUNK)])
+    return imin.min()
+
+
+def _as_float(bits) -> float:
+    return float(np.array([bits], dtype=np.uint32).view(np.float32)[0])
+
+
+def extrema(flat: torch.Tensor) -> tuple[float, float]:
+    """(min, max) of a non-empty tensor, computed in float32 (NaN or Inf pass through)."""
+    if flat.numel() == 0:
+        raise ValueError("extrema: the tensor is empty")
+    x = flat.detach().reshape(-1)
+    x = (x if x.dtype == torch.float32 else x.to(torch.float32)).contiguous()
+    k = x.numpy().view(np.int32)
+    small = k.size <= CHUNK
+    imax, umax = _max_keys(k) if small else _chunked_max_keys(k)
+    imax, umax = int(imax), int(umax)
+    if imax >= 0 and umax >= SIGN:  # both signs: the common case, one pass
+        return _as_float(umax), _as_float(imax)
+    imin = int(_min_key(k) if small else _chunked_min_key(k)) & 0xFFFFFFFF
+    if imax < 0:  # every value negative (sign bit set)
+        return _as_float(umax), _as_float(imin)
+    return _as_float(imin), _as_float(imax)  # every value non-negative

@@ -1,0 +1,56 @@
+"""Where the compiled kernels (numba, ``cache=True``) keep their machine code.
+
+numba caches each compiled function beside its source file and checks only that file's
+time stamp on load. Our kernels call kernels in other files (``bin_pack`` compiles
+``bitpack.stream_chunk`` into itself), so editing one file could leave another file's
+cached code stale. ``keyed_cache`` points numba at a folder named by a hash of every
+source file in this package while the kernel modules are imported (numba picks the
+folder when a function is decorated): any edit starts a fresh cache. Older folders are
+removed. An explicit ``NUMBA_CACHE_DIR`` is left alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import shutil
+from pathlib import Path
+
+from numba.core import config
+
+HERE = Path(__file__).parent
+
+
+def source_hash() -> str:
+    digest = hashlib.sha256()
+    for path in sorted(HERE.glob("*.py")):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _fresh_folder() -> Path:
+    root = HERE / "__pycache__"
+    folder = root / f"numba-{source_hash()}"
+    for old in root.glob("numba-*"):
+        if old != folder:
+            shutil.rmtree(old, ignore_errors=True)
+    return folder
+
+
+@contextlib.contextmanager
+def keyed_cache():
+    if config.CACHE_DIR:
+        yield
+        return
+    try:
+        folder = _fresh_folder()
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:  # a read-only install: numba's own locations
+        yield
+        return
+    config.CACHE_DIR = str(folder)
+    try:
+        yield
+    finally:
+        config.CACHE_DIR = ""
