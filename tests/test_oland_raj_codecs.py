@@ -86,6 +86,17 @@ def test_huffman_stream_rejects_symbols_without_codewords_and_bad_syncs():
         huffman_stream.decode(data, 3, lengths, syncs[:1], 2)
 
 
+@pytest.mark.parametrize("lengths", [[1, 0], [1, 2, 0, 0] + [0] * 12, [1] + [0] * 7 + [18] * 2])
+def test_huffman_stream_rejects_bits_that_are_no_codeword(lengths):
+    """An incomplete code (one symbol; or a long code whose table misses some windows)
+    leaves bit patterns that start no codeword: decoding them is an error, not zeros."""
+    lengths = np.array(lengths)
+    n = 40
+    ones = np.full((n * int(lengths.max()) + 7) // 8, 0xFF, dtype=np.uint8)
+    with pytest.raises(ValueError, match="no codeword"):
+        huffman_stream.decode(ones, n, lengths, np.zeros(1, dtype=np.uint32), 64)
+
+
 def test_bin_quantizer_is_a_consistent_pair():
     w = torch.tensor([-1.0, -0.5, 0.0, 0.25, 1.0])
     codes = bin_codes(w, -1.0, 1.0, 2)

@@ -7,28 +7,28 @@ other with no padding between them; the last byte is zero-filled. Its length is 
 of every ``sync``-th symbol (uint32), which let the decoder work on all
 ``ceil(n / sync)`` chunks at once.
 
-Encoding (blocks of ``BLOCK`` symbols, so intermediates stay in cache):
-1. gather each symbol's length and codeword; a cumulative sum gives its bit range;
-2. place each codeword in the 64-bit big-endian word holding its first bit (a codeword
-   that runs into the next word is split: its tail goes to that word);
-3. OR together the pieces of each word (``bitwise_or.reduceat``: the symbols are in
-   order, so each word's pieces are adjacent).
+Encoding is a compiled kernel (numba) in two parallel passes over the chunks between
+sync points: (1) each chunk's length in bits, whose running sum gives the sync points;
+(2) each chunk writes its codewords, most significant bit first, through a 64-bit
+register into the 64-bit words from its sync point on. Words are whole to one chunk
+except the first word of each chunk, which it may share with the chunk before: that word
+is kept aside and OR-ed in afterwards, in order.
 
-Decoding advances every chunk by one symbol per iteration ("lock-step"): read the 64 bits
-starting at the chunk's 32-bit word, shift out the chunk's bit offset, and look the next
-``T`` bits up in a table of ``2**T`` entries (symbol << 8 | length). Codewords longer than
-``T`` (rare symbols) are resolved by canonical decoding: a comparison against the
-left-justified last codeword of each length gives the length, and the codeword's rank
-among those of its length gives the symbol.
+Decoding is a compiled kernel (numba), parallel over the chunks between sync points.
+Within a chunk, each symbol: read the 64 bits starting at the current 32-bit word, shift
+out the bit offset, and look the next ``T`` bits up in a table of ``2**T`` entries
+(symbol << 8 | length). Codewords longer than ``T`` (rare symbols) are resolved by
+canonical decoding: a comparison against the left-justified last codeword of each length
+gives the length, and the codeword's rank among those of its length gives the symbol.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from numba import njit, prange
 
 from .huffman_code import MAX_LENGTH, canonical_codes
 
-BLOCK = 1 << 14   # symbols per encode block
 TABLE_BITS = 16   # at most 2**16 table entries (256 KiB)
 _U64 = np.uint64
 
@@ -36,6 +36,53 @@ _U64 = np.uint64
 def encoded_bits(freq: np.ndarray, lengths: np.ndarray) -> int:
     """sum(freq * length): the stream's length in bits."""
     return int(np.dot(np.asarray(freq, dtype=np.int64), np.asarray(lengths, dtype=np.int64)))
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def _chunk_bits(symbols, lengths, sync, out):
+    n = symbols.size
+    for c in prange(out.size):
+        total = 0
+        for i in range(c * sync, min(n, (c + 1) * sync)):
+            total += lengths[symbols[i]]
+        out[c] = total
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def _encode_chunks(symbols, packed, sync, starts, words):
+    """Write chunk c's codewords from bit ``starts[c]`` on (``packed``: codeword << 8 | length)."""
+    n = symbols.size
+    first = np.zeros(starts.size, np.uint64)   # each chunk's first word, merged below
+    for c in prange(starts.size):
+        w0 = starts[c] >> 6
+        w = w0
+        used = starts[c] & 63                  # bits of word w taken before this chunk
+        acc = np.uint64(0)
+        for i in range(c * sync, min(n, (c + 1) * sync)):
+            e = packed[symbols[i]]
+            ln = np.int64(e & np.uint64(255))
+            code = e >> np.uint64(8)
+            free = 64 - used
+            if ln < free:
+                acc |= code << np.uint64(free - ln)
+                used += ln
+                continue
+            rest = ln - free                    # bits that go to the next word
+            acc |= code >> np.uint64(rest)
+            if w == w0:
+                first[c] = acc
+            else:
+                words[w] = acc
+            w += 1
+            acc = code << np.uint64(64 - rest) if rest else np.uint64(0)
+            used = rest
+        if used:
+            if w == w0:
+                first[c] = acc
+            else:
+                words[w] = acc
+    for c in range(starts.size):               # in order: shared words are OR-ed serially
+        words[starts[c] >> 6] |= first[c]
 
 
 def encode(symbols: np.ndarray, lengths: np.ndarray, sync: int,
@@ -53,44 +100,15 @@ def encode(symbols: np.ndarray, lengths: np.ndarray, sync: int,
     total = encoded_bits(freq, lengths)
     if total >= 1 << 32:
         raise ValueError(f"stream of {total} bits exceeds the 2**32-bit limit of uint32 sync points")
-    # one gather per symbol: codeword << 8 | length (codewords have <= 32 bits)
     packed = (canonical_codes(lengths).astype(_U64) << _U64(8)) | lengths.astype(_U64)
+    bits = np.empty((n + sync - 1) // sync, dtype=np.int64)
+    _chunk_bits(symbols, lengths, sync, bits)
+    starts = np.cumsum(bits) - bits
     words = np.zeros(total // 64 + 2, dtype=_U64)
-    syncs = np.empty((n + sync - 1) // sync, dtype=np.uint32)
-    b = min(BLOCK, max(n, 1))
-    entry, length, end, word, spill, piece, shift = (np.empty(b, dtype=_U64) for _ in range(7))
-    fits = np.empty(b, dtype=bool)
-    bit = 0
-    for s0 in range(0, n, BLOCK):
-        m = min(BLOCK, n - s0)
-        e, ln, en, w, sp, pc, sh, ft = (a[:m] for a in (entry, length, end, word, spill, piece, shift, fits))
-        np.take(packed, symbols[s0:s0 + m].astype(np.intp), out=e)
-        np.bitwise_and(e, _U64(255), out=ln)
-        np.right_shift(e, _U64(8), out=e)                 # e: codewords now
-        np.cumsum(ln, out=en)
-        en += _U64(bit)                                    # en: bit after each codeword
-        np.subtract(en, ln, out=w)                         # w: first bit of each codeword
-        first = -s0 % sync
-        syncs[(s0 + first) // sync:(s0 + m + sync - 1) // sync] = w[first::sync]
-        np.right_shift(w, _U64(6), out=w)                  # w: its 64-bit word
-        np.left_shift(w, _U64(6), out=sp)
-        np.subtract(en, sp, out=sp)                        # sp: end offset within the word, 1..95
-        np.less_equal(sp, _U64(64), out=ft)
-        np.minimum(sp, _U64(64), out=sh)
-        np.subtract(_U64(64), sh, out=sh)
-        np.left_shift(e, sh, out=pc)                       # pc: the codeword where it fits
-        cross = np.flatnonzero(~ft)
-        if cross.size:                                     # head of a codeword split over two words
-            pc[cross] = e[cross] >> (sp[cross] - _U64(64))
-        starts = np.flatnonzero(w[1:] != w[:-1])
-        starts += 1
-        starts = np.concatenate(([0], starts))
-        words[w[starts].astype(np.intp)] |= np.bitwise_or.reduceat(pc, starts)
-        if cross.size:                                     # its tail, at the top of the next word
-            words[w[cross].astype(np.intp) + 1] |= e[cross] << (_U64(128) - sp[cross])
-        bit = int(en[-1])
-    stream = words.astype(">u8").view(np.uint8)[: (total + 7) // 8]
-    return stream, syncs
+    _encode_chunks(symbols, packed, sync, starts, words)
+    stream = words.byteswap().view(np.uint8)[: (total + 7) // 8] if np.little_endian else \
+        words.view(np.uint8)[: (total + 7) // 8]
+    return stream, starts.astype(np.uint32)
 
 
 def _table(lengths: np.ndarray, codes: np.ndarray, t: int) -> np.ndarray:
@@ -108,27 +126,59 @@ def _table(lengths: np.ndarray, codes: np.ndarray, t: int) -> np.ndarray:
 
 
 class _Canonical:
-    """Canonical decoding of a ``maxlen``-bit left-justified window (for long codewords)."""
+    """Canonical decoding tables of a ``maxlen``-bit left-justified window (for codewords
+    longer than the lookup table's ``T`` bits)."""
 
     def __init__(self, lengths: np.ndarray, codes: np.ndarray):
         self.maxlen = int(lengths.max())
         order = np.lexsort((np.arange(lengths.size), lengths))
-        self.order = order[lengths[order] > 0]
+        self.order = order[lengths[order] > 0].astype(np.int64)
         used = np.unique(lengths[self.order])
-        self.lens = used
+        self.lens = used.astype(np.int64)
         first_rank = np.searchsorted(lengths[self.order], used)            # rank of each length's first code
         count = np.diff(np.append(first_rank, self.order.size))
         self.first_code = codes[self.order[first_rank]].astype(np.int64)
-        self.first_rank = first_rank
+        self.first_rank = first_rank.astype(np.int64)
         # exclusive upper limit of each length's codes, left-justified to maxlen bits
         self.limit = (self.first_code + count) << (self.maxlen - used)
 
-    def entries(self, window: np.ndarray) -> np.ndarray:
-        """window: the next ``maxlen`` bits (int64) -> (symbol << 8) | length."""
-        k = np.searchsorted(self.limit, window, side="right")
-        ln = self.lens[k]
-        rank = self.first_rank[k] + (window >> (self.maxlen - ln)) - self.first_code[k]
-        return (self.order[rank].astype(np.uint32) << 8) | ln.astype(np.uint32)
+
+@njit(nogil=True, cache=True)
+def _canonical_entry(window, limit, lens, first_rank, first_code, order, maxlen):
+    """(symbol << 8) | length of the codeword ``window`` (``maxlen`` bits) starts with;
+    0 when no codeword does (a corrupt stream)."""
+    for k in range(limit.size):
+        if window < limit[k]:
+            ln = lens[k]
+            rank = first_rank[k] + (window >> (maxlen - ln)) - first_code[k]
+            if rank < 0 or rank >= order.size:  # lengths that are no prefix code
+                return np.uint32(0)
+            return (np.uint32(order[rank]) << np.uint32(8)) | np.uint32(ln)
+    return np.uint32(0)
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def _decode_chunks(window, syncs, sync, table, t, slow, out):
+    """Decode chunk c (symbols c sync .. (c + 1) sync - 1) from bit ``syncs[c]``, in
+    parallel over chunks; returns the number of chunks that met an invalid codeword."""
+    limit, lens, first_rank, first_code, order, maxlen = slow
+    n = out.size
+    drop = np.uint64(64 - t)
+    bad = np.zeros(syncs.size, np.int64)
+    for c in prange(syncs.size):
+        pos = np.int64(syncs[c])
+        for i in range(c * sync, min(n, (c + 1) * sync)):
+            win = window[pos >> 5] << np.uint64(pos & 31)
+            e = table[win >> drop]
+            if e == 0 and limit.size:
+                e = _canonical_entry(np.int64(win >> np.uint64(64 - maxlen)), limit, lens, first_rank,
+                                     first_code, order, maxlen)
+            if e == 0:
+                bad[c] = 1
+                break
+            out[i] = e >> np.uint32(8)
+            pos += e & np.uint32(255)
+    return bad.sum()
 
 
 def decode(stream: np.ndarray, n: int, lengths: np.ndarray, syncs: np.ndarray, sync: int,
@@ -160,28 +210,13 @@ def decode(stream: np.ndarray, n: int, lengths: np.ndarray, syncs: np.ndarray, s
     window |= w32[1:]
     del w32, padded
     pos = syncs.astype(np.int64)
-    if (pos >= 8 * stream.size + 1).any() or (np.diff(pos) < 0).any():
+    if (pos >= 8 * stream.size + 1).any() or (np.diff(pos) < 0).any() or (pos < 0).any():
         raise ValueError("sync points are out of order or past the end of the stream")
-    got = np.zeros((sync, chunks), dtype=np.uint32)
-    idx, step = np.empty(chunks, dtype=np.int64), np.empty(chunks, dtype=np.int64)
-    win = np.empty(chunks, dtype=_U64)
-    drop = _U64(64 - t)
-    for j in range(min(sync, n)):
-        np.right_shift(pos, 5, out=idx)
-        np.take(window, idx, out=win)
-        np.bitwise_and(pos, 31, out=step)
-        np.left_shift(win, step.view(_U64), out=win)
-        e = got[j]
-        if slow is None:
-            np.right_shift(win, drop, out=win)
-            np.take(table, win.view(np.int64), out=e)
-        else:
-            np.take(table, (win >> drop).view(np.int64), out=e)
-            long = np.flatnonzero(e == 0)
-            if long.size:
-                e[long] = slow.entries((win[long] >> _U64(64 - slow.maxlen)).view(np.int64))
-        np.bitwise_and(e, 255, out=step)
-        pos += step
-    flat = got.T.reshape(-1)[:n]
-    np.right_shift(flat, 8, out=out, casting="unsafe")
+    if slow is None:
+        no = np.zeros(0, dtype=np.int64)
+        slow_args = (no, no, no, no, no, t)
+    else:
+        slow_args = (slow.limit, slow.lens, slow.first_rank, slow.first_code, slow.order, slow.maxlen)
+    if _decode_chunks(window, pos, sync, table, t, slow_args, out):
+        raise ValueError("the stream holds a bit pattern that is no codeword")
     return out
