@@ -1,5 +1,5 @@
 """The Huffman bitstream (Oland & Raj 2015, Alg. 1 line 9 ``Encode`` and Alg. 2 line 3
-``Decode``), vectorized.
+``Decode``), as compiled kernels.
 
 Layout: the canonical codewords of the symbols, most significant bit first, one after the
 other with no padding between them; the last byte is zero-filled. Its length is exactly
@@ -48,6 +48,15 @@ def _chunk_bits(symbols, lengths, sync, out):
         out[c] = total
 
 
+@njit(nogil=True, cache=True)
+def _put(words, first, c, k, w, word):
+    """Word ``k`` of chunk ``c`` (at ``words[w]``): the first one is kept aside."""
+    if k == 0:
+        first[c] = word
+    else:
+        words[w] = word
+
+
 @njit(parallel=True, nogil=True, cache=True)
 def _encode_chunks(symbols, packed, sync, starts, words):
     """Write chunk c's codewords from bit ``starts[c]`` on (``packed``: codeword << 8 | length)."""
@@ -68,19 +77,12 @@ def _encode_chunks(symbols, packed, sync, starts, words):
                 used += ln
                 continue
             rest = ln - free                    # bits that go to the next word
-            acc |= code >> np.uint64(rest)
-            if w == w0:
-                first[c] = acc
-            else:
-                words[w] = acc
+            _put(words, first, c, w - w0, w, acc | (code >> np.uint64(rest)))
             w += 1
             acc = code << np.uint64(64 - rest) if rest else np.uint64(0)
             used = rest
         if used:
-            if w == w0:
-                first[c] = acc
-            else:
-                words[w] = acc
+            _put(words, first, c, w - w0, w, acc)
     for c in range(starts.size):               # in order: shared words are OR-ed serially
         words[starts[c] >> 6] |= first[c]
 
@@ -106,9 +108,7 @@ def encode(symbols: np.ndarray, lengths: np.ndarray, sync: int,
     starts = np.cumsum(bits) - bits
     words = np.zeros(total // 64 + 2, dtype=_U64)
     _encode_chunks(symbols, packed, sync, starts, words)
-    stream = words.byteswap().view(np.uint8)[: (total + 7) // 8] if np.little_endian else \
-        words.view(np.uint8)[: (total + 7) // 8]
-    return stream, starts.astype(np.uint32)
+    return words.astype(">u8").view(np.uint8)[: (total + 7) // 8], starts.astype(np.uint32)
 
 
 def _table(lengths: np.ndarray, codes: np.ndarray, t: int) -> np.ndarray:
