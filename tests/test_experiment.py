@@ -59,10 +59,15 @@ def test_bytes_come_from_the_ledger(tmp_path):
     config = RunConfig(**TINY, push_codec="quantize(bits=8)")
     result = run(config, root=tmp_path)
     total = result.ledger.total_bytes("push")
-    assert total == sum(result.metrics["bytes_up"]) == result.summary["bytes_up"]
+    assert total == sum(result.metrics["push_bytes"]) == result.summary["push_bytes"]
+    payload = result.ledger.total_bytes("push", payload=True)
+    assert payload == result.summary["push_payload"] == sum(result.metrics["push_payload"])
+    assert result.summary["bytes"] == result.summary["payload_bytes"] + result.summary["framing_bytes"]
+    messages = result.summary["push_messages"] + result.summary["pull_messages"]
+    assert result.summary["framing_bytes"] <= 32 * messages  # a compact binary header per message
     fp32 = run(RunConfig(**TINY), root=tmp_path)
-    ratio = fp32.summary["bytes_up"] / result.summary["bytes_up"]
-    assert 3.5 < ratio < 4.0  # 8-bit codes plus headers
+    # 4 bytes a value against 1, plus the 8 bytes of (lo, hi) in each quantized message
+    assert fp32.summary["push_payload"] == 4 * (result.summary["push_payload"] - 8 * result.summary["push_messages"])
 
 
 def test_in_process_and_gloo_four_processes_agree(tmp_path):

@@ -84,7 +84,7 @@ def test_exact_threshold_hits_the_density():
     for ratio in (0.9, 0.99, 0.999):
         state = CodecState(0)
         GradDrop(ratio=ratio, threshold="exact").encode(x, state, "w")
-        assert int(state.slot("w")["kept"]) == 100_000 - round(ratio * 100_000)
+        assert state.last.kept == 100_000 - round(ratio * 100_000)
 
 
 @pytest.mark.parametrize("sampling", ["random", "stride"])
@@ -94,7 +94,7 @@ def test_sampled_threshold_density_is_close_to_target(sampling):
     for step in range(10):
         x = torch.randn(1_000_000, generator=_gen(step))
         codec.encode(x, state, f"w{step}")  # fresh residual each time: density of the draw itself
-        kept.append(int(state.slot(f"w{step}")["kept"]) / 1_000_000)
+        kept.append(state.last.kept / 1_000_000)
     assert abs(np.mean(kept) - 0.01) / 0.01 < 0.10
 
 
@@ -192,12 +192,12 @@ def test_ties_keep_reaches_the_target_when_values_tie():
     keep = GradDrop(ratio=0.99, threshold="exact", residual=False, ties="keep")
     s1, s2 = CodecState(0), CodecState(0)
     strict.encode(g, s1, "t"), keep.encode(g, s2, "t")
-    assert int(s1.slots["t"]["kept"]) == 500 and int(s2.slots["t"]["kept"]) == 100_000
-    assert int(s1.slots["t"]["tied"]) == 99_499  # counted exactly: the threshold value and 99,499 others
+    assert s1.last.kept == 500 and s2.last.kept == 100_000
+    assert s1.last.tied == 99_499  # counted exactly: the threshold value and 99,499 others
     sampled = CodecState(0)
     GradDrop(ratio=0.99, residual=False).encode(g, sampled, "t")
-    assert abs(int(sampled.slots["t"]["tied"]) - 99_500) <= 1_000  # estimated from the 1000-value sample
+    assert abs(sampled.last.tied - 99_500) <= 1_000  # estimated from the 1000-value sample
     distinct = CodecState(0)
     GradDrop(ratio=0.99, residual=False).encode(torch.randn(100_000, generator=_gen(3)), distinct, "t")
-    assert int(distinct.slots["t"]["tied"]) == 0
+    assert distinct.last.tied == 0
     assert torch.equal(keep.decode(keep.encode(g, CodecState(0), "t"), None, "t"), g)

@@ -157,12 +157,12 @@ def test_adaptive_bits_follow_entropy_plus_floor_capped_at_ceiling():
     peaked = torch.randn(50_000, generator=g) ** 3        # mass in a few middle bins
     state = CodecState(0)
     make_codec("oland_raj(c=5, m=4, ceiling=10)").encode(uniform, state, "u")
-    assert int(state.slot("u")["bits"]) == 9
+    assert state.last.bits == 9
     make_codec("oland_raj(c=5, m=4, ceiling=8)").encode(uniform, state, "u")
-    assert int(state.slot("u")["bits"]) == 8
+    assert state.last.bits == 8
     make_codec("oland_raj(c=5, m=4)").encode(peaked, state, "p")
-    h = float(state.slot("p")["entropy"])
-    assert h < 2 and int(state.slot("p")["bits"]) == math.ceil(h + 5)
+    h = state.last.entropy
+    assert h < 2 and state.last.bits == math.ceil(h + 5)
 
 
 @pytest.mark.parametrize("coder", sorted(CODERS))
@@ -172,7 +172,7 @@ def test_package_decodes_from_bytes_alone(coder):
     state = CodecState(7)
     message = bytes(codec.encode(w, state, "fc2.weight"))  # nothing else travels
     decoded = make_codec(codec.spec()).decode(message)     # a fresh codec, no state
-    bits = int(state.slot("fc2.weight")["bits"])
+    bits = state.last.bits
     assert 5 <= bits <= 9
     reference = BinQuantize(bits=bits)
     assert torch.equal(decoded, reference.decode(reference.encode(w)))

@@ -33,8 +33,8 @@ def test_network_model_incast_and_presets():
     assert net.phase_seconds([(k, (k + 1) % 4, 100) for k in range(4)]) == pytest.approx(0.5 + 0.1)
     assert net.phase_seconds([(2, 2, 10**9)]) == 0.0  # to oneself: no network
     ledger = Ledger()
-    ledger.record(0, "push", 0, 1, "w", 1000)
-    ledger.record(1, "push", 0, 1, "w", 2000)
+    ledger.record(0, "push", 0, 1, "w", 1000, 900)
+    ledger.record(1, "push", 0, 1, "w", 2000, 1900)
     assert list(net.seconds_per_step(ledger, 2)) == pytest.approx([1.5, 2.5])
     assert network_preset("pcie3_x16").bandwidth_bytes_per_s == 15.75e9
     assert network_preset("ethernet_10g").bandwidth_bytes_per_s == 1.25e9
@@ -42,3 +42,35 @@ def test_network_model_incast_and_presets():
     assert network_preset("net_10mbs").bandwidth_bytes_per_s == 10e6
     with pytest.raises(ValueError, match="network must be one of"):
         network_preset("carrier_pigeon")
+
+
+def test_per_message_latency_counts_messages_at_the_busiest_node():
+    net = NetworkModel("test", bandwidth_bytes_per_s=1000.0, latency_s=0.5, message_latency_s=0.01)
+    # the server receives 4 messages of 100 bytes: 0.4 s of bytes + 4 x 0.01 s
+    assert net.phase_seconds([(k, 4, 100) for k in range(4)]) == pytest.approx(0.5 + 0.4 + 0.04)
+    # ten tiny messages cost more than one message of the same bytes
+    many = net.phase_seconds([(0, 1, 10)] * 10)
+    one = net.phase_seconds([(0, 1, 100)])
+    assert many == pytest.approx(one + 9 * 0.01)
+    assert network_preset("ethernet_10g").with_message_latency(1e-5).message_latency_s == 1e-5
+    with pytest.raises(ValueError, match="message_latency_s=-1"):
+        NetworkModel("bad", 1.0, 0.0, message_latency_s=-1)
+
+
+def test_ledger_reports_any_phase_and_role_for_every_step():
+    ledger = Ledger()
+    ledger.record(0, "ring", 0, 1, "a", 120, 100)
+    ledger.record(0, "ring", 1, 0, "a", 120, 100)
+    ledger.record(2, "control", 4, 0, "bits", 21, 1)
+    ledger.record(2, "control", 4, 4, "bits", 21, 1)  # to itself: not network traffic
+    roles = {0: "peer", 1: "peer", 4: "server"}
+    per = ledger.per_step(4, ("ring", "gossip"), roles)
+    assert per["bytes"].tolist() == [240, 0, 21, 0]
+    assert per["payload_bytes"].tolist() == [200, 0, 1, 0]
+    assert per["framing_bytes"].tolist() == [40, 0, 20, 0]
+    assert per["ring_messages"].tolist() == [2, 0, 0, 0] and per["gossip_bytes"].tolist() == [0] * 4
+    assert per["control_payload"].tolist() == [0, 0, 1, 0]
+    assert per["server_sent_bytes"].tolist() == [0, 0, 21, 0] and per["peer_sent_messages"].tolist() == [2, 0, 0, 0]
+    with pytest.raises(ValueError, match="steps=2"):
+        ledger.per_step(2)
+    assert Ledger.from_arrays(ledger.to_arrays()).rows() == ledger.rows()

@@ -34,8 +34,8 @@ def test_exchange_leaves_every_worker_with_the_decoded_average():
     metrics = algo.step(1, x, y)
     for name, p in algo.replicas.params.items():
         assert all(torch.equal(p[k], algo.global_params()[name]) for k in range(3))
-    extra = metrics["extra"]
-    assert {"bits/net.1.weight", "entropy/net.1.weight", "grad_rms/net.1.weight", "probe_bytes/raw"} <= set(extra)
+    extra = metrics.extra
+    assert {"bits/net.1.weight", "entropy/net.1.weight", "grad_rms/net.1.weight", "probe_payload/raw"} <= set(extra)
     assert 4 <= extra["bits/net.1.weight"] <= 7  # N = ceil(H + 3), H <= M = 4
 
 
@@ -86,8 +86,9 @@ def test_in_process_and_gloo_agree(tmp_path):
     config = RunConfig(**TINY)
     local = run(config, root=tmp_path)
     distributed = launch(config, nprocs=3, backend="gloo", root=tmp_path)
-    assert local.summary["bytes_up"] == distributed.summary["bytes_up"]
-    assert local.summary["bytes_down"] == distributed.summary["bytes_down"]
+    assert local.summary["push_bytes"] == distributed.summary["push_bytes"]
+    assert local.summary["pull_bytes"] == distributed.summary["pull_bytes"]
+    assert local.ledger.rows() == distributed.ledger.rows()
     torch.testing.assert_close(torch.tensor(local.metrics["loss"]), torch.tensor(distributed.metrics["loss"]),
                                atol=1e-5, rtol=1e-5)
     assert local.summary["final_accuracy"] == distributed.summary["final_accuracy"]

@@ -1,6 +1,6 @@
 """Each paper's published numbers, for the notebooks' "paper vs ours" tables.
 
-Values are copied from the papers' text and tables (see ../shared/papers); the keys say
+Values are copied from the papers' text and tables (each entry names its source); the keys say
 what the number is. Nothing in the library computes with them.
 """
 

@@ -46,7 +46,8 @@ class FlatLayout:
         self.numel = offset
 
     def flatten(self, tensors: dict[str, torch.Tensor], out: torch.Tensor | None = None) -> torch.Tensor:
-        out = torch.empty(self.numel, dtype=torch.float32) if out is None else out
+        if out is None:
+            out = torch.empty(self.numel, dtype=torch.float32, device=next(iter(tensors.values())).device)
         for p in self.pieces:
             out[p.offset:p.offset + p.numel].view(p.stored).copy_(tensors[p.name].permute(p.perm))
         return out

@@ -26,6 +26,7 @@ from ..comm import Envelope, Transport
 from ..models import Replicas
 from .local_state import LocalState
 from .optimizers import make_optimizer
+from .report import StepReport, Tally
 
 PULL_MODES = ("params", "delta")
 
@@ -73,7 +74,7 @@ class CenterAgent:
             for name, t in self.client_copy.items():
                 t.copy_(state["client_copy"][name])
 
-    def pull_messages(self) -> list[Envelope]:
+    def pull_messages(self, tally: Tally) -> list[Envelope]:
         out = []
         for name, p in self.params.items():
             if self.pull_mode == "params":
@@ -81,6 +82,7 @@ class CenterAgent:
             else:
                 message = self.pull_codec.encode(p - self.client_copy[name], self.pull_state, name)
                 self.client_copy[name] += self.pull_codec.decode(message, None, name)
+            tally.add("pull", self.pull_state.last)
             out.extend(Envelope(self.workers, k, name, message) for k in range(self.workers))
         return out
 
@@ -107,17 +109,19 @@ class PlumpDP(LocalState):
         self.center = (CenterAgent(model, optimizer, lr, momentum, self.push_codec, self.pull_codec,
                                    pull_mode, workers, seed)
                        if transport.is_local(self.center_id) else None)
+        self.roles = {**{k: "worker" for k in range(workers)}, self.center_id: "server"}
 
-    def step(self, step: int, x: torch.Tensor, y: torch.Tensor) -> dict:
+    def step(self, step: int, x: torch.Tensor, y: torch.Tensor) -> StepReport:
         """x, y: the local workers' batches stacked (len(local_workers), B, ...)."""
         t0 = time.perf_counter()
-        outbox = []
+        outbox, tally = [], Tally()
         if self.local_workers:
             losses, correct, grads = self.replicas.loss_and_grads(x, y)
             for i, k in enumerate(self.local_workers):
                 for name, g in grads.items():
                     outbox.append(Envelope(k, self.center_id,
                                            name, self.push_codec.encode(g[i], self.push_states[k], name)))
+                    tally.add("push", self.push_states[k].last)
         else:
             losses, correct = torch.zeros(0), torch.zeros(0)
         worker_seconds = time.perf_counter() - t0
@@ -126,7 +130,7 @@ class PlumpDP(LocalState):
         outbox = []
         if self.center is not None:
             self.center.aggregate(inbox)
-            outbox = self.center.pull_messages()
+            outbox = self.center.pull_messages(tally)
         center_seconds = time.perf_counter() - t1
         inbox = self.transport.exchange(outbox, step, "pull")
         t2 = time.perf_counter()
@@ -139,11 +143,9 @@ class PlumpDP(LocalState):
             else:
                 target.add_(value)
         worker_seconds += time.perf_counter() - t2
-        return {
-            "loss_sum": float(losses.sum()), "correct": int(correct.sum()), "samples": int(y.numel()),
-            "worker_seconds": worker_seconds, "local_workers": len(self.local_workers),
-            "center_seconds": center_seconds,
-        }
+        return StepReport(loss_sum=float(losses.sum()), correct=int(correct.sum()), samples=int(y.numel()),
+                          local_workers=len(self.local_workers), worker_seconds=worker_seconds,
+                          server_seconds=center_seconds, tally=tally)
 
     def global_params(self) -> dict[str, torch.Tensor] | None:
         return None if self.center is None else self.center.params

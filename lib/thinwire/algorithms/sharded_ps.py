@@ -33,6 +33,7 @@ from ..comm import Envelope, Transport
 from ..models import Replicas
 from .flat_layout import FlatLayout
 from .optimizers import make_optimizer
+from .report import StepReport, Tally
 from .plump_dp import PULL_MODES
 
 
@@ -114,20 +115,21 @@ class ShardedPS:
                         for j, (lo, hi) in enumerate(self.bounds) if transport.is_local(j)}
         for server in self.servers.values():
             server.pull_state.set_segments(server.key, self.layout.segments(*self.bounds[server.j]))
-        self._flat = torch.empty(self.layout.numel)
-        self._pulled = torch.empty(self.layout.numel)
+        self.roles = {i: "peer" for i in range(workers)}  # each node is a client and a shard server
+        self._flat = torch.empty(self.layout.numel, device=initial.device)
+        self._pulled = torch.empty(self.layout.numel, device=initial.device)
 
-    def step(self, step: int, x: torch.Tensor, y: torch.Tensor) -> dict:
+    def step(self, step: int, x: torch.Tensor, y: torch.Tensor) -> StepReport:
         """x, y: the local clients' batches stacked (len(local_workers), B, ...)."""
         t0 = time.perf_counter()
-        outbox, push = [], {"kept": 0, "total": 0, "tied": 0}
+        outbox, tally = [], Tally()
         if self.local_workers:
             losses, correct, grads = self.replicas.loss_and_grads(x, y)
             for li, i in enumerate(self.local_workers):
                 flat = self.layout.flatten({n: g[li] for n, g in grads.items()}, out=self._flat)
                 for j, (lo, hi) in enumerate(self.bounds):
                     message = self.push_codec.encode(flat[lo:hi], self.push_states[i], shard_key(j))
-                    _count(push, self.push_states[i], shard_key(j))
+                    tally.add("push", self.push_states[i].last)
                     outbox.append(Envelope(i, j, shard_key(j), message))
         else:
             losses, correct = torch.zeros(0), torch.zeros(0)
@@ -135,14 +137,14 @@ class ShardedPS:
         inbox = self.transport.exchange(outbox, step, "push")
 
         t1 = time.perf_counter()
-        outbox, pull = [], {"kept": 0, "total": 0, "tied": 0}
+        outbox = []
         by_shard: dict[int, list[Envelope]] = {j: [] for j in self.servers}
         for env in inbox:
             by_shard[env.receiver].append(env)
         for j, server in self.servers.items():
             server.aggregate(by_shard[j])
             message = server.pull_message()
-            _count(pull, server.pull_state, server.key)
+            tally.add("pull", server.pull_state.last)
             outbox.extend(Envelope(j, i, server.key, message) for i in range(self.nodes))
         server_seconds = time.perf_counter() - t1
         inbox = self.transport.exchange(outbox, step, "pull")
@@ -150,14 +152,9 @@ class ShardedPS:
         t2 = time.perf_counter()
         self._apply_pulls(inbox)
         client_seconds += time.perf_counter() - t2
-        return {
-            "loss_sum": float(losses.sum()), "correct": int(correct.sum()), "samples": int(y.numel()),
-            "worker_seconds": client_seconds, "local_workers": len(self.local_workers),
-            "center_seconds": server_seconds / max(1, len(self.servers)),
-            "push_kept": push["kept"], "push_total": push["total"],
-            "pull_kept": pull["kept"], "pull_total": pull["total"],
-            "push_tied": push["tied"], "pull_tied": pull["tied"],
-        }
+        return StepReport(loss_sum=float(losses.sum()), correct=int(correct.sum()), samples=int(y.numel()),
+                          local_workers=len(self.local_workers), worker_seconds=client_seconds,
+                          server_seconds=server_seconds / max(1, len(self.servers)), tally=tally)
 
     def _apply_pulls(self, inbox: list[Envelope]) -> None:
         index = {k: li for li, k in enumerate(self.local_workers)}
@@ -197,13 +194,5 @@ class ShardedPS:
             if self.transport.rank != 0:
                 return None
             shards = {j: t for part in gathered for j, t in part.items()}
-        return self.layout.views(torch.cat([shards[j] for j in range(self.nodes)]))
+        return self.layout.views(torch.cat([shards[j].to(self._flat.device) for j in range(self.nodes)]))
 
-
-def _count(totals: dict, state: CodecState, key: str) -> None:
-    """Add a codec's survivor statistics for its last message, when it keeps them."""
-    slot = state.slots.get(key, {})
-    if "kept" in slot:
-        totals["kept"] += int(slot["kept"])
-        totals["total"] += int(slot["total"])
-        totals["tied"] += int(slot.get("tied", 0))

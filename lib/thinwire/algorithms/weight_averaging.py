@@ -16,7 +16,7 @@ the data, and one averaging agent (id K; the paper's "master node"). Each step:
 
 Measurements at each exchange, for the paper's figures, go in the step's ``extra``:
 the bit width and entropy estimate per tensor (mean over workers), the RMS of each
-tensor's loss gradient on the last batch (Fig. 2), and the bytes the pushes would take
+tensor's loss gradient on the last batch (Fig. 2), and the payload bytes the pushes would take
 with the other coders (``probe_coders``: the same quantization, encoded for real with
 raw packing or ANS; Fig. 5 and the ANS comparison). ``probe_entropy`` adds the
 entropy estimate of worker 0's weights for a grid of (M, F) (Fig. 3).
@@ -30,13 +30,14 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..codecs import Codec, CodecState, Float32
+from ..codecs import Codec, CodecState, Float32, wire
 from ..codecs.adaptive_quantize import BinQuantize
 from ..codecs.bin_quantize import estimate_entropy
 from ..codecs.quantize import value_range
 from ..comm import Envelope, Transport
 from ..models import Replicas
 from .local_state import LocalState
+from .report import StepReport, Tally
 
 PROBE_M = (2, 4, 6, 8)
 PROBE_F = (0.01, 0.03, 0.1, 1.0)
@@ -56,7 +57,7 @@ class AveragingAgent:
         self.pull_state = CodecState(seed + 2000)
         self._decoded = {n: torch.empty_like(p) for n, p in self.params.items()}
 
-    def average(self, pushes: list[Envelope]) -> list[Envelope]:
+    def average(self, pushes: list[Envelope], tally: Tally) -> list[Envelope]:
         total = {n: torch.zeros_like(p) for n, p in self.params.items()}
         for env in sorted(pushes, key=lambda e: (e.sender, e.tensor)):
             total[env.tensor] += self.push_codec.decode(env.message, self.push_states[env.sender], env.tensor,
@@ -64,6 +65,7 @@ class AveragingAgent:
         out = []
         for name, t in total.items():
             message = self.pull_codec.encode(t.div_(self.workers), self.pull_state, name)
+            tally.add("pull", self.pull_state.last)
             self.pull_codec.decode(message, None, name, out=self.params[name])  # what the workers will hold
             out.extend(Envelope(self.workers, k, name, message) for k in range(self.workers))
         return out
@@ -107,6 +109,7 @@ class WeightAveraging(LocalState):
                        if transport.is_local(self.center_id) else None)
         self.matrices = [n for n, p in self.replicas.params.items() if p.dim() > 2]  # (K, out, in): weights
         self._sign = {n: torch.empty_like(self.replicas.params[n]) for n in self.matrices}
+        self.roles = {**{k: "worker" for k in range(workers)}, self.center_id: "server"}
 
     @classmethod
     def from_config(cls, model, transport, config, push_codec, pull_codec, steps_per_epoch: int):
@@ -117,10 +120,10 @@ class WeightAveraging(LocalState):
     def learning_rate(self, step: int) -> float:
         return self.lr * self.lr_decay ** (step // self.exchange_every)
 
-    def step(self, step: int, x: torch.Tensor, y: torch.Tensor) -> dict:
+    def step(self, step: int, x: torch.Tensor, y: torch.Tensor) -> StepReport:
         t0 = time.perf_counter()
         lr = self.learning_rate(step)
-        extra = {}
+        extra, tally = {}, Tally()
         if self.local_workers:
             if self.l1:
                 for name in self.matrices:
@@ -137,13 +140,13 @@ class WeightAveraging(LocalState):
             extra.update(self._gradient_rms(x, y))
             if self.probe_entropy and 0 in self.local_workers:
                 extra.update(self._entropy_grid())
-            outbox = self._pushes(extra)
+            outbox = self._pushes(extra, tally)
         worker_seconds = time.perf_counter() - t0
         center_seconds = 0.0
         if exchange:
             inbox = self.transport.exchange(outbox, step, "push")
             t1 = time.perf_counter()
-            outbox = self.center.average(inbox) if self.center is not None else []
+            outbox = self.center.average(inbox, tally) if self.center is not None else []
             center_seconds = time.perf_counter() - t1
             inbox = self.transport.exchange(outbox, step, "pull")
             t2 = time.perf_counter()
@@ -154,13 +157,11 @@ class WeightAveraging(LocalState):
                     decoded[id(env.message)] = self.pull_codec.decode(env.message, None, env.tensor)
                 self.replicas.params[env.tensor][index[env.receiver]].copy_(decoded[id(env.message)])
             worker_seconds += time.perf_counter() - t2
-        return {
-            "loss_sum": float(losses.sum()), "correct": int(correct.sum()), "samples": int(y.numel()),
-            "worker_seconds": worker_seconds, "local_workers": len(self.local_workers),
-            "center_seconds": center_seconds, "extra": extra,
-        }
+        return StepReport(loss_sum=float(losses.sum()), correct=int(correct.sum()), samples=int(y.numel()),
+                          local_workers=len(self.local_workers), worker_seconds=worker_seconds,
+                          server_seconds=center_seconds, tally=tally, extra=extra)
 
-    def _pushes(self, extra: dict) -> list[Envelope]:
+    def _pushes(self, extra: dict, tally: Tally) -> list[Envelope]:
         out = []
         probe_bytes = dict.fromkeys(self.probes, 0)
         bits, entropy = {}, {}
@@ -169,16 +170,17 @@ class WeightAveraging(LocalState):
                 w = p[i]
                 for coder, codec in self.probes.items():   # same quantization (same generator state)
                     self.probe_state.load_state_dict(self.push_states[k].state_dict())
-                    probe_bytes[coder] += len(codec.encode(w, self.probe_state, name))
+                    probe_bytes[coder] += wire.measure(codec.encode(w, self.probe_state, name))[0]
                 out.append(Envelope(k, self.center_id, name, self.push_codec.encode(w, self.push_states[k], name)))
-                slot = self.push_states[k].slot(name)
-                if "bits" in slot:
-                    bits.setdefault(name, []).append(int(slot["bits"]))
-                if "entropy" in slot:
-                    entropy.setdefault(name, []).append(float(slot["entropy"]))
+                stats = self.push_states[k].last
+                tally.add("push", stats)
+                if stats.bits is not None:
+                    bits.setdefault(name, []).append(stats.bits)
+                if stats.entropy is not None:
+                    entropy.setdefault(name, []).append(stats.entropy)
         workers = len(self.local_workers)
         extra["parameters"] = sum(p[0].numel() for p in self.replicas.params.values())
-        extra.update({f"probe_bytes/{c}": b / workers for c, b in probe_bytes.items()})
+        extra.update({f"probe_payload/{c}": b / workers for c, b in probe_bytes.items()})
         extra.update({f"bits/{n}": float(np.mean(v)) for n, v in bits.items()})
         extra.update({f"entropy/{n}": float(np.mean(v)) for n, v in entropy.items()})
         return out
@@ -194,7 +196,7 @@ class WeightAveraging(LocalState):
         out = {}
         gen = torch.Generator().manual_seed(12345)
         for name in self.matrices:
-            w = self.replicas.params[name][self.local_workers.index(0)].reshape(-1)
+            w = self.replicas.params[name][self.local_workers.index(0)].reshape(-1).cpu()  # numba kernels: host
             lo, hi = value_range(w, name)
             for m in PROBE_M:
                 for f in PROBE_F:

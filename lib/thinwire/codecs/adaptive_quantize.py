@@ -15,8 +15,8 @@
 ``binquant(bits, coder)`` is the fixed-width quantizer of Sec. 3.1 (Fig. 1), the same
 package with N fixed.
 
-The sender's ``CodecState`` slot for each tensor keeps the last ``entropy`` estimate and
-``bits`` chosen, for the figures; the draw of the entropy sample uses the state's generator.
+Each encode reports the ``entropy`` estimate and the ``bits`` chosen in ``state.last``
+(``SendStats``), for the figures; the draw of the entropy sample uses the state's generator.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ class BinQuantize(Codec):
     """Fixed N-bit bin quantization (Sec. 3.1) + an entropy coder."""
 
     name = "binquant"
+    codec_id = 8
 
     def __init__(self, bits: int = 8, coder: str = "raw"):
         self.bits = check_bits("bits", bits)
@@ -58,7 +59,7 @@ class BinQuantize(Codec):
     def compress(self, flat, state: CodecState, key: str) -> Payload:
         lo, hi = value_range(flat, key)
         bits = self.choose_bits(flat, lo, hi, state, key)
-        state.slot(key)["bits"] = torch.tensor(bits)
+        state.last.bits = bits
         if self.coder == "raw":  # QUANTIZE fused with the raw coder's packing (same part)
             parts, meta = {"codes": bin_pack(flat, lo, hi, bits)}, {}
         else:
@@ -80,6 +81,7 @@ class OlandRaj(BinQuantize):
     """Entropy-adaptive bit width per tensor and message (Alg. 1), Huffman-coded by default."""
 
     name = "oland_raj"
+    codec_id = 9
 
     def __init__(self, c: int = 5, m: int = 4, f: float = 0.03, ceiling: int = 10, coder: str = "huffman"):
         check_bits("c", c)
@@ -98,13 +100,7 @@ class OlandRaj(BinQuantize):
 
     def choose_bits(self, flat, lo, hi, state, key) -> int:
         h = estimate_entropy(flat, lo, hi, self.m, self.f, state.generator)
-        state.slot(key)["entropy"] = torch.tensor(h, dtype=torch.float64)
+        state.last.entropy = h
         # the 1e-9 keeps an entropy of exactly k bits (up to float error) at k + c
         return min(self.ceiling, max(1, math.ceil(h + self.c - 1e-9)))
-
-
-def bits_sent(state: CodecState, key: str) -> int | None:
-    """The bit width the last message for ``key`` used (sender side)."""
-    b = state.slots.get(key, {}).get("bits")
-    return None if b is None else int(b)
 

@@ -9,9 +9,11 @@ from typing import ClassVar
 import torch
 
 from . import wire
+from .checksum import checksum
 from .errors import CorruptMessageError
 from .payload import Payload
 from .state import CodecState
+from .stats import SendStats
 
 
 class Codec(ABC):
@@ -20,10 +22,18 @@ class Codec(ABC):
     ``encode`` and ``decode`` wrap them in the checksummed wire format (``wire.py``), so
     a message is decodable from its bytes alone plus the state both ends legitimately
     share. ``carrier`` names the part a following stage of a ``Chain`` compresses.
+
+    Devices: a codec whose ``host_only`` is False compresses a GPU tensor on the GPU
+    (selection, casts) and only its parts are copied to the host message. A host-only
+    codec (numba kernels, entropy coders) gets an explicit device-to-host copy of the
+    tensor first, inside ``encode``, so callers that time encoding count the copy; its
+    residuals then live on the host. Decoding writes into ``out`` on any device.
     """
 
     name: ClassVar[str]
+    codec_id: ClassVar[int]          # the wire's one-byte codec id; fixed per class (registry)
     carrier: ClassVar[str | None] = None
+    host_only: ClassVar[bool] = True  # compress needs host memory (numpy / numba kernels)
 
     @property
     def memory(self) -> bool:
@@ -38,6 +48,14 @@ class Codec(ABC):
         """Canonical text form, parseable by ``registry.make_codec``."""
         args = [f"{k}={v!r}" for k, v in self.params().items()]
         return f"{self.name}({', '.join(args)})" if args else self.name
+
+    @property
+    def digest(self) -> int:
+        """CRC-32C of ``spec()``: the wire header's digest of this codec's parameters."""
+        cached = self.__dict__.get("_digest")
+        if cached is None:
+            cached = self.__dict__["_digest"] = checksum(memoryview(self.spec().encode()))
+        return cached
 
     def __repr__(self) -> str:
         return self.spec()
@@ -61,8 +79,12 @@ class Codec(ABC):
     def encode(self, tensor: torch.Tensor, state: CodecState | None = None, key: str = "") -> wire.Message:
         """Compress ``tensor`` into a message (a ``bytearray``)."""
         state = state if state is not None else CodecState()
-        payload = self.compress(tensor.detach().reshape(-1), state, key)
-        return wire.pack(self.spec(), tensor.dtype, tuple(tensor.shape), payload)
+        state.last = SendStats(values=tensor.numel())
+        flat = tensor.detach().reshape(-1)
+        if self.host_only and flat.device.type != "cpu":
+            flat = flat.cpu()  # explicit copy: this codec's kernels read host memory
+        payload = self.compress(flat, state, key)
+        return wire.pack(self.codec_id, self.digest, tensor.dtype, tuple(tensor.shape), payload)
 
     def decode(self, message, state: CodecState | None = None, key: str = "",
                out: torch.Tensor | None = None) -> torch.Tensor:
@@ -73,8 +95,10 @@ class Codec(ABC):
         """
         state = state if state is not None else CodecState()
         header, payload = wire.unpack(message)
-        if header["codec"] != self.spec():
-            raise CorruptMessageError(f"message was encoded by {header['codec']!r}, not {self.spec()!r}")
+        if header["codec_id"] != self.codec_id or header["digest"] != self.digest:
+            raise CorruptMessageError(
+                f"message was encoded by codec id {header['codec_id']} with parameter digest {header['digest']:#010x}, "
+                f"not by {self.spec()!r} (id {self.codec_id}, digest {self.digest:#010x})")
         shape = header["shape"]
         numel = math.prod(shape)
         flat_out = None
@@ -82,7 +106,7 @@ class Codec(ABC):
             if tuple(out.shape) != shape or out.dtype != header["dtype"] or not out.is_contiguous():
                 raise ValueError(f"out must be contiguous {header['dtype']} of shape {shape}, "
                                  f"got {out.dtype} {tuple(out.shape)}")
-            flat_out = out.view(-1) if out.dtype == torch.float32 else None
+            flat_out = out.view(-1) if out.dtype == torch.float32 and out.device.type == "cpu" else None
         try:
             flat = self.decompress(payload, numel, state, key, out=flat_out)
         except (KeyError, RuntimeError, IndexError, ValueError, TypeError) as exc:

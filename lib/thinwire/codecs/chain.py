@@ -15,6 +15,7 @@ from .state import CodecState
 
 class Chain(Codec):
     name = "chain"
+    codec_id = 6
 
     def __init__(self, *stages: Codec):
         if len(stages) < 2 or not all(isinstance(s, Codec) for s in stages):
@@ -23,6 +24,7 @@ class Chain(Codec):
             if stage.carrier is None:
                 raise ValueError(f"chain: {stage.spec()} has no carrier part for the next stage")
         self.stages = stages
+        self.host_only = any(s.host_only for s in stages)
 
     @property
     def carrier(self):  # type: ignore[override]

@@ -19,11 +19,13 @@ from .state import CodecState
 
 class ErrorFeedback(Codec):
     name = "ef"
+    codec_id = 5
 
     def __init__(self, inner: Codec):
         if not isinstance(inner, Codec):
             raise ValueError(f"ef: inner must be a Codec, got {inner!r}")
         self.inner = inner
+        self.host_only = inner.host_only
 
     @property
     def carrier(self):  # type: ignore[override]

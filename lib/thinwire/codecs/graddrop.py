@@ -23,10 +23,10 @@ state; without it a 2-D tensor is one segment of its own columns, anything else 
 segment of one column. ``residual=False`` drops without memory: for pulls sent as deltas
 from a copy, where the copy already holds what was not sent.
 
-Statistics: after each message the sender's slot holds ``kept`` and ``total`` (0-d
-int64), ``threshold`` (one float32 per threshold used) and ``tied``: how many other values
-equal a positive threshold (counted exactly with ``threshold="exact"``, else estimated from
-the sample).
+Statistics: after each message ``state.last`` (``SendStats``) holds ``kept`` and ``tied``:
+how many other values equal a positive threshold (counted exactly with
+``threshold="exact"``, else estimated from the sample); the sender's slot keeps
+``threshold`` (one float32 per threshold used).
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ def _require(name, value, ok, allowed):
 
 class GradDrop(Codec):
     name = "graddrop"
+    codec_id = 7
 
     def __init__(self, ratio: float = 0.99, threshold: str = "sampled", sample: float = 0.001,
                  min_sample: int = 1000, sampling: str = "random", scope: str = "global",
@@ -120,8 +121,8 @@ class GradDrop(Codec):
                                   keep_residual=self.residual, inclusive=self.ties == "keep")
         if values.numel() and not np.isfinite(values.numpy()).all():  # NaN and Inf always survive
             raise ValueError(f"graddrop: tensor {key!r} contains NaN or Inf; cannot rank magnitudes")
-        slot["kept"], slot["total"] = torch.tensor(index.numel()), torch.tensor(n)
-        slot["tied"] = torch.tensor(round(sum(share * (b - a) for (a, b), (_, share) in zip(spans, found))))
+        state.last.kept = index.numel()
+        state.last.tied = round(sum(share * (b - a) for (a, b), (_, share) in zip(spans, found)))
         slot["threshold"] = torch.tensor(thresholds, dtype=torch.float32)
 
         payload = Payload(meta={"count": index.numel()})

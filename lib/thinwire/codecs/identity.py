@@ -16,6 +16,8 @@ class Float32(Codec):
     """
 
     name = "fp32"
+    host_only = False
+    codec_id = 1
     carrier = "values"
 
     def compress(self, flat, state: CodecState, key: str) -> Payload:
@@ -30,6 +32,8 @@ class Float16(Codec):
     """Send every value as IEEE float16 (half the bytes). Values beyond +-65504 become +-Inf."""
 
     name = "fp16"
+    host_only = False
+    codec_id = 2
     carrier = "values"
 
     def compress(self, flat, state: CodecState, key: str) -> Payload:

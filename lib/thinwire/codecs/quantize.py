@@ -89,6 +89,7 @@ class Quantize(Codec):
     """Min-max uniform quantizer to ``bits`` bits per value."""
 
     name = "quantize"
+    codec_id = 4
     carrier = "codes"
 
     def __init__(self, bits: int = 8):
@@ -101,6 +102,7 @@ class Quantize(Codec):
 
     def compress(self, flat, state: CodecState, key: str) -> Payload:
         n = flat.numel()
+        state.last.bits = self.bits
         if n == 0:
             return Payload(parts={"codes": torch.empty(0, dtype=torch.uint8)}, meta={"lo": 0.0, "hi": 0.0})
         lo, hi = value_range(flat, key)

@@ -24,7 +24,13 @@ CODECS: dict[str, type[Codec]] = {
 
 
 def register(cls: type[Codec]) -> type[Codec]:
-    """Class decorator: make ``cls`` available to ``make_codec`` under ``cls.name``."""
+    """Class decorator: make ``cls`` available to ``make_codec`` under ``cls.name``. Its
+    ``codec_id`` (1..255, the wire header's codec byte) must be its own."""
+    taken = {c.codec_id: c.name for c in CODECS.values() if c.name != cls.name}
+    codec_id = getattr(cls, "codec_id", None)
+    if not isinstance(codec_id, int) or not 1 <= codec_id <= 255 or codec_id in taken:
+        raise ValueError(f"codec {cls.name!r}: codec_id={codec_id!r} is not allowed: it must be an int in "
+                         f"1..255 not already taken (taken: {sorted(taken)})")
     CODECS[cls.name] = cls
     return cls
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import torch
 
+from .stats import SendStats
+
 
 class CodecState:
     """State one endpoint (a sender or a receiver) keeps across messages.
@@ -19,6 +21,7 @@ class CodecState:
         self.seed = seed
         self.generator = torch.Generator().manual_seed(seed)
         self.slots: dict[str, dict[str, torch.Tensor]] = {}
+        self.last = SendStats()  # statistics of the last encode (not checkpointed)
 
     def slot(self, key: str) -> dict[str, torch.Tensor]:
         """The mutable dict of tensors kept for ``key``."""

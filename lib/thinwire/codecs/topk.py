@@ -25,6 +25,8 @@ class TopK(Codec):
     """
 
     name = "topk"
+    host_only = False
+    codec_id = 3
     carrier = "values"
 
     def __init__(self, ratio: float = 0.01):
@@ -45,9 +47,10 @@ class TopK(Codec):
         if k and not bool(torch.isfinite(flat).all()):
             raise ValueError(f"topk: tensor {key!r} contains NaN or Inf; cannot rank magnitudes")
         if k == flat.numel():
-            index = torch.arange(k, dtype=torch.int64)
+            index = torch.arange(k, dtype=torch.int64, device=flat.device)
         else:
             index = torch.topk(flat.abs(), k, sorted=False).indices.sort().values
+        state.last.kept = k
         return Payload(parts={"index": index.to(torch.int32), "values": flat[index].to(torch.float32)})
 
     def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None) -> torch.Tensor:
@@ -58,6 +61,6 @@ class TopK(Codec):
             raise CorruptMessageError(f"topk: expected {k} values")
         if k and (int(index.min()) < 0 or int(index.max()) >= numel):
             raise CorruptMessageError("topk: index out of range")
-        out = torch.zeros(numel, dtype=torch.float32) if out is None else out.zero_()
+        out = torch.zeros(numel, dtype=torch.float32, device=values.device) if out is None else out.zero_()
         out[index] = values.to(torch.float32)
         return out

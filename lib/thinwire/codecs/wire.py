@@ -1,16 +1,30 @@
-"""The byte layout of a message.
+"""The byte layout of a message (wire format v2): a compact binary header, the parts, a
+checksum.
 
-    offset 0   b"TW", version (u8), reserved (u8), header length H (u32)
-    8          header: UTF-8 JSON {codec spec, dtype, shape, meta, parts}, padded to 8
-    8+H'       each part's raw little-endian bytes, each padded to 8
-    end-4      checksum (u32) of everything before it
+    byte 0      0xA2: magic (high nibble 0xA) and format version 2 (low nibble)
+    byte 1      codec id (``Codec.codec_id``, fixed per codec class)
+    bytes 2-5   digest of the codec's canonical spec (CRC-32C, u32): its parameters
+    byte 6      dtype code (high nibble) | number of dimensions (low nibble)
+    byte 7      meta entries (high nibble) | parts (low nibble)
+    ...         each dimension as an unsigned LEB128 varint
+    ...         each meta entry: type (u8), name, value (varint, zigzag varint, f32 or f64)
+    ...         each part: name, dtype code (u8), element count (varint)
+    ...         each part's little-endian bytes, aligned to its element size (zero padding)
+    end-4       CRC-32C of everything before it
 
-``len(message)`` is the byte count that ledgers and compression ratios use.
+A name is one byte per dot-separated token (``NAMES`` index, high bit set when another
+token follows): ``values.numel`` costs two bytes. A float meta value that float32 holds
+exactly travels as 4 bytes.
+
+``len(message)`` is the byte count on the wire. ``measure`` splits it into **payload**:
+the parts' bytes and the meta values (what a paper counts: codes, indices, values,
+ranges, code tables), and **framing**: everything else (magic, codec id, digest, dtype,
+shape, names, type tags, element counts, padding, checksum). A one-float fp32 message is
+20 bytes: 4 of payload, 16 of framing.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import struct
 
@@ -21,105 +35,245 @@ from .checksum import checksum
 from .errors import CorruptMessageError
 from .payload import PartWriter, Payload
 
-MAGIC = b"TW"
-VERSION = 1
-_PREFIX = struct.Struct("<2sBBI")
+MAGIC = 0xA2
+_FIXED = struct.Struct("<BBIBB")
 _TRAILER = struct.Struct("<I")
+_F32, _F64 = struct.Struct("<f"), struct.Struct("<d")
 
-DTYPES: dict[str, torch.dtype] = {
-    "float64": torch.float64, "float32": torch.float32, "float16": torch.float16,
-    "bfloat16": torch.bfloat16, "int64": torch.int64, "int32": torch.int32,
-    "int16": torch.int16, "int8": torch.int8, "uint8": torch.uint8, "bool": torch.bool,
-    "uint16": torch.uint16, "uint32": torch.uint32,
-}
-DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
+# Codes are part of the format: append, never reorder.
+DTYPES: tuple[torch.dtype, ...] = (
+    torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16,
+    torch.int8, torch.uint8, torch.bool, torch.uint16, torch.uint32,
+)
+DTYPE_CODES = {d: i for i, d in enumerate(DTYPES)}
+ITEMSIZE = [torch.empty((), dtype=d).element_size() for d in DTYPES]
+
+# Every part and meta name token a codec may use. Append, never reorder.
+NAMES: tuple[str, ...] = (
+    "values", "index", "codes", "levels", "segments", "offsets", "escapes", "lengths", "stream", "syncs",
+    "counts", "words", "lo", "hi", "bits", "first", "sync", "count", "width", "numel", "value", "keys",
+    "signature", "norms", "signs", "mask",
+)
+NAME_CODES = {n: i for i, n in enumerate(NAMES)}
+
+UVARINT, SVARINT, FLOAT32, FLOAT64 = range(4)
 
 Message = bytearray
 
 
-def _pad8(n: int) -> int:
-    return (n + 7) & ~7
+def name_bytes(name: str) -> bytes:
+    """The encoded form of a dotted name; ``ValueError`` for a token not in ``NAMES``."""
+    tokens = name.split(".")
+    out = bytearray()
+    for i, token in enumerate(tokens):
+        code = NAME_CODES.get(token)
+        if code is None:
+            raise ValueError(f"wire: name token {token!r} (of {name!r}) is not in wire.NAMES; add it there")
+        out.append(code | (0x80 if i + 1 < len(tokens) else 0))
+    return bytes(out)
+
+
+def _uvarint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _meta_value(value) -> tuple[int, bytes]:
+    if isinstance(value, (bool, np.bool_)):
+        value = int(value)
+    if isinstance(value, (int, np.integer)):
+        value = int(value)
+        return (UVARINT, _uvarint(value)) if value >= 0 else (SVARINT, _uvarint(-2 * value - 1))
+    if isinstance(value, (float, np.floating)):
+        value = float(value)
+        as32 = _F32.pack(value) if math.isfinite(value) and abs(value) <= 3.4028234663852886e38 else None
+        if as32 is not None and _F32.unpack(as32)[0] == value or math.isnan(value):
+            return FLOAT32, _F32.pack(value)
+        return FLOAT64, _F64.pack(value)
+    raise ValueError(f"wire: meta values must be ints or floats, got {type(value).__name__} {value!r}")
 
 
 def _nbytes(part) -> int:
-    if isinstance(part, PartWriter):
-        return part.numel * torch.empty((), dtype=part.dtype).element_size()
-    return part.numel() * part.element_size()
+    numel = part.numel if isinstance(part, PartWriter) else part.numel()
+    return numel * ITEMSIZE[DTYPE_CODES[part.dtype]]
 
 
-def pack(codec_spec: str, dtype: torch.dtype, shape: tuple[int, ...], payload: Payload) -> Message:
+def pack(codec_id: int, digest: int, dtype: torch.dtype, shape: tuple[int, ...], payload: Payload) -> Message:
     """Lay ``payload`` out as one checksummed byte buffer."""
-    parts = [(name, t if isinstance(t, PartWriter) else t.contiguous()) for name, t in payload.parts.items()]
-    header = json.dumps({
-        "codec": codec_spec,
-        "dtype": DTYPE_NAMES[dtype],
-        "shape": list(shape),
-        "meta": payload.meta,
-        "parts": [[name, DTYPE_NAMES[t.dtype], t.numel if isinstance(t, PartWriter) else t.numel()]
-                  for name, t in parts],
-    }, separators=(",", ":")).encode()
-    header_len = _pad8(len(header))
-    offsets, total = [], _PREFIX.size + header_len
+    parts = [(name, t if isinstance(t, PartWriter) else t.detach().contiguous()) for name, t in payload.parts.items()]
+    if len(shape) > 15 or len(payload.meta) > 15 or len(parts) > 15:
+        raise ValueError(f"wire: at most 15 dimensions, meta entries and parts, got {len(shape)}, "
+                         f"{len(payload.meta)}, {len(parts)}")
+    head = bytearray(_FIXED.pack(MAGIC, codec_id, digest, DTYPE_CODES[dtype] << 4 | len(shape),
+                                 len(payload.meta) << 4 | len(parts)))
+    for size in shape:
+        head += _uvarint(int(size))
+    for name, value in payload.meta.items():
+        kind, raw = _meta_value(value)
+        head.append(kind)
+        head += name_bytes(name)
+        head += raw
+    for name, t in parts:
+        head += name_bytes(name)
+        head.append(DTYPE_CODES[t.dtype])
+        head += _uvarint(t.numel if isinstance(t, PartWriter) else t.numel())
+    offsets, total = [], len(head)
     for _, t in parts:
+        align = ITEMSIZE[DTYPE_CODES[t.dtype]]
+        total = -(-total // align) * align
         offsets.append(total)
-        total += _pad8(_nbytes(t))
+        total += _nbytes(t)
     message = bytearray(total + _TRAILER.size)
-    _PREFIX.pack_into(message, 0, MAGIC, VERSION, 0, header_len)
-    message[_PREFIX.size:_PREFIX.size + len(header)] = header
+    message[:len(head)] = head
     for (_, t), off in zip(parts, offsets):
-        if not _nbytes(t):
+        nbytes = _nbytes(t)
+        if not nbytes:
             continue
         if isinstance(t, PartWriter):
             t.fill(torch.frombuffer(message, dtype=t.dtype, count=t.numel, offset=off))
         else:
-            nbytes = _nbytes(t)
-            dst = np.frombuffer(message, dtype=np.uint8, count=nbytes, offset=off)
-            dst[:] = t.view(-1).view(torch.uint8).numpy()
-    view = memoryview(message)
-    _TRAILER.pack_into(message, total, checksum(view[:total]))
+            src = t.view(-1).view(torch.uint8)
+            if src.device.type != "cpu":  # explicit device-to-host copy of the part
+                src = src.cpu()
+            np.frombuffer(message, dtype=np.uint8, count=nbytes, offset=off)[:] = src.numpy()
+    _TRAILER.pack_into(message, total, checksum(memoryview(message)[:total]))
     return message
+
+
+class _Reader:
+    """Reads the header fields in order; any overrun is a ``CorruptMessageError``."""
+
+    def __init__(self, buffer, end: int):
+        self.buffer, self.pos, self.end = buffer, _FIXED.size, end
+
+    def byte(self) -> int:
+        if self.pos >= self.end:
+            raise CorruptMessageError("header runs past the end of the message")
+        self.pos += 1
+        return self.buffer[self.pos - 1]
+
+    def uvarint(self) -> int:
+        value, shift = 0, 0
+        while True:
+            byte = self.byte()
+            value |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                return value
+            shift += 7
+            if shift > 63:
+                raise CorruptMessageError("varint longer than 64 bits")
+
+    def name(self) -> str:
+        tokens = []
+        while True:
+            byte = self.byte()
+            code = byte & 0x7F
+            if code >= len(NAMES):
+                raise CorruptMessageError(f"unknown name token {code}")
+            tokens.append(NAMES[code])
+            if not byte & 0x80:
+                return ".".join(tokens)
+
+    def raw(self, n: int) -> bytes:
+        if self.pos + n > self.end:
+            raise CorruptMessageError("header runs past the end of the message")
+        self.pos += n
+        return bytes(self.buffer[self.pos - n:self.pos])
+
+
+def _read_header(message, end: int):
+    """(codec id, digest, dtype, shape, meta, [(name, dtype, numel)], meta value bytes, reader)."""
+    if end < _FIXED.size:
+        raise CorruptMessageError(f"message of {end + _TRAILER.size} bytes is shorter than the minimal frame")
+    magic, codec_id, digest, dtype_dims, counts = _FIXED.unpack_from(message, 0)
+    if magic != MAGIC:
+        raise CorruptMessageError(f"not a thinwire v2 message (first byte {magic:#04x}, expected {MAGIC:#04x})")
+    dtype_code, ndim = dtype_dims >> 4, dtype_dims & 0xF
+    if dtype_code >= len(DTYPES):
+        raise CorruptMessageError(f"unknown dtype code {dtype_code}")
+    reader = _Reader(message, end)
+    shape = tuple(reader.uvarint() for _ in range(ndim))
+    meta, meta_bytes = {}, 0
+    for _ in range(counts >> 4):
+        kind = reader.byte()
+        name = reader.name()
+        start = reader.pos
+        if kind == UVARINT:
+            value = reader.uvarint()
+        elif kind == SVARINT:
+            value = -((reader.uvarint() + 1) // 2)
+        elif kind == FLOAT32:
+            value = _F32.unpack(reader.raw(4))[0]
+        elif kind == FLOAT64:
+            value = _F64.unpack(reader.raw(8))[0]
+        else:
+            raise CorruptMessageError(f"unknown meta type {kind}")
+        meta_bytes += reader.pos - start
+        if name in meta:
+            raise CorruptMessageError(f"meta entry {name!r} appears twice")
+        meta[name] = value
+    parts = []
+    for _ in range(counts & 0xF):
+        name = reader.name()
+        code = reader.byte()
+        if code >= len(DTYPES):
+            raise CorruptMessageError(f"part {name!r}: unknown dtype code {code}")
+        parts.append((name, DTYPES[code], reader.uvarint()))
+    return codec_id, digest, DTYPES[dtype_code], shape, meta, parts, meta_bytes, reader.pos
+
+
+def _layout(parts, start: int, end: int) -> list[int]:
+    offsets, off = [], start
+    for name, dtype, numel in parts:
+        align = ITEMSIZE[DTYPE_CODES[dtype]]
+        off = -(-off // align) * align
+        offsets.append(off)
+        off += numel * align
+        if off > end:
+            raise CorruptMessageError(f"part {name!r} runs past the end of the message")
+    if off != end:
+        raise CorruptMessageError(f"{end - off} bytes follow the last part")
+    return offsets
 
 
 def unpack(message) -> tuple[dict, Payload]:
     """Check and split a message into its header dict and payload.
 
-    Raises ``CorruptMessageError`` for a bad checksum, truncation or a malformed header.
-    The parts alias the message buffer.
+    The header dict has ``codec_id``, ``digest``, ``dtype`` and ``shape``. Raises
+    ``CorruptMessageError`` for a bad checksum, truncation, extra bytes or a malformed
+    header. The parts alias the message buffer.
     """
     if not isinstance(message, bytearray):
         message = bytearray(message)
     n = len(message)
-    if n < _PREFIX.size + _TRAILER.size:
+    if n < _FIXED.size + _TRAILER.size:
         raise CorruptMessageError(f"message of {n} bytes is shorter than the minimal frame")
-    view = memoryview(message)
-    (stored,) = _TRAILER.unpack_from(message, n - _TRAILER.size)
-    if checksum(view[:n - _TRAILER.size]) != stored:
+    end = n - _TRAILER.size
+    (stored,) = _TRAILER.unpack_from(message, end)
+    if checksum(memoryview(message)[:end]) != stored:
         raise CorruptMessageError(f"checksum mismatch in a message of {n} bytes")
-    magic, version, _, header_len = _PREFIX.unpack_from(message, 0)
-    if magic != MAGIC or version != VERSION:
-        raise CorruptMessageError(f"not a thinwire v{VERSION} message (magic {magic!r}, version {version})")
-    try:
-        raw = bytes(view[_PREFIX.size:_PREFIX.size + header_len]).rstrip(b"\0")
-        header = json.loads(raw)
-        payload = Payload(meta=dict(header["meta"]))
-        off = _PREFIX.size + header_len
-        for name, dtype_name, numel in header["parts"]:
-            dtype = DTYPES[dtype_name]
-            nbytes = numel * torch.empty((), dtype=dtype).element_size()
-            if off + nbytes > n - _TRAILER.size:
-                raise CorruptMessageError(f"part {name!r} runs past the end of the message")
-            if nbytes:
-                part = torch.frombuffer(message, dtype=dtype, count=numel, offset=off)
-            else:
-                part = torch.empty(0, dtype=dtype)
-            payload.parts[name] = part
-            off += _pad8(nbytes)
-        header["dtype"] = DTYPES[header["dtype"]]
-        header["shape"] = tuple(int(s) for s in header["shape"])
-        if math.prod(header["shape"]) < 0:
-            raise CorruptMessageError("negative shape")
-    except CorruptMessageError:
-        raise
-    except (ValueError, KeyError, TypeError) as exc:
-        raise CorruptMessageError(f"malformed message header: {exc}") from exc
-    return header, payload
+    codec_id, digest, dtype, shape, meta, parts, _, pos = _read_header(message, end)
+    payload = Payload(meta=meta)
+    for (name, part_dtype, numel), off in zip(parts, _layout(parts, pos, end)):
+        if name in payload.parts:
+            raise CorruptMessageError(f"part {name!r} appears twice")
+        payload.parts[name] = (torch.frombuffer(message, dtype=part_dtype, count=numel, offset=off) if numel
+                               else torch.empty(0, dtype=part_dtype))
+    return {"codec_id": codec_id, "digest": digest, "dtype": dtype, "shape": shape}, payload
+
+
+def measure(message) -> tuple[int, int]:
+    """(payload bytes, framing bytes) of a message, read from its header; the two add up
+    to ``len(message)``. The checksum is not verified here (decoding does that)."""
+    n = len(message)
+    end = n - _TRAILER.size
+    _, _, _, _, _, parts, meta_bytes, _ = _read_header(message, end)
+    payload = meta_bytes + sum(numel * ITEMSIZE[DTYPE_CODES[dtype]] for _, dtype, numel in parts)
+    return payload, n - payload

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..codecs import wire
+
 
 @dataclass(frozen=True)
 class Envelope:
@@ -14,7 +16,13 @@ class Envelope:
 
     @property
     def nbytes(self) -> int:
+        """Bytes on the wire: the whole message."""
         return len(self.message)
+
+    @property
+    def payload_nbytes(self) -> int:
+        """The payload part of ``nbytes`` (``wire.measure``); the rest is framing."""
+        return wire.measure(self.message)[0]
 
     def sort_key(self) -> tuple[int, int, str]:
         return (self.receiver, self.sender, self.tensor)

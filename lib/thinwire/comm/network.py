@@ -4,16 +4,20 @@ Each agent is a node with one full-duplex link of ``bandwidth_bytes_per_s`` to a
 non-blocking switch. In one phase a node sends its outgoing bytes and receives its
 incoming bytes at link speed; the phase ends when the busiest link is done:
 
-    phase_seconds = latency_s + max over nodes of max(bytes_out, bytes_in) / bandwidth
+    phase_seconds = latency_s + max over nodes and directions of
+                    (bytes / bandwidth + messages * message_latency_s)
 
 so a parameter server receiving K pushes pays K x the bytes (incast), while a ring or
-sharded exchange spreads the load. Messages an agent sends to itself cost nothing.
+sharded exchange spreads the load. ``latency_s`` is paid once per phase (one round of a
+synchronous exchange); ``message_latency_s`` (default 0) is paid by a node for every
+message it sends or receives, so schemes that send fewer messages (EventGraD's events)
+gain even when the messages are small. Messages an agent sends to itself cost nothing.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -25,18 +29,30 @@ class NetworkModel:
     name: str
     bandwidth_bytes_per_s: float
     latency_s: float
+    message_latency_s: float = 0.0
+
+    def __post_init__(self):
+        for name in ("bandwidth_bytes_per_s", "latency_s", "message_latency_s"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not value >= 0 or \
+                    (name == "bandwidth_bytes_per_s" and not value > 0):
+                raise ValueError(f"{name}={value!r} is not allowed: it must be a number "
+                                 f"{'> 0' if name == 'bandwidth_bytes_per_s' else '>= 0'}")
+
+    def with_message_latency(self, seconds: float) -> NetworkModel:
+        return replace(self, message_latency_s=seconds)
 
     def phase_seconds(self, messages: list[tuple[int, int, int]]) -> float:
-        out_bytes: dict[int, int] = defaultdict(int)
-        in_bytes: dict[int, int] = defaultdict(int)
+        load: dict[tuple[int, str], list[int]] = defaultdict(lambda: [0, 0])  # (node, direction) -> [bytes, messages]
         for sender, receiver, nbytes in messages:
             if sender != receiver:
-                out_bytes[sender] += nbytes
-                in_bytes[receiver] += nbytes
-        if not out_bytes:
+                for node in ((sender, "out"), (receiver, "in")):
+                    load[node][0] += nbytes
+                    load[node][1] += 1
+        if not load:
             return 0.0
-        busiest = max(max(out_bytes.values()), max(in_bytes.values()))
-        return self.latency_s + busiest / self.bandwidth_bytes_per_s
+        return self.latency_s + max(b / self.bandwidth_bytes_per_s + m * self.message_latency_s
+                                    for b, m in load.values())
 
     def seconds_per_step(self, ledger: Ledger, steps: int) -> np.ndarray:
         seconds = np.zeros(steps)

@@ -40,7 +40,7 @@ class Transport(ABC):
         for env in outbox:
             if not self.is_local(env.sender):
                 raise ValueError(f"agent {env.sender} is not hosted by rank {self.rank}")
-            self.ledger.record(step, phase, env.sender, env.receiver, env.tensor, env.nbytes)
+            self.ledger.record(step, phase, env.sender, env.receiver, env.tensor, env.nbytes, env.payload_nbytes)
         inbox = self._deliver(outbox)
         return sorted(inbox, key=Envelope.sort_key)
 

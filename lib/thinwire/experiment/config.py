@@ -18,6 +18,10 @@ from ..datasets import LOADERS
 from ..models import MODELS
 from ..models.mlp import ACTIVATIONS
 from ..models.replicas import LOSSES
+from .device import DEVICES
+
+
+RESULTS_FORMAT = 2  # bump when results computed from the same config would differ (wire v2: payload/framing)
 
 
 def _check(name: str, value, ok: bool, allowed: str) -> None:
@@ -61,6 +65,7 @@ class RunConfig:
     eval_every: int = 20               # evaluate the global model every n steps (and at the end)
     eval_samples: int = 10000          # test samples used for evaluation
     seed: int = 0
+    device: str = "auto"               # auto | cpu | cuda: where models, batches and codec tensor work live
     # weight_averaging (Oland & Raj) only:
     loss: str = "cross_entropy"        # cross_entropy | mse (tanh outputs, +-1 targets)
     lr_decay: float = 1.0              # lr * lr_decay ** epoch
@@ -97,6 +102,7 @@ class RunConfig:
         _int_in("eval_every", self.eval_every, 1)
         _int_in("eval_samples", self.eval_samples, 1, 10000)
         _int_in("seed", self.seed, 0, 2**31 - 1)
+        _one_of("device", self.device, DEVICES)
         _one_of("loss", self.loss, LOSSES)
         averaging = self.algorithm == "weight_averaging"
         _check("loss", self.loss, averaging or self.loss == "cross_entropy",
@@ -125,6 +131,6 @@ class RunConfig:
         return cls(**d)
 
     def key(self) -> str:
-        """Stable 16-hex-digit hash of the config (the results key)."""
-        text = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        """Stable 16-hex-digit hash of the config and the results format (the results key)."""
+        text = json.dumps({**self.to_dict(), "results_format": RESULTS_FORMAT}, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:16]

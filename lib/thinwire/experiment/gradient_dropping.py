@@ -90,14 +90,15 @@ def gradient_dropping_runs(profile: str, dataset: str, workers: int, layer_norm:
     return runs
 
 
-def total_bytes(result) -> int:
-    """Bytes on the wire over the whole run, pushes and pulls (self-addressed excluded)."""
-    return result.summary["bytes_up"] + result.summary["bytes_down"]
+def total_payload(result) -> int:
+    """Payload bytes over the whole run, pushes and pulls (self-addressed excluded): what
+    the paper counts; the framing (headers, checksums) is ``summary["framing_bytes"]``."""
+    return result.summary["push_payload"] + result.summary["pull_payload"]
 
 
 def data_reduction(dense, sparse) -> float:
-    """How many times fewer bytes ``sparse`` sent than ``dense`` over the same steps."""
-    return total_bytes(dense) / total_bytes(sparse)
+    """How many times fewer payload bytes ``sparse`` sent than ``dense`` over the same steps."""
+    return total_payload(dense) / total_payload(sparse)
 
 
 def modelled_images_per_second(result, network: str) -> float:

@@ -87,14 +87,15 @@ def oland_raj_runs(profile: str, dataset: str = "mnist", workers: int = 5, batch
 
 
 def bits_per_parameter(result) -> dict[str, np.ndarray]:
-    """Per exchange: bits per parameter of one worker's transmission (8 x message bytes /
-    parameters, from the real messages): what was sent, and the probes (raw, huffman, ans)."""
+    """Per exchange: bits per parameter of one worker's transmission (8 x payload bytes /
+    parameters, from the real messages; framing excluded, as in the paper): what was sent,
+    and the probes (raw, huffman, ans)."""
     m = result.metrics
     params = np.array([v for v in m["parameters"] if v is not None], dtype=float)
     out = {}
-    for key in [k for k in m if k.startswith("probe_bytes/")]:
+    for key in [k for k in m if k.startswith("probe_payload/")]:
         out[key.split("/", 1)[1]] = np.array([v for v in m[key] if v is not None]) * 8 / params
-    up = np.array(m["bytes_up"], dtype=float)
+    up = np.array(m["push_payload"], dtype=float)
     out["sent"] = up[up > 0] / result.config.workers * 8 / params
     return out
 

@@ -24,6 +24,8 @@ import numpy as np
 import torch
 
 from ..algorithms import ALGORITHMS
+from ..algorithms.contract import check_algorithm
+from ..algorithms.report import StepReport, Tally
 from ..codecs import make_codec
 from ..comm import InProcessTransport, Ledger, Transport, network_preset
 from ..datasets import BatchStream, load_dataset, normalize, partition
@@ -31,12 +33,14 @@ from ..models import build_model, evaluate
 from ..paths import results_dir
 from .checkpoint import Checkpoint
 from .config import RunConfig
+from .device import resolve_device, synchronize
 from .result import Result
 
 
 def result_folder(config: RunConfig, backend: str = "inprocess", root=None) -> Path:
-    """results/<config hash>-<backend>/"""
-    return Path(root or results_dir()) / f"{config.key()}-{backend}"
+    """results/<config hash>-<backend>/, with a ``-cuda`` suffix for runs on a GPU."""
+    gpu = resolve_device(config.device).type == "cuda"
+    return Path(root or results_dir()) / f"{config.key()}-{backend}{'-cuda' if gpu else ''}"
 
 
 def cached(config: RunConfig, backend: str = "inprocess", root=None) -> Result | None:
@@ -50,13 +54,14 @@ def run(config: RunConfig, transport: Transport | None = None, backend: str = "i
 
     With a distributed ``transport`` every rank must call this; rank 0 writes the result.
     """
+    device = resolve_device(config.device)  # a bad device fails here, before any data loads
     if reuse and (hit := cached(config, backend, root)) is not None:
         return hit
     transport = transport or InProcessTransport()
     folder = result_folder(config, backend, root)
     checkpoint = Checkpoint(folder / "checkpoint.pt", config.key(), checkpoint_every) \
         if transport.world_size == 1 else None
-    result = _train(config, transport, backend, progress, checkpoint)
+    result = _train(config, transport, backend, progress, checkpoint, device)
     if transport.rank == 0:
         result.save(folder)
     if checkpoint is not None:
@@ -64,23 +69,23 @@ def run(config: RunConfig, transport: Transport | None = None, backend: str = "i
     return result
 
 
-def _prepare_data(config: RunConfig):
+def _prepare_data(config: RunConfig, device: torch.device):
     data = load_dataset(config.dataset)
     images, labels = data.train_images, data.train_labels
     if config.train_samples:
         keep = torch.randperm(len(labels), generator=torch.Generator().manual_seed(config.seed))[: config.train_samples]
         images, labels = images[keep], labels[keep]
-    train_x = normalize(images, data.mean, data.std)
-    test_x = normalize(data.test_images[: config.eval_samples], data.mean, data.std)
-    return data, train_x, labels, test_x, data.test_labels[: config.eval_samples]
+    train_x = normalize(images, data.mean, data.std).to(device)
+    test_x = normalize(data.test_images[: config.eval_samples], data.mean, data.std).to(device)
+    return data, train_x, labels.to(device), test_x, data.test_labels[: config.eval_samples].to(device)
 
 
 def _train(config: RunConfig, transport: Transport, backend: str, progress: bool | None,
-           checkpoint: Checkpoint | None = None) -> Result:
+           checkpoint: Checkpoint | None, device: torch.device) -> Result:
     torch.manual_seed(config.seed)  # nothing should draw from it; this only pins stray use
-    data, train_x, train_y, test_x, test_y = _prepare_data(config)
+    data, train_x, train_y, test_x, test_y = _prepare_data(config, device)
     model = build_model(config.model, data.image_shape, data.num_classes, config.seed,
-                        hidden=config.hidden, activation=config.activation, layer_norm=config.layer_norm)
+                        hidden=config.hidden, activation=config.activation, layer_norm=config.layer_norm).to(device)
     shards = partition(len(train_y), config.workers, config.seed)
     cls = ALGORITHMS[config.algorithm]
     push_codec, pull_codec = make_codec(config.push_codec), make_codec(config.pull_codec)
@@ -91,6 +96,7 @@ def _train(config: RunConfig, transport: Transport, backend: str, progress: bool
         algo = cls(model, transport, config.workers, optimizer=config.optimizer, lr=config.lr,
                    momentum=config.momentum, push_codec=push_codec, pull_codec=pull_codec,
                    pull_mode=config.pull_mode, seed=config.seed)
+    check_algorithm(algo)
     streams = {k: BatchStream(shards[k], config.batch_size, config.seed + 100 + k) for k in algo.local_workers}
     batches_per_epoch = len(shards[0]) // config.batch_size
 
@@ -111,15 +117,17 @@ def _train(config: RunConfig, transport: Transport, backend: str, progress: bool
 
     for step in steps:
         t0 = time.perf_counter()
-        idx = [streams[k].next_indices() for k in algo.local_workers]
+        idx = [streams[k].next_indices().to(device) for k in algo.local_workers]
         x = torch.stack([train_x[i] for i in idx]) if idx else train_x[:0]
         y = torch.stack([train_y[i] for i in idx]) if idx else train_y[:0]
         local = algo.step(step, x, y)
-        local["wall_seconds"] = time.perf_counter() - t0
+        synchronize(device)
+        local.extra["wall_seconds"] = time.perf_counter() - t0
         evaluated = (step + 1) % config.eval_every == 0 or step + 1 == config.steps
         params = algo.global_params() if evaluated else None  # may be collective: every rank calls it
         if params is not None:
-            local["test_loss"], local["test_accuracy"] = evaluate(model, params, test_x, test_y, loss=config.loss)
+            local.extra["test_loss"], local.extra["test_accuracy"] = evaluate(model, params, test_x, test_y,
+                                                                              loss=config.loss)
         parts = transport.all_gather_object(local)
         rows.append(_combine(step, parts, batches_per_epoch))
         if checkpoint is not None and step + 1 < config.steps and checkpoint.due(step + 1):
@@ -129,73 +137,84 @@ def _train(config: RunConfig, transport: Transport, backend: str, progress: bool
 
     ledger = transport.merged_ledger()
     network = network_preset(config.network)
-    per_step = ledger.per_step(algo.phases)
     comm = network.seconds_per_step(ledger, config.steps)
     keys = list(dict.fromkeys(k for r in rows for k in r))
     metrics = {k: [r.get(k) for r in rows] for k in keys}
-    metrics["bytes_up"] = per_step["bytes_push"].tolist()
-    metrics["bytes_down"] = per_step["bytes_pull"].tolist()
-    metrics["messages"] = per_step["messages"].tolist()
+    for name, values in ledger.per_step(config.steps, algo.phases, algo.roles).items():
+        metrics[name] = values.tolist()
     metrics["comm_seconds"] = comm.tolist()
-    return Result(config, backend, metrics, _summarize(config, metrics), ledger)
+    return Result(config, backend, metrics, _summarize(config, metrics, algo.phases), ledger)
 
 
-def _combine(step: int, parts: list[dict], batches_per_epoch: int) -> dict:
-    samples = sum(p["samples"] for p in parts)
-    compute = max(p["worker_seconds"] / max(1, p["local_workers"]) for p in parts) + max(p["center_seconds"] for p in parts)
-    test = next((p for p in parts if "test_loss" in p), None)
-    densities = {}
-    for side in ("push", "pull"):
-        total = sum(p.get(f"{side}_total", 0) for p in parts)
-        densities[f"{side}_density"] = sum(p.get(f"{side}_kept", 0) for p in parts) / total if total else None
-        densities[f"{side}_tied"] = sum(p.get(f"{side}_tied", 0) for p in parts) / total if total else None
+def _combine(step: int, parts: list[StepReport], batches_per_epoch: int) -> dict:
+    samples = sum(p.samples for p in parts)
+    compute = (max(p.worker_seconds / max(1, p.local_workers) for p in parts)
+               + max(p.server_seconds for p in parts))
+    test = next((p for p in parts if p.extra.get("test_loss") is not None), None)
+    tally = Tally()
+    for p in parts:
+        tally.merge(p.tally)
+    trained = [p for p in parts if p.samples]
     return {
         "step": step,
         "epoch": (step + 1) / batches_per_epoch,
-        "loss": sum(p["loss_sum"] for p in parts) / sum(max(1, p["local_workers"]) for p in parts if p["samples"]),
-        "train_accuracy": sum(p["correct"] for p in parts) / samples,
-        "test_loss": test["test_loss"] if test else None,
-        "test_accuracy": test["test_accuracy"] if test else None,
+        "loss": sum(p.loss_sum for p in trained) / sum(max(1, p.local_workers) for p in trained) if trained else None,
+        "train_accuracy": sum(p.correct for p in parts) / samples if samples else None,
+        "test_loss": test.extra["test_loss"] if test else None,
+        "test_accuracy": test.extra["test_accuracy"] if test else None,
         "compute_seconds": compute,
-        "wall_seconds": max(p["wall_seconds"] for p in parts),
-        **densities,
+        "wall_seconds": max(p.extra["wall_seconds"] for p in parts),
+        **tally.metrics(),
         **_merge_extra(parts),
     }
 
 
-def _merge_extra(parts: list[dict]) -> dict:
+RUNNER_EXTRA = ("test_loss", "test_accuracy", "wall_seconds")
+
+
+def _merge_extra(parts: list[StepReport]) -> dict:
     """Algorithm-specific measurements (``extra``): each rank's are means over its local
     agents, so the global value is their mean weighted by local agents."""
     sums, weights = {}, {}
     for p in parts:
-        w = max(1, p["local_workers"])
-        for k, v in p.get("extra", {}).items():
+        w = max(1, p.local_workers)
+        for k, v in p.extra.items():
+            if k in RUNNER_EXTRA:
+                continue
             sums[k] = sums.get(k, 0.0) + w * v
             weights[k] = weights.get(k, 0) + w
     return {k: sums[k] / weights[k] for k in sums}
 
 
-def _summarize(config: RunConfig, m: dict) -> dict:
+def _summarize(config: RunConfig, m: dict, phases: tuple[str, ...]) -> dict:
+    """Run totals. Bytes: ``bytes`` (wire), ``payload_bytes`` (what a paper counts) and
+    ``framing_bytes``; per phase ``<phase>_bytes`` / ``<phase>_payload`` /
+    ``<phase>_messages``, per sender role ``<role>_sent_...``. Per phase statistics
+    (``<phase>_density``, ``_tied``, ``_bits``, ``_sent``) are means over the steps that
+    reported them."""
     compute, comm = float(np.sum(m["compute_seconds"])), float(np.sum(m["comm_seconds"]))
     images = config.workers * config.batch_size * config.steps
-    return {
-        "final_loss": m["test_loss"][-1],
-        "final_accuracy": m["test_accuracy"][-1],
-        "final_train_loss": float(np.mean(m["loss"][-max(1, config.eval_every):])),
-        "bytes_up": int(np.sum(m["bytes_up"])),
-        "bytes_down": int(np.sum(m["bytes_down"])),
-        "bytes_per_step": float(np.mean(np.add(m["bytes_up"], m["bytes_down"]))),
-        "messages": int(np.sum(m["messages"])),
+    counted = [k for k in m if k.endswith(("_bytes", "_payload", "_messages")) or k in ("bytes", "messages")]
+    summary = {k: int(np.sum(m[k])) for k in counted}
+    stats = [k for k in m if k.endswith(("_density", "_tied", "_bits", "_entropy", "_sent"))]
+    summary.update({k: _mean_or_none(m[k]) for k in stats})
+    evaluated = [v for v in m["test_accuracy"] if v is not None]
+    losses = [v for v in m["test_loss"] if v is not None]
+    train = [v for v in m["loss"][-max(1, config.eval_every):] if v is not None]
+    summary.update({
+        "final_loss": losses[-1] if losses else None,
+        "final_accuracy": evaluated[-1] if evaluated else None,
+        "final_train_loss": float(np.mean(train)) if train else None,
+        "bytes_per_step": float(np.mean(m["bytes"])),
+        "payload_per_step": float(np.mean(m["payload_bytes"])),
+        "framing_per_step": float(np.mean(m["framing_bytes"])),
         "compute_seconds": compute,
         "comm_seconds": comm,
         "images_per_second_modelled": images / (compute + comm),
         "wall_seconds": float(np.sum(m["wall_seconds"])),
         "images_per_second_measured": images / float(np.sum(m["wall_seconds"])),
-        "push_density": _mean_or_none(m["push_density"]),
-        "pull_density": _mean_or_none(m["pull_density"]),
-        "push_tied": _mean_or_none(m.get("push_tied", [])),
-        "pull_tied": _mean_or_none(m.get("pull_tied", [])),
-    }
+    })
+    return summary
 
 
 def _mean_or_none(values: list) -> float | None:

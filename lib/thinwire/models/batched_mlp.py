@@ -59,9 +59,10 @@ class BatchedMLP:
                 continue
             else:
                 self.layers.append(("activation", layer))
-        self.buffers = {f"{p}.weight": torch.empty(params[f"{p}.weight"].shape)
+        device = next(iter(params.values())).device
+        self.buffers = {f"{p}.weight": torch.empty(params[f"{p}.weight"].shape, device=device)
                         for kind, p in self.layers if kind == "linear"}
-        self.anchor = torch.zeros((), requires_grad=True)
+        self.anchor = torch.zeros((), requires_grad=True, device=device)
         self.fused_names = [f"{p}.{w}" for kind, p in self.layers if kind == "linear" for w in ("weight", "bias")]
 
     def logits(self, params: dict[str, torch.Tensor], x: torch.Tensor, lr: float | None = None) -> torch.Tensor:

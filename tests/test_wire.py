@@ -1,0 +1,89 @@
+"""Wire format v2: compact framing, payload/framing split, total corruption detection."""
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from test_codecs import SPECS
+from thinwire.codecs import CODECS, CodecState, CorruptMessageError, Payload, make_codec, wire
+
+
+def sample_message(spec: str, n: int = 48) -> bytearray:
+    x = torch.randn(n, generator=torch.Generator().manual_seed(7))
+    return make_codec(spec).encode(x, CodecState(0), "w")
+
+
+def test_every_registered_codec_has_its_own_id():
+    ids = [cls.codec_id for cls in CODECS.values()]
+    assert len(ids) == len(set(ids)) and all(1 <= i <= 255 for i in ids)
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_every_flipped_bit_truncation_and_extension_is_detected(spec):
+    codec = make_codec(spec)
+    msg = sample_message(spec)
+    for pos in range(len(msg)):
+        for bit in range(8):
+            bad = bytearray(msg)
+            bad[pos] ^= 1 << bit
+            with pytest.raises(CorruptMessageError):
+                codec.decode(bad, CodecState(0), "w")
+    for cut in range(len(msg)):
+        with pytest.raises(CorruptMessageError):
+            codec.decode(msg[:cut], CodecState(0), "w")
+    for extra in (b"\0", b"\xff" * 3, bytes(msg[-4:]), bytes(range(9))):
+        with pytest.raises(CorruptMessageError):
+            codec.decode(msg + extra, CodecState(0), "w")
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_a_message_for_another_codec_or_other_parameters_is_rejected(spec):
+    msg = sample_message(spec)
+    others = [s for s in SPECS if make_codec(s).spec() != make_codec(spec).spec()]
+    for other in others:
+        with pytest.raises(CorruptMessageError, match="encoded by"):
+            make_codec(other).decode(msg, CodecState(0), "w")
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_payload_and_framing_add_up_to_the_buffer(spec):
+    msg = sample_message(spec, 300)
+    payload, framing = wire.measure(msg)
+    assert payload + framing == len(msg)
+    _, parts = wire.unpack(msg)
+    part_bytes = sum(p.numel() * p.element_size() for p in parts.parts.values())
+    assert part_bytes <= payload <= part_bytes + 8 * len(parts.meta)
+    assert framing <= 48  # a binary header, not a JSON one
+
+
+def test_framing_of_small_messages():
+    control = make_codec("fp32").encode(torch.tensor(3.0))  # a 0-d control value
+    assert len(control) <= 24 and wire.measure(control) == (4, len(control) - 4)
+    one = make_codec("fp32").encode(torch.tensor([1.5]))
+    assert len(one) == 20 and wire.measure(one) == (4, 16)
+    big = make_codec("fp32").encode(torch.zeros(1024, 784))
+    assert wire.measure(big) == (1024 * 784 * 4, len(big) - 1024 * 784 * 4)
+    assert len(big) - 1024 * 784 * 4 <= 24
+
+
+@settings(max_examples=200, deadline=None)
+@given(meta=st.dictionaries(st.sampled_from(["lo", "hi", "bits", "first", "count", "values.numel", "codes.lo"]),
+                            st.one_of(st.integers(-2**62, 2**62), st.floats(allow_nan=False), st.floats(width=32, allow_nan=False)),
+                            max_size=7),
+       shape=st.lists(st.integers(0, 5), max_size=4))
+def test_meta_and_shape_survive_the_header(meta, shape):
+    numel = 1
+    for s in shape:
+        numel *= s
+    payload = Payload(parts={"values": torch.arange(numel, dtype=torch.float32)}, meta=dict(meta))
+    msg = wire.pack(1, 1234, torch.float32, tuple(shape), payload)
+    header, back = wire.unpack(msg)
+    assert header["shape"] == tuple(shape) and header["codec_id"] == 1 and header["digest"] == 1234
+    assert back.meta == meta and all(type(back.meta[k]) is type(v) or isinstance(v, bool) for k, v in meta.items())
+    assert torch.equal(back.parts["values"], payload.parts["values"])
+
+
+def test_unknown_names_are_refused_at_encode_time():
+    with pytest.raises(ValueError, match="wire.NAMES"):
+        wire.pack(1, 0, torch.float32, (1,), Payload(parts={"nonsense": torch.zeros(1)}))
