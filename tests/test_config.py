@@ -19,8 +19,29 @@ def test_bad_values_name_parameter_value_and_range(field, value, allowed):
 
 
 def test_unknown_fields_are_rejected():
-    with pytest.raises(ValueError, match="unknown RunConfig parameter"):
+    with pytest.raises(ValueError, match=r"unknown parameter\(s\) \['wokers'\]"):
         RunConfig.from_dict({"wokers": 3})
+    with pytest.raises(ValueError, match=r"unknown parameter\(s\) \['lr_decay'\] for algorithm='plump_dp'"):
+        RunConfig(lr_decay=0.9)
+
+
+def test_sections_route_fields_and_nest_in_the_dict_form():
+    config = RunConfig(algorithm="sharded_ps", workers=3, optimizer="adagrad", lr=0.005)
+    assert config.workers == 3 and config.lr == 0.005 and config.section.optimizer == "adagrad"
+    d = config.to_dict()
+    assert d["sharded_ps"]["lr"] == 0.005 and "lr" not in d and d["workers"] == 3
+    assert RunConfig.from_dict(d) == config
+    moved = config.replace(lr=0.01, steps=7)
+    assert (moved.lr, moved.steps, moved.optimizer) == (0.01, 7, "adagrad") and config.lr == 0.005
+    averaging = config.replace(algorithm="weight_averaging", l1=1e-5)
+    assert averaging.l1 == 1e-5 and averaging.workers == 3
+    with pytest.raises(AttributeError):
+        config.lr = 1.0
+
+
+def test_equal_codec_specs_key_alike():
+    assert RunConfig(push_codec="fp32").key() == RunConfig(push_codec="fp32()").key()
+    assert RunConfig(push_codec="topk(ratio=0.01)").key() == RunConfig(push_codec="topk(ratio=1e-2)").key()
 
 
 def test_key_is_stable_and_sensitive():

@@ -24,15 +24,27 @@ def _parse_value(text: str):
 
 def _config(args):
     from .experiment import RunConfig
-    values = json.loads(Path(args.config).read_text()) if args.config else {}
+    values = {}
+    if args.config:
+        try:
+            values = json.loads(Path(args.config).read_text())
+        except OSError as exc:
+            raise SystemExit(f"--config {args.config!r}: cannot read it ({exc.strerror})")
+        except json.JSONDecodeError as exc:
+            raise SystemExit(f"--config {args.config!r}: not valid JSON ({exc})")
+        if not isinstance(values, dict):
+            raise SystemExit(f"--config {args.config!r}: expected a JSON object of RunConfig fields")
+    sets = {}
     for item in args.set or []:
         key, sep, raw = item.partition("=")
         if not sep:
             raise SystemExit(f"--set expects key=value, got {item!r}")
-        values[key] = _parse_value(raw)
+        section, dot, field = key.partition(".")  # "sharded_ps.lr=0.01" or plain "lr=0.01"
+        sets[field if dot else key] = _parse_value(raw)
     try:
-        return RunConfig.from_dict(values)
-    except ValueError as exc:
+        config = RunConfig.from_dict(values)
+        return config.replace(**sets) if sets else config
+    except (ValueError, TypeError) as exc:
         raise SystemExit(f"invalid config: {exc}")
 
 

@@ -21,60 +21,45 @@ import time
 import torch
 from torch import nn
 
-from ..codecs import Codec, CodecState, Float32
+from ..codecs import Codec, CodecState, Float32, StateBook, make_codec, pair_seed
 from ..comm import Envelope, Transport
 from ..models import Replicas
 from .local_state import LocalState
 from .optimizers import make_optimizer
 from .report import StepReport, Tally
+from .sections import PULL_MODES, ParameterServerSection
+from .server import ServerAgent
 
-PULL_MODES = ("params", "delta")
 
+class CenterAgent(ServerAgent):
+    """The parameter server: global model, optimizer, and (delta pulls) the workers' copy."""
 
-class CenterAgent:
-    """The parameter server: global model, optimizer, and the pull encoder's state."""
-
-    def __init__(self, model: nn.Module, optimizer: str, lr: float, momentum: float,
-                 push_codec: Codec, pull_codec: Codec, pull_mode: str, workers: int, seed: int):
-        self.params = {n: p.detach().clone() for n, p in model.named_parameters()}
-        self.optimizer = make_optimizer(optimizer, list(self.params.values()), lr, momentum)
-        self.push_codec, self.pull_codec, self.pull_mode = push_codec, pull_codec, pull_mode
-        self.workers = workers
-        self.push_states = {k: CodecState(seed + 1000 + k) for k in range(workers)}
-        self.pull_state = CodecState(seed + 2000)
-        self.client_copy = {n: p.clone() for n, p in self.params.items()} if pull_mode == "delta" else None
-        self._decoded = {n: torch.empty_like(p) for n, p in self.params.items()}  # reused every step
+    def __init__(self, model: nn.Module, section: ParameterServerSection, push_codec: Codec, pull_codec: Codec,
+                 workers: int, seed: int):
+        super().__init__(dict(model.named_parameters()), push_codec, pull_codec, range(workers),
+                         lambda k: seed + 1000 + k, seed + 2000)
+        self.optimizer = make_optimizer(section.optimizer, list(self.params.values()), section.lr, section.momentum,
+                                        section.weight_decay, section.adagrad_eps)
+        self.pull_mode, self.workers = section.pull_mode, workers
+        self.client_copy = {n: p.clone() for n, p in self.params.items()} if self.pull_mode == "delta" else None
 
     def aggregate(self, pushes: list[Envelope]) -> None:
-        total = {n: torch.zeros_like(p) for n, p in self.params.items()}
-        for env in sorted(pushes, key=lambda e: (e.sender, e.tensor)):
-            decoded = self._decoded[env.tensor]
-            total[env.tensor] += self.push_codec.decode(env.message, self.push_states[env.sender], env.tensor, out=decoded)
+        total = self.sum_pushes(pushes)
         for name, p in self.params.items():
             p.grad = total[name].div_(self.workers)
         self.optimizer.step()
 
-    def state_dict(self) -> dict:
-        return {
-            "params": {n: p.clone() for n, p in self.params.items()},
-            "optimizer": self.optimizer.state_dict(),
-            "push_states": {k: s.state_dict() for k, s in self.push_states.items()},
-            "pull_state": self.pull_state.state_dict(),
-            "client_copy": None if self.client_copy is None else {n: t.clone() for n, t in self.client_copy.items()},
-        }
+    def extra_state(self) -> dict:
+        return {"optimizer": self.optimizer.state_dict(),
+                "client_copy": None if self.client_copy is None else {n: t.clone() for n, t in self.client_copy.items()}}
 
-    def load_state_dict(self, state: dict) -> None:
-        for name, p in self.params.items():
-            p.copy_(state["params"][name])
+    def load_extra_state(self, state: dict) -> None:
         self.optimizer.load_state_dict(state["optimizer"])
-        for k, s in self.push_states.items():
-            s.load_state_dict(state["push_states"][k])
-        self.pull_state.load_state_dict(state["pull_state"])
         if self.client_copy is not None:
             for name, t in self.client_copy.items():
                 t.copy_(state["client_copy"][name])
 
-    def pull_messages(self, tally: Tally) -> list[Envelope]:
+    def pull_messages(self, tally: Tally, center_id: int) -> list[Envelope]:
         out = []
         for name, p in self.params.items():
             if self.pull_mode == "params":
@@ -83,7 +68,7 @@ class CenterAgent:
                 message = self.pull_codec.encode(p - self.client_copy[name], self.pull_state, name)
                 self.client_copy[name] += self.pull_codec.decode(message, None, name)
             tally.add("pull", self.pull_state.last)
-            out.extend(Envelope(self.workers, k, name, message) for k in range(self.workers))
+            out.extend(Envelope(center_id, k, name, message) for k in range(self.workers))
         return out
 
 
@@ -91,25 +76,25 @@ class PlumpDP(LocalState):
     """One synchronous Plump-DP run on a transport; ``step`` does steps 1-5 above."""
 
     phases = ("push", "pull")
+    Section = ParameterServerSection
 
-    def __init__(self, model: nn.Module, transport: Transport, workers: int, optimizer: str = "sgd",
-                 lr: float = 0.1, momentum: float = 0.0, push_codec: Codec | None = None,
-                 pull_codec: Codec | None = None, pull_mode: str = "params", seed: int = 0):
-        if pull_mode not in PULL_MODES:
-            raise ValueError(f"pull_mode must be one of {PULL_MODES}, got {pull_mode!r}")
-        self.transport = transport
-        self.workers = workers
-        self.center_id = workers
-        self.push_codec = push_codec or Float32()
-        self.pull_codec = pull_codec or Float32()
-        self.pull_mode = pull_mode
+    def __init__(self, model: nn.Module, transport: Transport, workers: int,
+                 section: ParameterServerSection | None = None, seed: int = 0, loss: str = "cross_entropy"):
+        section = section or ParameterServerSection()
+        self.transport, self.workers, self.center_id = transport, workers, workers
+        self.push_codec, self.pull_codec = make_codec(section.push_codec), make_codec(section.pull_codec)
+        self.pull_mode = section.pull_mode
         self.local_workers = [k for k in range(workers) if transport.is_local(k)]
-        self.replicas = Replicas(model, max(1, len(self.local_workers)))
+        self.replicas = Replicas(model, max(1, len(self.local_workers)), loss=loss)
         self.push_states = {k: CodecState(seed + 3000 + k) for k in self.local_workers}
-        self.center = (CenterAgent(model, optimizer, lr, momentum, self.push_codec, self.pull_codec,
-                                   pull_mode, workers, seed)
+        self.pull_states = StateBook(pair_seed(seed + 5000))  # each worker's own state for the center's pulls
+        self.center = (CenterAgent(model, section, self.push_codec, self.pull_codec, workers, seed)
                        if transport.is_local(self.center_id) else None)
         self.roles = {**{k: "worker" for k in range(workers)}, self.center_id: "server"}
+
+    @classmethod
+    def from_config(cls, model, transport, config, steps_per_epoch: int):
+        return cls(model, transport, config.workers, config.section, config.seed, config.loss)
 
     def step(self, step: int, x: torch.Tensor, y: torch.Tensor) -> StepReport:
         """x, y: the local workers' batches stacked (len(local_workers), B, ...)."""
@@ -130,13 +115,13 @@ class PlumpDP(LocalState):
         outbox = []
         if self.center is not None:
             self.center.aggregate(inbox)
-            outbox = self.center.pull_messages(tally)
+            outbox = self.center.pull_messages(tally, self.center_id)
         center_seconds = time.perf_counter() - t1
         inbox = self.transport.exchange(outbox, step, "pull")
         t2 = time.perf_counter()
         index = {k: i for i, k in enumerate(self.local_workers)}
         for env in inbox:
-            value = self.pull_codec.decode(env.message, None, env.tensor)
+            value = self.pull_codec.decode(env.message, self.pull_states(env.receiver, env.sender), env.tensor)
             target = self.replicas.params[env.tensor][index[env.receiver]]
             if self.pull_mode == "params":
                 target.copy_(value)

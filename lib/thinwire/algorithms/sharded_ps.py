@@ -28,59 +28,50 @@ import time
 import torch
 from torch import nn
 
-from ..codecs import Codec, CodecState, Float32
+from ..codecs import Codec, CodecState, StateBook, make_codec, pair_seed
 from ..comm import Envelope, Transport
 from ..models import Replicas
 from .flat_layout import FlatLayout
 from .optimizers import make_optimizer
 from .report import StepReport, Tally
-from .plump_dp import PULL_MODES
+from .sections import ParameterServerSection
+from .server import ServerAgent
 
 
 def shard_key(j: int) -> str:
     return f"shard{j}"
 
 
-class ShardServer:
+class ShardServer(ServerAgent):
     """Node j's server half: shard j of the global model, its optimizer, the client copy."""
 
-    def __init__(self, j: int, params: torch.Tensor, optimizer: str, lr: float, momentum: float,
-                 nodes: int, push_codec: Codec, pull_codec: Codec, pull_mode: str, seed: int):
+    def __init__(self, j: int, params: torch.Tensor, section: ParameterServerSection, nodes: int,
+                 push_codec: Codec, pull_codec: Codec, seed: int):
         self.j, self.nodes, self.key = j, nodes, shard_key(j)
-        self.params = params.clone()
-        self.optimizer = make_optimizer(optimizer, [self.params], lr, momentum)
-        self.push_codec, self.pull_codec, self.pull_mode = push_codec, pull_codec, pull_mode
-        self.push_states = {i: CodecState(seed + 1000 + nodes * j + i) for i in range(nodes)}
-        self.pull_state = CodecState(seed + 2000 + j)
-        self.copy = self.params.clone() if pull_mode == "delta" else None
-        self._decoded, self._total = torch.empty_like(self.params), torch.empty_like(self.params)
+        super().__init__({self.key: params}, push_codec, pull_codec, range(nodes),
+                         lambda i: seed + 1000 + nodes * j + i, seed + 2000 + j)
+        self.shard = self.params[self.key]
+        self.optimizer = make_optimizer(section.optimizer, [self.shard], section.lr, section.momentum,
+                                        section.weight_decay, section.adagrad_eps)
+        self.pull_mode = section.pull_mode
+        self.copy = self.shard.clone() if self.pull_mode == "delta" else None
 
     def aggregate(self, pushes: list[Envelope]) -> None:
-        total = self._total.zero_()
-        for env in sorted(pushes, key=lambda e: e.sender):
-            total += self.push_codec.decode(env.message, self.push_states[env.sender], self.key, out=self._decoded)
-        self.params.grad = total.div_(self.nodes)
+        self.shard.grad = self.sum_pushes(pushes)[self.key].div_(self.nodes)
         self.optimizer.step()
 
     def pull_message(self):
         if self.pull_mode == "params":
-            return self.pull_codec.encode(self.params, self.pull_state, self.key)
-        message = self.pull_codec.encode(self.params - self.copy, self.pull_state, self.key)
-        self.copy += self.pull_codec.decode(message, None, self.key, out=self._decoded)
+            return self.pull_codec.encode(self.shard, self.pull_state, self.key)
+        message = self.pull_codec.encode(self.shard - self.copy, self.pull_state, self.key)
+        self.copy += self.pull_codec.decode(message, None, self.key, out=self._decoded[self.key])
         return message
 
-    def state_dict(self) -> dict:
-        return {"params": self.params.clone(), "optimizer": self.optimizer.state_dict(),
-                "push_states": {i: s.state_dict() for i, s in self.push_states.items()},
-                "pull_state": self.pull_state.state_dict(),
-                "copy": None if self.copy is None else self.copy.clone()}
+    def extra_state(self) -> dict:
+        return {"optimizer": self.optimizer.state_dict(), "copy": None if self.copy is None else self.copy.clone()}
 
-    def load_state_dict(self, state: dict) -> None:
-        self.params.copy_(state["params"])
+    def load_extra_state(self, state: dict) -> None:
         self.optimizer.load_state_dict(state["optimizer"])
-        for i, s in self.push_states.items():
-            s.load_state_dict(state["push_states"][i])
-        self.pull_state.load_state_dict(state["pull_state"])
         if self.copy is not None:
             self.copy.copy_(state["copy"])
 
@@ -89,20 +80,20 @@ class ShardedPS:
     """N nodes, each a client and the server of one shard; ``step`` does steps 1-5."""
 
     phases = ("push", "pull")
+    Section = ParameterServerSection
 
-    def __init__(self, model: nn.Module, transport: Transport, workers: int, optimizer: str = "adagrad",
-                 lr: float = 0.005, momentum: float = 0.0, push_codec: Codec | None = None,
-                 pull_codec: Codec | None = None, pull_mode: str = "delta", seed: int = 0):
-        if pull_mode not in PULL_MODES:
-            raise ValueError(f"pull_mode must be one of {PULL_MODES}, got {pull_mode!r}")
-        self.push_codec, self.pull_codec = push_codec or Float32(), pull_codec or Float32()
+    def __init__(self, model: nn.Module, transport: Transport, workers: int,
+                 section: ParameterServerSection | None = None, seed: int = 0, loss: str = "cross_entropy"):
+        section = section or ParameterServerSection()
+        pull_mode = section.pull_mode
+        self.push_codec, self.pull_codec = make_codec(section.push_codec), make_codec(section.pull_codec)
         if pull_mode == "delta" and self.pull_codec.memory:
             raise ValueError(f"pull_codec={self.pull_codec.spec()!r} keeps a residual of its own, but in "
                              "pull_mode='delta' the delta from the client copy already carries what was not "
                              "sent; use a codec without memory (e.g. graddrop(..., residual=False))")
         self.transport, self.nodes, self.pull_mode = transport, workers, pull_mode
         self.local_workers = [k for k in range(workers) if transport.is_local(k)]
-        self.replicas = Replicas(model, max(1, len(self.local_workers)))
+        self.replicas = Replicas(model, max(1, len(self.local_workers)), loss=loss)
         self.layout = FlatLayout({n: p[0] for n, p in self.replicas.params.items()})
         self.bounds = self.layout.shard_bounds(workers)
         self.push_states = {i: CodecState(seed + 3000 + i) for i in self.local_workers}
@@ -110,12 +101,12 @@ class ShardedPS:
             for j, (lo, hi) in enumerate(self.bounds):
                 state.set_segments(shard_key(j), self.layout.segments(lo, hi))
         initial = self.layout.flatten({n: p.detach() for n, p in model.named_parameters()})
-        self.servers = {j: ShardServer(j, initial[lo:hi], optimizer, lr, momentum, workers, self.push_codec,
-                                       self.pull_codec, pull_mode, seed)
+        self.servers = {j: ShardServer(j, initial[lo:hi], section, workers, self.push_codec, self.pull_codec, seed)
                         for j, (lo, hi) in enumerate(self.bounds) if transport.is_local(j)}
         for server in self.servers.values():
             server.pull_state.set_segments(server.key, self.layout.segments(*self.bounds[server.j]))
         self.roles = {i: "peer" for i in range(workers)}  # each node is a client and a shard server
+        self.pull_states = StateBook(pair_seed(seed + 5000))  # each client's own state for each server's pulls
         self._flat = torch.empty(self.layout.numel, device=initial.device)
         self._pulled = torch.empty(self.layout.numel, device=initial.device)
 
@@ -165,16 +156,22 @@ class ShardedPS:
             pulled = self._pulled
             for env in envelopes:
                 lo, hi = self.bounds[int(env.tensor[len("shard"):])]
-                self.pull_codec.decode(env.message, None, env.tensor, out=pulled[lo:hi])
+                self.pull_codec.decode(env.message, self.pull_states(env.receiver, env.sender), env.tensor,
+                                       out=pulled[lo:hi])
             li = index[i]
             for name, value in self.layout.views(pulled).items():
                 target = self.replicas.params[name][li]
                 target.copy_(value) if self.pull_mode == "params" else target.add_(value)
 
+    @classmethod
+    def from_config(cls, model, transport, config, steps_per_epoch: int):
+        return cls(model, transport, config.workers, config.section, config.seed, config.loss)
+
     def state_dict(self) -> dict:
         return {
             "replicas": {n: p.clone() for n, p in self.replicas.params.items()},
             "push_states": {i: s.state_dict() for i, s in self.push_states.items()},
+            "pull_states": self.pull_states.state_dict(),
             "servers": {j: s.state_dict() for j, s in self.servers.items()},
         }
 
@@ -183,12 +180,13 @@ class ShardedPS:
             p.copy_(state["replicas"][name])
         for i, s in self.push_states.items():
             s.load_state_dict(state["push_states"][i])
+        self.pull_states.load_state_dict(state["pull_states"])
         for j, s in self.servers.items():
             s.load_state_dict(state["servers"][j])
 
     def global_params(self) -> dict[str, torch.Tensor] | None:
         """The servers' shards assembled (collective: every rank calls it; rank 0 gets it)."""
-        shards = {j: s.params for j, s in self.servers.items()}
+        shards = {j: s.shard for j, s in self.servers.items()}
         if self.transport.world_size > 1:
             gathered = self.transport.all_gather_object({j: t.cpu() for j, t in shards.items()})
             if self.transport.rank != 0:

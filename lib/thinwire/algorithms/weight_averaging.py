@@ -30,7 +30,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..codecs import Codec, CodecState, Float32, wire
+from ..codecs import Codec, CodecState, Float32, StateBook, make_codec, pair_seed, wire
 from ..codecs.adaptive_quantize import BinQuantize
 from ..codecs.bin_quantize import estimate_entropy
 from ..codecs.quantize import value_range
@@ -38,6 +38,8 @@ from ..comm import Envelope, Transport
 from ..models import Replicas
 from .local_state import LocalState
 from .report import StepReport, Tally
+from .sections import WeightAveragingSection
+from .server import ServerAgent
 
 PROBE_M = (2, 4, 6, 8)
 PROBE_F = (0.01, 0.03, 0.1, 1.0)
@@ -47,46 +49,29 @@ def _with_coder(codec: Codec, coder: str) -> Codec:
     return type(codec)(**{**codec.params(), "coder": coder})
 
 
-class AveragingAgent:
+class AveragingAgent(ServerAgent):
     """Averages the workers' decoded weights and sends the re-compressed average."""
 
     def __init__(self, model: nn.Module, push_codec: Codec, pull_codec: Codec, workers: int, seed: int):
-        self.params = {n: p.detach().clone() for n, p in model.named_parameters()}
-        self.push_codec, self.pull_codec, self.workers = push_codec, pull_codec, workers
-        self.push_states = {k: CodecState(seed + 1000 + k) for k in range(workers)}
-        self.pull_state = CodecState(seed + 2000)
-        self._decoded = {n: torch.empty_like(p) for n, p in self.params.items()}
+        super().__init__(dict(model.named_parameters()), push_codec, pull_codec, range(workers),
+                         lambda k: seed + 1000 + k, seed + 2000)
+        self.workers = workers
 
     def average(self, pushes: list[Envelope], tally: Tally) -> list[Envelope]:
-        total = {n: torch.zeros_like(p) for n, p in self.params.items()}
-        for env in sorted(pushes, key=lambda e: (e.sender, e.tensor)):
-            total[env.tensor] += self.push_codec.decode(env.message, self.push_states[env.sender], env.tensor,
-                                                        out=self._decoded[env.tensor])
         out = []
-        for name, t in total.items():
+        for name, t in self.sum_pushes(pushes).items():
             message = self.pull_codec.encode(t.div_(self.workers), self.pull_state, name)
             tally.add("pull", self.pull_state.last)
             self.pull_codec.decode(message, None, name, out=self.params[name])  # what the workers will hold
             out.extend(Envelope(self.workers, k, name, message) for k in range(self.workers))
         return out
 
-    def state_dict(self) -> dict:
-        return {"params": {n: p.clone() for n, p in self.params.items()},
-                "push_states": {k: s.state_dict() for k, s in self.push_states.items()},
-                "pull_state": self.pull_state.state_dict()}
-
-    def load_state_dict(self, state: dict) -> None:
-        for name, p in self.params.items():
-            p.copy_(state["params"][name])
-        for k, s in self.push_states.items():
-            s.load_state_dict(state["push_states"][k])
-        self.pull_state.load_state_dict(state["pull_state"])
-
 
 class WeightAveraging(LocalState):
     """One run of Sec. 2's scheme on a transport; ``step`` does steps 1-4 above."""
 
     phases = ("push", "pull")
+    Section = WeightAveragingSection
 
     def __init__(self, model: nn.Module, transport: Transport, workers: int, lr: float = 0.1,
                  push_codec: Codec | None = None, pull_codec: Codec | None = None, seed: int = 0,
@@ -104,6 +89,7 @@ class WeightAveraging(LocalState):
         self.local_workers = [k for k in range(workers) if transport.is_local(k)]
         self.replicas = Replicas(model, max(1, len(self.local_workers)), loss=loss)
         self.push_states = {k: CodecState(seed + 3000 + k) for k in self.local_workers}
+        self.pull_states = StateBook(pair_seed(seed + 5000))  # each worker's own state for the averaged pulls
         self.probe_state = CodecState(seed + 4000)
         self.center = (AveragingAgent(model, self.push_codec, self.pull_codec, workers, seed)
                        if transport.is_local(self.center_id) else None)
@@ -112,10 +98,12 @@ class WeightAveraging(LocalState):
         self.roles = {**{k: "worker" for k in range(workers)}, self.center_id: "server"}
 
     @classmethod
-    def from_config(cls, model, transport, config, push_codec, pull_codec, steps_per_epoch: int):
-        return cls(model, transport, config.workers, lr=config.lr, push_codec=push_codec, pull_codec=pull_codec,
-                   seed=config.seed, exchange_every=config.exchange_every or steps_per_epoch,
-                   lr_decay=config.lr_decay, l1=config.l1, loss=config.loss, probe_entropy=config.probe_entropy)
+    def from_config(cls, model, transport, config, steps_per_epoch: int):
+        section = config.section
+        return cls(model, transport, config.workers, lr=section.lr, push_codec=make_codec(section.push_codec),
+                   pull_codec=make_codec(section.pull_codec), seed=config.seed,
+                   exchange_every=section.exchange_every or steps_per_epoch, lr_decay=section.lr_decay,
+                   l1=section.l1, loss=config.loss, probe_entropy=section.probe_entropy)
 
     def learning_rate(self, step: int) -> float:
         return self.lr * self.lr_decay ** (step // self.exchange_every)
@@ -154,7 +142,8 @@ class WeightAveraging(LocalState):
             decoded = {}  # in one process the K workers receive the same message object
             for env in inbox:
                 if id(env.message) not in decoded:
-                    decoded[id(env.message)] = self.pull_codec.decode(env.message, None, env.tensor)
+                    decoded[id(env.message)] = self.pull_codec.decode(
+                        env.message, self.pull_states(env.receiver, env.sender), env.tensor)
                 self.replicas.params[env.tensor][index[env.receiver]].copy_(decoded[id(env.message)])
             worker_seconds += time.perf_counter() - t2
         return StepReport(loss_sum=float(losses.sum()), correct=int(correct.sum()), samples=int(y.numel()),

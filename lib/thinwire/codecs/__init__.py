@@ -16,9 +16,10 @@ from .payload import Payload
 from .quantize import Quantize
 from .registry import CODECS, make_codec, register
 from .state import CodecState
+from .state_book import StateBook, pair_seed
 from .topk import TopK
 
 __all__ = [
     "BinQuantize", "OlandRaj", "Codec", "Chain", "GradDrop", "CorruptMessageError", "ErrorFeedback", "Float16", "Float32", "Payload",
-    "Quantize", "CODECS", "make_codec", "register", "CodecState", "TopK",
+    "Quantize", "CODECS", "make_codec", "register", "CodecState", "StateBook", "pair_seed", "TopK",
 ]

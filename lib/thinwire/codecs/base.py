@@ -86,31 +86,33 @@ class Codec(ABC):
         payload = self.compress(flat, state, key)
         return wire.pack(self.codec_id, self.digest, tensor.dtype, tuple(tensor.shape), payload)
 
-    def decode(self, message, state: CodecState | None = None, key: str = "",
-               out: torch.Tensor | None = None) -> torch.Tensor:
-        """Rebuild the tensor a message carries; ``CorruptMessageError`` if it is damaged.
-
-        ``out`` (optional, contiguous, of the message's shape and dtype) receives the
-        values and is returned: callers that decode every step reuse one buffer.
-        """
-        state = state if state is not None else CodecState()
+    def _open(self, message) -> tuple[dict, Payload, int]:
+        """(header, payload, numel) of a message this codec encoded, or ``CorruptMessageError``."""
         header, payload = wire.unpack(message)
         if header["codec_id"] != self.codec_id or header["digest"] != self.digest:
             raise CorruptMessageError(
                 f"message was encoded by codec id {header['codec_id']} with parameter digest {header['digest']:#010x}, "
                 f"not by {self.spec()!r} (id {self.codec_id}, digest {self.digest:#010x})")
+        return header, payload, math.prod(header["shape"])
+
+    def decode(self, message, state: CodecState | None = None, key: str = "",
+               out: torch.Tensor | None = None) -> torch.Tensor:
+        """Rebuild the tensor a message carries; ``CorruptMessageError`` if it is damaged.
+
+        ``state`` is the receiver's own state for this sender (``StateBook``); ``out``
+        (optional, contiguous, of the message's shape and dtype, on any device) receives
+        the values and is returned: callers that decode every step reuse one buffer.
+        """
+        state = state if state is not None else CodecState()
+        header, payload, numel = self._open(message)
         shape = header["shape"]
-        numel = math.prod(shape)
         flat_out = None
         if out is not None:
             if tuple(out.shape) != shape or out.dtype != header["dtype"] or not out.is_contiguous():
                 raise ValueError(f"out must be contiguous {header['dtype']} of shape {shape}, "
                                  f"got {out.dtype} {tuple(out.shape)}")
             flat_out = out.view(-1) if out.dtype == torch.float32 and out.device.type == "cpu" else None
-        try:
-            flat = self.decompress(payload, numel, state, key, out=flat_out)
-        except (KeyError, RuntimeError, IndexError, ValueError, TypeError) as exc:
-            raise CorruptMessageError(f"{self.spec()}: payload does not decode: {exc}") from exc
+        flat = self._guarded(self.decompress, payload, numel, state, key, out=flat_out)
         if flat.numel() != numel:
             raise CorruptMessageError(f"{self.spec()}: decoded {flat.numel()} values, header says {numel}")
         if out is None:
@@ -118,6 +120,41 @@ class Codec(ABC):
         if flat is not flat_out:
             out.view(-1).copy_(flat)
         return out
+
+    def sparse_entries(self, payload: Payload, numel: int, state: CodecState,
+                       key: str) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """(index int64, values float32) of the coordinates a sparse message carries, or
+        None for a codec whose messages carry every coordinate."""
+        return None
+
+    def merge(self, message, into: torch.Tensor, state: CodecState | None = None, key: str = "") -> int:
+        """Merge decode: overwrite in ``into`` only the coordinates the message carries
+        and return how many. A sent zero overwrites; an unsent coordinate keeps its value.
+        A dense codec's message carries every coordinate, so it overwrites all of them."""
+        state = state if state is not None else CodecState()
+        header, payload, numel = self._open(message)
+        if tuple(into.shape) != header["shape"] or not into.is_contiguous():
+            raise ValueError(f"into must be contiguous of shape {header['shape']}, got {tuple(into.shape)}")
+        entries = self._guarded(self.sparse_entries, payload, numel, state, key)
+        if entries is None:
+            flat = self._guarded(self.decompress, payload, numel, state, key, out=None)
+            into.view(-1).copy_(flat)
+            return numel
+        index, values = entries
+        if index.numel() != values.numel():
+            raise CorruptMessageError(f"{self.spec()}: {index.numel()} indices for {values.numel()} values")
+        if index.numel() and (int(index.min()) < 0 or int(index.max()) >= numel):
+            raise CorruptMessageError(f"{self.spec()}: index out of range for {numel} values")
+        into.view(-1)[index.to(into.device)] = values.to(device=into.device, dtype=into.dtype)
+        return index.numel()
+
+    def _guarded(self, fn, *args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except CorruptMessageError:
+            raise
+        except (KeyError, RuntimeError, IndexError, ValueError, TypeError) as exc:
+            raise CorruptMessageError(f"{self.spec()}: payload does not decode: {exc}") from exc
 
 
 def expect_part(payload: Payload, name: str, dtype: torch.dtype, numel: int | None = None) -> torch.Tensor:

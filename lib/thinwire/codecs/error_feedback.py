@@ -50,5 +50,8 @@ class ErrorFeedback(Codec):
     def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None) -> torch.Tensor:
         return self.inner.decompress(payload, numel, state, key, out=out)
 
+    def sparse_entries(self, payload: Payload, numel: int, state: CodecState, key: str):
+        return self.inner.sparse_entries(payload, numel, state, key)
+
     def residual(self, state: CodecState, key: str) -> torch.Tensor | None:
         return state.slot(key).get("residual")

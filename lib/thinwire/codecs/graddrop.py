@@ -179,7 +179,7 @@ class GradDrop(Codec):
         payload.parts["escapes"] = escaped
 
     # -- receiver -------------------------------------------------------------------------
-    def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None) -> torch.Tensor:
+    def sparse_entries(self, payload: Payload, numel: int, state: CodecState, key: str):
         count = payload.meta.get("count")
         if not isinstance(count, int) or not 0 <= count <= numel:
             raise CorruptMessageError(f"graddrop: survivor count {count!r} for {numel} values")
@@ -188,6 +188,10 @@ class GradDrop(Codec):
             values = expect_part(payload, "values", torch.float32, count)
         else:
             values = self._dequantize(payload, index, count, numel)
+        return index, values
+
+    def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None) -> torch.Tensor:
+        index, values = self.sparse_entries(payload, numel, state, key)
         if out is None:
             out = torch.zeros(numel, dtype=torch.float32)
         else:

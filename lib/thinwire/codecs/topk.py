@@ -53,7 +53,7 @@ class TopK(Codec):
         state.last.kept = k
         return Payload(parts={"index": index.to(torch.int32), "values": flat[index].to(torch.float32)})
 
-    def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None) -> torch.Tensor:
+    def sparse_entries(self, payload: Payload, numel: int, state: CodecState, key: str):
         k = self.k_for(numel)
         index = expect_part(payload, "index", torch.int32, k).long()
         values = payload.parts.get("values")
@@ -61,6 +61,10 @@ class TopK(Codec):
             raise CorruptMessageError(f"topk: expected {k} values")
         if k and (int(index.min()) < 0 or int(index.max()) >= numel):
             raise CorruptMessageError("topk: index out of range")
+        return index, values.to(torch.float32)
+
+    def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None) -> torch.Tensor:
+        index, values = self.sparse_entries(payload, numel, state, key)
         out = torch.zeros(numel, dtype=torch.float32, device=values.device) if out is None else out.zero_()
         out[index] = values.to(torch.float32)
         return out

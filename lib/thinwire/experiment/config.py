@@ -1,136 +1,161 @@
 """RunConfig: everything that determines a run's numbers, frozen and validated.
 
+A config is the fields every run has (``Common``: data, model, workers, steps, network,
+device, ...) plus one section of the algorithm's own parameters (``algorithms/sections.py``,
+chosen by ``algorithm``). Keyword construction routes each field to where it belongs:
+
+    RunConfig(algorithm="sharded_ps", workers=4, optimizer="adagrad", lr=0.005)
+
+and so does ``config.replace(...)``. Attribute access is flat (``config.lr``). The dict
+form nests the section under the algorithm's name:
+``{"algorithm": "sharded_ps", "workers": 4, ..., "sharded_ps": {"optimizer": "adagrad", ...}}``.
+
 A bad value raises ``ValueError`` naming the parameter, the value and what is allowed,
-before any data is read or any model is built. The config's hash keys its results.
+before any data is read or any model is built. Codec specs are stored in canonical form,
+so equal configs hash alike; the hash keys a run's results.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 
-from ..algorithms import ALGORITHMS, OPTIMIZERS
-from ..algorithms.plump_dp import PULL_MODES
-from ..codecs import make_codec
+from ..algorithms import ALGORITHMS
 from ..comm import PRESETS
 from ..datasets import LOADERS
 from ..models import MODELS
 from ..models.mlp import ACTIVATIONS
 from ..models.replicas import LOSSES
+from ..validation import boolean, check, int_in, one_of
 from .device import DEVICES
 
-
-RESULTS_FORMAT = 2  # bump when results computed from the same config would differ (wire v2: payload/framing)
-
-
-def _check(name: str, value, ok: bool, allowed: str) -> None:
-    if not ok:
-        raise ValueError(f"{name}={value!r} is not allowed: {name} must be {allowed}")
-
-
-def _int_in(name, value, lo, hi=None):
-    ok = isinstance(value, int) and not isinstance(value, bool) and value >= lo and (hi is None or value <= hi)
-    _check(name, value, ok, f"an int in [{lo}, {hi if hi is not None else 'inf'})" if hi is None else f"an int in [{lo}, {hi}]")
-
-
-def _float_in(name, value, lo, hi, lo_open=False):
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and (value > lo if lo_open else value >= lo) and value <= hi
-    _check(name, value, ok, f"a number in {'(' if lo_open else '['}{lo}, {hi}]")
-
-
-def _one_of(name, value, options):
-    _check(name, value, value in options, f"one of {sorted(options)}")
+RESULTS_FORMAT = 3  # bump when results computed from the same config would differ (3: wire v2, sections)
 
 
 @dataclass(frozen=True)
-class RunConfig:
+class Common:
     algorithm: str = "plump_dp"        # distributed loop (see thinwire.algorithms)
     dataset: str = "mnist"             # mnist | fashion_mnist | cifar10
     model: str = "mlp"                 # see thinwire.models
     hidden: tuple[int, ...] = (1024, 1024)  # MLP hidden widths
     activation: str = "relu"           # relu | tanh
     layer_norm: bool = False           # LayerNorm after each hidden Linear
+    loss: str = "cross_entropy"        # cross_entropy | mse (tanh outputs, +-1 targets)
     workers: int = 4                   # K local agents
     batch_size: int = 32               # per worker
     steps: int = 100                   # synchronous steps
     train_samples: int = 0             # 0 = whole training set, else the first n of a seeded shuffle
-    optimizer: str = "sgd"             # sgd | adagrad
-    lr: float = 0.1
-    momentum: float = 0.0
-    push_codec: str = "fp32"           # codec spec for local -> center messages
-    pull_codec: str = "fp32"           # codec spec for center -> local messages
-    pull_mode: str = "params"          # params | delta
     network: str = "ethernet_10g"      # network preset for modelled communication time
     eval_every: int = 20               # evaluate the global model every n steps (and at the end)
     eval_samples: int = 10000          # test samples used for evaluation
     seed: int = 0
     device: str = "auto"               # auto | cpu | cuda: where models, batches and codec tensor work live
-    # weight_averaging (Oland & Raj) only:
-    loss: str = "cross_entropy"        # cross_entropy | mse (tanh outputs, +-1 targets)
-    lr_decay: float = 1.0              # lr * lr_decay ** epoch
-    l1: float = 0.0                    # L1 regularization strength on weight matrices
-    exchange_every: int = 0            # steps between weight exchanges; 0 = once per epoch
-    probe_entropy: bool = False        # record the (M, F) grid of entropy estimates at each exchange
 
     def __post_init__(self):
-        object.__setattr__(self, "hidden", tuple(self.hidden))
-        _one_of("algorithm", self.algorithm, ALGORITHMS)
-        _one_of("dataset", self.dataset, LOADERS)
-        _one_of("model", self.model, MODELS)
-        _check("hidden", self.hidden, all(isinstance(h, int) and h >= 1 for h in self.hidden),
-               "a tuple of positive ints")
-        _one_of("activation", self.activation, ACTIVATIONS)
-        _check("layer_norm", self.layer_norm, isinstance(self.layer_norm, bool), "True or False")
-        _int_in("workers", self.workers, 1, 1024)
-        _int_in("batch_size", self.batch_size, 1, 1 << 16)
-        _int_in("steps", self.steps, 1)
-        _int_in("train_samples", self.train_samples, 0)
-        _check("train_samples", self.train_samples,
-               self.train_samples == 0 or self.train_samples >= self.workers * self.batch_size,
-               f"0 or at least workers * batch_size = {self.workers * self.batch_size}")
-        _one_of("optimizer", self.optimizer, OPTIMIZERS)
-        _float_in("lr", self.lr, 0.0, 100.0, lo_open=True)
-        _float_in("momentum", self.momentum, 0.0, 0.999)
-        for name in ("push_codec", "pull_codec"):
-            try:
-                make_codec(getattr(self, name))
-            except (ValueError, TypeError) as exc:
-                raise ValueError(f"{name}={getattr(self, name)!r} is not allowed: {exc}") from None
-        _one_of("pull_mode", self.pull_mode, PULL_MODES)
-        _one_of("network", self.network, PRESETS)
-        _int_in("eval_every", self.eval_every, 1)
-        _int_in("eval_samples", self.eval_samples, 1, 10000)
-        _int_in("seed", self.seed, 0, 2**31 - 1)
-        _one_of("device", self.device, DEVICES)
-        _one_of("loss", self.loss, LOSSES)
-        averaging = self.algorithm == "weight_averaging"
-        _check("loss", self.loss, averaging or self.loss == "cross_entropy",
-               "'cross_entropy' unless algorithm='weight_averaging'")
-        _float_in("lr_decay", self.lr_decay, 0.0, 1.0, lo_open=True)
-        _float_in("l1", self.l1, 0.0, 1.0)
-        _int_in("exchange_every", self.exchange_every, 0)
-        _check("probe_entropy", self.probe_entropy, isinstance(self.probe_entropy, bool), "True or False")
-        _check("optimizer", self.optimizer, not averaging or (self.optimizer == "sgd" and self.momentum == 0),
-               "'sgd' with momentum 0 when algorithm='weight_averaging' (local steps are plain SGD)")
-        for name, default in (("lr_decay", 1.0), ("l1", 0.0), ("exchange_every", 0), ("probe_entropy", False)):
-            _check(name, getattr(self, name), averaging or getattr(self, name) == default,
-                   f"{default!r} unless algorithm='weight_averaging'")
+        object.__setattr__(self, "hidden", tuple(self.hidden) if isinstance(self.hidden, (list, tuple)) else self.hidden)
+        one_of("algorithm", self.algorithm, ALGORITHMS)
+        one_of("dataset", self.dataset, LOADERS)
+        one_of("model", self.model, MODELS)
+        check("hidden", self.hidden, isinstance(self.hidden, tuple) and all(
+            isinstance(h, int) and not isinstance(h, bool) and h >= 1 for h in self.hidden), "a tuple of positive ints")
+        one_of("activation", self.activation, ACTIVATIONS)
+        boolean("layer_norm", self.layer_norm)
+        one_of("loss", self.loss, LOSSES)
+        int_in("workers", self.workers, 1, 1024)
+        int_in("batch_size", self.batch_size, 1, 1 << 16)
+        int_in("steps", self.steps, 1)
+        int_in("train_samples", self.train_samples, 0)
+        check("train_samples", self.train_samples,
+              self.train_samples == 0 or self.train_samples >= self.workers * self.batch_size,
+              f"0 or at least workers * batch_size = {self.workers * self.batch_size}")
+        one_of("network", self.network, PRESETS)
+        int_in("eval_every", self.eval_every, 1)
+        int_in("eval_samples", self.eval_samples, 1, 10000)
+        int_in("seed", self.seed, 0, 2**31 - 1)
+        one_of("device", self.device, DEVICES)
+
+
+COMMON_FIELDS = tuple(f.name for f in fields(Common))
+
+
+class RunConfig:
+    __slots__ = ("common", "section")
+
+    def __init__(self, algorithm: str = "plump_dp", section=None, **values):
+        one_of("algorithm", algorithm, ALGORITHMS)
+        section_cls = ALGORITHMS[algorithm].Section
+        common = {k: v for k, v in values.items() if k in COMMON_FIELDS}
+        rest = {k: v for k, v in values.items() if k not in COMMON_FIELDS}
+        known = {f.name for f in fields(section_cls)}
+        unknown = sorted(set(rest) - known)
+        if unknown:
+            raise ValueError(f"unknown parameter(s) {unknown} for algorithm={algorithm!r}; common parameters: "
+                             f"{list(COMMON_FIELDS)}; {algorithm} parameters: {sorted(known)}")
+        if section is not None and not isinstance(section, section_cls):
+            raise ValueError(f"section={section!r} is not allowed: algorithm={algorithm!r} takes a "
+                             f"{section_cls.__name__}")
+        section = replace(section, **rest) if section is not None else section_cls(**rest)
+        object.__setattr__(self, "common", Common(algorithm=algorithm, **common))
+        object.__setattr__(self, "section", section)
+
+    def __getattr__(self, name: str):
+        for part in (object.__getattribute__(self, "common"), object.__getattribute__(self, "section")):
+            if name in part.__dataclass_fields__:
+                return getattr(part, name)
+        raise AttributeError(f"RunConfig has no parameter {name!r}")
+
+    def __setattr__(self, name, value):
+        raise AttributeError("RunConfig is frozen: use config.replace(...)")
+
+    def replace(self, **changes) -> RunConfig:
+        """A copy with ``changes`` applied (common or section fields; a new ``algorithm``
+        starts from that algorithm's default section)."""
+        algorithm = changes.pop("algorithm", self.algorithm)
+        values = {k: getattr(self.common, k) for k in COMMON_FIELDS if k != "algorithm"}
+        section = self.section if algorithm == self.algorithm else None
+        return RunConfig(algorithm, section, **{**values, **changes})
 
     def to_dict(self) -> dict:
-        d = asdict(self)
-        d["hidden"] = list(self.hidden)
+        d = asdict(self.common)
+        d["hidden"] = list(self.common.hidden)
+        d[self.algorithm] = asdict(self.section)
         return d
 
     @classmethod
     def from_dict(cls, d: dict) -> RunConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = set(d) - known
-        if unknown:
-            raise ValueError(f"unknown RunConfig parameter(s) {sorted(unknown)}; known: {sorted(known)}")
-        return cls(**d)
+        d = dict(d)
+        algorithm = d.pop("algorithm", "plump_dp")
+        if not isinstance(algorithm, str) or algorithm not in ALGORITHMS:
+            one_of("algorithm", algorithm, ALGORITHMS)
+        section = d.pop(algorithm, {})
+        if not isinstance(section, dict):
+            raise ValueError(f"{algorithm}={section!r} is not allowed: it must be a dict of {algorithm} parameters")
+        clash = sorted(set(section) & set(d))
+        if clash:
+            raise ValueError(f"parameter(s) {clash} given both at the top level and in the {algorithm!r} section")
+        return cls(algorithm, **d, **section)
 
     def key(self) -> str:
         """Stable 16-hex-digit hash of the config and the results format (the results key)."""
-        text = json.dumps({**self.to_dict(), "results_format": RESULTS_FORMAT}, sort_keys=True, separators=(",", ":"))
+        text = json.dumps({**self.to_dict(), "results_format": RESULTS_FORMAT}, sort_keys=True,
+                          separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, RunConfig) and other.to_dict() == self.to_dict()
+
+    def __hash__(self) -> int:
+        return hash(self.key())
+
+    def __repr__(self) -> str:
+        items = ", ".join(f"{k}={v!r}" for k, v in {**asdict(self.common), **asdict(self.section)}.items())
+        return f"RunConfig({items})"
+
+    def __getstate__(self):
+        return self.to_dict()
+
+    def __setstate__(self, state):
+        other = RunConfig.from_dict(state)
+        object.__setattr__(self, "common", other.common)
+        object.__setattr__(self, "section", other.section)

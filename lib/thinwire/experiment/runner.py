@@ -26,7 +26,6 @@ import torch
 from ..algorithms import ALGORITHMS
 from ..algorithms.contract import check_algorithm
 from ..algorithms.report import StepReport, Tally
-from ..codecs import make_codec
 from ..comm import InProcessTransport, Ledger, Transport, network_preset
 from ..datasets import BatchStream, load_dataset, normalize, partition
 from ..models import build_model, evaluate
@@ -87,15 +86,7 @@ def _train(config: RunConfig, transport: Transport, backend: str, progress: bool
     model = build_model(config.model, data.image_shape, data.num_classes, config.seed,
                         hidden=config.hidden, activation=config.activation, layer_norm=config.layer_norm).to(device)
     shards = partition(len(train_y), config.workers, config.seed)
-    cls = ALGORITHMS[config.algorithm]
-    push_codec, pull_codec = make_codec(config.push_codec), make_codec(config.pull_codec)
-    if hasattr(cls, "from_config"):
-        algo = cls.from_config(model, transport, config, push_codec, pull_codec,
-                               len(shards[0]) // config.batch_size)
-    else:
-        algo = cls(model, transport, config.workers, optimizer=config.optimizer, lr=config.lr,
-                   momentum=config.momentum, push_codec=push_codec, pull_codec=pull_codec,
-                   pull_mode=config.pull_mode, seed=config.seed)
+    algo = ALGORITHMS[config.algorithm].from_config(model, transport, config, len(shards[0]) // config.batch_size)
     check_algorithm(algo)
     streams = {k: BatchStream(shards[k], config.batch_size, config.seed + 100 + k) for k in algo.local_workers}
     batches_per_epoch = len(shards[0]) // config.batch_size

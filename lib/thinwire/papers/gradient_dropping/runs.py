@@ -10,13 +10,11 @@ The 1- and 2-bit variants quantize the pushes; their pulls stay float32.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
-import numpy as np
-
-from ..comm import network_preset
-from .config import RunConfig
-from .profiles import GRADIENT_DROPPING, check_profile
+from ...experiment import RunConfig
+from ..profile import check_profile, check_steps
+from .profiles import GRADIENT_DROPPING
 
 RATIOS = (0.0, 0.9, 0.99, 0.999)
 QUANTIZED = ((1, "threshold"), (1, "global"), (1, "column"), (2, "threshold"), (2, "global"), (2, "column"))
@@ -52,76 +50,45 @@ class GradientDroppingRuns:
 
 
 def gradient_dropping_runs(profile: str, dataset: str, workers: int, layer_norm: bool, sampling: str,
-                           network: str, seed: int) -> GradientDroppingRuns:
-    """Validated configs for every figure and table; ``ValueError`` names a bad parameter."""
+                           network: str, seed: int, device: str = "auto", steps: int = 0) -> GradientDroppingRuns:
+    """Validated configs for every figure and table; ``ValueError`` names a bad parameter.
+    ``steps`` > 0 caps every run's length (time-capped runs of a large profile)."""
     size = dict(GRADIENT_DROPPING[check_profile(profile)])
     speed_steps = size.pop("speed_steps")
+    if check_steps(steps):
+        size["steps"], size["eval_every"] = min(size["steps"], steps), min(size["eval_every"], steps)
+        speed_steps = min(speed_steps, steps)
     if sampling not in ("random", "stride"):
         raise ValueError(f"sampling={sampling!r} is not allowed: sampling must be one of ['random', 'stride']")
     base = RunConfig(algorithm="sharded_ps", dataset=dataset, model="mlp", layer_norm=layer_norm, workers=workers,
-                     batch_size=40, optimizer="adagrad", lr=0.005, pull_mode="delta", network=network, seed=seed,
+                     batch_size=40, optimizer="adagrad", lr=0.005, pull_mode="delta", network=network, seed=seed, device=device,
                      **size)
 
     def with_codecs(config, **kwargs):
         push, pull = drop_codecs(sampling=sampling, **kwargs)
-        return replace(config, push_codec=push, pull_codec=pull)
+        return config.replace(push_codec=push, pull_codec=pull)
 
     runs = GradientDroppingRuns()
     for ratio in RATIOS:
         runs.ratios[ratio] = with_codecs(base, ratio=ratio)
         if ratio:
             runs.index_value[ratio] = with_codecs(base, ratio=ratio, encoding="index_value")
-        runs.speed[ratio] = replace(runs.ratios[ratio], steps=speed_steps, eval_every=speed_steps,
+        runs.speed[ratio] = runs.ratios[ratio].replace(steps=speed_steps, eval_every=speed_steps,
                                     eval_samples=min(1000, base.eval_samples))
     for norm in (True, False):
         for scope in ("global", "local"):
             label = f"{scope} threshold, {'with' if norm else 'no'} layer norm"
-            runs.scope[label] = with_codecs(replace(base, layer_norm=norm), ratio=0.99, scope=scope)
+            runs.scope[label] = with_codecs(base.replace(layer_norm=norm), ratio=0.99, scope=scope)
     for bits, levels in QUANTIZED:
         runs.quantized[f"{bits}-bit, {LEVEL_NAMES[levels]}"] = with_codecs(base, ratio=0.99, bits=bits, levels=levels)
     for optimizer, lr in (("adagrad", base.lr), ("sgd", DIAGNOSIS_SGD_LR)):
-        plain = replace(base, optimizer=optimizer, lr=lr)
+        plain = base.replace(optimizer=optimizer, lr=lr)
         dropped = with_codecs(plain, ratio=0.99)
         runs.diagnosis[(optimizer, "no dropping")] = plain
         runs.diagnosis[(optimizer, "99% pushes and pulls")] = dropped
-        runs.diagnosis[(optimizer, "99% pushes, dense pulls")] = replace(dropped, pull_codec="fp32")
+        runs.diagnosis[(optimizer, "99% pushes, dense pulls")] = dropped.replace(pull_codec="fp32")
         runs.diagnosis[(optimizer, "99% pushes and pulls, ties kept")] = with_codecs(plain, ratio=0.99,
                                                                                       pull_ties="keep")
     return runs
 
 
-def total_payload(result) -> int:
-    """Payload bytes over the whole run, pushes and pulls (self-addressed excluded): what
-    the paper counts; the framing (headers, checksums) is ``summary["framing_bytes"]``."""
-    return result.summary["push_payload"] + result.summary["pull_payload"]
-
-
-def data_reduction(dense, sparse) -> float:
-    """How many times fewer payload bytes ``sparse`` sent than ``dense`` over the same steps."""
-    return total_payload(dense) / total_payload(sparse)
-
-
-def modelled_images_per_second(result, network: str) -> float:
-    """Measured compute + communication modelled on ``network`` (from the run's ledger)."""
-    config = result.config
-    comm = network_preset(network).seconds_per_step(result.ledger, config.steps).sum()
-    images = config.workers * config.batch_size * config.steps
-    return images / (result.summary["compute_seconds"] + comm)
-
-
-def density_error(result, ratio: float) -> float:
-    """|mean achieved push density - target| / target, over the run's pushes."""
-    target = 1 - ratio
-    return abs(result.summary["push_density"] - target) / target
-
-
-def communication_share(result, network: str) -> float:
-    """Modelled communication time / (compute + communication) on ``network``."""
-    comm = network_preset(network).seconds_per_step(result.ledger, result.config.steps).sum()
-    return float(comm / (result.summary["compute_seconds"] + comm))
-
-
-def final_accuracy_window(result, evaluations: int = 3) -> float:
-    """Mean test accuracy over the last ``evaluations`` evaluations (less noisy than the last one)."""
-    values = [v for v in result.metrics["test_accuracy"] if v is not None]
-    return float(np.mean(values[-evaluations:]))

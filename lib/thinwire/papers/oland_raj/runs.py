@@ -11,12 +11,11 @@ entropy rule with floor ``c`` and pre-quantization ``M`` (Alg. 1; F = 0.03, ceil
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
-import numpy as np
-
-from .config import RunConfig
-from .profiles import OLAND_RAJ, check_profile
+from ...experiment import RunConfig
+from ..profile import check_profile
+from .profiles import OLAND_RAJ
 
 F = 0.03
 CEILING = 10
@@ -51,20 +50,20 @@ class OlandRajRuns:
 
 
 def oland_raj_runs(profile: str, dataset: str = "mnist", workers: int = 5, batch_size: int = 20, lr: float = 0.1,
-                   lr_decay: float = 0.95, l1: float = 1e-5, seed: int = 0) -> OlandRajRuns:
+                   lr_decay: float = 0.95, l1: float = 1e-5, seed: int = 0, device: str = "auto") -> OlandRajRuns:
     """Validated configs for every figure and the table; ``ValueError`` names a bad parameter."""
     size = dict(OLAND_RAJ[check_profile(profile)])
     if not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed={seed!r} is not allowed: seed must be an int >= 0")
     probe = RunConfig(algorithm="weight_averaging", dataset=dataset, hidden=(392, 50), activation="tanh",
                       loss="mse", workers=workers, batch_size=batch_size, steps=1, train_samples=size["train_samples"],
-                      lr=lr, lr_decay=lr_decay, l1=l1, eval_samples=size["eval_samples"], seed=seed)
+                      lr=lr, lr_decay=lr_decay, l1=l1, eval_samples=size["eval_samples"], seed=seed, device=device)
     samples = probe.train_samples or 60000
     steps_per_epoch = samples // workers // batch_size
-    base = replace(probe, steps=steps_per_epoch * size["epochs"], eval_every=steps_per_epoch)
+    base = probe.replace(steps=steps_per_epoch * size["epochs"], eval_every=steps_per_epoch)
 
     def config(codec: str, s: int, **extra) -> RunConfig:
-        return replace(base, push_codec=codec, pull_codec=codec, seed=seed + s, **extra)
+        return base.replace(push_codec=codec, pull_codec=codec, seed=seed + s, **extra)
 
     runs = OlandRajRuns()
     for s in size["seeds"]:
@@ -82,35 +81,7 @@ def oland_raj_runs(profile: str, dataset: str = "mnist", workers: int = 5, batch
             runs.m4[(c + 4, s)] = config(adaptive(c, 4), s)
     for strength in sorted({l1, *size["l1_ablation"]}):
         for label in ("baseline", "c=5, M=4"):
-            runs.l1[(label, strength)] = replace(config(HEADLINE[label], 0), l1=strength)
+            runs.l1[(label, strength)] = config(HEADLINE[label], 0).replace(l1=strength)
     return runs
 
 
-def bits_per_parameter(result) -> dict[str, np.ndarray]:
-    """Per exchange: bits per parameter of one worker's transmission (8 x payload bytes /
-    parameters, from the real messages; framing excluded, as in the paper): what was sent,
-    and the probes (raw, huffman, ans)."""
-    m = result.metrics
-    params = np.array([v for v in m["parameters"] if v is not None], dtype=float)
-    out = {}
-    for key in [k for k in m if k.startswith("probe_payload/")]:
-        out[key.split("/", 1)[1]] = np.array([v for v in m[key] if v is not None]) * 8 / params
-    up = np.array(m["push_payload"], dtype=float)
-    out["sent"] = up[up > 0] / result.config.workers * 8 / params
-    return out
-
-
-def accuracy_curve(result) -> np.ndarray:
-    return np.array([a for a in result.metrics["test_accuracy"] if a is not None])
-
-
-def epochs_to_peak(result) -> int:
-    """Epoch (1-based) of the highest test accuracy: the paper's convergence measure (Fig. 4c, d)."""
-    return int(np.argmax(accuracy_curve(result))) + 1
-
-
-def layer_series(result, prefix: str) -> dict[str, np.ndarray]:
-    """{tensor name: values per exchange} for metrics named ``prefix/<tensor>``."""
-    m = result.metrics
-    return {k.split("/", 1)[1]: np.array([v for v in m[k] if v is not None])
-            for k in m if k.startswith(prefix + "/")}

@@ -1,22 +1,10 @@
-"""Each paper's published numbers, for the notebooks' "paper vs ours" tables.
+"""The numbers Oland & Raj (2015) publish, for the notebook's "paper vs ours" table.
 
-Values are copied from the papers' text and tables (each entry names its source); the keys say
-what the number is. Nothing in the library computes with them.
+Copied from the paper's text; each key says what the number is and the comment where it
+appears. Nothing in the library computes with them.
 """
 
-from __future__ import annotations
-
-GRADIENT_DROPPING = {
-    "source": "Aji & Heafield 2017, Sparse Communication for Distributed Gradient Descent (EMNLP)",
-    "setup": "MNIST, 3 x 4096 fully connected, AdaGrad lr 0.005, batch 40, 4 Titan X, PCIe 3.0 x16, 20 epochs",
-    "accuracy_baseline": 0.9928,           # Sec. 5.3, Fig. 6
-    "accuracy_drop99": 0.9942,             # Sec. 5.3, Fig. 6
-    "data_reduction_99_offset_value": 50.0,  # Sec. 5.1: "50x less data with offset-value encoding"
-    "images_per_second": {0.0: 2489, 0.9: 3174, 0.99: 3726, 0.999: 3921},  # Table 1
-    "communication_share_baseline": 0.41,  # Sec. 5.3: "communication is 41% of the total training time"
-}
-
-OLAND_RAJ = {
+PUBLISHED = {
     "source": "Oland & Raj 2015, Reducing Communication Overhead in Distributed Learning by an Order of Magnitude "
               "(Almost) (ICASSP)",
     "setup": "MNIST, 784-392-50-10 tanh, squared error, SGD with exponential lr decay and light L1, 5 GPUs on one "

@@ -1,0 +1,61 @@
+"""The base of every server-side agent: Plump-DP's center agent, a sharded parameter
+server's shard, Oland & Raj's averaging agent (and Slim-DP's center, MQGrad's server).
+
+What they share, written once:
+- ``params``: the tensors this agent owns (name -> tensor);
+- ``push_states``: the receiver's own codec state for each sender;
+- ``pull_state``: the sender state of what it sends back;
+- ``sum_pushes``: decode every push into a reused buffer and sum them in sender order, so
+  the sum is the same float result on every transport;
+- checkpoints: the above plus what a subclass adds in ``extra_state``.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable
+
+import torch
+
+from ..codecs import Codec, CodecState
+from ..comm import Envelope
+
+
+class ServerAgent:
+    def __init__(self, params: dict[str, torch.Tensor], push_codec: Codec, pull_codec: Codec,
+                 senders: Iterable[int], push_seed: Callable[[int], int], pull_seed: int):
+        self.params = {n: p.detach().clone() for n, p in params.items()}
+        self.push_codec, self.pull_codec = push_codec, pull_codec
+        self.push_states = {k: CodecState(push_seed(k)) for k in senders}
+        self.pull_state = CodecState(pull_seed)
+        self._decoded = {n: torch.empty_like(p) for n, p in self.params.items()}
+        self._total = {n: torch.empty_like(p) for n, p in self.params.items()}
+
+    def sum_pushes(self, pushes: list[Envelope]) -> dict[str, torch.Tensor]:
+        """The sum of the decoded pushes per tensor (a reused buffer: use before the next call)."""
+        for t in self._total.values():
+            t.zero_()
+        for env in sorted(pushes, key=lambda e: (e.sender, e.tensor)):
+            decoded = self.push_codec.decode(env.message, self.push_states[env.sender], env.tensor,
+                                             out=self._decoded[env.tensor])
+            self._total[env.tensor] += decoded
+        return self._total
+
+    def extra_state(self) -> dict:
+        """What a subclass adds to the checkpoint (optimizer, copies)."""
+        return {}
+
+    def load_extra_state(self, state: dict) -> None:
+        pass
+
+    def state_dict(self) -> dict:
+        return {"params": {n: p.clone() for n, p in self.params.items()},
+                "push_states": {k: s.state_dict() for k, s in self.push_states.items()},
+                "pull_state": self.pull_state.state_dict(), "extra": self.extra_state()}
+
+    def load_state_dict(self, state: dict) -> None:
+        for name, p in self.params.items():
+            p.copy_(state["params"][name])
+        for k, s in self.push_states.items():
+            s.load_state_dict(state["push_states"][k])
+        self.pull_state.load_state_dict(state["pull_state"])
+        self.load_extra_state(state["extra"])

@@ -1,0 +1,39 @@
+"""Checks that raise ``ValueError`` naming the parameter, the bad value and what is allowed.
+
+Used by every config section, before any data is read or any model is built.
+"""
+
+from __future__ import annotations
+
+
+def check(name: str, value, ok: bool, allowed: str) -> None:
+    if not ok:
+        raise ValueError(f"{name}={value!r} is not allowed: {name} must be {allowed}")
+
+
+def int_in(name: str, value, lo: int, hi: int | None = None) -> None:
+    ok = isinstance(value, int) and not isinstance(value, bool) and value >= lo and (hi is None or value <= hi)
+    check(name, value, ok, f"an int in [{lo}, inf)" if hi is None else f"an int in [{lo}, {hi}]")
+
+
+def float_in(name: str, value, lo: float, hi: float, lo_open: bool = False) -> None:
+    ok = (isinstance(value, (int, float)) and not isinstance(value, bool)
+          and (value > lo if lo_open else value >= lo) and value <= hi)
+    check(name, value, ok, f"a number in {'(' if lo_open else '['}{lo}, {hi}]")
+
+
+def one_of(name: str, value, options) -> None:
+    check(name, value, isinstance(value, str) and value in options, f"one of {sorted(options)}")
+
+
+def boolean(name: str, value) -> None:
+    check(name, value, isinstance(value, bool), "True or False")
+
+
+def codec_spec(name: str, value) -> str:
+    """The canonical form of a codec spec (``Codec.spec()``), or ``ValueError`` naming ``name``."""
+    from .codecs import make_codec
+    try:
+        return make_codec(value).spec()
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"{name}={value!r} is not allowed: {exc}") from None
