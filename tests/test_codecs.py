@@ -191,6 +191,7 @@ def test_state_saves_and_restores():
 @pytest.mark.parametrize("spec,match", [
     ("nope", "unknown codec"), ("topk(ratio=2)", "ratio"), ("quantize(bits=0)", "bits"),
     ("quantize(bits=x)", "literals"), ("chain(fp32)", "at least two"), ("1+", "name"),
+    ("graddrop(ratio=0.9, ratio=0.5)", "more than once"),
 ])
 def test_bad_specs_name_the_problem(spec, match):
     with pytest.raises(ValueError, match=match):

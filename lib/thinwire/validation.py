@@ -37,3 +37,12 @@ def codec_spec(name: str, value) -> str:
         return make_codec(value).spec()
     except (ValueError, TypeError) as exc:
         raise ValueError(f"{name}={value!r} is not allowed: {exc}") from None
+
+
+def policy_spec(name: str, value) -> str:
+    """The canonical form of a policy spec, or ``ValueError`` naming ``name``."""
+    from .policies import make_policy
+    try:
+        return make_policy(value).spec()
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"{name}={value!r} is not allowed: {exc}") from None

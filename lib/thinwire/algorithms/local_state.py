@@ -14,6 +14,7 @@ class LocalState:
             "push_states": {k: s.state_dict() for k, s in self.push_states.items()},
             "pull_states": self.pull_states.state_dict(),
             "center": None if self.center is None else self.center.state_dict(),
+            "push_policies": {k: p.state_dict() for k, p in getattr(self, "push_policies", {}).items()},
         }
 
     def load_state_dict(self, state: dict) -> None:
@@ -24,3 +25,5 @@ class LocalState:
         self.pull_states.load_state_dict(state["pull_states"])
         if self.center is not None:
             self.center.load_state_dict(state["center"])
+        for k, p in getattr(self, "push_policies", {}).items():
+            p.load_state_dict(state["push_policies"][k])

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..validation import boolean, codec_spec, float_in, int_in, one_of
+from ..validation import boolean, codec_spec, float_in, int_in, one_of, policy_spec
 from .optimizers import OPTIMIZERS
 
 PULL_MODES = ("params", "delta")
@@ -59,9 +59,13 @@ class WeightAveragingSection(Section):
     l1: float = 0.0                    # L1 regularization strength on weight matrices
     exchange_every: int = 0            # steps between weight exchanges; 0 = once per epoch
     probe_entropy: bool = False        # record the (M, F) grid of entropy estimates at each exchange
+    push_policy: str = "always"        # what each worker sends: always | entropy_bits(c=.., m=.., f=.., ceiling=..) | ...
+    pull_policy: str = "always"        # how the averaging agent decides on its re-compressed average
 
     def __post_init__(self):
         super().__post_init__()
+        for name in ("push_policy", "pull_policy"):
+            object.__setattr__(self, name, policy_spec(name, getattr(self, name)))
         float_in("lr", self.lr, 0.0, 100.0, lo_open=True)
         float_in("lr_decay", self.lr_decay, 0.0, 1.0, lo_open=True)
         float_in("l1", self.l1, 0.0, 1.0)

@@ -36,6 +36,7 @@ from ..codecs.bin_quantize import estimate_entropy
 from ..codecs.quantize import value_range
 from ..comm import Envelope, Transport
 from ..models import Replicas
+from ..policies import make_policy
 from .local_state import LocalState
 from .report import StepReport, Tally
 from .sections import WeightAveragingSection
@@ -52,19 +53,29 @@ def _with_coder(codec: Codec, coder: str) -> Codec:
 class AveragingAgent(ServerAgent):
     """Averages the workers' decoded weights and sends the re-compressed average."""
 
-    def __init__(self, model: nn.Module, push_codec: Codec, pull_codec: Codec, workers: int, seed: int):
+    def __init__(self, model: nn.Module, push_codec: Codec, pull_codec: Codec, workers: int, seed: int,
+                 pull_policy: str = "always"):
         super().__init__(dict(model.named_parameters()), push_codec, pull_codec, range(workers),
                          lambda k: seed + 1000 + k, seed + 2000)
         self.workers = workers
+        self.pull_policy = make_policy(pull_policy, seed + 2000)
 
-    def average(self, pushes: list[Envelope], tally: Tally) -> list[Envelope]:
+    def average(self, pushes: list[Envelope], tally: Tally, step: int) -> list[Envelope]:
         out = []
         for name, t in self.sum_pushes(pushes).items():
-            message = self.pull_codec.encode(t.div_(self.workers), self.pull_state, name)
+            average = t.div_(self.workers)
+            decision = self.pull_policy.decide(step, name, average)  # every worker must get the average
+            message = self.pull_codec.encode(average, self.pull_state, name, decision)
             tally.add("pull", self.pull_state.last)
             self.pull_codec.decode(message, None, name, out=self.params[name])  # what the workers will hold
             out.extend(Envelope(self.workers, k, name, message) for k in range(self.workers))
         return out
+
+    def extra_state(self) -> dict:
+        return {"pull_policy": self.pull_policy.state_dict()}
+
+    def load_extra_state(self, state: dict) -> None:
+        self.pull_policy.load_state_dict(state["pull_policy"])
 
 
 class WeightAveraging(LocalState):
@@ -76,7 +87,8 @@ class WeightAveraging(LocalState):
     def __init__(self, model: nn.Module, transport: Transport, workers: int, lr: float = 0.1,
                  push_codec: Codec | None = None, pull_codec: Codec | None = None, seed: int = 0,
                  exchange_every: int = 1, lr_decay: float = 1.0, l1: float = 0.0, loss: str = "mse",
-                 probe_coders: tuple[str, ...] = ("raw", "huffman", "ans"), probe_entropy: bool = False):
+                 probe_coders: tuple[str, ...] = ("raw", "huffman", "ans"), probe_entropy: bool = False,
+                 push_policy: str = "always", pull_policy: str = "always"):
         if exchange_every < 1:
             raise ValueError(f"exchange_every={exchange_every!r} is not allowed: it must be an int >= 1")
         self.transport, self.workers, self.center_id = transport, workers, workers
@@ -89,9 +101,10 @@ class WeightAveraging(LocalState):
         self.local_workers = [k for k in range(workers) if transport.is_local(k)]
         self.replicas = Replicas(model, max(1, len(self.local_workers)), loss=loss)
         self.push_states = {k: CodecState(seed + 3000 + k) for k in self.local_workers}
+        self.push_policies = {k: make_policy(push_policy, seed + 3000 + k) for k in self.local_workers}
         self.pull_states = StateBook(pair_seed(seed + 5000))  # each worker's own state for the averaged pulls
         self.probe_state = CodecState(seed + 4000)
-        self.center = (AveragingAgent(model, self.push_codec, self.pull_codec, workers, seed)
+        self.center = (AveragingAgent(model, self.push_codec, self.pull_codec, workers, seed, pull_policy)
                        if transport.is_local(self.center_id) else None)
         self.matrices = [n for n, p in self.replicas.params.items() if p.dim() > 2]  # (K, out, in): weights
         self._sign = {n: torch.empty_like(self.replicas.params[n]) for n in self.matrices}
@@ -103,7 +116,8 @@ class WeightAveraging(LocalState):
         return cls(model, transport, config.workers, lr=section.lr, push_codec=make_codec(section.push_codec),
                    pull_codec=make_codec(section.pull_codec), seed=config.seed,
                    exchange_every=section.exchange_every or steps_per_epoch, lr_decay=section.lr_decay,
-                   l1=section.l1, loss=config.loss, probe_entropy=section.probe_entropy)
+                   l1=section.l1, loss=config.loss, probe_entropy=section.probe_entropy,
+                   push_policy=section.push_policy, pull_policy=section.pull_policy)
 
     def learning_rate(self, step: int) -> float:
         return self.lr * self.lr_decay ** (step // self.exchange_every)
@@ -128,13 +142,13 @@ class WeightAveraging(LocalState):
             extra.update(self._gradient_rms(x, y))
             if self.probe_entropy and 0 in self.local_workers:
                 extra.update(self._entropy_grid())
-            outbox = self._pushes(extra, tally)
+            outbox = self._pushes(extra, tally, step)
         worker_seconds = time.perf_counter() - t0
         center_seconds = 0.0
         if exchange:
             inbox = self.transport.exchange(outbox, step, "push")
             t1 = time.perf_counter()
-            outbox = self.center.average(inbox, tally) if self.center is not None else []
+            outbox = self.center.average(inbox, tally, step) if self.center is not None else []
             center_seconds = time.perf_counter() - t1
             inbox = self.transport.exchange(outbox, step, "pull")
             t2 = time.perf_counter()
@@ -150,17 +164,23 @@ class WeightAveraging(LocalState):
                           local_workers=len(self.local_workers), worker_seconds=worker_seconds,
                           server_seconds=center_seconds, tally=tally, extra=extra)
 
-    def _pushes(self, extra: dict, tally: Tally) -> list[Envelope]:
+    def _pushes(self, extra: dict, tally: Tally, step: int) -> list[Envelope]:
         out = []
         probe_bytes = dict.fromkeys(self.probes, 0)
         bits, entropy = {}, {}
         for i, k in enumerate(self.local_workers):
             for name, p in self.replicas.params.items():
                 w = p[i]
-                for coder, codec in self.probes.items():   # same quantization (same generator state)
+                decision = self.push_policies[k].decide(step, name, w)
+                if not decision.send:
+                    tally.skip("push")
+                    continue
+                for coder, codec in self.probes.items():   # same quantization: same decision, same generator state
                     self.probe_state.load_state_dict(self.push_states[k].state_dict())
-                    probe_bytes[coder] += wire.measure(codec.encode(w, self.probe_state, name))[0]
-                out.append(Envelope(k, self.center_id, name, self.push_codec.encode(w, self.push_states[k], name)))
+                    probe_bytes[coder] += wire.measure(codec.encode(w, self.probe_state, name, decision))[0]
+                out.append(Envelope(k, self.center_id, name,
+                                    self.push_codec.encode(w, self.push_states[k], name, decision)))
+                self.push_policies[k].sent(step, name, w)
                 stats = self.push_states[k].last
                 tally.add("push", stats)
                 if stats.bits is not None:

@@ -40,25 +40,60 @@ def _check_coder(coder) -> str:
     return coder
 
 
+def entropy_rule(flat: torch.Tensor, lo: float, hi: float, c: int, m: int, f: float, ceiling: int,
+                 generator: torch.Generator) -> tuple[int, float]:
+    """Alg. 1 lines 4-5: (N, H) with H the entropy estimate of a random fraction ``f`` of
+    ``flat`` at ``m`` bits (drawn from ``generator``) and N = min(ceil(H + c), ceiling)."""
+    h = estimate_entropy(flat, lo, hi, m, f, generator)
+    # the 1e-9 keeps an entropy of exactly k bits (up to float error) at k + c
+    return min(ceiling, max(1, math.ceil(h + c - 1e-9))), h
+
+
+def check_entropy_rule(c, m, f, ceiling) -> None:
+    """``ValueError`` for a bad floor ``c``, pre-quantization ``m``, fraction ``f`` or ``ceiling``."""
+    check_bits("c", c)
+    check_bits("m", m)
+    check_bits("ceiling", ceiling)
+    if not (isinstance(f, (int, float)) and not isinstance(f, bool) and 0 < f <= 1):
+        raise ValueError(f"f={f!r} is not allowed: f must be a fraction in (0, 1]")
+    if c > ceiling:
+        raise ValueError(f"c={c} is not allowed: the floor c must be <= ceiling={ceiling}")
+
+
 class BinQuantize(Codec):
-    """Fixed N-bit bin quantization (Sec. 3.1) + an entropy coder."""
+    """N-bit bin quantization (Sec. 3.1) + an entropy coder. ``bits=0``: N comes with each
+    encode from a policy's decision (``policies.EntropyBits``, MQGrad's agent); every
+    message carries its N, so the receiver needs nothing else."""
 
     name = "binquant"
     codec_id = 8
 
     def __init__(self, bits: int = 8, coder: str = "raw"):
-        self.bits = check_bits("bits", bits)
+        self.bits = 0 if bits == 0 and not isinstance(bits, bool) else check_bits("bits", bits)
         self.coder = _check_coder(coder)
 
     def params(self) -> dict:
         return {"bits": self.bits, "coder": self.coder}
 
     def choose_bits(self, flat: torch.Tensor, lo: float, hi: float, state: CodecState, key: str) -> int:
+        if not self.bits:
+            raise ValueError(f"{self.spec()} takes its bit width from a policy decision: "
+                             "encode(..., decision=Decision(bits=N))")
         return self.bits
 
     def compress(self, flat, state: CodecState, key: str) -> Payload:
         lo, hi = value_range(flat, key)
-        bits = self.choose_bits(flat, lo, hi, state, key)
+        return self._quantize(flat, lo, hi, self.choose_bits(flat, lo, hi, state, key), state)
+
+    def compress_decided(self, flat, state: CodecState, key: str, decision) -> Payload:
+        if decision.keys is not None or decision.bits is None:
+            return super().compress_decided(flat, state, key, decision)
+        if self.bits and decision.bits != self.bits:
+            raise ValueError(f"{self.spec()} sends {self.bits} bits; a decision of {decision.bits} needs bits=0")
+        lo, hi = value_range(flat, key)
+        return self._quantize(flat, lo, hi, check_bits("bits", decision.bits), state)
+
+    def _quantize(self, flat, lo: float, hi: float, bits: int, state: CodecState) -> Payload:
         state.last.bits = bits
         if self.coder == "raw":  # QUANTIZE fused with the raw coder's packing (same part)
             parts, meta = {"codes": bin_pack(flat, lo, hi, bits)}, {}
@@ -78,19 +113,16 @@ class BinQuantize(Codec):
 
 
 class OlandRaj(BinQuantize):
-    """Entropy-adaptive bit width per tensor and message (Alg. 1), Huffman-coded by default."""
+    """Entropy-adaptive bit width per tensor and message (Alg. 1), Huffman-coded by default:
+    the whole of Alg. 1 in one codec, the rule drawing its sample from the sender state's
+    generator. The same rule as a policy, apart from the codec, is ``policies.EntropyBits``
+    with ``binquant(bits=0, coder=...)``; both give the same bits for the same seed."""
 
     name = "oland_raj"
     codec_id = 9
 
     def __init__(self, c: int = 5, m: int = 4, f: float = 0.03, ceiling: int = 10, coder: str = "huffman"):
-        check_bits("c", c)
-        check_bits("m", m)
-        check_bits("ceiling", ceiling)
-        if not (isinstance(f, (int, float)) and not isinstance(f, bool) and 0 < f <= 1):
-            raise ValueError(f"f={f!r} is not allowed: f must be a fraction in (0, 1]")
-        if c > ceiling:
-            raise ValueError(f"c={c} is not allowed: the floor c must be <= ceiling={ceiling}")
+        check_entropy_rule(c, m, f, ceiling)
         self.c, self.m, self.f, self.ceiling = c, m, float(f), ceiling
         self.coder = _check_coder(coder)
         self.bits = None
@@ -99,8 +131,6 @@ class OlandRaj(BinQuantize):
         return {"c": self.c, "m": self.m, "f": self.f, "ceiling": self.ceiling, "coder": self.coder}
 
     def choose_bits(self, flat, lo, hi, state, key) -> int:
-        h = estimate_entropy(flat, lo, hi, self.m, self.f, state.generator)
-        state.last.entropy = h
-        # the 1e-9 keeps an entropy of exactly k bits (up to float error) at k + c
-        return min(self.ceiling, max(1, math.ceil(h + self.c - 1e-9)))
+        bits, state.last.entropy = entropy_rule(flat, lo, hi, self.c, self.m, self.f, self.ceiling, state.generator)
+        return bits
 

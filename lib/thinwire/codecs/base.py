@@ -70,20 +70,34 @@ class Codec(ABC):
     def compress(self, flat: torch.Tensor, state: CodecState, key: str) -> Payload:
         """Turn a 1-D tensor into a payload."""
 
+    def compress_decided(self, flat: torch.Tensor, state: CodecState, key: str, decision) -> Payload:
+        """``compress`` under a policy's decision (bit width, keys); codecs that take one override it."""
+        raise ValueError(f"{self.spec()} takes no per-message decision (bits={decision.bits!r}, "
+                         f"keys={'given' if decision.keys is not None else None})")
+
     @abstractmethod
     def decompress(self, payload: Payload, numel: int, state: CodecState, key: str,
                    out: torch.Tensor | None = None) -> torch.Tensor:
         """Rebuild a 1-D float tensor of ``numel`` entries from a payload (into ``out``
         when the codec can; the caller copies otherwise)."""
 
-    def encode(self, tensor: torch.Tensor, state: CodecState | None = None, key: str = "") -> wire.Message:
-        """Compress ``tensor`` into a message (a ``bytearray``)."""
+    def encode(self, tensor: torch.Tensor, state: CodecState | None = None, key: str = "",
+               decision=None) -> wire.Message:
+        """Compress ``tensor`` into a message (a ``bytearray``). ``decision`` (a policy's
+        ``Decision``) may fix this message's bit width or keys, for codecs that take them."""
         state = state if state is not None else CodecState()
+        if decision is not None and not decision.send:
+            raise ValueError("a decision not to send has no message: skip the encode")
         state.last = SendStats(values=tensor.numel())
         flat = tensor.detach().reshape(-1)
         if self.host_only and flat.device.type != "cpu":
             flat = flat.cpu()  # explicit copy: this codec's kernels read host memory
-        payload = self.compress(flat, state, key)
+        if decision is None or (decision.bits is None and decision.keys is None):
+            payload = self.compress(flat, state, key)
+        else:
+            payload = self.compress_decided(flat, state, key, decision)
+        if decision is not None and decision.entropy is not None:
+            state.last.entropy = decision.entropy
         return wire.pack(self.codec_id, self.digest, tensor.dtype, tuple(tensor.shape), payload)
 
     def _open(self, message) -> tuple[dict, Payload, int]:

@@ -6,8 +6,6 @@ arguments; nested codecs are positional. ``Codec.spec()`` prints the canonical f
 
 from __future__ import annotations
 
-import ast
-
 from .adaptive_quantize import BinQuantize, OlandRaj
 from .base import Codec
 from .chain import Chain
@@ -16,6 +14,7 @@ from .graddrop import GradDrop
 from .identity import Float16, Float32
 from .quantize import Quantize
 from .topk import TopK
+from ..spec_syntax import call_parts, parse
 
 CODECS: dict[str, type[Codec]] = {
     cls.name: cls for cls in (Float32, Float16, TopK, Quantize, ErrorFeedback, Chain, GradDrop,
@@ -39,26 +38,9 @@ def make_codec(spec: str | Codec) -> Codec:
     """Build a codec from its spec; ``ValueError`` names what is wrong."""
     if isinstance(spec, Codec):
         return spec
-    if not isinstance(spec, str) or not spec.strip():
-        raise ValueError(f"codec spec must be a non-empty string, got {spec!r}")
-    try:
-        tree = ast.parse(spec.strip(), mode="eval").body
-    except SyntaxError as exc:
-        raise ValueError(f"codec spec {spec!r} is not of the form name(arg=value, ...): {exc.msg}") from None
-    return _build(tree, spec)
+    return _build(parse(spec, "codec"), spec)
 
 
-def _build(node: ast.AST, spec: str) -> Codec:
-    if isinstance(node, ast.Name):
-        name, args, kwargs = node.id, [], []
-    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-        name, args, kwargs = node.func.id, node.args, node.keywords
-    else:
-        raise ValueError(f"codec spec {spec!r}: expected a codec name or call, got {ast.unparse(node)!r}")
-    if name not in CODECS:
-        raise ValueError(f"codec spec {spec!r}: unknown codec {name!r}; known: {sorted(CODECS)}")
-    try:
-        values = {kw.arg: ast.literal_eval(kw.value) for kw in kwargs}
-    except ValueError:
-        raise ValueError(f"codec spec {spec!r}: keyword values must be literals") from None
+def _build(node, spec: str) -> Codec:
+    name, args, values = call_parts(node, spec, "codec", CODECS)
     return CODECS[name](*[_build(a, spec) for a in args], **values)

@@ -19,17 +19,21 @@ from .profiles import OLAND_RAJ
 
 F = 0.03
 CEILING = 10
-HEADLINE = {"baseline": "fp32", "c=5, M=4": "oland_raj(c=5, m=4, f=0.03, ceiling=10, coder='huffman')",
-            "c=6, M=4": "oland_raj(c=6, m=4, f=0.03, ceiling=10, coder='huffman')",
-            "fixed 8 bits": "binquant(bits=8, coder='raw')"}
+def adaptive(c: int, m: int) -> dict:
+    """Alg. 1 with floor ``c`` and pre-quantization ``m``: the entropy rule is a policy
+    (``policies.EntropyBits``) and the codec quantizes to the bits it decides, Huffman-coded."""
+    policy = f"entropy_bits(c={c}, m={m}, f={F}, ceiling={CEILING})"
+    codec = "binquant(bits=0, coder='huffman')"
+    return dict(push_codec=codec, pull_codec=codec, push_policy=policy, pull_policy=policy)
 
 
-def adaptive(c: int, m: int) -> str:
-    return f"oland_raj(c={c}, m={m}, f={F}, ceiling={CEILING}, coder='huffman')"
+def fixed(bits: int) -> dict:
+    codec = f"binquant(bits={bits}, coder='raw')"
+    return dict(push_codec=codec, pull_codec=codec)
 
 
-def fixed(bits: int) -> str:
-    return f"binquant(bits={bits}, coder='raw')"
+HEADLINE = {"baseline": dict(push_codec="fp32", pull_codec="fp32"), "c=5, M=4": adaptive(5, 4),
+            "c=6, M=4": adaptive(6, 4), "fixed 8 bits": fixed(8)}
 
 
 @dataclass
@@ -62,16 +66,16 @@ def oland_raj_runs(profile: str, dataset: str = "mnist", workers: int = 5, batch
     steps_per_epoch = samples // workers // batch_size
     base = probe.replace(steps=steps_per_epoch * size["epochs"], eval_every=steps_per_epoch)
 
-    def config(codec: str, s: int, **extra) -> RunConfig:
-        return base.replace(push_codec=codec, pull_codec=codec, seed=seed + s, **extra)
+    def config(transmission: dict, s: int, **extra) -> RunConfig:
+        return base.replace(**transmission, seed=seed + s, **extra)
 
     runs = OlandRajRuns()
     for s in size["seeds"]:
-        for label, codec in HEADLINE.items():
-            runs.headline[(label, s)] = config(codec, s, probe_entropy=label == "baseline")
+        for label, transmission in HEADLINE.items():
+            runs.headline[(label, s)] = config(transmission, s, probe_entropy=label == "baseline")
         runs.baseline[s] = runs.headline[("baseline", s)]
     for s in size["sweep_seeds"]:
-        runs.baseline.setdefault(s, config("fp32", s, probe_entropy=True))
+        runs.baseline.setdefault(s, config(HEADLINE["baseline"], s, probe_entropy=True))
         for bits in size["fixed_bits"]:
             runs.fixed[(bits, s)] = config(fixed(bits), s)
         for c in size["floors_ceiling10"]:

@@ -1,0 +1,11 @@
+"""What to send each round (bit widths, events, keys), apart from how it is encoded."""
+
+from .always import Always
+from .base import Decision, Policy
+from .entropy_bits import EntropyBits
+from .event import EventTrigger
+from .registry import POLICIES, make_policy
+from .schedule import RandomBits
+
+__all__ = ["Always", "Decision", "EntropyBits", "EventTrigger", "POLICIES", "Policy", "RandomBits",
+           "make_policy"]

@@ -1,0 +1,12 @@
+"""Send every tensor every round, as it is (Plump-DP; the default policy)."""
+
+from __future__ import annotations
+
+from .base import Decision, Policy
+
+
+class Always(Policy):
+    name = "always"
+
+    def decide(self, round, key, tensor) -> Decision:
+        return Decision()

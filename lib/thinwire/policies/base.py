@@ -1,0 +1,70 @@
+"""Policies decide what an agent sends this round; codecs decide how it is written.
+
+A policy is asked once per (round, tensor) by the agent that would send it. Its
+``Decision`` says whether to send at all, and may fix a bit width or the keys (coordinates)
+to send. ``send=False`` means no message exists: nothing is encoded, sent or ledgered.
+Each policy owns a ``torch.Generator`` seeded at construction and saves it, with its
+other state, in ``state_dict`` (checkpoints). Policies for EventGraD's events, MQGrad's
+SARSA bit widths and Slim-DP's core and explorer keys are subclasses of ``Policy``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import ClassVar
+
+import torch
+
+from ..codecs.stats import SendStats
+
+
+@dataclass
+class Decision:
+    send: bool = True
+    bits: int | None = None              # bit width for a codec that takes one per message
+    keys: torch.Tensor | None = None     # coordinates to send, for a keyed codec
+    entropy: float | None = None         # what the decision was based on, for statistics
+
+    def stats(self, values: int) -> SendStats:
+        """The statistics of a decision not to send (``send=False``)."""
+        return SendStats(values=values, sent=False, bits=self.bits, entropy=self.entropy)
+
+
+class Policy(ABC):
+    """Base: a seeded generator and a state dict of tensors (``self.memory``)."""
+
+    name: ClassVar[str]
+
+    def __init__(self, seed: int = 0):
+        if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+            raise ValueError(f"seed={seed!r} is not allowed: seed must be an int >= 0")
+        self.seed = seed
+        self.generator = torch.Generator().manual_seed(seed)
+        self.memory: dict[str, torch.Tensor] = {}
+
+    def params(self) -> dict:
+        return {}
+
+    def spec(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.params().items())
+        return f"{self.name}({args})"
+
+    def __repr__(self) -> str:
+        return self.spec()
+
+    @abstractmethod
+    def decide(self, round: int, key: str, tensor: torch.Tensor) -> Decision:
+        """What to send of ``tensor`` (the tensor named ``key``) in round ``round``."""
+
+    def sent(self, round: int, key: str, tensor: torch.Tensor) -> None:
+        """Told after a message for ``key`` went out (event policies remember what was sent)."""
+
+    def state_dict(self) -> dict:
+        return {"seed": self.seed, "generator": self.generator.get_state(),
+                "memory": {k: t.clone() for k, t in self.memory.items()}}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.seed = state["seed"]
+        self.generator.set_state(state["generator"])
+        self.memory = {k: t.clone() for k, t in state["memory"].items()}

@@ -1,0 +1,26 @@
+"""Policies by name, and a parser for specs such as ``"entropy_bits(c=5, m=4)"``."""
+
+from __future__ import annotations
+
+from .always import Always
+from .base import Policy
+from .entropy_bits import EntropyBits
+from .event import EventTrigger
+from .schedule import RandomBits
+from ..spec_syntax import call_parts, parse
+
+POLICIES: dict[str, type[Policy]] = {cls.name: cls for cls in (Always, EntropyBits, EventTrigger, RandomBits)}
+
+
+def make_policy(spec: str, seed: int = 0) -> Policy:
+    """Build a policy from its spec with its own ``seed``; ``ValueError`` names what is wrong."""
+    node = parse(spec, "policy")
+    name, args, values = call_parts(node, spec, "policy", POLICIES)
+    if args:
+        raise ValueError(f"policy spec {spec!r}: arguments must be keywords")
+    if "seed" in values:
+        raise ValueError(f"policy spec {spec!r}: the seed comes from the run, not the spec")
+    try:
+        return POLICIES[name](**values, seed=seed)
+    except TypeError as exc:
+        raise ValueError(f"policy spec {spec!r}: {exc}") from None

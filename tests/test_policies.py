@@ -1,0 +1,114 @@
+"""Merge decodes, receiver states and policies."""
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from thinwire.codecs import CodecState, StateBook, make_codec, pair_seed
+from thinwire.policies import Decision, EntropyBits, EventTrigger, RandomBits, make_policy
+
+SPARSE = ["topk(ratio=0.25)", "ef(topk(ratio=0.1))", "chain(topk(ratio=0.3), fp16)",
+          "graddrop(ratio=0.8, threshold='exact', residual=False)",
+          "graddrop(ratio=0.5, encoding='index_value', bits=2, levels='column', threshold='exact')"]
+
+
+@pytest.mark.parametrize("spec", SPARSE)
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000))
+def test_merge_overwrites_only_what_the_message_carries(spec, seed):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(64, generator=g)
+    codec = make_codec(spec)
+    message = codec.encode(x, CodecState(0), "w")
+    _, payload, numel = codec._open(message)
+    index, values = codec.sparse_entries(payload, numel, CodecState(0), "w")
+    into = torch.full((64,), 7.0)
+    assert codec.merge(message, into) == index.numel()
+    carried = torch.zeros(64, dtype=torch.bool)
+    carried[index] = True
+    assert torch.equal(into[~carried], torch.full((int((~carried).sum()),), 7.0))
+    assert torch.equal(into[carried], codec.decode(message)[carried])
+
+
+def test_a_sent_zero_differs_from_an_unsent_entry():
+    x = torch.tensor([5.0, 0.0, 0.0, 0.0])  # top-2 by magnitude: 5 and the first zero (a tie)
+    codec = make_codec("topk(ratio=0.5)")
+    into = torch.tensor([1.0, 2.0, 3.0, 4.0])
+    assert codec.merge(codec.encode(x), into) == 2
+    assert into[0] == 5.0
+    # one zero was sent and overwrote its entry; the two zeros not sent kept 2, 3 or 4
+    assert sorted(into[1:].tolist()) in ([0.0, 3.0, 4.0], [0.0, 2.0, 4.0], [0.0, 2.0, 3.0])
+
+
+def test_dense_merge_overwrites_everything_and_shapes_must_match():
+    codec = make_codec("quantize(bits=8)")
+    x = torch.randn(3, 5)
+    into = torch.zeros(3, 5)
+    assert codec.merge(codec.encode(x), into) == 15
+    assert torch.equal(into, codec.decode(codec.encode(x)))
+    with pytest.raises(ValueError, match="shape"):
+        codec.merge(codec.encode(x), torch.zeros(15))
+
+
+def test_state_book_is_per_pair_and_checkpointed():
+    book = StateBook(pair_seed(10))
+    a, b = book(0, 1), book(1, 0)
+    assert a is book(0, 1) and a is not b and a.seed != b.seed
+    a.slot("w")["copy"] = torch.ones(3)
+    torch.rand(2, generator=a.generator)
+    saved = book.state_dict()
+    other = StateBook(pair_seed(10))
+    other.load_state_dict(saved)
+    assert torch.equal(other(0, 1).slot("w")["copy"], torch.ones(3))
+    assert torch.equal(torch.rand(4, generator=other(0, 1).generator), torch.rand(4, generator=a.generator))
+
+
+def test_entropy_policy_gives_the_codec_form_its_bits():
+    w = torch.randn(392, 50, generator=torch.Generator().manual_seed(2)) * 0.1
+    state = CodecState(7)
+    whole = make_codec("oland_raj(c=5, m=4, f=0.03, ceiling=10, coder='huffman')")
+    reference = whole.decode(whole.encode(w, state, "w"))
+    policy = make_policy("entropy_bits(c=5, m=4, f=0.03, ceiling=10)", seed=7)
+    decision = policy.decide(0, "w", w)
+    assert decision.bits == state.last.bits and decision.entropy == state.last.entropy
+    split = make_codec("binquant(bits=0, coder='huffman')")
+    assert torch.equal(split.decode(split.encode(w, CodecState(0), "w", decision)), reference)
+    with pytest.raises(ValueError, match="policy decision"):
+        split.encode(w)
+
+
+def test_policies_are_seeded_and_restorable():
+    a, b = RandomBits((2, 4, 8), seed=3), RandomBits((2, 4, 8), seed=3)
+    first = [a.decide(i, "k", torch.zeros(())).bits for i in range(20)]
+    assert first == [b.decide(i, "k", torch.zeros(())).bits for i in range(20)] and len(set(first)) > 1
+    saved = a.state_dict()
+    nxt = [a.decide(i, "k", torch.zeros(())).bits for i in range(5)]
+    c = RandomBits((2, 4, 8), seed=99)
+    c.load_state_dict(saved)
+    assert [c.decide(i, "k", torch.zeros(())).bits for i in range(5)] == nxt
+
+
+def test_event_policy_skips_until_the_tensor_moves():
+    policy = EventTrigger(threshold=0.5)
+    x = torch.ones(10)
+    assert policy.decide(0, "w", x).send
+    policy.sent(0, "w", x)
+    assert not policy.decide(1, "w", x * 1.2).send
+    assert policy.decide(2, "w", x * 2).send
+    with pytest.raises(ValueError, match="decision not to send"):
+        make_codec("fp32").encode(x, decision=Decision(send=False))
+
+
+@pytest.mark.parametrize("spec,match", [("nope()", "unknown policy"), ("entropy_bits(c=11)", "c=11"),
+                                        ("random_bits(choices=())", "choices"), ("event(threshold=-1)", "threshold"),
+                                        ("event(threshold=1, threshold=2)", "once"), ("event(seed=3)", "seed")])
+def test_bad_policy_specs_name_the_problem(spec, match):
+    with pytest.raises(ValueError, match=match):
+        make_policy(spec)
+
+
+def test_a_codec_that_takes_no_decision_says_so():
+    with pytest.raises(ValueError, match="no per-message decision"):
+        make_codec("fp32").encode(torch.ones(3), decision=Decision(bits=4))
+    assert EntropyBits().spec() == "entropy_bits(c=5, m=4, f=0.03, ceiling=10)"
