@@ -14,11 +14,12 @@ import numpy as np
 import torch
 
 from roofline import add_pass_seconds, best_seconds
-from thinwire.codecs import bitpack, huffman_stream
-from thinwire.codecs.bin_quantize import bin_codes, bin_pack, histogram
-from thinwire.codecs.quantize import value_range
-from thinwire.codecs.huffman_code import code_lengths
-from thinwire.codecs.symbol_coders import SYNC, AnsCoder
+from thinwire.codecs.entropy import huffman_stream
+from thinwire.codecs.kernels import bitpack
+from thinwire.codecs.quantize.bin_quantize import bin_codes, bin_pack, histogram
+from thinwire.codecs.quantize.minmax import value_range
+from thinwire.codecs.entropy.huffman_code import code_lengths
+from thinwire.codecs.entropy.symbol_coders import SYNC, AnsCoder
 
 N = 25_000_000
 SYMBOL_TARGET = 50e6

@@ -4,7 +4,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from thinwire.codecs import bitpack
+from thinwire.codecs.kernels import bitpack
 
 
 @settings(max_examples=150, deadline=None)

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from thinwire.codecs import CodecState, CorruptMessageError, GradDrop, make_codec
-from thinwire.codecs.drop_pass import _drop_torch, drop_pass
-from thinwire.codecs.offsets import decode_offsets, encode_offsets
+from thinwire.codecs.sparsify.drop_pass import _drop_torch, drop_pass
+from thinwire.codecs.sparsify.offsets import decode_offsets, encode_offsets
 
 
 def _gen(seed):

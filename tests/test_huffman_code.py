@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from thinwire.codecs.huffman_code import MAX_LENGTH, canonical_codes, code_lengths
+from thinwire.codecs.entropy.huffman_code import MAX_LENGTH, canonical_codes, code_lengths
 
 
 def _optimal_cost(freq):

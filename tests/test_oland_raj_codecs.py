@@ -10,10 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from thinwire.codecs import BinQuantize, CodecState, CorruptMessageError, OlandRaj, make_codec
-from thinwire.codecs import bitpack, huffman_stream
-from thinwire.codecs.bin_quantize import bin_centres, bin_codes, bin_pack, entropy_bits, estimate_entropy
-from thinwire.codecs.huffman_code import canonical_codes, code_lengths
-from thinwire.codecs.symbol_coders import CODERS
+from thinwire.codecs.entropy import huffman_stream
+from thinwire.codecs.kernels import bitpack
+from thinwire.codecs.quantize.bin_quantize import bin_centres, bin_codes, bin_pack, entropy_bits, estimate_entropy
+from thinwire.codecs.entropy.huffman_code import canonical_codes, code_lengths
+from thinwire.codecs.entropy.symbol_coders import CODERS
 
 
 def _reference_bits(symbols, lengths):

@@ -31,9 +31,9 @@ import torch
 from torch import nn
 
 from ..codecs import Codec, CodecState, Float32, StateBook, make_codec, pair_seed, wire
-from ..codecs.adaptive_quantize import BinQuantize
-from ..codecs.bin_quantize import estimate_entropy
-from ..codecs.quantize import value_range
+from ..codecs.quantize.binquant import BinQuantize
+from ..codecs.quantize.bin_quantize import estimate_entropy
+from ..codecs.quantize.minmax import value_range
 from ..comm import Envelope, Transport
 from ..models import Replicas
 from ..policies import make_policy

@@ -1,23 +1,37 @@
-"""Codecs: tensor -> message bytes -> tensor. Pure tensor code; no torch.distributed here."""
+"""Codecs: tensor -> message bytes -> tensor. Pure tensor code; no torch.distributed here.
 
-from .jit_cache import keyed_cache
+    base, registry, state, state_book, stats, payload, errors   the codec interface and its state
+    wire/       the message layout and checksum
+    dense/      fp32, fp16
+    sparsify/   top-k, gradient dropping (threshold, drop pass, offsets, 1-2 bit levels)
+    quantize/   min-max quantizer, Oland & Raj's bin quantizer (fixed or per-message bits)
+    entropy/    Huffman code and stream, raw and ANS symbol coders
+    kernels/    compiled kernels (bit packing, min/max) and their cache
+    compose/    chains and error feedback
+"""
+
+from .kernels.jit_cache import keyed_cache
 
 with keyed_cache():  # the compiled kernels: import them before anything else
-    from . import bin_quantize, bitpack, extrema  # noqa: F401
+    from .quantize import bin_quantize
+    from .kernels import bitpack
+    from .kernels import extrema  # noqa: F401
 
-from .adaptive_quantize import BinQuantize, OlandRaj
+from .quantize.binquant import BinQuantize
+from .quantize.oland_raj import OlandRaj
 from .base import Codec
-from .chain import Chain
+from .compose.chain import Chain
 from .errors import CorruptMessageError
-from .error_feedback import ErrorFeedback
-from .graddrop import GradDrop
-from .identity import Float16, Float32
+from .compose.error_feedback import ErrorFeedback
+from .sparsify.graddrop import GradDrop
+from .dense.fp16 import Float16
+from .dense.fp32 import Float32
 from .payload import Payload
-from .quantize import Quantize
+from .quantize.minmax import Quantize
 from .registry import CODECS, make_codec, register
 from .state import CodecState
 from .state_book import StateBook, pair_seed
-from .topk import TopK
+from .sparsify.topk import TopK
 
 __all__ = [
     "BinQuantize", "OlandRaj", "Codec", "Chain", "GradDrop", "CorruptMessageError", "ErrorFeedback", "Float16", "Float32", "Payload",

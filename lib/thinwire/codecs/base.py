@@ -9,7 +9,7 @@ from typing import ClassVar
 import torch
 
 from . import wire
-from .checksum import checksum
+from .wire.checksum import checksum
 from .errors import CorruptMessageError
 from .payload import Payload
 from .state import CodecState
@@ -19,7 +19,7 @@ from .stats import SendStats
 class Codec(ABC):
     """A compressor. Subclasses implement ``compress`` / ``decompress`` on flat tensors.
 
-    ``encode`` and ``decode`` wrap them in the checksummed wire format (``wire.py``), so
+    ``encode`` and ``decode`` wrap them in the checksummed wire format (``wire/format.py``), so
     a message is decodable from its bytes alone plus the state both ends legitimately
     share. ``carrier`` names the part a following stage of a ``Chain`` compresses.
 

@@ -6,14 +6,16 @@ arguments; nested codecs are positional. ``Codec.spec()`` prints the canonical f
 
 from __future__ import annotations
 
-from .adaptive_quantize import BinQuantize, OlandRaj
+from .quantize.binquant import BinQuantize
+from .quantize.oland_raj import OlandRaj
 from .base import Codec
-from .chain import Chain
-from .error_feedback import ErrorFeedback
-from .graddrop import GradDrop
-from .identity import Float16, Float32
-from .quantize import Quantize
-from .topk import TopK
+from .compose.chain import Chain
+from .compose.error_feedback import ErrorFeedback
+from .sparsify.graddrop import GradDrop
+from .dense.fp16 import Float16
+from .dense.fp32 import Float32
+from .quantize.minmax import Quantize
+from .sparsify.topk import TopK
 from ..spec_syntax import call_parts, parse
 
 CODECS: dict[str, type[Codec]] = {

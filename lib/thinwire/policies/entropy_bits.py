@@ -11,8 +11,8 @@ The codec ``binquant(bits=0, coder=...)`` then quantizes to N bits and entropy-c
 
 from __future__ import annotations
 
-from ..codecs.adaptive_quantize import check_entropy_rule, entropy_rule
-from ..codecs.quantize import value_range
+from ..codecs.quantize.oland_raj import check_entropy_rule, entropy_rule
+from ..codecs.quantize.minmax import value_range
 from .base import Decision, Policy
 
 

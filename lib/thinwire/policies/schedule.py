@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from ..codecs.bin_quantize import check_bits
+from ..codecs.quantize.bin_quantize import check_bits
 from .base import Decision, Policy
 
 

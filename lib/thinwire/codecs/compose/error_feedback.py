@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import torch
 
-from .base import Codec
-from .payload import Payload
-from .state import CodecState
+from ..base import Codec
+from ..payload import Payload
+from ..state import CodecState
 
 
 class ErrorFeedback(Codec):

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import torch
 
-from .base import Codec
-from .errors import CorruptMessageError
-from .payload import Payload
-from .state import CodecState
+from ..base import Codec
+from ..errors import CorruptMessageError
+from ..payload import Payload
+from ..state import CodecState
 
 
 class Chain(Codec):

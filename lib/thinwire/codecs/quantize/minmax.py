@@ -3,7 +3,7 @@
 The scheme Oland & Raj (Alg. 1) and MQGrad build on, and Slim-DP's Quant-DP baseline:
 1. lo, hi = min(x), max(x)                         (sent as two float32 values)
 2. code  = floor((x - lo) * (2**b - 1) / (hi - lo) + 1/2)   (nearest level, in [0, 2**b - 1])
-3. pack the codes densely (``bitpack.py``)
+3. pack the codes densely (``kernels/bitpack.py``)
 4. decode: x' = lo + code * (hi - lo) / (2**b - 1);  |x - x'| <= (hi - lo) / (2 * (2**b - 1))
 A constant tensor (hi == lo) decodes exactly. NaN or Inf raises ``ValueError``.
 
@@ -18,12 +18,12 @@ import math
 import numpy as np
 import torch
 
-from . import bitpack
-from .extrema import extrema
-from .base import Codec, expect_part
-from .errors import CorruptMessageError
-from .payload import PartWriter, Payload
-from .state import CodecState
+from ..kernels import bitpack
+from ..kernels.extrema import extrema
+from ..base import Codec, expect_part
+from ..errors import CorruptMessageError
+from ..payload import PartWriter, Payload
+from ..state import CodecState
 
 BLOCK = 1 << 18  # floats per encode block: 1 MiB of scratch, fits in L2
 DECODE_BLOCK = 1 << 20

@@ -10,10 +10,10 @@ import math
 
 import torch
 
-from .base import Codec, expect_part
-from .errors import CorruptMessageError
-from .payload import Payload
-from .state import CodecState
+from ..base import Codec, expect_part
+from ..errors import CorruptMessageError
+from ..payload import Payload
+from ..state import CodecState
 
 
 class TopK(Codec):

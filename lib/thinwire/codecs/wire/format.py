@@ -32,8 +32,8 @@ import numpy as np
 import torch
 
 from .checksum import checksum
-from .errors import CorruptMessageError
-from .payload import PartWriter, Payload
+from ..errors import CorruptMessageError
+from ..payload import PartWriter, Payload
 
 MAGIC = 0xA2
 _FIXED = struct.Struct("<BBIBB")

@@ -26,8 +26,8 @@ import numpy as np
 import torch
 from numba import literally, njit, prange
 
-from . import bitpack
-from .quantize import dequantize_codes
+from ..kernels import bitpack
+from .minmax import dequantize_codes
 
 CHUNK = bitpack.CHUNK
 check_bits = bitpack.check_bits

@@ -1,7 +1,7 @@
 """Lossless coders for quantization codes (symbols in [0, 2^bits)): the last stage of
 Oland & Raj's Alg. 1 (lines 7-10) and the first of Alg. 2 (lines 2-3).
 
-- ``raw``: every symbol in ``bits`` bits (``bitpack.py``): the paper's "raw" bit rate.
+- ``raw``: every symbol in ``bits`` bits (``kernels/bitpack.py``): the paper's "raw" bit rate.
 - ``huffman``: the paper's choice. The package carries the canonical code *lengths* of
   the symbols from the first to the last one used (one byte each) instead of the
   distribution P: the receiver rebuilds the same codebook from them
@@ -22,8 +22,9 @@ import constriction
 import numpy as np
 import torch
 
-from . import bitpack, huffman_stream
-from .errors import CorruptMessageError
+from ..kernels import bitpack
+from . import huffman_stream
+from ..errors import CorruptMessageError
 from .huffman_code import code_lengths
 
 SYNC = 1024  # symbols between Huffman sync points (4 bytes each: 1/256 bit per symbol)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .errors import CorruptMessageError
+from ..errors import CorruptMessageError
 
 WIDTHS = {8: np.uint8, 16: np.uint16}
 WIRE = {8: np.uint8, 16: np.int16}  # 16-bit words travel as int16 bit patterns

@@ -36,15 +36,15 @@ import math
 import numpy as np
 import torch
 
-from . import bitpack
-from .base import Codec, expect_part
+from ..kernels import bitpack
+from ..base import Codec, expect_part
 from .drop_pass import drop_pass
 from .drop_quantize import LEVELS, dequantize, group_ids, quantize
 from .drop_threshold import SAMPLINGS, exact_threshold, sample_positions, sample_size, threshold_from_sample
-from .errors import CorruptMessageError
+from ..errors import CorruptMessageError
 from .offsets import decode_offsets, encode_offsets
-from .payload import Payload
-from .state import CodecState
+from ..payload import Payload
+from ..state import CodecState
 
 THRESHOLDS = ("exact", "sampled")
 SCOPES = ("global", "local")

@@ -4,7 +4,7 @@ numba caches each compiled function beside its source file and checks only that 
 time stamp on load. Our kernels call kernels in other files (``bin_pack`` compiles
 ``bitpack.stream_chunk`` into itself), so editing one file could leave another file's
 cached code stale. ``keyed_cache`` points numba at a folder named by a hash of every
-source file in this package while the kernel modules are imported (numba picks the
+source file of ``codecs`` (all sub-packages) while the kernel modules are imported (numba picks the
 folder when a function is decorated): any edit starts a fresh cache. Older folders are
 removed. An explicit ``NUMBA_CACHE_DIR`` is left alone.
 """
@@ -18,13 +18,13 @@ from pathlib import Path
 
 from numba.core import config
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).parents[1]  # the codecs package
 
 
 def source_hash() -> str:
     digest = hashlib.sha256()
-    for path in sorted(HERE.glob("*.py")):
-        digest.update(path.name.encode())
+    for path in sorted(HERE.rglob("*.py")):
+        digest.update(str(path.relative_to(HERE)).encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 

@@ -1,0 +1,1 @@
+"""Composition: chains of codecs and error feedback (memory)."""

@@ -1,0 +1,1 @@
+"""Dense transmissions: every value, as float32 or float16."""

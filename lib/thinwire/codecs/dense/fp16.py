@@ -1,0 +1,25 @@
+"""IEEE float16 transmission: half the bytes of float32."""
+
+from __future__ import annotations
+
+import torch
+
+from ..base import Codec, expect_part
+from ..payload import Payload
+from ..state import CodecState
+
+
+class Float16(Codec):
+    """Send every value as IEEE float16 (half the bytes). Values beyond +-65504 become +-Inf."""
+
+    name = "fp16"
+    host_only = False
+    codec_id = 2
+    carrier = "values"
+
+    def compress(self, flat, state: CodecState, key: str) -> Payload:
+        return Payload(parts={"values": flat.to(torch.float16)})
+
+    def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None) -> torch.Tensor:
+        values = expect_part(payload, "values", torch.float16, numel)
+        return values.to(torch.float32) if out is None else out.copy_(values)

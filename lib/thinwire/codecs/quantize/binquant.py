@@ -1,0 +1,81 @@
+"""Oland & Raj 2015, Sec. 3.1 and Alg. 1 lines 6-10 / Alg. 2: quantize a tensor to N bits
+with the paper's consistent bin quantizer (``bin_quantize.py``) and entropy-code the bin
+indices (``entropy/symbol_coders.py``: Huffman as in the paper, ``raw`` N-bit packing, or
+``ans``). The package [E, w_min, w_max, code table, N] is self-contained (Alg. 2).
+
+``binquant(bits=N, coder)`` sends a fixed N (Fig. 1); ``binquant(bits=0, coder)`` takes
+N from each encode's policy decision (``policies.EntropyBits``: Alg. 1 lines 3-5).
+"""
+
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ..base import Codec
+from .bin_quantize import bin_centres, bin_codes, bin_pack, check_bits, histogram
+from ..errors import CorruptMessageError
+from ..payload import Payload
+from .minmax import value_range
+from ..state import CodecState
+from ..entropy.symbol_coders import CODERS
+
+
+def _check_coder(coder) -> str:
+    if coder not in CODERS:
+        raise ValueError(f"coder={coder!r} is not allowed: coder must be one of {sorted(CODERS)}")
+    return coder
+
+
+class BinQuantize(Codec):
+    """N-bit bin quantization (Sec. 3.1) + an entropy coder. ``bits=0``: N comes with each
+    encode from a policy's decision (``policies.EntropyBits``, MQGrad's agent); every
+    message carries its N, so the receiver needs nothing else."""
+
+    name = "binquant"
+    codec_id = 8
+
+    def __init__(self, bits: int = 8, coder: str = "raw"):
+        self.bits = 0 if bits == 0 and not isinstance(bits, bool) else check_bits("bits", bits)
+        self.coder = _check_coder(coder)
+
+    def params(self) -> dict:
+        return {"bits": self.bits, "coder": self.coder}
+
+    def choose_bits(self, flat: torch.Tensor, lo: float, hi: float, state: CodecState, key: str) -> int:
+        if not self.bits:
+            raise ValueError(f"{self.spec()} takes its bit width from a policy decision: "
+                             "encode(..., decision=Decision(bits=N))")
+        return self.bits
+
+    def compress(self, flat, state: CodecState, key: str) -> Payload:
+        lo, hi = value_range(flat, key)
+        return self._quantize(flat, lo, hi, self.choose_bits(flat, lo, hi, state, key), state)
+
+    def compress_decided(self, flat, state: CodecState, key: str, decision) -> Payload:
+        if decision.keys is not None or decision.bits is None:
+            return super().compress_decided(flat, state, key, decision)
+        if self.bits and decision.bits != self.bits:
+            raise ValueError(f"{self.spec()} sends {self.bits} bits; a decision of {decision.bits} needs bits=0")
+        lo, hi = value_range(flat, key)
+        return self._quantize(flat, lo, hi, check_bits("bits", decision.bits), state)
+
+    def _quantize(self, flat, lo: float, hi: float, bits: int, state: CodecState) -> Payload:
+        state.last.bits = bits
+        if self.coder == "raw":  # QUANTIZE fused with the raw coder's packing (same part)
+            parts, meta = {"codes": bin_pack(flat, lo, hi, bits)}, {}
+        else:
+            codes = bin_codes(flat, lo, hi, bits)
+            parts, meta = CODERS[self.coder]().encode(codes, bits, histogram(codes, bits))
+        return Payload(parts=parts, meta={"lo": lo, "hi": hi, "bits": bits, **meta})
+
+    def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None) -> torch.Tensor:
+        lo, hi, bits = float(payload.meta["lo"]), float(payload.meta["hi"]), int(payload.meta["bits"])
+        if not (math.isfinite(lo) and math.isfinite(hi) and lo <= hi and 1 <= bits <= 16):
+            raise CorruptMessageError(f"{self.name}: bad range [{lo}, {hi}] or bits {bits}")
+        codes = CODERS[self.coder]().decode(payload.parts, payload.meta, numel, bits)
+        if codes.size and int(codes.max()) >= 1 << bits:
+            raise CorruptMessageError(f"{self.name}: code {int(codes.max())} out of range for {bits} bits")
+        return bin_centres(codes, lo, hi, bits, out=out)
