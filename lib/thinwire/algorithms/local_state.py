@@ -10,7 +10,7 @@ class LocalState:
 
     def state_dict(self) -> dict:
         return {
-            "replicas": {n: p.clone() for n, p in self.replicas.params.items()},
+            "replicas": self.replicas.state_dict(),
             "push_states": {k: s.state_dict() for k, s in self.push_states.items()},
             "pull_states": self.pull_states.state_dict(),
             "center": None if self.center is None else self.center.state_dict(),
@@ -18,8 +18,7 @@ class LocalState:
         }
 
     def load_state_dict(self, state: dict) -> None:
-        for name, p in self.replicas.params.items():
-            p.copy_(state["replicas"][name])
+        self.replicas.load_state_dict(state["replicas"])
         for k, s in self.push_states.items():
             s.load_state_dict(state["push_states"][k])
         self.pull_states.load_state_dict(state["pull_states"])

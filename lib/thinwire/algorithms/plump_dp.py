@@ -85,7 +85,8 @@ class PlumpDP(LocalState):
         self.push_codec, self.pull_codec = make_codec(section.push_codec), make_codec(section.pull_codec)
         self.pull_mode = section.pull_mode
         self.local_workers = [k for k in range(workers) if transport.is_local(k)]
-        self.replicas = Replicas(model, max(1, len(self.local_workers)), loss=loss)
+        self.replicas = Replicas(model, max(1, len(self.local_workers)), loss=loss,
+                                 seeds=[seed + 7000 + k for k in self.local_workers] or [seed + 7000])
         self.push_states = {k: CodecState(seed + 3000 + k) for k in self.local_workers}
         self.pull_states = StateBook(pair_seed(seed + 5000))  # each worker's own state for the center's pulls
         self.center = (CenterAgent(model, section, self.push_codec, self.pull_codec, workers, seed)

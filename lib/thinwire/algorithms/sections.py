@@ -55,6 +55,8 @@ class WeightAveragingSection(Section):
     """Oland & Raj's averaging workers: local SGD, compressed exchanges."""
 
     lr: float = 0.1
+    momentum: float = 0.0              # local SGD momentum, per worker
+    weight_decay: float = 0.0          # local L2 weight decay, per worker
     lr_decay: float = 1.0              # lr * lr_decay ** epoch
     l1: float = 0.0                    # L1 regularization strength on weight matrices
     exchange_every: int = 0            # steps between weight exchanges; 0 = once per epoch
@@ -67,6 +69,8 @@ class WeightAveragingSection(Section):
         for name in ("push_policy", "pull_policy"):
             object.__setattr__(self, name, policy_spec(name, getattr(self, name)))
         float_in("lr", self.lr, 0.0, 100.0, lo_open=True)
+        float_in("momentum", self.momentum, 0.0, 0.999)
+        float_in("weight_decay", self.weight_decay, 0.0, 1.0)
         float_in("lr_decay", self.lr_decay, 0.0, 1.0, lo_open=True)
         float_in("l1", self.l1, 0.0, 1.0)
         int_in("exchange_every", self.exchange_every, 0)

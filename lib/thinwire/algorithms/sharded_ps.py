@@ -93,7 +93,8 @@ class ShardedPS:
                              "sent; use a codec without memory (e.g. graddrop(..., residual=False))")
         self.transport, self.nodes, self.pull_mode = transport, workers, pull_mode
         self.local_workers = [k for k in range(workers) if transport.is_local(k)]
-        self.replicas = Replicas(model, max(1, len(self.local_workers)), loss=loss)
+        self.replicas = Replicas(model, max(1, len(self.local_workers)), loss=loss,
+                                 seeds=[seed + 7000 + k for k in self.local_workers] or [seed + 7000])
         self.layout = FlatLayout({n: p[0] for n, p in self.replicas.params.items()})
         self.bounds = self.layout.shard_bounds(workers)
         self.push_states = {i: CodecState(seed + 3000 + i) for i in self.local_workers}
@@ -169,15 +170,14 @@ class ShardedPS:
 
     def state_dict(self) -> dict:
         return {
-            "replicas": {n: p.clone() for n, p in self.replicas.params.items()},
+            "replicas": self.replicas.state_dict(),
             "push_states": {i: s.state_dict() for i, s in self.push_states.items()},
             "pull_states": self.pull_states.state_dict(),
             "servers": {j: s.state_dict() for j, s in self.servers.items()},
         }
 
     def load_state_dict(self, state: dict) -> None:
-        for name, p in self.replicas.params.items():
-            p.copy_(state["replicas"][name])
+        self.replicas.load_state_dict(state["replicas"])
         for i, s in self.push_states.items():
             s.load_state_dict(state["push_states"][i])
         self.pull_states.load_state_dict(state["pull_states"])

@@ -88,18 +88,21 @@ class WeightAveraging(LocalState):
                  push_codec: Codec | None = None, pull_codec: Codec | None = None, seed: int = 0,
                  exchange_every: int = 1, lr_decay: float = 1.0, l1: float = 0.0, loss: str = "mse",
                  probe_coders: tuple[str, ...] = ("raw", "huffman", "ans"), probe_entropy: bool = False,
-                 push_policy: str = "always", pull_policy: str = "always"):
+                 push_policy: str = "always", pull_policy: str = "always", momentum: float = 0.0,
+                 weight_decay: float = 0.0):
         if exchange_every < 1:
             raise ValueError(f"exchange_every={exchange_every!r} is not allowed: it must be an int >= 1")
         self.transport, self.workers, self.center_id = transport, workers, workers
         self.lr, self.lr_decay, self.l1, self.exchange_every = lr, lr_decay, l1, exchange_every
+        self.momentum, self.weight_decay = momentum, weight_decay
         self.push_codec = push_codec or Float32()
         self.pull_codec = pull_codec or Float32()
         self.probes = ({c: _with_coder(self.push_codec, c) for c in probe_coders}
                        if isinstance(self.push_codec, BinQuantize) else {})
         self.probe_entropy = probe_entropy
         self.local_workers = [k for k in range(workers) if transport.is_local(k)]
-        self.replicas = Replicas(model, max(1, len(self.local_workers)), loss=loss)
+        self.replicas = Replicas(model, max(1, len(self.local_workers)), loss=loss,
+                                 seeds=[seed + 7000 + k for k in self.local_workers] or [seed + 7000])
         self.push_states = {k: CodecState(seed + 3000 + k) for k in self.local_workers}
         self.push_policies = {k: make_policy(push_policy, seed + 3000 + k) for k in self.local_workers}
         self.pull_states = StateBook(pair_seed(seed + 5000))  # each worker's own state for the averaged pulls
@@ -117,7 +120,8 @@ class WeightAveraging(LocalState):
                    pull_codec=make_codec(section.pull_codec), seed=config.seed,
                    exchange_every=section.exchange_every or steps_per_epoch, lr_decay=section.lr_decay,
                    l1=section.l1, loss=config.loss, probe_entropy=section.probe_entropy,
-                   push_policy=section.push_policy, pull_policy=section.pull_policy)
+                   push_policy=section.push_policy, pull_policy=section.pull_policy, momentum=section.momentum,
+                   weight_decay=section.weight_decay)
 
     def learning_rate(self, step: int) -> float:
         return self.lr * self.lr_decay ** (step // self.exchange_every)
@@ -130,7 +134,7 @@ class WeightAveraging(LocalState):
             if self.l1:
                 for name in self.matrices:
                     torch.sign(self.replicas.params[name], out=self._sign[name])
-            losses, correct = self.replicas.sgd_step(x, y, lr)
+            losses, correct = self.replicas.sgd_step(x, y, lr, self.momentum, self.weight_decay)
             if self.l1:
                 for name in self.matrices:
                     self.replicas.params[name].sub_(self._sign[name], alpha=lr * self.l1)

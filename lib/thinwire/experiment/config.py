@@ -27,7 +27,7 @@ from ..datasets import LOADERS
 from ..models import MODELS
 from ..models.mlp import ACTIVATIONS
 from ..models.replicas import LOSSES
-from ..validation import boolean, check, int_in, one_of
+from ..validation import boolean, check, float_in, int_in, one_of
 from .device import DEVICES
 
 RESULTS_FORMAT = 3  # bump when results computed from the same config would differ (3: wire v2, sections)
@@ -38,9 +38,13 @@ class Common:
     algorithm: str = "plump_dp"        # distributed loop (see thinwire.algorithms)
     dataset: str = "mnist"             # mnist | fashion_mnist | cifar10
     model: str = "mlp"                 # see thinwire.models
-    hidden: tuple[int, ...] = (1024, 1024)  # MLP hidden widths
-    activation: str = "relu"           # relu | tanh
-    layer_norm: bool = False           # LayerNorm after each hidden Linear
+    hidden: tuple[int, ...] = (1024, 1024)  # hidden widths of the fully connected layers
+    activation: str = "relu"           # relu | tanh (MLP)
+    layer_norm: bool = False           # LayerNorm after each hidden Linear (MLP)
+    channels: tuple[int, ...] = (32, 64)  # CNN: output channels of each conv -> ReLU -> max-pool block
+    kernel: int = 5                    # CNN: convolution kernel size
+    dropout: float = 0.0               # CNN: dropout after each hidden fully connected layer (per-agent masks)
+    lrn: bool = False                  # CNN: local response normalization after each pooling
     loss: str = "cross_entropy"        # cross_entropy | mse (tanh outputs, +-1 targets)
     workers: int = 4                   # K local agents
     batch_size: int = 32               # per worker
@@ -53,7 +57,9 @@ class Common:
     device: str = "auto"               # auto | cpu | cuda: where models, batches and codec tensor work live
 
     def __post_init__(self):
-        object.__setattr__(self, "hidden", tuple(self.hidden) if isinstance(self.hidden, (list, tuple)) else self.hidden)
+        for name in ("hidden", "channels"):
+            value = getattr(self, name)
+            object.__setattr__(self, name, tuple(value) if isinstance(value, (list, tuple)) else value)
         one_of("algorithm", self.algorithm, ALGORITHMS)
         one_of("dataset", self.dataset, LOADERS)
         one_of("model", self.model, MODELS)
@@ -61,6 +67,18 @@ class Common:
             isinstance(h, int) and not isinstance(h, bool) and h >= 1 for h in self.hidden), "a tuple of positive ints")
         one_of("activation", self.activation, ACTIVATIONS)
         boolean("layer_norm", self.layer_norm)
+        check("channels", self.channels, isinstance(self.channels, tuple) and len(self.channels) >= 1 and all(
+            isinstance(c, int) and not isinstance(c, bool) and c >= 1 for c in self.channels), "a tuple of positive ints")
+        int_in("kernel", self.kernel, 1, 15)
+        float_in("dropout", self.dropout, 0.0, 0.99)
+        boolean("lrn", self.lrn)
+        cnn_only = {"channels": (32, 64), "kernel": 5, "dropout": 0.0, "lrn": False}
+        for name, default in cnn_only.items():
+            check(name, getattr(self, name), self.model == "cnn" or getattr(self, name) == default,
+                  f"{default!r} unless model='cnn'")
+        for name, default in {"activation": "relu", "layer_norm": False}.items():
+            check(name, getattr(self, name), self.model == "mlp" or getattr(self, name) == default,
+                  f"{default!r} unless model='mlp'")
         one_of("loss", self.loss, LOSSES)
         int_in("workers", self.workers, 1, 1024)
         int_in("batch_size", self.batch_size, 1, 1 << 16)
@@ -118,7 +136,7 @@ class RunConfig:
 
     def to_dict(self) -> dict:
         d = asdict(self.common)
-        d["hidden"] = list(self.common.hidden)
+        d["hidden"], d["channels"] = list(self.common.hidden), list(self.common.channels)
         d[self.algorithm] = asdict(self.section)
         return d
 

@@ -84,7 +84,9 @@ def _train(config: RunConfig, transport: Transport, backend: str, progress: bool
     torch.manual_seed(config.seed)  # nothing should draw from it; this only pins stray use
     data, train_x, train_y, test_x, test_y = _prepare_data(config, device)
     model = build_model(config.model, data.image_shape, data.num_classes, config.seed,
-                        hidden=config.hidden, activation=config.activation, layer_norm=config.layer_norm).to(device)
+                        hidden=config.hidden, activation=config.activation, layer_norm=config.layer_norm,
+                        channels=config.channels, kernel=config.kernel, dropout=config.dropout,
+                        lrn=config.lrn).to(device)
     shards = partition(len(train_y), config.workers, config.seed)
     algo = ALGORITHMS[config.algorithm].from_config(model, transport, config, len(shards[0]) // config.batch_size)
     check_algorithm(algo)

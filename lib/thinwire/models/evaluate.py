@@ -13,6 +13,7 @@ def evaluate(model: nn.Module, params: dict[str, torch.Tensor], x: torch.Tensor,
              batch: int = 2000, loss: str = "cross_entropy") -> tuple[float, float]:
     """Mean loss (``Replicas``' losses) and accuracy of ``model`` with ``params`` on (x, y)."""
     loss_sum, correct = 0.0, 0
+    model.eval()  # dropout off
     params = {n: p.to(x.device) for n, p in params.items()}
     for s in range(0, len(y), batch):
         logits = functional_call(model, params, (x[s:s + batch],))

@@ -7,21 +7,27 @@ from typing import Callable
 import torch
 from torch import nn
 
+from .cnn import CNN
 from .mlp import MLP
 
 
-def _mlp(image_shape, num_classes, hidden=(1024, 1024), activation="relu", layer_norm=False) -> nn.Module:
+def _mlp(image_shape, num_classes, hidden=(1024, 1024), activation="relu", layer_norm=False, **unused) -> nn.Module:
     c, h, w = image_shape
     return MLP(c * h * w, tuple(hidden), num_classes, activation, layer_norm)
 
 
-MODELS: dict[str, Callable[..., nn.Module]] = {"mlp": _mlp}
+def _cnn(image_shape, num_classes, hidden=(512,), channels=(32, 64), kernel=5, dropout=0.0, lrn=False,
+         **unused) -> nn.Module:
+    return CNN(tuple(image_shape), num_classes, tuple(channels), kernel, tuple(hidden), dropout, lrn)
+
+
+MODELS: dict[str, Callable[..., nn.Module]] = {"mlp": _mlp, "cnn": _cnn}
 
 
 def build_model(name: str, image_shape, num_classes: int, seed: int, **options) -> nn.Module:
     """A freshly initialised model; initialisation draws from a generator seeded by ``seed``."""
     if name not in MODELS:
-        raise ValueError(f"model must be one of {sorted(MODELS)}, got {name!r}")
+        raise ValueError(f"model={name!r} is not allowed: model must be one of {sorted(MODELS)}")
     devices = torch.random.fork_rng(devices=[])
     with devices:
         torch.manual_seed(seed)

@@ -15,6 +15,7 @@ from torch import nn
 from torch.func import functional_call, vmap
 
 from .batched_mlp import BatchedMLP
+from .dropout import dropout_layers
 from .mlp import MLP
 
 
@@ -26,7 +27,9 @@ class Replicas:
     of tanh(logits) against targets +1 (true class) / -1 (others), summed over classes —
     the tanh output layer and squared error of Oland & Raj (Sec. 3.2)."""
 
-    def __init__(self, model: nn.Module, count: int, loss: str = "cross_entropy"):
+    def __init__(self, model: nn.Module, count: int, loss: str = "cross_entropy", seeds: list[int] | None = None):
+        """``seeds``: one per replica, for the generators that draw its dropout masks
+        (needed when the model has dropout)."""
         if loss not in LOSSES:
             raise ValueError(f"loss={loss!r} is not allowed: loss must be one of {list(LOSSES)}")
         self.loss = loss
@@ -43,10 +46,38 @@ class Replicas:
         self.batched = None
         if isinstance(model, MLP):
             self.batched = BatchedMLP(model, self.params)
+        self.dropouts = dropout_layers(model)
+        device = next(iter(self.params.values())).device
+        if self.dropouts and (seeds is None or len(seeds) != count):
+            raise ValueError(f"seeds={seeds!r} is not allowed: a model with dropout needs one seed per replica "
+                             f"({count}) for its masks")
+        self.generators = [torch.Generator(device=device).manual_seed(s) for s in seeds] if self.dropouts else []
+        self._mask_shapes: dict[str, tuple[int, ...]] | None = None
+        self.velocity: dict[str, torch.Tensor] = {}  # SGD momentum buffers, per replica
 
-    def _loss(self, params, x, y):
-        logits = functional_call(self.model, params, (x,))
+    def _loss(self, params, x, y, masks):
+        logits = functional_call(self.model, params, (x,), {"masks": masks} if masks else {})
         return sample_losses(logits, y, self.loss).mean(), (logits.argmax(-1) == y).sum()
+
+    def _masks(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        """One dropout mask per layer and replica, each drawn from its replica's generator."""
+        if not self.dropouts:
+            return {}
+        if self._mask_shapes is None:  # the feature shape at each dropout layer, from one sample
+            shapes, hooks = {}, []
+            for name, layer in self.dropouts.items():
+                hooks.append(layer.register_forward_hook(
+                    lambda m, args, out, name=name: shapes.__setitem__(name, tuple(args[0].shape[1:]))))
+            self.model.eval()
+            with torch.no_grad():
+                functional_call(self.model, {n: p[0] for n, p in self.params.items()}, (x[0, :1],))
+            for hook in hooks:
+                hook.remove()
+            self._mask_shapes = shapes
+        batch = x.shape[1]
+        return {name: torch.stack([layer.draw((batch, *self._mask_shapes[name]), g, x.device)
+                                   for g in self.generators])
+                for name, layer in self.dropouts.items()}
 
     def loss_and_grads(self, x: torch.Tensor, y: torch.Tensor):
         """x: (K, B, ...), y: (K, B) -> losses (K,), correct counts (K,), grads {name: (K, ...)}.
@@ -55,29 +86,45 @@ class Replicas:
         (or copy) them before calling again.
         """
         leaves = {n: p.requires_grad_(True) for n, p in self.params.items()}
+        self.model.train()
         if self.batched is not None:
             losses, correct = _batched_loss(self.batched.logits(leaves, x), y, self.loss)
         else:
-            losses, correct = vmap(self._loss)(leaves, x, y)
+            losses, correct = vmap(self._loss)(leaves, x, y, self._masks(x))
         grads = dict(zip(leaves, torch.autograd.grad(losses.sum(), list(leaves.values()))))
         for p in leaves.values():
             p.requires_grad_(False)
         self._match_layout(grads)
         return losses.detach(), correct, grads
 
-    def sgd_step(self, x: torch.Tensor, y: torch.Tensor, lr: float):
+    def sgd_step(self, x: torch.Tensor, y: torch.Tensor, lr: float, momentum: float = 0.0,
+                 weight_decay: float = 0.0):
         """One local SGD step of every replica on its own batch: x (K, B, ...), y (K, B)
         -> losses (K,), correct counts (K,) before the step. The same update as
         ``p -= lr * grad`` after ``loss_and_grads``; for an ``MLP`` the Linear layers apply
         it inside their backward pass, so no K gradient tensors are written and read back.
+        With ``momentum`` or ``weight_decay``, torch.optim.SGD's rule per replica
+        (g += wd p; v = momentum v + g; p -= lr v), velocities kept in ``velocity``.
         """
-        if self.batched is None:
+        if self.batched is None or momentum or weight_decay:
             losses, correct, grads = self.loss_and_grads(x, y)
-            for name, p in self.params.items():
-                p.sub_(grads[name], alpha=lr)
+            with torch.no_grad():
+                for name, p in self.params.items():
+                    g = grads[name]
+                    if weight_decay:
+                        g = g.add(p, alpha=weight_decay)
+                    if momentum:
+                        v = self.velocity.get(name)
+                        if v is None:
+                            v = self.velocity[name] = g.clone()
+                        else:
+                            v.mul_(momentum).add_(g)
+                        g = v
+                    p.sub_(g, alpha=lr)
             return losses, correct
         fused = set(self.batched.fused_names)
         leaves = {n: p.requires_grad_(n not in fused) for n, p in self.params.items()}
+        self.model.train()
         losses, correct = _batched_loss(self.batched.logits(leaves, x, lr=lr), y, self.loss)
         rest = [n for n in leaves if n not in fused]
         grads = torch.autograd.grad(losses.sum(), [leaves[n] for n in rest] + [self.batched.anchor],
@@ -96,7 +143,20 @@ class Replicas:
         for name, g in grads.items():
             p = self.params[name]
             if p.stride() != g.stride() and _dense(g):
-                self.params[name] = torch.empty_strided(p.shape, g.stride(), dtype=p.dtype).copy_(p)
+                self.params[name] = torch.empty_strided(p.shape, g.stride(), dtype=p.dtype, device=p.device).copy_(p)
+
+
+    def state_dict(self) -> dict:
+        return {"params": {n: p.clone() for n, p in self.params.items()},
+                "velocity": {n: v.clone() for n, v in self.velocity.items()},
+                "generators": [g.get_state() for g in self.generators]}
+
+    def load_state_dict(self, state: dict) -> None:
+        for name, p in self.params.items():
+            p.copy_(state["params"][name])
+        self.velocity = {n: v.clone() for n, v in state["velocity"].items()}
+        for g, s in zip(self.generators, state["generators"]):
+            g.set_state(s)
 
 
 def sample_losses(logits: torch.Tensor, y: torch.Tensor, loss: str) -> torch.Tensor:
