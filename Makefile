@@ -38,8 +38,10 @@ reproduce: setup
 	for nb in $(NOTEBOOKS); do \
 	  $(VENV)/bin/papermill --cwd notebooks -k thinwire notebooks/$$nb.ipynb reports/$$nb.ipynb -p profile $(PROFILE) || exit 1; \
 	done
-	@echo "executed notebooks and figures are in reports/"
+	$(PY) -m thinwire readme
+	@echo "executed notebooks and figures are in reports/; README tables rewritten from them"
 
+# The goldens are the notebooks executed at the smoke profile; tests/test_goldens.py fails when they are stale.
 golden: setup
 	for nb in $(NOTEBOOKS); do \
 	  THINWIRE_RESULTS=$$(mktemp -d) $(VENV)/bin/papermill --cwd notebooks -k thinwire notebooks/$$nb.ipynb tests/golden/$$nb.ipynb -p profile smoke || exit 1; \

@@ -3,6 +3,7 @@
     python -m thinwire run --config cfg.json [--set steps=50 ...] [--backend inprocess|gloo|nccl]
     torchrun --nproc-per-node 4 -m thinwire run --config cfg.json --backend gloo
     python -m thinwire scraps notebooks/quickstart.ipynb
+    python -m thinwire readme          # README tables from reports/ (after make reproduce)
 """
 
 from __future__ import annotations
@@ -93,6 +94,24 @@ def cmd_scraps(args) -> int:
     return 0
 
 
+def cmd_readme(args) -> int:
+    from .paths import REPO_ROOT, reports_dir
+    from .report import update_readme
+    readme = Path(args.readme) if args.readme else REPO_ROOT / "README.md"
+    text, missing = update_readme(readme, Path(args.reports) if args.reports else reports_dir())
+    if missing:
+        print(f"no executed notebook or table scrap for: {', '.join(missing)} (run make reproduce first)",
+              file=sys.stderr)
+        return 1
+    if args.check:
+        same = text == readme.read_text()
+        print("README tables are up to date" if same else "README tables differ from reports/")
+        return 0 if same else 1
+    readme.write_text(text)
+    print(f"README tables written from {args.reports or reports_dir()}")
+    return 0
+
+
 def cmd_presets(args) -> int:
     from .comm import PRESETS
     for key, p in PRESETS.items():
@@ -113,6 +132,11 @@ def main(argv=None) -> int:
     p = sub.add_parser("scraps", help="print the numbers an executed notebook recorded, as JSON")
     p.add_argument("notebook")
     p.set_defaults(func=cmd_scraps)
+    p = sub.add_parser("readme", help="write the README's results tables from executed notebooks (reports/)")
+    p.add_argument("--reports", default=None, help="folder of executed notebooks (default reports/)")
+    p.add_argument("--readme", default=None, help="README to update (default the repository's)")
+    p.add_argument("--check", action="store_true", help="only report whether the tables are up to date")
+    p.set_defaults(func=cmd_readme)
     p = sub.add_parser("presets", help="list network presets")
     p.set_defaults(func=cmd_presets)
     args = parser.parse_args(argv)

@@ -19,6 +19,27 @@ def glue(name: str, value) -> None:
     display({MIME: {"name": name, "value": value}}, raw=True)
 
 
+def table_scrap(frame) -> dict:
+    """A pandas DataFrame as JSON: column names, row labels and cells (NaN as null)."""
+    import math
+
+    def cell(v):
+        if hasattr(v, "item"):
+            v = v.item()
+        if isinstance(v, float) and not math.isfinite(v):
+            return None
+        return v if isinstance(v, (int, float, str, bool)) or v is None else str(v)
+
+    return {"columns": [str(c) for c in frame.columns],
+            "index": [" / ".join(map(str, i)) if isinstance(i, tuple) else str(i) for i in frame.index],
+            "data": [[cell(v) for v in row] for row in frame.itertuples(index=False)]}
+
+
+def glue_table(name: str, frame) -> None:
+    """Record a table (a DataFrame) under ``name``; ``python -m thinwire readme`` renders it."""
+    glue(name, table_scrap(frame))
+
+
 def read_scraps(path: str | Path) -> dict:
     nb = json.loads(Path(path).read_text())
     found = {}
