@@ -7,8 +7,10 @@ A block in README.md such as
     <!-- /table -->
 
 is replaced by the markdown rendering of the table scrap ``paper_vs_ours`` that
-``reports/gradient_dropping.ipynb`` recorded (``scraps.glue_table``). ``python -m thinwire
-readme`` runs after ``make reproduce``; nothing in those blocks is typed by hand.
+``reports/gradient_dropping.ipynb`` recorded (``scraps.glue_table``). A notebook named with
+a folder (``gpu-runs/quickstart_paper_gpu``) is read from the repository instead: executed
+notebooks kept from runs on other machines. ``python -m thinwire readme`` runs after
+``make reproduce``; nothing in those blocks is typed by hand.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pathlib import Path
 
 from .scraps import read_scraps
 
-BLOCK = re.compile(r"(<!-- table: ([\w\-]+)/([\w\-]+) -->\n)(.*?)(<!-- /table -->)", re.S)
+BLOCK = re.compile(r"(<!-- table: ([\w\-/]+)/([\w\-]+) -->\n)(.*?)(<!-- /table -->)", re.S)
 
 
 def _format(v) -> str:
@@ -48,13 +50,13 @@ def render(table: dict) -> str:
     return head + rule + rows
 
 
-def update_readme(readme: Path, reports: Path) -> tuple[str, list[str]]:
+def update_readme(readme: Path, reports: Path, root: Path | None = None) -> tuple[str, list[str]]:
     """(new README text, names of the blocks that had no executed notebook or scrap)."""
     missing, cache = [], {}
 
     def fill(m):
         notebook, name = m.group(2), m.group(3)
-        path = reports / f"{notebook}.ipynb"
+        path = (root or readme.parent) / f"{notebook}.ipynb" if "/" in notebook else reports / f"{notebook}.ipynb"
         if notebook not in cache:
             cache[notebook] = read_scraps(path) if path.exists() else {}
         table = cache[notebook].get(name)

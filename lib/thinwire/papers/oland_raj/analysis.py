@@ -33,3 +33,76 @@ def layer_series(result, prefix: str) -> dict[str, np.ndarray]:
     m = result.metrics
     return {k.split("/", 1)[1]: np.array([v for v in m[k] if v is not None])
             for k in m if k.startswith(prefix + "/")}
+
+
+def mean_final_accuracy(headline: dict, label: str, seeds) -> float:
+    """Mean final test accuracy of setting ``label`` over ``seeds`` (``headline[(label, seed)]``)."""
+    return float(np.mean([headline[(label, s)].summary["final_accuracy"] for s in seeds]))
+
+
+def mean_epochs_to_peak(headline: dict, label: str, seeds) -> float:
+    return float(np.mean([epochs_to_peak(headline[(label, s)]) for s in seeds]))
+
+
+def mean_bit_rates(headline: dict, label: str, seeds) -> dict[str, np.ndarray]:
+    """``bits_per_parameter`` per exchange, averaged over seeds."""
+    per_seed = [bits_per_parameter(headline[(label, s)]) for s in seeds]
+    return {k: np.mean([r[k] for r in per_seed], axis=0) for k in per_seed[0]}
+
+
+def paper_vs_ours(headline: dict, seeds, published: dict):
+    """The notebook's "paper vs ours" table (Sec. 5.1-5.2 numbers), bits from payload."""
+    import pandas as pd
+    c5, c6 = mean_bit_rates(headline, "c=5, M=4", seeds), mean_bit_rates(headline, "c=6, M=4", seeds)
+    fp32_bits = float(np.mean(mean_bit_rates(headline, "baseline", seeds)["sent"]))
+    final = {label: mean_final_accuracy(headline, label, seeds) for label in ("baseline", "c=5, M=4", "c=6, M=4",
+                                                                               "fixed 8 bits")}
+    ours = {
+        "bits/param raw, c=5 M=4": c5["raw"].mean(),
+        "compression raw, c=5 M=4": fp32_bits / c5["raw"].mean(),
+        "bits/param Huffman, c=5 M=4": c5["sent"].mean(),
+        "compression Huffman, c=5 M=4": fp32_bits / c5["sent"].mean(),
+        "bits/param Huffman, c=6 M=4": c6["sent"].mean(),
+        "compression Huffman, c=6 M=4": fp32_bits / c6["sent"].mean(),
+        "bits/param ANS, c=5 M=4": c5["ans"].mean(),
+        "accuracy baseline": final["baseline"],
+        "accuracy c=5 M=4": final["c=5, M=4"],
+        "accuracy c=6 M=4": final["c=6, M=4"],
+        "accuracy fixed 8 bits": final["fixed 8 bits"],
+        "fewer epochs to peak, c=6 M=4": 1 - mean_epochs_to_peak(headline, "c=6, M=4", seeds)
+        / mean_epochs_to_peak(headline, "baseline", seeds),
+    }
+    theirs = {
+        "bits/param raw, c=5 M=4": published["bits_raw_c5m4"], "compression raw, c=5 M=4": published["compression_raw_c5m4"],
+        "bits/param Huffman, c=5 M=4": published["bits_huffman_c5m4"],
+        "compression Huffman, c=5 M=4": published["compression_c5m4"],
+        "bits/param Huffman, c=6 M=4": published["bits_huffman_c6m4"],
+        "compression Huffman, c=6 M=4": published["compression_c6m4"],
+        "bits/param ANS, c=5 M=4": None, "accuracy baseline": None,
+        "accuracy c=5 M=4": published["accuracy_c5m4_vs_baseline"] + " baseline",
+        "accuracy c=6 M=4": published["accuracy_c6m4_vs_baseline"] + " to baseline",
+        "accuracy fixed 8 bits": "= baseline", "fewer epochs to peak, c=6 M=4": published["fewer_epochs_to_peak_c6m4"],
+    }
+    table = pd.DataFrame({"paper": theirs, "ours": ours})
+    table["gap (ours - paper)"] = [o - t if isinstance(t, float) else None for o, t in zip(table.ours, table.paper)]
+    table["gap %"] = [100 * (o - t) / t if isinstance(t, float) else None for o, t in zip(table.ours, table.paper)]
+    for label in ("c=5, M=4", "c=6, M=4", "fixed 8 bits"):
+        table.loc[f"accuracy {label.replace(', ', ' ')} - baseline", "ours"] = final[label] - final["baseline"]
+    return table
+
+
+def l1_ablation(l1_runs: dict):
+    """``{("baseline" | "c=5, M=4", strength): Result}`` -> one row per L1 strength."""
+    import pandas as pd
+    rows = {}
+    for strength in sorted({s for _, s in l1_runs}):
+        plain, adapt = l1_runs[("baseline", strength)], l1_runs[("c=5, M=4", strength)]
+        r = bits_per_parameter(adapt)
+        first_layer = next(iter(layer_series(adapt, "entropy").values()))
+        rows[strength] = {"H_M layer 1 (last epoch)": first_layer[-1], "raw bits": r["raw"].mean(),
+                          "Huffman bits": r["sent"].mean(), "Huffman bits (last epoch)": r["sent"][-1],
+                          "accuracy fp32": plain.summary["final_accuracy"],
+                          "accuracy c=5 M=4": adapt.summary["final_accuracy"]}
+    table = pd.DataFrame(rows).T
+    table.index.name = "L1 strength"
+    return table
