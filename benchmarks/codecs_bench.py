@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from roofline import add_pass_seconds, best_seconds
-from thinwire.codecs import CodecState, make_codec
+from thinwire.codecs import CodecState, make_codec, wire
 
 N = 25_000_000
 SPECS = ["fp32", "fp16", "quantize(bits=8)", "quantize(bits=4)", "quantize(bits=2)", "quantize(bits=1)",
@@ -30,7 +30,7 @@ def run(n: int = N) -> list[dict]:
         out = torch.empty_like(x)  # receivers decode into a reused buffer
         decode = best_seconds(lambda: codec.decode(message, state, "x", out=out), repeats=3, warmup=1)
         rows.append({
-            "codec": spec, "values": n, "bytes": len(message), "encode_s": encode, "decode_s": decode,
+            "codec": spec, "values": n, "bytes": len(message), "payload": wire.measure(message)[0], "encode_s": encode, "decode_s": decode,
             "add_pass_s": roof, "fraction_of_roofline": roof / (encode + decode),
             "target": TARGETS.get(spec),
         })

@@ -14,7 +14,7 @@ import time
 import torch
 
 from roofline import add_pass_seconds, best_seconds
-from thinwire.codecs import CodecState, make_codec
+from thinwire.codecs import CodecState, make_codec, wire
 
 N = 25_000_000
 SPECS = ["graddrop(ratio=0.99)", "graddrop(ratio=0.99, sampling='stride')",
@@ -45,12 +45,13 @@ def run(n: int = N) -> list[dict]:
             codec.decode(message, None, "x", out=out)
             t2 = time.perf_counter()
             encode, decode = min(encode, t1 - t0), min(decode, t2 - t1)
-            kept.append(int(state.slot("x")["kept"]) / n)
+            kept.append(state.last.kept / n)
             size = len(message)
+            payload = wire.measure(message)[0]
         target_density = 1 - codec.ratio
         density = sum(kept) / len(kept)
         rows.append({
-            "codec": spec, "values": n, "bytes": size, "encode_s": encode, "decode_s": decode,
+            "codec": spec, "values": n, "bytes": size, "payload": payload, "encode_s": encode, "decode_s": decode,
             "add_pass_s": roof, "fraction_of_roofline": roof / (encode + decode),
             "topk_1pct_s": topk_s, "speedup_vs_topk": topk_s / (encode + decode),
             "density": density, "density_error": abs(density - target_density) / target_density,
