@@ -55,3 +55,6 @@ def test_oland_raj_tables_from_smoke_runs(tmp_path):
     assert rates["sent"].mean() < rates["raw"].mean() < 32
     l1 = orr.l1_ablation({k: run(c.replace(**shrink), root=tmp_path) for k, c in runs.l1.items()})
     assert list(l1.index) == sorted({s for _, s in runs.l1}) and (l1["raw bits"] > 0).all()
+    findings = orr.why_it_differs(headline, [0], l1, 1e-5, 1)
+    assert len(findings) == 6 and all(isinstance(f, str) for f in findings)
+    assert f"{rates['ans'].mean():.3f}" in findings[-1]

@@ -2,10 +2,10 @@
 Magnitude (Almost) (ICASSP)."""
 
 from .analysis import (accuracy_curve, bits_per_parameter, epochs_to_peak, l1_ablation, layer_series,
-                       mean_bit_rates, mean_epochs_to_peak, mean_final_accuracy, paper_vs_ours)
+                       mean_bit_rates, mean_epochs_to_peak, mean_final_accuracy, paper_vs_ours, why_it_differs)
 from .profiles import OLAND_RAJ
 from .published import PUBLISHED
 from .runs import CEILING, F, HEADLINE, OlandRajRuns, adaptive, fixed, oland_raj_runs
 
-__all__ = ["l1_ablation", "mean_bit_rates", "mean_epochs_to_peak", "mean_final_accuracy", "paper_vs_ours", "CEILING", "F", "HEADLINE", "OLAND_RAJ", "OlandRajRuns", "PUBLISHED", "accuracy_curve", "adaptive",
+__all__ = ["why_it_differs", "l1_ablation", "mean_bit_rates", "mean_epochs_to_peak", "mean_final_accuracy", "paper_vs_ours", "CEILING", "F", "HEADLINE", "OLAND_RAJ", "OlandRajRuns", "PUBLISHED", "accuracy_curve", "adaptive",
            "bits_per_parameter", "epochs_to_peak", "fixed", "layer_series", "oland_raj_runs"]
