@@ -46,3 +46,14 @@ def policy_spec(name: str, value) -> str:
         return make_policy(value).spec()
     except (ValueError, TypeError) as exc:
         raise ValueError(f"{name}={value!r} is not allowed: {exc}") from None
+
+
+def normalize_numbers(section) -> None:
+    """In a frozen dataclass, turn an int given for a ``float`` field into that float
+    (``lr=1`` and ``lr=1.0`` are one config and hash alike). Bools are left alone: the
+    field's own check rejects them."""
+    import dataclasses
+    for f in dataclasses.fields(section):
+        value = getattr(section, f.name)
+        if f.type in ("float", float) and isinstance(value, int) and not isinstance(value, bool):
+            object.__setattr__(section, f.name, float(value))

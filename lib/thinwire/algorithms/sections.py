@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..validation import boolean, codec_spec, float_in, int_in, one_of, policy_spec
+from ..validation import boolean, codec_spec, float_in, int_in, normalize_numbers, one_of, policy_spec
 from .optimizers import OPTIMIZERS
 
 PULL_MODES = ("params", "delta")
@@ -25,6 +25,7 @@ class Section:
     pull_codec: str = "fp32"           # codec spec for server -> worker messages
 
     def __post_init__(self):
+        normalize_numbers(self)
         for name in ("push_codec", "pull_codec"):
             object.__setattr__(self, name, codec_spec(name, getattr(self, name)))
 

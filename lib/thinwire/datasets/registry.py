@@ -10,6 +10,8 @@ from .cifar10 import load_cifar10
 from .dataset import Dataset
 from .idx import load_idx_dataset
 
+TRAIN_SIZES = {"mnist": 60000, "fashion_mnist": 60000, "cifar10": 50000}  # checked before any data loads
+
 LOADERS: dict[str, Callable] = {
     "mnist": partial(load_idx_dataset, "mnist"),
     "fashion_mnist": partial(load_idx_dataset, "fashion-mnist"),

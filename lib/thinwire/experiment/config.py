@@ -23,11 +23,11 @@ from dataclasses import asdict, dataclass, fields, replace
 
 from ..algorithms import ALGORITHMS
 from ..comm import PRESETS
-from ..datasets import LOADERS
+from ..datasets import LOADERS, TRAIN_SIZES
 from ..models import MODELS
 from ..models.mlp import ACTIVATIONS
 from ..models.replicas import LOSSES
-from ..validation import boolean, check, float_in, int_in, one_of
+from ..validation import boolean, check, float_in, int_in, normalize_numbers, one_of
 from .device import DEVICES
 
 RESULTS_FORMAT = 3  # bump when results computed from the same config would differ (3: wire v2, sections)
@@ -57,6 +57,7 @@ class Common:
     device: str = "auto"               # auto | cpu | cuda: where models, batches and codec tensor work live
 
     def __post_init__(self):
+        normalize_numbers(self)
         for name in ("hidden", "channels"):
             value = getattr(self, name)
             object.__setattr__(self, name, tuple(value) if isinstance(value, (list, tuple)) else value)
@@ -83,10 +84,14 @@ class Common:
         int_in("workers", self.workers, 1, 1024)
         int_in("batch_size", self.batch_size, 1, 1 << 16)
         int_in("steps", self.steps, 1)
-        int_in("train_samples", self.train_samples, 0)
+        size = TRAIN_SIZES[self.dataset]
+        int_in("train_samples", self.train_samples, 0, size)
         check("train_samples", self.train_samples,
               self.train_samples == 0 or self.train_samples >= self.workers * self.batch_size,
               f"0 or at least workers * batch_size = {self.workers * self.batch_size}")
+        shard = (self.train_samples or size) // self.workers
+        check("batch_size", self.batch_size, self.batch_size <= shard,
+              f"at most a worker's shard: {self.train_samples or size} samples / {self.workers} workers = {shard}")
         one_of("network", self.network, PRESETS)
         int_in("eval_every", self.eval_every, 1)
         int_in("eval_samples", self.eval_samples, 1, 10000)

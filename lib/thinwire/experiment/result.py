@@ -56,3 +56,25 @@ def atomic_write(path: Path, write) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+STALE_AFTER_S = 60.0
+
+
+def remove_stale_temporaries(folder: Path, older_than_s: float = STALE_AFTER_S) -> list[Path]:
+    """Delete the temporary files an interrupted ``atomic_write`` left in ``folder``
+    (``.<name>.<random>.tmp``). A file still being written is younger than
+    ``older_than_s`` (its writer keeps touching it), so only abandoned ones go."""
+    import time
+    removed = []
+    if not folder.is_dir():
+        return removed
+    now = time.time()
+    for path in folder.glob(".*.tmp"):
+        try:
+            if now - path.stat().st_mtime > older_than_s:
+                path.unlink()
+                removed.append(path)
+        except FileNotFoundError:
+            pass
+    return removed

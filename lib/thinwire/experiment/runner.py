@@ -33,7 +33,7 @@ from ..paths import results_dir
 from .checkpoint import Checkpoint
 from .config import RunConfig
 from .device import resolve_device, synchronize
-from .result import Result
+from .result import Result, remove_stale_temporaries
 
 
 def result_folder(config: RunConfig, backend: str = "inprocess", root=None) -> Path:
@@ -58,6 +58,8 @@ def run(config: RunConfig, transport: Transport | None = None, backend: str = "i
         return hit
     transport = transport or InProcessTransport()
     folder = result_folder(config, backend, root)
+    if transport.rank == 0:
+        remove_stale_temporaries(folder)
     checkpoint = Checkpoint(folder / "checkpoint.pt", config.key(), checkpoint_every) \
         if transport.world_size == 1 else None
     result = _train(config, transport, backend, progress, checkpoint, device)

@@ -1,7 +1,9 @@
 """Composition: each stage compresses the previous stage's carrier part.
 
 ``Chain(TopK(0.01), Quantize(8))`` sends top-k indices as int32 and the kept values as
-8-bit codes; a later entropy stage would code the quantizer's ``codes`` the same way.
+8-bit codes. Every stage compresses a float tensor, so each stage but the last must carry
+float values (``carrier``); a quantizer or bit packer can only come last, which
+``Chain`` checks when it is built.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ class Chain(Codec):
             raise ValueError(f"chain: needs at least two codecs, got {stages!r}")
         for stage in stages[:-1]:
             if stage.carrier is None:
-                raise ValueError(f"chain: {stage.spec()} has no carrier part for the next stage")
+                raise ValueError(f"chain: {stage.spec()} has no float part for the next stage to compress "
+                                 "(only a last stage may quantize or bit-pack)")
         self.stages = stages
         self.host_only = any(s.host_only for s in stages)
 

@@ -24,7 +24,7 @@ from ..entropy.symbol_coders import CODERS
 
 
 def _check_coder(coder) -> str:
-    if coder not in CODERS:
+    if not isinstance(coder, str) or coder not in CODERS:
         raise ValueError(f"coder={coder!r} is not allowed: coder must be one of {sorted(CODERS)}")
     return coder
 

@@ -90,10 +90,10 @@ class Quantize(Codec):
 
     name = "quantize"
     codec_id = 4
-    carrier = "codes"
+    carrier = None  # its codes are bit-packed bytes: no codec compresses them further
 
     def __init__(self, bits: int = 8):
-        if not (isinstance(bits, int) and 1 <= bits <= 16):
+        if not (isinstance(bits, int) and not isinstance(bits, bool) and 1 <= bits <= 16):
             raise ValueError(f"quantize: bits must be an int in 1..16, got {bits!r}")
         self.bits = bits
 

@@ -52,6 +52,11 @@ ENCODINGS = ("offset_value", "index_value")
 TIES = ("drop", "keep")
 
 
+def _number(value) -> bool:
+    """An int or float, not a bool (True would silently mean 1)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def _require(name, value, ok, allowed):
     if not ok:
         raise ValueError(f"graddrop: {name}={value!r} is not allowed: {name} must be {allowed}")
@@ -65,14 +70,15 @@ class GradDrop(Codec):
                  min_sample: int = 1000, sampling: str = "random", scope: str = "global",
                  encoding: str = "offset_value", bits: int = 0, levels: str = "threshold",
                  residual: bool = True, ties: str = "drop"):
-        _require("ratio", ratio, isinstance(ratio, (int, float)) and 0 <= ratio < 1, "a number in [0, 1)")
+        _require("ratio", ratio, _number(ratio) and 0 <= ratio < 1, "a number in [0, 1)")
         _require("threshold", threshold, threshold in THRESHOLDS, f"one of {THRESHOLDS}")
-        _require("sample", sample, isinstance(sample, (int, float)) and 0 < sample <= 1, "a number in (0, 1]")
-        _require("min_sample", min_sample, isinstance(min_sample, int) and min_sample >= 1, "an int >= 1")
+        _require("sample", sample, _number(sample) and 0 < sample <= 1, "a number in (0, 1]")
+        _require("min_sample", min_sample, _number(min_sample) and isinstance(min_sample, int) and min_sample >= 1,
+                 "an int >= 1")
         _require("sampling", sampling, sampling in SAMPLINGS, f"one of {SAMPLINGS}")
         _require("scope", scope, scope in SCOPES, f"one of {SCOPES}")
         _require("encoding", encoding, encoding in ENCODINGS, f"one of {ENCODINGS}")
-        _require("bits", bits, bits in (0, 1, 2), "0 (float32 values), 1 or 2")
+        _require("bits", bits, _number(bits) and bits in (0, 1, 2), "0 (float32 values), 1 or 2")
         _require("levels", levels, levels in LEVELS, f"one of {LEVELS}")
         _require("ratio", ratio, not (bits and levels == "threshold" and ratio == 0),
                  "> 0 with threshold levels (a ratio of 0 has no threshold)")

@@ -30,7 +30,7 @@ class TopK(Codec):
     carrier = "values"
 
     def __init__(self, ratio: float = 0.01):
-        if not (isinstance(ratio, (int, float)) and 0.0 < ratio <= 1.0):
+        if not (isinstance(ratio, (int, float)) and not isinstance(ratio, bool) and 0.0 < ratio <= 1.0):
             raise ValueError(f"topk: ratio must be in (0, 1], got {ratio!r}")
         self.ratio = float(ratio)
 
