@@ -87,3 +87,44 @@ def test_meta_and_shape_survive_the_header(meta, shape):
 def test_unknown_names_are_refused_at_encode_time():
     with pytest.raises(ValueError, match="wire.NAMES"):
         wire.pack(1, 0, torch.float32, (1,), Payload(parts={"nonsense": torch.zeros(1)}))
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_edited_header_fields_with_a_recomputed_checksum_never_escape(spec):
+    """An adversary edits header bytes and fixes the checksum: decoding raises
+    CorruptMessageError or gives a tensor, never another error."""
+    import random
+    import struct
+    from thinwire.codecs.wire import checksum
+    codec = make_codec(spec)
+    msg = sample_message(spec)
+    header_end = len(msg) - 4 - sum(p.numel() * p.element_size() for p in wire.unpack(msg)[1].parts.values())
+    rng = random.Random(spec)
+    edits = [(pos, value) for pos in range(1, max(2, header_end)) for value in (0, 0x7F, 0x80, 0xFF)]
+    edits += [(rng.randrange(1, max(2, header_end)), rng.randrange(256)) for _ in range(200)]
+    for pos, value in edits:
+        bad = bytearray(msg)
+        bad[pos] = value
+        bad[-4:] = struct.pack("<I", checksum(memoryview(bad)[:-4]))
+        try:
+            codec.decode(bad, CodecState(0), "w")
+        except CorruptMessageError:
+            pass
+
+
+def test_huge_claimed_sizes_are_refused_before_allocating():
+    import struct
+    from thinwire.codecs.wire import checksum
+    huge = wire.pack(1, make_codec("fp32").digest, torch.float32, (2**20, 2**20), Payload(parts={"values": torch.zeros(4)}))
+    with pytest.raises(CorruptMessageError, match="more than"):
+        make_codec("fp32").decode(huge)
+    codec = make_codec("binquant(bits=4, coder='huffman')")
+    msg = codec.encode(torch.randn(1000))
+    header, payload = wire.unpack(msg)
+    meta = dict(payload.meta, sync=2**31)
+    forged = wire.pack(codec.codec_id, codec.digest, torch.float32, (1000,), Payload(parts=dict(payload.parts), meta=meta))
+    # one chunk either way: the decoder pads for min(sync, n) symbols, not for 2^31
+    assert torch.equal(codec.decode(forged), codec.decode(msg))
+    many = wire.pack(codec.codec_id, codec.digest, torch.float32, (2**30,), Payload(parts=dict(payload.parts), meta=dict(payload.meta)))
+    with pytest.raises(CorruptMessageError, match="cannot fit"):
+        codec.decode(many)

@@ -185,6 +185,10 @@ def decode(stream: np.ndarray, n: int, lengths: np.ndarray, syncs: np.ndarray, s
            out: np.ndarray | None = None) -> np.ndarray:
     """Inverse of ``encode``: the ``n`` symbols (uint16 or ``out``'s dtype)."""
     lengths = np.asarray(lengths, dtype=np.int64)
+    if sync < 1:
+        raise ValueError(f"sync={sync} must be >= 1")
+    if n > 8 * stream.size:  # every symbol takes at least one bit: check before allocating n
+        raise ValueError(f"{n} symbols cannot fit a stream of {stream.size} bytes")
     chunks = (n + sync - 1) // sync
     if syncs.size != chunks:
         raise ValueError(f"expected {chunks} sync points for {n} symbols, got {syncs.size}")
@@ -202,7 +206,7 @@ def decode(stream: np.ndarray, n: int, lengths: np.ndarray, syncs: np.ndarray, s
     slow = _Canonical(lengths, codes) if maxlen > t else None
     # the 64 bits starting at each 32-bit word, with zeros past the end for the chunks
     # that run over it in the last iterations (at most sync * maxlen bits)
-    nw = (stream.size + 3) // 4 + (sync * maxlen + 31) // 32 + 2
+    nw = (stream.size + 3) // 4 + (min(sync, n) * maxlen + 31) // 32 + 2
     padded = np.zeros(nw * 4, dtype=np.uint8)
     padded[: stream.size] = stream
     w32 = padded.view(">u4").astype(_U64)

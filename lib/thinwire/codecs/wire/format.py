@@ -12,7 +12,8 @@ checksum.
     ...         each part's little-endian bytes, aligned to its element size (zero padding)
     end-4       CRC-32C of everything before it
 
-A name is one byte per dot-separated token (``NAMES`` index, high bit set when another
+A message describes at most ``MAX_NUMEL`` values: a header claiming more is corrupt, so no
+decoder allocates for it. A name is one byte per dot-separated token (``NAMES`` index, high bit set when another
 token follows): ``values.numel`` costs two bytes. A float meta value that float32 holds
 exactly travels as 4 bytes.
 
@@ -36,6 +37,7 @@ from ..errors import CorruptMessageError
 from ..payload import PartWriter, Payload
 
 MAGIC = 0xA2
+MAX_NUMEL = 2**31 - 1  # values one message may describe (int32 indexing; 8 GiB of float32)
 _FIXED = struct.Struct("<BBIBB")
 _TRAILER = struct.Struct("<I")
 _F32, _F64 = struct.Struct("<f"), struct.Struct("<d")
@@ -200,6 +202,8 @@ def _read_header(message, end: int):
         raise CorruptMessageError(f"unknown dtype code {dtype_code}")
     reader = _Reader(message, end)
     shape = tuple(reader.uvarint() for _ in range(ndim))
+    if math.prod(shape) > MAX_NUMEL:
+        raise CorruptMessageError(f"shape {shape} has more than {MAX_NUMEL} values, more than any message may describe")
     meta, meta_bytes = {}, 0
     for _ in range(counts >> 4):
         kind = reader.byte()
