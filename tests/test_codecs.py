@@ -196,3 +196,17 @@ def test_state_saves_and_restores():
 def test_bad_specs_name_the_problem(spec, match):
     with pytest.raises(ValueError, match=match):
         make_codec(spec)
+
+
+@pytest.mark.parametrize("spec", ["fp32", "fp16", "topk(ratio=0.5)", "quantize(bits=8)", "graddrop(ratio=0.5)",
+                                  "oland_raj()", "ef(topk(ratio=0.5))"])
+def test_values_outside_float32_are_an_error_not_an_inf(spec):
+    codec, state = make_codec(spec), CodecState(0)
+    huge = torch.tensor([1.0, 1e300, -2.0], dtype=torch.float64)
+    with pytest.raises(ValueError, match="beyond float32's range"):
+        codec.encode(huge, state, "w")
+    assert "residual" not in state.slots.get("w", {})  # nothing kept for later either
+    with pytest.raises(ValueError, match="complex"):
+        codec.encode(torch.ones(3, dtype=torch.complex64), state, "w")
+    fine = torch.tensor([1.0, 3e38, -2.0], dtype=torch.float64)  # within float32's range: encodes
+    assert codec.decode(codec.encode(fine, CodecState(0), "w")).shape == (3,)

@@ -88,6 +88,7 @@ class Codec(ABC):
         state = state if state is not None else CodecState()
         if decision is not None and not decision.send:
             raise ValueError("a decision not to send has no message: skip the encode")
+        _check_representable(tensor, key)
         state.last = SendStats(values=tensor.numel())
         flat = tensor.detach().reshape(-1)
         if self.host_only and flat.device.type != "cpu":
@@ -169,6 +170,25 @@ class Codec(ABC):
             raise
         except (KeyError, RuntimeError, IndexError, ValueError, TypeError) as exc:
             raise CorruptMessageError(f"{self.spec()}: payload does not decode: {exc}") from exc
+
+
+FLOAT32_MAX = float(torch.finfo(torch.float32).max)
+
+
+def _check_representable(tensor: torch.Tensor, key: str) -> None:
+    """Codecs carry real values in float32 or narrower: a complex tensor, or finite float64
+    values beyond float32's range (which a cast would turn into +-Inf), are an error here
+    rather than a silent Inf in the message, the threshold or the residual."""
+    if tensor.is_complex():
+        raise ValueError(f"tensor {key!r} is complex ({tensor.dtype}): codecs send real tensors only")
+    if tensor.dtype not in wire.DTYPE_CODES:
+        raise ValueError(f"tensor {key!r} has dtype {tensor.dtype}, which no message can carry")
+    if tensor.dtype == torch.float64 and tensor.numel():
+        finite = tensor[torch.isfinite(tensor)]
+        big = float(finite.abs().max()) if finite.numel() else 0.0
+        if big > FLOAT32_MAX:
+            raise ValueError(f"tensor {key!r} holds finite values beyond float32's range (max |x| = {big:.3g} > "
+                             f"{FLOAT32_MAX:.3g}): scale it, or they would travel as Inf")
 
 
 def expect_part(payload: Payload, name: str, dtype: torch.dtype, numel: int | None = None) -> torch.Tensor:
