@@ -2,11 +2,9 @@
 and on 4 gloo processes with identical ledgers and metrics; policies that skip send nothing."""
 
 import pytest
-import torch
 
 import toy_algorithms
 from thinwire.algorithms import check_algorithm
-from thinwire.codecs import wire
 from thinwire.experiment import RunConfig, run
 from thinwire.experiment.launch import free_port
 

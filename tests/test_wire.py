@@ -113,8 +113,6 @@ def test_edited_header_fields_with_a_recomputed_checksum_never_escape(spec):
 
 
 def test_huge_claimed_sizes_are_refused_before_allocating():
-    import struct
-    from thinwire.codecs.wire import checksum
     huge = wire.pack(1, make_codec("fp32").digest, torch.float32, (2**20, 2**20), Payload(parts={"values": torch.zeros(4)}))
     with pytest.raises(CorruptMessageError, match="more than"):
         make_codec("fp32").decode(huge)

@@ -21,13 +21,13 @@ import time
 import torch
 from torch import nn
 
-from ..codecs import Codec, CodecState, Float32, StateBook, make_codec, pair_seed
+from ..codecs import Codec, CodecState, StateBook, make_codec, pair_seed
 from ..comm import Envelope, Transport
 from ..models import Replicas
 from .local_state import LocalState
 from .optimizers import make_optimizer
 from .report import StepReport, Tally
-from .sections import PULL_MODES, ParameterServerSection
+from .sections import ParameterServerSection
 from .server import ServerAgent
 
 
@@ -59,7 +59,9 @@ class CenterAgent(ServerAgent):
             for name, t in self.client_copy.items():
                 t.copy_(state["client_copy"][name])
 
-    def pull_messages(self, tally: Tally, center_id: int) -> list[Envelope]:
+    def pull_messages(self, tally: Tally) -> list[Envelope]:
+        """Encode every parameter (or delta) once and address it to every worker; the
+        center's agent id is ``workers``."""
         out = []
         for name, p in self.params.items():
             if self.pull_mode == "params":
@@ -68,7 +70,7 @@ class CenterAgent(ServerAgent):
                 message = self.pull_codec.encode(p - self.client_copy[name], self.pull_state, name)
                 self.client_copy[name] += self.pull_codec.decode(message, None, name)
             tally.add("pull", self.pull_state.last)
-            out.extend(Envelope(center_id, k, name, message) for k in range(self.workers))
+            out.extend(Envelope(self.workers, k, name, message) for k in range(self.workers))
         return out
 
 
@@ -116,7 +118,7 @@ class PlumpDP(LocalState):
         outbox = []
         if self.center is not None:
             self.center.aggregate(inbox)
-            outbox = self.center.pull_messages(tally, self.center_id)
+            outbox = self.center.pull_messages(tally)
         center_seconds = time.perf_counter() - t1
         inbox = self.transport.exchange(outbox, step, "pull")
         t2 = time.perf_counter()

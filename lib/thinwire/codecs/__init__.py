@@ -13,9 +13,8 @@
 from .kernels.jit_cache import keyed_cache
 
 with keyed_cache():  # the compiled kernels: import them before anything else
-    from .quantize import bin_quantize
-    from .kernels import bitpack
-    from .kernels import extrema  # noqa: F401
+    from .kernels import bitpack, extrema  # noqa: F401
+    from .quantize import bin_quantize  # noqa: F401
 
 from .quantize.binquant import BinQuantize
 from .quantize.oland_raj import OlandRaj

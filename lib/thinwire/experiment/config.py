@@ -149,8 +149,7 @@ class RunConfig:
     def from_dict(cls, d: dict) -> RunConfig:
         d = dict(d)
         algorithm = d.pop("algorithm", "plump_dp")
-        if not isinstance(algorithm, str) or algorithm not in ALGORITHMS:
-            one_of("algorithm", algorithm, ALGORITHMS)
+        one_of("algorithm", algorithm, ALGORITHMS)
         section = d.pop(algorithm, {})
         if not isinstance(section, dict):
             raise ValueError(f"{algorithm}={section!r} is not allowed: it must be a dict of {algorithm} parameters")

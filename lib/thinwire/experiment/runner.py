@@ -138,7 +138,7 @@ def _train(config: RunConfig, transport: Transport, backend: str, progress: bool
     for name, values in ledger.per_step(config.steps, algo.phases, algo.roles).items():
         metrics[name] = values.tolist()
     metrics["comm_seconds"] = comm.tolist()
-    return Result(config, backend, metrics, _summarize(config, metrics, algo.phases), ledger)
+    return Result(config, backend, metrics, _summarize(config, metrics), ledger)
 
 
 def _combine(step: int, parts: list[StepReport], batches_per_epoch: int) -> dict:
@@ -181,7 +181,7 @@ def _merge_extra(parts: list[StepReport]) -> dict:
     return {k: sums[k] / weights[k] for k in sums}
 
 
-def _summarize(config: RunConfig, m: dict, phases: tuple[str, ...]) -> dict:
+def _summarize(config: RunConfig, m: dict) -> dict:
     """Run totals. Bytes: ``bytes`` (wire), ``payload_bytes`` (what a paper counts) and
     ``framing_bytes``; per phase ``<phase>_bytes`` / ``<phase>_payload`` /
     ``<phase>_messages``, per sender role ``<role>_sent_...``. Per phase statistics

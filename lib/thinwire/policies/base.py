@@ -16,8 +16,6 @@ from typing import ClassVar
 
 import torch
 
-from ..codecs.stats import SendStats
-
 
 @dataclass
 class Decision:
@@ -25,10 +23,6 @@ class Decision:
     bits: int | None = None              # bit width for a codec that takes one per message
     keys: torch.Tensor | None = None     # coordinates to send, for a keyed codec
     entropy: float | None = None         # what the decision was based on, for statistics
-
-    def stats(self, values: int) -> SendStats:
-        """The statistics of a decision not to send (``send=False``)."""
-        return SendStats(values=values, sent=False, bits=self.bits, entropy=self.entropy)
 
 
 class Policy(ABC):

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ...comm import network_preset
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def total_payload(result) -> int:
@@ -44,7 +49,7 @@ def final_accuracy_window(result, evaluations: int = 3) -> float:
     return float(np.mean(values[-evaluations:]))
 
 
-def accuracy_gaps(dense, dropped: dict) -> "pd.DataFrame":
+def accuracy_gaps(dense, dropped: dict) -> pd.DataFrame:
     """Test-accuracy gap (dense - dropped) at every evaluation: rows are steps, columns the
     drop ratios (``{ratio: Result}``, ratio 0 skipped)."""
     import pandas as pd
@@ -56,7 +61,7 @@ def accuracy_gaps(dense, dropped: dict) -> "pd.DataFrame":
     return gaps
 
 
-def diagnosis_table(diagnosis: dict) -> "pd.DataFrame":
+def diagnosis_table(diagnosis: dict) -> pd.DataFrame:
     """The optimizer x pull ablation: ``{(optimizer, set-up): Result}`` with a
     ``(optimizer, "no dropping")`` reference per optimizer."""
     import pandas as pd
@@ -75,7 +80,7 @@ def diagnosis_table(diagnosis: dict) -> "pd.DataFrame":
     return table
 
 
-def paper_vs_ours(dense, drop99, dense_pulls, gaps, network: str, published: dict) -> "pd.DataFrame":
+def paper_vs_ours(dense, drop99, dense_pulls, gaps, network: str, published: dict) -> pd.DataFrame:
     """The notebook's "paper vs ours" table: paper, ours, gap, and why (each cause measured
     by a run named in it: the diagnosis runs for accuracy, the encodings for bytes, the
     network model for speed)."""
