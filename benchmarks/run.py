@@ -1,10 +1,16 @@
-"""``make bench``: codec throughput and in-process simulation overhead; writes
-benchmarks/out/results.json and prints a table."""
+"""``make bench``: codec throughput against this machine's memory roofline, the slowdown
+of every codec under a competing CPU load, and the in-process simulation overhead.
+
+Writes ``benchmarks/out/results.json``, prints every table, and rewrites the README's
+blocks ``<!-- bench: NAME -->`` ... ``<!-- /bench -->`` with them, so the README's benchmark
+numbers are the last run's, never typed. ``--no-readme`` leaves the README alone.
+"""
 
 from __future__ import annotations
 
 import json
 import platform
+import re
 import sys
 from pathlib import Path
 
@@ -14,57 +20,102 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import codecs_bench  # noqa: E402
 import graddrop_bench  # noqa: E402
+import load_bench  # noqa: E402
 import oland_raj_bench  # noqa: E402
 import replicas_bench  # noqa: E402
 
+README = Path(__file__).parents[1] / "README.md"
+BLOCK = re.compile(r"(<!-- bench: (\w+) -->\n)(.*?)(<!-- /bench -->)", re.S)
 
-def main() -> int:
+
+def _target(value: float, target: float | None, at_least: bool = True) -> str:
+    if target is None:
+        return f"{value:.3f}"
+    met = value >= target if at_least else value <= target
+    return f"**{value:.3f}** ({'>=' if at_least else '<='} {target}{'' if met else ', MISSED'})"
+
+
+def tables(doc: dict) -> dict[str, str]:
+    """Markdown for each README block, from a results document."""
+    out = {}
+    codecs = doc["codecs"]
+    lines = [f"One add pass over {codecs[0]['values']:,} float32 values (the roofline): "
+             f"{codecs[0]['add_pass_s'] * 1e3:.1f} ms.\n",
+             "| codec | payload bytes | framing bytes | encode ms | decode ms | fraction of roofline |",
+             "|---|---|---|---|---|---|"]
+    for r in codecs:
+        lines.append(f"| {r['codec']} | {r['payload']:,} | {r['bytes'] - r['payload']} | {r['encode_s'] * 1e3:.1f} | "
+                     f"{r['decode_s'] * 1e3:.1f} | {_target(r['fraction_of_roofline'], r['target'])} |")
+    out["codecs"] = "\n".join(lines) + "\n"
+
+    lines = ["| codec | alone ms | with load ms | slowdown |", "|---|---|---|---|"]
+    for r in doc["load"]:
+        lines.append(f"| {r['codec']} | {r['alone_s'] * 1e3:.1f} | {r['loaded_s'] * 1e3:.1f} | "
+                     f"{_target(r['slowdown'], r['target'], at_least=False)} |")
+    out["load"] = "\n".join(lines) + "\n"
+
+    lines = ["| codec | payload bytes | encode ms | decode ms | fraction of roofline | x faster than top-k 1% "
+             "| density | density error |", "|---|---|---|---|---|---|---|---|"]
+    for r in doc["graddrop"]:
+        t = r["target"] or {}
+        lines.append(f"| {r['codec']} | {r['payload']:,} | {r['encode_s'] * 1e3:.1f} | {r['decode_s'] * 1e3:.1f} | "
+                     f"{_target(r['fraction_of_roofline'], t.get('fraction_of_roofline'))} | "
+                     f"{_target(r['speedup_vs_topk'], t.get('speedup_vs_topk'))} | {r['density']:.5f} | "
+                     f"{_target(r['density_error'], t.get('density_error'), at_least=False)} |")
+    out["graddrop"] = "\n".join(lines) + "\n"
+
+    rep = doc["replicas"]
+    out["replicas"] = "\n".join([
+        f"K = {rep['workers']} in-process workers (batch {rep['batch_per_worker']} each) against one model on the same "
+        f"{rep['workers'] * rep['batch_per_worker']} samples ({rep['one_model_s'] * 1e3:.1f} ms per step):\n",
+        "| K-worker step | used by | ms | ratio to one model |", "|---|---|---|---|",
+        f"| gradient step: K gradients written, then `p -= lr g` | gradient compression (dropping, MQGrad) | "
+        f"{rep['gradient_step_s'] * 1e3:.1f} | {rep['ratio_gradient_step']:.2f} |",
+        f"| local SGD step (`Replicas.sgd_step`): update fused into backward | local training (Oland & Raj, "
+        f"EventGraD) | {rep['local_sgd_step_s'] * 1e3:.1f} | "
+        f"{_target(rep['ratio_local_sgd_step'], rep['target'], at_least=False)} |"]) + "\n"
+
+    h = doc["oland_raj"]["huffman"]
+    target = h["target_symbols_per_s"] / 1e6
+    out["huffman"] = "\n".join([
+        f"{h['symbols']:,} 8-bit symbols, entropy {h['entropy_bits']:.3f} bits:\n",
+        "| coder | bits per symbol | encode M symbols/s | decode M symbols/s |", "|---|---|---|---|",
+        f"| Huffman | {h['huffman_bits_per_symbol']:.3f} | {_target(h['encode_symbols_per_s'] / 1e6, target)} | "
+        f"{_target(h['decode_symbols_per_s'] / 1e6, target)} |",
+        f"| ANS | {h['ans_bits_per_symbol']:.3f} | {h['ans_encode_symbols_per_s'] / 1e6:.1f} | "
+        f"{h['ans_decode_symbols_per_s'] / 1e6:.1f} |"]) + "\n"
+
+    lines = ["| N bits | quantize + pack ms | fraction of roofline |", "|---|---|---|"]
+    for r in doc["oland_raj"]["quantize_pack"]:
+        lines.append(f"| {r['bits']} | {r['seconds'] * 1e3:.1f} | {_target(r['fraction_of_roofline'], r['target'])} |")
+    out["quantize_pack"] = "\n".join(lines) + "\n"
+    return out
+
+
+def update_readme(text: str, blocks: dict[str, str]) -> str:
+    return BLOCK.sub(lambda m: m.group(1) + blocks[m.group(2)] + m.group(4) if m.group(2) in blocks else m.group(0),
+                     text)
+
+
+def main(argv: list[str]) -> int:
     out = Path(__file__).parent / "out"
     out.mkdir(exist_ok=True)
-    codec_rows = codecs_bench.run()
-    drop_rows = graddrop_bench.run()
-    replica = replicas_bench.run()
-    oland = oland_raj_bench.run()
     doc = {"machine": {"cpu": platform.processor() or platform.machine(), "threads": torch.get_num_threads(),
                        "torch": torch.__version__},
-           "codecs": codec_rows, "graddrop": drop_rows, "replicas": replica,
-           "oland_raj": oland}
+           "codecs": codecs_bench.run(), "graddrop": graddrop_bench.run(), "replicas": replicas_bench.run(),
+           "oland_raj": oland_raj_bench.run(), "load": load_bench.run()}
     (out / "results.json").write_text(json.dumps(doc, indent=1))
-    print(f"add pass over {codec_rows[0]['values']:,} float32: {codec_rows[0]['add_pass_s'] * 1e3:.1f} ms")
-    print("| codec | payload bytes | framing bytes | encode ms | decode ms | fraction of roofline | target |")
-    print("|---|---|---|---|---|---|---|")
-    for r in codec_rows:
-        target = f">= {r['target']}" if r["target"] else ""
-        print(f"| {r['codec']} | {r['payload']:,} | {r['bytes'] - r['payload']} | {r['encode_s'] * 1e3:.1f} | {r['decode_s'] * 1e3:.1f} | "
-              f"{r['fraction_of_roofline']:.3f} | {target} |")
-    print("\n| gradient dropping | payload bytes | encode ms | decode ms | fraction of roofline | x faster than top-k 1% "
-          "| density | density error |")
-    print("|---|---|---|---|---|---|---|---|")
-    for r in drop_rows:
-        print(f"| {r['codec']} | {r['payload']:,} | {r['encode_s'] * 1e3:.1f} | {r['decode_s'] * 1e3:.1f} | "
-              f"{r['fraction_of_roofline']:.3f} | {r['speedup_vs_topk']:.1f} | {r['density']:.5f} | "
-              f"{r['density_error']:.3f} |")
-        if r["target"]:
-            print(f"  targets: {r['target']}")
-    n = replica["workers"] * replica["batch_per_worker"]
-    print(f"\nK={replica['workers']} in-process workers vs one model on the same {n} samples "
-          f"({replica['one_model_s'] * 1e3:.1f} ms/step), target <= {replica['target']}:")
-    print(f"  gradient step (gradients materialized): {replica['gradient_step_s'] * 1e3:.1f} ms, "
-          f"ratio {replica['ratio_gradient_step']:.2f}")
-    print(f"  local SGD step (update fused into backward): {replica['local_sgd_step_s'] * 1e3:.1f} ms, "
-          f"ratio {replica['ratio_local_sgd_step']:.2f}")
-    h = oland["huffman"]
-    print(f"\nHuffman on {h['symbols']:,} 8-bit symbols (entropy {h['entropy_bits']:.3f} bits; Huffman "
-          f"{h['huffman_bits_per_symbol']:.3f}, ANS {h['ans_bits_per_symbol']:.3f} bits/symbol), "
-          f"target >= {h['target_symbols_per_s'] / 1e6:.0f} M/s:")
-    print(f"  Huffman encode {h['encode_symbols_per_s'] / 1e6:.1f} M/s, decode {h['decode_symbols_per_s'] / 1e6:.1f} M/s; "
-          f"ANS encode {h['ans_encode_symbols_per_s'] / 1e6:.1f} M/s, decode {h['ans_decode_symbols_per_s'] / 1e6:.1f} M/s")
-    print("\n| quantize + pack, N bits | ms | fraction of roofline | target |")
-    print("|---|---|---|---|")
-    for r in oland["quantize_pack"]:
-        print(f"| {r['bits']} | {r['seconds'] * 1e3:.1f} | {r['fraction_of_roofline']:.3f} | >= {r['target']} |")
+    blocks = tables(doc)
+    for name, table in blocks.items():
+        print(f"\n## {name}\n\n{table}")
+    if "--no-readme" not in argv:
+        README.write_text(update_readme(README.read_text(), blocks))
+        print(f"README.md benchmark tables rewritten from {out / 'results.json'}")
+    missed = [r["codec"] for r in doc["load"] if not r["met"]]
+    if missed:
+        print(f"slowdown under load above {load_bench.TARGET}x: {missed}")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

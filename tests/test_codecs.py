@@ -118,6 +118,18 @@ def test_non_finite_inputs(bad):
     assert torch.equal(y.isnan(), t.isnan()) and torch.equal(y[~t.isnan()], t[~t.isnan()])
 
 
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_topk_finds_a_non_finite_value_outside_its_magnitude_order(bad):
+    """topk checks only the k values it selects: one NaN or Inf among 100,000 values of
+    large magnitude, at any position, must still be among them and be refused."""
+    g = torch.Generator().manual_seed(1)
+    for position in (0, 31_337, 99_999):
+        t = torch.randn(100_000, generator=g) * 1e30
+        t[position] = bad
+        with pytest.raises(ValueError, match="NaN or Inf"):
+            make_codec("topk(ratio=0.00001)").encode(t)
+
+
 @pytest.mark.parametrize("inner", ["topk(ratio=0.05)", "quantize(bits=2)", "chain(topk(ratio=0.1), quantize(bits=4))"])
 def test_error_feedback_conserves_mass(inner):
     codec = ErrorFeedback(make_codec(inner))

@@ -185,6 +185,37 @@ def test_ties_at_the_threshold(on_cpu_kernel):
         assert index.tolist() == expected and torch.equal(values, x[expected])
 
 
+@pytest.mark.parametrize("threshold", ["exact", "sampled"])
+@pytest.mark.parametrize("scope", ["global", "local"])
+def test_a_constant_gradient_never_stalls(threshold, scope):
+    """Every value ties at the top magnitude: the strict test alone sends nothing and the
+    residual grows by 0.01 a step (0.5 after 50 steps). The default ties='drop' sends a
+    stalled span's values at the threshold, so nothing waits and the mass is conserved."""
+    codec = GradDrop(ratio=0.99, threshold=threshold, scope=scope)
+    sender, receiver = CodecState(0), CodecState(0)
+    sender.set_segments("g", [(0, 4_000, 40), (4_000, 6_000, 1)])
+    g = torch.full((10_000,), 0.01)
+    received = torch.zeros(10_000)
+    for _ in range(50):
+        received += codec.decode(codec.encode(g, sender, "g"), receiver, "g")
+        assert sender.last.kept > 0
+    residual = sender.slot("g")["residual"]
+    assert float(residual.abs().max()) <= 0.01 + 1e-6
+    assert torch.allclose(received + residual, g * 50, atol=1e-4)
+
+
+def test_the_stall_rule_leaves_spans_with_survivors_alone():
+    """One span stalls (all tied), the other has survivors under the strict test: only the
+    stalled span's tied values are added; the other span keeps Alg. 1's strict result."""
+    x = torch.cat([torch.full((1_000,), 0.5), torch.linspace(0.001, 1.0, 1_000)])
+    codec = GradDrop(ratio=0.99, threshold="exact", scope="local", residual=False)
+    state = CodecState(0)
+    state.set_segments("x", [(0, 1_000, 1), (1_000, 1_000, 1)])
+    sent = torch.nonzero(codec.decode(codec.encode(x, state, "x"))).squeeze(1)
+    # span 2's threshold is its 990th smallest value: the strict test sends the top 10
+    assert torch.equal(sent, torch.cat([torch.arange(1_000), torch.arange(1_990, 2_000)]))
+
+
 def test_ties_keep_reaches_the_target_when_values_tie():
     g = torch.full((100_000,), 0.005)
     g[:500] = 0.01  # 0.5% above the tie, 99.5% tied: the 99th percentile is the tie

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from ..base import Codec, expect_part
-from ..payload import Payload
+from ..payload import PartWriter, Payload
 from ..state import CodecState
 
 
@@ -18,7 +18,8 @@ class Float16(Codec):
     carrier = "values"
 
     def compress(self, flat, state: CodecState, key: str) -> Payload:
-        return Payload(parts={"values": flat.to(torch.float16)})
+        # cast straight into the message buffer: no intermediate half-size tensor
+        return Payload(parts={"values": PartWriter(torch.float16, flat.numel(), lambda view: view.copy_(flat))})
 
     def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None) -> torch.Tensor:
         values = expect_part(payload, "values", torch.float16, numel)

@@ -24,10 +24,9 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from numba import literally, njit, prange
+from numba import literal_unroll, literally, njit, prange
 
-from ..kernels import bitpack
-from .minmax import dequantize_codes
+from ..kernels import bitpack, uniform
 
 CHUNK = bitpack.CHUNK
 check_bits = bitpack.check_bits
@@ -80,28 +79,14 @@ def _codes_packed(bits, args):
 
 
 # One compiled kernel per width, as in ``bitpack``.
+WIDTHS = bitpack.NARROW + bitpack.WIDE
+
+
 @njit(nogil=True, cache=True)
 def _codes_packed_width(bits, args):
-    if bits == 1: _codes_packed(1, args)
-    elif bits == 2: _codes_packed(2, args)
-    elif bits == 3: _codes_packed(3, args)
-    elif bits == 4: _codes_packed(4, args)
-    elif bits == 5: _codes_packed(5, args)
-    elif bits == 6: _codes_packed(6, args)
-    elif bits == 7: _codes_packed(7, args)
-    elif bits == 8: _codes_packed(8, args)
-    elif bits == 9: _codes_packed(9, args)
-    elif bits == 10: _codes_packed(10, args)
-    elif bits == 11: _codes_packed(11, args)
-    elif bits == 12: _codes_packed(12, args)
-    elif bits == 13: _codes_packed(13, args)
-    elif bits == 14: _codes_packed(14, args)
-    elif bits == 15: _codes_packed(15, args)
-    else: _codes_packed(16, args)
-
-
-def _float32_numpy(flat: torch.Tensor) -> np.ndarray:
-    return (flat if flat.dtype == torch.float32 else flat.to(torch.float32)).contiguous().numpy()
+    for b in literal_unroll(WIDTHS):
+        if bits == b:
+            _codes_packed(b, args)
 
 
 def bin_codes(flat: torch.Tensor, lo: float, hi: float, bits: int, out: np.ndarray | None = None) -> np.ndarray:
@@ -111,7 +96,7 @@ def bin_codes(flat: torch.Tensor, lo: float, hi: float, bits: int, out: np.ndarr
     if hi <= lo:
         out.fill(0)
     elif n:
-        _codes(_float32_numpy(flat), lo, (1 << bits) / (hi - lo), (1 << bits) - 1, out)
+        _codes(uniform.float32_numpy(flat), lo, (1 << bits) / (hi - lo), (1 << bits) - 1, out)
     return out
 
 
@@ -122,7 +107,7 @@ def bin_pack(flat: torch.Tensor, lo: float, hi: float, bits: int, out: torch.Ten
     if hi <= lo:
         out.fill_(0)
     elif n:
-        args = (_float32_numpy(flat), lo, (1 << bits) / (hi - lo), out.numpy())
+        args = (uniform.float32_numpy(flat), lo, (1 << bits) / (hi - lo), out.numpy())
         _codes_packed_width(check_bits("bits", bits), args)
     return out
 
@@ -134,7 +119,17 @@ def bin_centres(codes: np.ndarray, lo: float, hi: float, bits: int,
         out = torch.empty(codes.size, dtype=torch.float32) if out is None else out
         return out.fill_(lo)
     step = (hi - lo) / (1 << bits)
-    return dequantize_codes(torch.from_numpy(codes), lo + 0.5 * step, step, out=out)
+    return uniform.dequantize(codes, lo + 0.5 * step, step, out=out)
+
+
+def bin_unpack_centres(packed: torch.Tensor, n: int, lo: float, hi: float, bits: int,
+                       out: torch.Tensor | None = None) -> torch.Tensor:
+    """``bin_centres`` of the ``n`` codes ``bin_pack`` packed, unpacked and rescaled in one pass."""
+    if hi <= lo:
+        out = torch.empty(n, dtype=torch.float32) if out is None else out
+        return out.fill_(lo)
+    step = (hi - lo) / (1 << bits)
+    return uniform.dequantize_packed(packed, n, bits, lo + 0.5 * step, step, out=out)
 
 
 def histogram(codes: np.ndarray, bits: int) -> np.ndarray:

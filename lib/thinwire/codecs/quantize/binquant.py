@@ -14,8 +14,9 @@ import math
 
 import torch
 
-from ..base import Codec
-from .bin_quantize import bin_centres, bin_codes, bin_pack, check_bits, histogram
+from ..base import Codec, expect_part
+from ..kernels import bitpack
+from .bin_quantize import bin_centres, bin_codes, bin_pack, bin_unpack_centres, check_bits, histogram
 from ..errors import CorruptMessageError
 from ..payload import Payload
 from .minmax import value_range
@@ -75,6 +76,9 @@ class BinQuantize(Codec):
         lo, hi, bits = float(payload.meta["lo"]), float(payload.meta["hi"]), int(payload.meta["bits"])
         if not (math.isfinite(lo) and math.isfinite(hi) and lo <= hi and 1 <= bits <= 16):
             raise CorruptMessageError(f"{self.name}: bad range [{lo}, {hi}] or bits {bits}")
+        if self.coder == "raw":  # unpacked and rescaled in one pass; N-bit fields are < 2^N
+            packed = expect_part(payload, "codes", torch.uint8, bitpack.packed_bytes(numel, bits))
+            return bin_unpack_centres(packed, numel, lo, hi, bits, out=out)
         codes = CODERS[self.coder]().decode(payload.parts, payload.meta, numel, bits)
         if codes.size and int(codes.max()) >= 1 << bits:
             raise CorruptMessageError(f"{self.name}: code {int(codes.max())} out of range for {bits} bits")

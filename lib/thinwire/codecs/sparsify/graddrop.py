@@ -6,6 +6,10 @@
    one for the whole message (``scope="global"``) or one per parameter matrix
    (``"local"``; the matrices are the message's ``segments``).
 3. survivors: |corrected| > threshold; everything else is dropped  (lines 3-5).
+   ``ties="drop"`` (Alg. 1's strict test, the default) holds values equal to the
+   threshold back, except in a span where that would send nothing at all: there the
+   values at the threshold go (``_unstall``), so a tensor whose largest magnitude is
+   shared by more than 1 - ratio of its values (a constant gradient) cannot stall.
    ``ties="keep"`` sends values equal to a positive threshold too. Under AdaGrad many
    parameter deltas are exactly +-lr (a coordinate's first update is lr * g / |g|). The
    threshold of a pull then lands on lr, and the strict test sends a fraction of the
@@ -39,7 +43,7 @@ import torch
 from ..kernels import bitpack
 from ..base import Codec, expect_part
 from .drop_pass import drop_pass
-from .drop_quantize import LEVELS, dequantize, group_ids, quantize
+from .drop_quantize import LEVELS, dequantize, group_ids, keep_error, quantize
 from .drop_threshold import SAMPLINGS, exact_threshold, sample_positions, sample_size, threshold_from_sample
 from ..errors import CorruptMessageError
 from .offsets import decode_offsets, encode_offsets
@@ -125,6 +129,8 @@ class GradDrop(Codec):
         thresholds = [t for t, _ in found]
         index, values = drop_pass(corrected, gradient, [(a, b, t) for (a, b), t in zip(spans, thresholds)],
                                   keep_residual=self.residual, inclusive=self.ties == "keep")
+        if self.ties == "drop":
+            index, values = self._unstall(corrected, spans, thresholds, index, values)
         if values.numel() and not np.isfinite(values.numpy()).all():  # NaN and Inf always survive
             raise ValueError(f"graddrop: tensor {key!r} contains NaN or Inf; cannot rank magnitudes")
         state.last.kept = index.numel()
@@ -143,12 +149,31 @@ class GradDrop(Codec):
             per_segment = torch.zeros(count)
         codes, table = quantize(values, groups, count, self.bits, self.levels, per_segment)
         if self.residual:
-            corrected[index] = values - dequantize(codes, groups, table, self.bits)
+            keep_error(corrected, index, values, dequantize(codes, groups, table, self.bits))
         payload.parts["codes"] = bitpack.pack(codes, self.bits)
         payload.parts["levels"] = table.reshape(-1)
         if self.levels != "global":
             payload.parts["segments"] = segments
         return payload
+
+    def _unstall(self, corrected, spans, thresholds, index, values):
+        """Send the values at the threshold of every span where the strict test kept none.
+
+        A span keeps nothing under ``|x| > t`` with ``t > 0`` only when its largest
+        magnitude equals ``t``, i.e. when more than 1 - ratio of its values tie at the top.
+        Without this rule such a span would never send: a constant gradient's residual
+        would grow without bound. With it, every step sends at least a span's largest
+        magnitudes, so no non-zero residual is held forever. Spans with survivors are
+        untouched, so Alg. 1's strict test decides every ordinary step."""
+        bounds = np.searchsorted(index.numpy(), np.array([v for span in spans for v in span], dtype=np.int64))
+        stalled = [(a, b, t) for (a, b), t, first, stop in zip(spans, thresholds, bounds[0::2], bounds[1::2])
+                   if t > 0 and first == stop and b > a]
+        if not stalled:
+            return index, values
+        extra_index, extra_values = drop_pass(corrected, None, stalled, keep_residual=self.residual, inclusive=True)
+        index, values = torch.cat([index, extra_index]), torch.cat([values, extra_values])
+        order = torch.argsort(index)
+        return index[order], values[order]
 
     def _corrected(self, flat, slot):
         """(buffer that becomes the corrected tensor, gradient still to add or None)."""

@@ -44,14 +44,17 @@ class TopK(Codec):
         if flat.numel() >= 2**31:
             raise ValueError(f"topk: tensor of {flat.numel()} entries exceeds int32 indexing")
         k = self.k_for(flat.numel())
-        if k and not bool(torch.isfinite(flat).all()):
-            raise ValueError(f"topk: tensor {key!r} contains NaN or Inf; cannot rank magnitudes")
         if k == flat.numel():
             index = torch.arange(k, dtype=torch.int64, device=flat.device)
         else:
             index = torch.topk(flat.abs(), k, sorted=False).indices.sort().values
+        values = flat[index].to(torch.float32)
+        # torch.topk ranks NaN above every number and |Inf| is the largest magnitude, so a
+        # tensor holding either has one among the k selected: checking them is enough.
+        if k and not bool(torch.isfinite(values).all()):
+            raise ValueError(f"topk: tensor {key!r} contains NaN or Inf; cannot rank magnitudes")
         state.last.kept = k
-        return Payload(parts={"index": index.to(torch.int32), "values": flat[index].to(torch.float32)})
+        return Payload(parts={"index": index.to(torch.int32), "values": values})
 
     def sparse_entries(self, payload: Payload, numel: int, state: CodecState, key: str):
         k = self.k_for(numel)

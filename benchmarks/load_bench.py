@@ -1,0 +1,59 @@
+"""Every codec's encode + decode of 25M float32 values, alone and with a competing CPU
+load (``competing_load.py``: two torch processes multiplying matrices, each with its own
+thread pool), and the slowdown between the two. Target: no codec slows down more than
+``TARGET`` times.
+
+What to expect: with two loads of two threads each on two cores, the scheduler gives a
+thread about a third of a core, so even perfectly parallel work runs about 3x slower and
+a single thread about 2.5x. A hot path made of many short multi-threaded operations does
+far worse (each one ends at a barrier where a descheduled thread costs a time slice);
+one that is a few large operations or one compiled kernel stays near the fair share.
+Each message carries a fresh gradient (two alternate) and the sender's state carries
+over, as in training; receivers decode with their own state into a reused buffer.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from competing_load import CompetingLoad, slowdown
+from thinwire.codecs import CODECS, CodecState, make_codec
+
+N = 25_000_000
+TARGET = 3.0
+SPECS = ["fp32", "fp16", "quantize(bits=1)", "quantize(bits=8)", "quantize(bits=12)", "topk(ratio=0.01)",
+         "graddrop(ratio=0.99)", "graddrop(ratio=0.99, bits=1)", "binquant(bits=5)",
+         "binquant(bits=5, coder='huffman')", "binquant(bits=5, coder='ans')", "oland_raj()",
+         "ef(topk(ratio=0.01))", "chain(topk(ratio=0.01), quantize(bits=8))"]
+
+
+def covered() -> set[str]:
+    """The registered codec names ``SPECS`` exercises (the outermost name of each spec)."""
+    return {make_codec(spec).name for spec in SPECS}
+
+
+def round_trip(spec: str, grads: list[torch.Tensor], out: torch.Tensor):
+    codec, sender, receiver = make_codec(spec), CodecState(0), CodecState(0)
+    step = [0]
+
+    def once():
+        message = codec.encode(grads[step[0] % 2], sender, "x")
+        codec.decode(message, receiver, "x", out=out)
+        step[0] += 1
+    return once
+
+
+def run(n: int = N, repeats: int = 7) -> list[dict]:
+    missing = set(CODECS) - covered()
+    if missing:
+        raise RuntimeError(f"load_bench.SPECS covers no spec of codec(s) {sorted(missing)}")
+    gen = torch.Generator().manual_seed(0)
+    grads = [torch.randn(n, generator=gen) for _ in range(2)]
+    out = torch.empty(n)
+    rows = []
+    with CompetingLoad(processes=2) as load:
+        for spec in SPECS:
+            alone, loaded = slowdown(round_trip(spec, grads, out), load, repeats)
+            rows.append({"codec": spec, "values": n, "alone_s": alone, "loaded_s": loaded,
+                         "slowdown": loaded / alone, "target": TARGET, "met": loaded / alone <= TARGET})
+    return rows

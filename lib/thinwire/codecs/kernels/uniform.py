@@ -1,0 +1,172 @@
+"""Uniform (min-max) quantization as compiled kernels: nearest-level codes written
+packed in one pass, and packed codes turned back into values in one pass (steps 2-4 of
+``quantize/minmax.py``).
+
+Each call is one parallel region over chunks of ``bitpack.CHUNK`` values; a chunk's codes
+are computed and packed (or unpacked and rescaled) while they are in cache. One region per
+call matters on busy machines: a loop of many short multi-threaded operations waits at a
+barrier after each one, and when the thread pool shares its cores with other processes,
+every wait can cost a scheduler time slice (a 1-bit quantizer issuing ~100 such
+operations per call ran 10-50x slower under load; ``benchmarks/codecs_bench.py``
+measures the slowdown of every codec with two competing processes).
+
+Arithmetic is float32 with multiply-add fused (``fastmath={"contract"}``):
+
+    code  = int(offset + scale * w)      offset = 1/2 - lo * scale   (``fused``, w near zero)
+    code  = int(1/2 + scale * (w - lo))                              (otherwise)
+    value = lo + step * code
+
+``int`` truncates, which is floor for the non-negative argument. The codes and values are
+the ones torch's ``add(offset, w, alpha=scale)`` gives, which also fuses the multiply-add.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from numba import literal_unroll, literally, njit, prange
+
+from . import bitpack
+
+CHUNK = bitpack.CHUNK
+
+
+@njit(nogil=True, cache=True, fastmath={"contract"})
+def _levels_chunk(w, offset, scale, lo, fused, out):
+    half = np.float32(0.5)
+    if fused:
+        for i in range(w.size):
+            out[i] = np.int32(offset + scale * w[i])
+    else:
+        for i in range(w.size):
+            out[i] = np.int32(half + scale * (w[i] - lo))
+
+
+@njit(nogil=True, cache=True, fastmath={"contract"})
+def _values_chunk(codes, lo, step, out):
+    for i in range(codes.size):
+        out[i] = lo + step * np.float32(codes[i])
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def _quantize_packed(bits, args):
+    literally(bits)
+    w, offset, scale, lo, fused, out = args
+    n = w.size
+    for c in prange((n + CHUNK - 1) // CHUNK):
+        start = c * CHUNK
+        stop = min(n, start + CHUNK)
+        if bits == 8:  # the codes are the bytes
+            _levels_chunk(w[start:stop], offset, scale, lo, fused, out[start:stop])
+        else:
+            codes = np.empty(stop - start, np.uint16)
+            _levels_chunk(w[start:stop], offset, scale, lo, fused, codes)
+            if bits < 8:
+                bitpack.stream_chunk(codes, bits, out[start // 8 * bits:])
+            else:
+                bitpack.low_bytes(codes, out[start:stop])
+                bitpack.stream_chunk(codes, bits, out[n + start // 8 * (bits - 8):])
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def _dequantize_packed(bits, args):
+    literally(bits)
+    packed, lo, step, out = args
+    n = out.size
+    for c in prange((n + CHUNK - 1) // CHUNK):
+        start = c * CHUNK
+        stop = min(n, start + CHUNK)
+        if bits == 8:
+            _values_chunk(packed[start:stop], lo, step, out[start:stop])
+        else:
+            codes = np.empty(stop - start, np.uint16)
+            if bits < 8:
+                bitpack.unstream_chunk(packed[start // 8 * bits:], bits, codes)
+            else:
+                for i in range(stop - start):
+                    codes[i] = packed[start + i]
+                bitpack.unstream_chunk(packed[n + start // 8 * (bits - 8):], bits, codes)
+            _values_chunk(codes, lo, step, out[start:stop])
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def _dequantize(codes, lo, step, out):
+    n = codes.size
+    for c in prange((n + CHUNK - 1) // CHUNK):
+        start = c * CHUNK
+        stop = min(n, start + CHUNK)
+        _values_chunk(codes[start:stop], lo, step, out[start:stop])
+
+
+# ``bits`` as a compile-time constant, one kernel per width (as in ``bitpack``).
+NARROW, WIDE = bitpack.NARROW, bitpack.WIDE
+
+
+@njit(nogil=True, cache=True)
+def _quantize_narrow(bits, args):
+    for b in literal_unroll(NARROW):
+        if bits == b:
+            _quantize_packed(b, args)
+
+
+@njit(nogil=True, cache=True)
+def _quantize_wide(bits, args):
+    for b in literal_unroll(WIDE):
+        if bits == b:
+            _quantize_packed(b, args)
+
+
+@njit(nogil=True, cache=True)
+def _dequantize_narrow(bits, args):
+    for b in literal_unroll(NARROW):
+        if bits == b:
+            _dequantize_packed(b, args)
+
+
+@njit(nogil=True, cache=True)
+def _dequantize_wide(bits, args):
+    for b in literal_unroll(WIDE):
+        if bits == b:
+            _dequantize_packed(b, args)
+
+
+def float32_numpy(t: torch.Tensor) -> np.ndarray:
+    return (t if t.dtype == torch.float32 else t.to(torch.float32)).reshape(-1).contiguous().numpy()
+
+
+def quantize_packed(flat: torch.Tensor, lo: float, scale: float, bits: int, out: torch.Tensor) -> torch.Tensor:
+    """The ``bits``-bit nearest-level codes of ``flat`` (``round((w - lo) * scale)``, each in
+    [0, 2^bits - 1]) in ``bitpack``'s layout, written into the uint8 tensor ``out``
+    (``bitpack.packed_bytes(n, bits)`` bytes, any byte view). ``scale`` must fit float32."""
+    bitpack.check_bits("bits", bits)
+    n = flat.numel()
+    if out.numel() != bitpack.packed_bytes(n, bits):
+        raise ValueError(f"out holds {out.numel()} bytes, {n} {bits}-bit codes need {bitpack.packed_bytes(n, bits)}")
+    if n:
+        fused = abs(lo) * scale <= (1 << bits)
+        args = (float32_numpy(flat), np.float32(0.5 - lo * scale), np.float32(scale), np.float32(lo), fused,
+                out.numpy())
+        (_quantize_narrow if bits <= 8 else _quantize_wide)(bits, args)
+    return out
+
+
+def dequantize_packed(packed: torch.Tensor, n: int, bits: int, lo: float, step: float,
+                      out: torch.Tensor | None = None) -> torch.Tensor:
+    """``lo + step * code`` (float32) for the ``n`` packed ``bits``-bit codes in ``packed``."""
+    bitpack.check_bits("bits", bits)
+    if packed.numel() != bitpack.packed_bytes(n, bits):
+        raise ValueError(f"expected {bitpack.packed_bytes(n, bits)} packed bytes for {n} {bits}-bit codes, "
+                         f"got {packed.numel()}")
+    out = torch.empty(n, dtype=torch.float32) if out is None else out
+    if n:
+        args = (packed.contiguous().numpy(), np.float32(lo), np.float32(step), out.numpy())
+        (_dequantize_narrow if bits <= 8 else _dequantize_wide)(bits, args)
+    return out
+
+
+def dequantize(codes: np.ndarray, lo: float, step: float, out: torch.Tensor | None = None) -> torch.Tensor:
+    """``lo + step * code`` (float32) for unpacked integer codes."""
+    out = torch.empty(codes.size, dtype=torch.float32) if out is None else out
+    if codes.size:
+        _dequantize(np.ascontiguousarray(codes), np.float32(lo), np.float32(step), out.numpy())
+    return out

@@ -1,0 +1,45 @@
+"""``make bench`` end to end at a small size: every registered codec is benchmarked under
+load, and every README benchmark block gets a table."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from thinwire.codecs import CODECS
+
+ROOT = Path(__file__).parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import codecs_bench  # noqa: E402
+import graddrop_bench  # noqa: E402
+import load_bench  # noqa: E402
+import oland_raj_bench  # noqa: E402
+import replicas_bench  # noqa: E402
+import run  # noqa: E402
+
+
+def test_the_load_benchmark_covers_every_registered_codec():
+    assert load_bench.covered() == set(CODECS)
+
+
+@pytest.fixture(scope="module")
+def small_doc():
+    return {"codecs": codecs_bench.run(n=20_000), "graddrop": graddrop_bench.run(n=200_000),
+            "replicas": replicas_bench.run(), "oland_raj": oland_raj_bench.run(n=20_000),
+            "load": load_bench.run(n=20_000, repeats=1)}
+
+
+def test_every_readme_block_is_written_from_a_run(small_doc):
+    blocks = run.tables(small_doc)
+    readme = (ROOT / "README.md").read_text()
+    names = re.findall(r"<!-- bench: (\w+) -->", readme)
+    assert sorted(names) == sorted(blocks)
+    text = run.update_readme(readme, blocks)
+    for name, table in blocks.items():
+        assert f"<!-- bench: {name} -->\n{table}<!-- /bench -->" in text
+    assert [r["codec"] for r in small_doc["load"]] == load_bench.SPECS
+    assert all(r["alone_s"] > 0 and r["loaded_s"] > 0 for r in small_doc["load"])
