@@ -49,3 +49,13 @@ def test_key_is_stable_and_sensitive():
     assert a.key() == b.key() and len(a.key()) == 16
     assert RunConfig(seed=1).key() != a.key()
     assert RunConfig.from_dict(a.to_dict()) == a
+
+
+def test_a_codec_revision_changes_the_results_key_of_runs_that_use_it(monkeypatch):
+    from thinwire.codecs import CODECS
+    plain = RunConfig(push_codec="ef(topk(ratio=0.01))")
+    dropping = RunConfig(push_codec="chain(graddrop(ratio=0.99), fp16)")
+    keys = plain.key(), dropping.key()
+    assert dropping.codec_revisions() == {"graddrop": CODECS["graddrop"].revision}
+    monkeypatch.setattr(CODECS["graddrop"], "revision", CODECS["graddrop"].revision + 1)
+    assert plain.key() == keys[0] and dropping.key() != keys[1]

@@ -74,3 +74,9 @@ def test_ledger_reports_any_phase_and_role_for_every_step():
     with pytest.raises(ValueError, match="steps=2"):
         ledger.per_step(2)
     assert Ledger.from_arrays(ledger.to_arrays()).rows() == ledger.rows()
+
+
+def test_cli_default_timeout_matches_the_transport():
+    from thinwire import cli
+    from thinwire.comm import DEFAULT_TIMEOUT_S
+    assert cli.DEFAULT_TIMEOUT_S == DEFAULT_TIMEOUT_S

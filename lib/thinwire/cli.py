@@ -16,6 +16,9 @@ import sys
 from pathlib import Path
 
 
+DEFAULT_TIMEOUT_S = 300.0  # comm.distributed's default, here without importing torch
+
+
 def _parse_value(text: str):
     try:
         return ast.literal_eval(text)
@@ -56,25 +59,35 @@ def cmd_run(args) -> int:
     if args.backend != "inprocess":
         import torch
         import torch.distributed as dist
-        from .comm import DistributedTransport
+        from .comm import DistributedTransport, check_timeout, init_process_group
         if "RANK" not in os.environ:
             raise SystemExit(f"--backend {args.backend} must run under torchrun (RANK is not set)")
-        dist.init_process_group(args.backend)
+        try:
+            timeout = check_timeout(args.timeout)
+        except ValueError as exc:
+            raise SystemExit(f"--timeout {args.timeout}: {exc}")
+        init_process_group(args.backend, timeout)
         device = "cpu"
         if args.backend == "nccl":
             local = int(os.environ.get("LOCAL_RANK", 0))
             torch.cuda.set_device(local)
             device = f"cuda:{local}"
-        transport = DistributedTransport(device)
+        transport = DistributedTransport(device, timeout)
     rank = 0 if transport is None else transport.rank
     try:
         result = run(config, transport, backend=args.backend, root=args.results, reuse=not args.no_reuse,
-                     progress=False)
+                     progress=False, checkpoint_every=args.checkpoint_every)
         if transport is not None:
-            dist.barrier()  # no rank tears its connections down while a peer still uses them
-    finally:
-        if transport is not None:
-            dist.destroy_process_group()
+            transport.barrier()  # no rank tears its connections down while a peer still uses them
+    except Exception as exc:
+        from .comm import StalledRankError
+        if not isinstance(exc, StalledRankError):
+            raise
+        # A peer is stopped or gone: tearing the process group down could wait on it too.
+        print(f"thinwire: {exc}", file=sys.stderr, flush=True)
+        os._exit(1)
+    if transport is not None:
+        dist.destroy_process_group()
     if rank == 0:
         print(json.dumps({"key": config.key(), "backend": args.backend, **result.summary}, indent=1))
     if transport is not None:
@@ -128,6 +141,11 @@ def main(argv=None) -> int:
     p.add_argument("--backend", default="inprocess", choices=["inprocess", "gloo", "nccl"])
     p.add_argument("--results", default=None, help="results folder (default results/)")
     p.add_argument("--no-reuse", action="store_true", help="run even if a finished result exists")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
+                   help="torch.distributed: the longest a collective waits for a peer before every rank "
+                        f"stops with an error naming the stalled rank (default {DEFAULT_TIMEOUT_S:g})")
+    p.add_argument("--checkpoint-every", type=int, default=0, metavar="STEPS",
+                   help="save a checkpoint every STEPS steps (default: every 60 s); a rerun resumes from it")
     p.set_defaults(func=cmd_run)
     p = sub.add_parser("scraps", help="print the numbers an executed notebook recorded, as JSON")
     p.add_argument("notebook")

@@ -34,6 +34,9 @@ class Codec(ABC):
     codec_id: ClassVar[int]          # the wire's one-byte codec id; fixed per class (registry)
     carrier: ClassVar[str | None] = None
     host_only: ClassVar[bool] = True  # compress needs host memory (numpy / numba kernels)
+    # Bumped when the same spec starts to produce different messages; the results of runs
+    # that use the codec are then recomputed (``RunConfig.key``), not taken from the cache.
+    revision: ClassVar[int] = 0
 
     @property
     def memory(self) -> bool:

@@ -9,17 +9,48 @@ One phase of ``exchange``:
    to receive;
 4. post non-blocking send/recv pairs for the non-empty frames and wait for them.
 Only the encoded messages are ledgered; the frame table is transport overhead.
+
+Every collective waits at most the process group's timeout (``init_process_group``
+here sets it; ``DEFAULT_TIMEOUT_S`` unless told otherwise, where torch's default for gloo
+is 30 minutes). When one fails, the error names the ranks that never arrived
+(``stall.py``), so a stopped or dead rank brings its peers down with a clear message.
 """
 
 from __future__ import annotations
 
+import math
 import struct
+from datetime import timedelta
 
 import torch
 import torch.distributed as dist
 
 from .envelope import Envelope
+from .stall import ProgressBoard, StalledRankError
 from .transport import Transport
+
+DEFAULT_TIMEOUT_S = 300.0
+
+
+def check_timeout(timeout_s) -> float:
+    """``timeout_s`` as a float, or a ``ValueError`` naming it."""
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not (
+            math.isfinite(timeout_s) and timeout_s > 0):
+        raise ValueError(f"timeout_s={timeout_s!r} is not allowed: the collective timeout must be a number of "
+                         "seconds > 0")
+    return float(timeout_s)
+
+
+def init_process_group(backend: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+    """``torch.distributed.init_process_group`` with every collective limited to ``timeout_s``."""
+    dist.init_process_group(backend, timeout=timedelta(seconds=check_timeout(timeout_s)))
+
+
+def _default_store():
+    try:
+        return dist.distributed_c10d._get_default_store()
+    except (AttributeError, RuntimeError, ValueError):  # no store to post progress to
+        return None
 
 _ROW = struct.Struct("<iiII")
 
@@ -51,11 +82,22 @@ def unframe(buffer: bytearray) -> list[Envelope]:
 class DistributedTransport(Transport):
     """Requires an initialised default process group."""
 
-    def __init__(self, device: torch.device | str = "cpu"):
+    def __init__(self, device: torch.device | str = "cpu", timeout_s: float = DEFAULT_TIMEOUT_S):
         super().__init__()
         if not dist.is_initialized():
             raise RuntimeError("DistributedTransport needs torch.distributed.init_process_group first")
         self.device = torch.device(device)
+        self.board = ProgressBoard(_default_store(), dist.get_rank(), dist.get_world_size(), check_timeout(timeout_s))
+
+    def _collective(self, what: str, fn):
+        """Run ``fn`` (collective number n on every rank); a failure names the stalled ranks."""
+        self.board.enter(what)
+        try:
+            return fn()
+        except StalledRankError:
+            raise
+        except Exception as exc:  # gloo/NCCL time-outs and closed connections
+            raise self.board.diagnose(exc) from exc
 
     @property
     def world_size(self) -> int:
@@ -66,6 +108,9 @@ class DistributedTransport(Transport):
         return dist.get_rank()
 
     def _deliver(self, outbox: list[Envelope]) -> list[Envelope]:
+        return self._collective("exchange", lambda: self._send_and_receive(outbox))
+
+    def _send_and_receive(self, outbox: list[Envelope]) -> list[Envelope]:
         world, me = self.world_size, self.rank
         groups: list[list[Envelope]] = [[] for _ in range(world)]
         for env in outbox:
@@ -95,5 +140,8 @@ class DistributedTransport(Transport):
 
     def all_gather_object(self, obj) -> list:
         out = [None] * self.world_size
-        dist.all_gather_object(out, obj)
+        self._collective("all_gather_object", lambda: dist.all_gather_object(out, obj))
         return out
+
+    def barrier(self) -> None:
+        self._collective("barrier", dist.barrier)

@@ -52,6 +52,9 @@ class Transport(ABC):
     def all_gather_object(self, obj) -> list:
         """Metrics and results between processes; not part of the modelled traffic."""
 
+    def barrier(self) -> None:
+        """Wait until every process gets here (nothing to wait for in one process)."""
+
     def merged_ledger(self) -> Ledger:
         """Every rank's ledger, merged (collective)."""
         merged = Ledger()

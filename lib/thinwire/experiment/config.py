@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import asdict, dataclass, fields, replace
 
 from ..algorithms import ALGORITHMS
+from ..codecs import CODECS
 from ..comm import PRESETS
 from ..datasets import LOADERS, TRAIN_SIZES
 from ..models import MODELS
@@ -30,6 +32,8 @@ from ..models.replicas import LOSSES
 from ..validation import boolean, check, float_in, int_in, normalize_numbers, one_of
 from .device import DEVICES
 
+IDENTIFIER = re.compile(r"\b[A-Za-z_]\w*\b(?!\s*=)")
+QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
 RESULTS_FORMAT = 3  # bump when results computed from the same config would differ (3: wire v2, sections)
 
 
@@ -158,10 +162,19 @@ class RunConfig:
             raise ValueError(f"parameter(s) {clash} given both at the top level and in the {algorithm!r} section")
         return cls(algorithm, **d, **section)
 
+    def codec_revisions(self) -> dict[str, int]:
+        """The revision of every codec the config's codec specs name, where it is above 0."""
+        specs = [v for k, v in asdict(self.section).items() if k.endswith("_codec") and isinstance(v, str)]
+        names = {n for spec in specs for n in IDENTIFIER.findall(QUOTED.sub("", spec)) if n in CODECS}
+        return {n: CODECS[n].revision for n in sorted(names) if CODECS[n].revision}
+
     def key(self) -> str:
-        """Stable 16-hex-digit hash of the config and the results format (the results key)."""
-        text = json.dumps({**self.to_dict(), "results_format": RESULTS_FORMAT}, sort_keys=True,
-                          separators=(",", ":"))
+        """Stable 16-hex-digit hash of the config, the results format and the revisions of
+        the codecs it uses (the results key)."""
+        doc = {**self.to_dict(), "results_format": RESULTS_FORMAT}
+        if revisions := self.codec_revisions():
+            doc["codec_revisions"] = revisions
+        text = json.dumps(doc, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def __eq__(self, other) -> bool:

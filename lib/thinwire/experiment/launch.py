@@ -14,6 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from ..comm import DEFAULT_TIMEOUT_S, check_timeout
 from .config import RunConfig
 from .result import Result
 from .runner import cached
@@ -25,25 +26,48 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def torchrun_command(config_file: Path, nprocs: int, backend: str = "gloo", root=None,
+                     collective_timeout_s: float | None = None, checkpoint_every: int = 0) -> list[str]:
+    """The torchrun command line that runs the config in ``config_file`` on ``nprocs`` ranks."""
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(nprocs),
+           "--master-addr", "127.0.0.1", "--master-port", str(free_port()),
+           "-m", "thinwire", "run", "--config", str(config_file), "--backend", backend, "--no-reuse"]
+    if root is not None:
+        cmd += ["--results", str(root)]
+    if collective_timeout_s is not None:
+        cmd += ["--timeout", str(collective_timeout_s)]
+    if checkpoint_every:
+        cmd += ["--checkpoint-every", str(checkpoint_every)]
+    return cmd
+
+
+def torchrun_env() -> dict:
+    return dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"), THINWIRE_PROGRESS="0")
+
+
 def launch(config: RunConfig, nprocs: int, backend: str = "gloo", root=None, reuse: bool = True,
-           timeout_s: float = 1800) -> Result:
-    """Run ``config`` under torchrun with ``nprocs`` ranks; returns the (cached) Result."""
+           timeout_s: float = 1800, collective_timeout_s: float = DEFAULT_TIMEOUT_S,
+           checkpoint_every: int = 0) -> Result:
+    """Run ``config`` under torchrun with ``nprocs`` ranks; returns the (cached) Result.
+
+    ``timeout_s`` bounds the whole run; ``collective_timeout_s`` bounds each collective (a
+    stalled rank stops every rank with an error that names it); the ranks checkpoint every
+    ``checkpoint_every`` steps (0: every 60 s) and a rerun resumes from there.
+    """
     if not isinstance(nprocs, int) or nprocs < 1:
         raise ValueError(f"nprocs must be a positive int, got {nprocs!r}")
     if backend not in ("gloo", "nccl"):
         raise ValueError(f"backend must be 'gloo' or 'nccl', got {backend!r}")
+    check_timeout(collective_timeout_s)
+    if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) or checkpoint_every < 0:
+        raise ValueError(f"checkpoint_every={checkpoint_every!r} is not allowed: it must be an int >= 0")
     if reuse and (hit := cached(config, backend, root)) is not None:
         return hit
     with tempfile.TemporaryDirectory() as tmp:
         cfg = Path(tmp) / "config.json"
         cfg.write_text(json.dumps(config.to_dict()))
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(nprocs),
-               "--master-addr", "127.0.0.1", "--master-port", str(free_port()),
-               "-m", "thinwire", "run", "--config", str(cfg), "--backend", backend, "--no-reuse"]
-        if root is not None:
-            cmd += ["--results", str(root)]
-        env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"), THINWIRE_PROGRESS="0")
-        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout_s)
+        cmd = torchrun_command(cfg, nprocs, backend, root, collective_timeout_s, checkpoint_every)
+        done = subprocess.run(cmd, env=torchrun_env(), capture_output=True, text=True, timeout=timeout_s)
         if done.returncode != 0:
             raise RuntimeError(f"torchrun failed ({done.returncode}):\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}")
     result = cached(config, backend, root)

@@ -1,9 +1,10 @@
 """run(config) -> Result: build data, model, codecs and agents, train, measure, cache.
 
-Resume: an in-process run saves a checkpoint (``checkpoint.pt`` beside where its result
-will go, written atomically) every ``checkpoint_every`` steps, or every 60 s when that is
-0; a rerun of the same config continues from it and gives the same numbers as an
-uninterrupted run (timings aside). A finished run deletes its checkpoint.
+Resume: a run saves a checkpoint (beside where its result will go, written atomically)
+every ``checkpoint_every`` steps, or every 60 s when that is 0; under torch.distributed
+each rank saves its own part at the same step (``checkpoint.py``). A rerun of the same
+config continues from it and gives the same numbers as an uninterrupted run (timings
+aside). A finished run deletes its checkpoints.
 
 Timing: ``compute_seconds`` of a step is the measured time of the local agents' work
 (gradients, encoding, decoding) divided by the number of local agents this process
@@ -17,6 +18,7 @@ in one process the time to simulate every agent one after another.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -30,7 +32,7 @@ from ..comm import InProcessTransport, Ledger, Transport, network_preset
 from ..datasets import BatchStream, load_dataset, normalize, partition
 from ..models import build_model, evaluate
 from ..paths import results_dir
-from .checkpoint import Checkpoint
+from .checkpoint import Checkpoint, common_step
 from .config import RunConfig
 from .device import resolve_device, synchronize
 from .result import Result, remove_stale_temporaries
@@ -60,14 +62,29 @@ def run(config: RunConfig, transport: Transport | None = None, backend: str = "i
     folder = result_folder(config, backend, root)
     if transport.rank == 0:
         remove_stale_temporaries(folder)
-    checkpoint = Checkpoint(folder / "checkpoint.pt", config.key(), checkpoint_every) \
-        if transport.world_size == 1 else None
+    checkpoint = Checkpoint(folder, config.key(), checkpoint_every, rank=transport.rank,
+                            world_size=transport.world_size)
     result = _train(config, transport, backend, progress, checkpoint, device)
     if transport.rank == 0:
         result.save(folder)
-    if checkpoint is not None:
-        checkpoint.remove()
+    transport.barrier()  # the result is saved before any rank drops the checkpoint it came from
+    checkpoint.remove()
     return result
+
+
+def _resume(checkpoint: Checkpoint, transport: Transport) -> dict | None:
+    """The state to continue from: on torch.distributed, the newest step that every rank
+    saved (all ranks or none)."""
+    if transport.world_size == 1:
+        return checkpoint.load()
+    step = common_step(transport.all_gather_object(checkpoint.steps()))
+    saved = checkpoint.load(step) if step is not None else None
+    if not all(transport.all_gather_object(saved is not None)):
+        return None
+    if transport.rank == 0:
+        print(f"thinwire: resuming {transport.world_size} ranks from the checkpoint at step {step}",
+              file=sys.stderr, flush=True)
+    return saved
 
 
 def _prepare_data(config: RunConfig, device: torch.device):
@@ -96,7 +113,7 @@ def _train(config: RunConfig, transport: Transport, backend: str, progress: bool
     batches_per_epoch = len(shards[0]) // config.batch_size
 
     rows, start = [], 0
-    saved = checkpoint.load() if checkpoint is not None else None
+    saved = _resume(checkpoint, transport) if checkpoint is not None else None
     if saved is not None:
         algo.load_state_dict(saved["algorithm"])
         for k, stream in streams.items():
@@ -123,9 +140,10 @@ def _train(config: RunConfig, transport: Transport, backend: str, progress: bool
         if params is not None:
             local.extra["test_loss"], local.extra["test_accuracy"] = evaluate(model, params, test_x, test_y,
                                                                               loss=config.loss)
-        parts = transport.all_gather_object(local)
-        rows.append(_combine(step, parts, batches_per_epoch))
-        if checkpoint is not None and step + 1 < config.steps and checkpoint.due(step + 1):
+        due = checkpoint is not None and step + 1 < config.steps and checkpoint.due(step + 1)
+        gathered = transport.all_gather_object((local, due))  # rank 0's ``due`` decides for all
+        rows.append(_combine(step, [part for part, _ in gathered], batches_per_epoch))
+        if gathered[0][1]:
             checkpoint.save({"step": step + 1, "rows": rows, "algorithm": algo.state_dict(),
                              "streams": {k: s.state_dict() for k, s in streams.items()},
                              "ledger": transport.ledger.to_arrays()})

@@ -69,6 +69,7 @@ def _require(name, value, ok, allowed):
 class GradDrop(Codec):
     name = "graddrop"
     codec_id = 7
+    revision = 1  # 1: with ties="drop", a span where the strict test keeps nothing sends its ties
 
     def __init__(self, ratio: float = 0.99, threshold: str = "sampled", sample: float = 0.001,
                  min_sample: int = 1000, sampling: str = "random", scope: str = "global",

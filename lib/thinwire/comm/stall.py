@@ -1,0 +1,86 @@
+"""Which rank stalled, when a collective times out.
+
+gloo and NCCL end a collective that waits longer than the process group's timeout with
+an error that does not say which peer never came. The ranks therefore share what they
+know through the rendezvous store (the key-value store every rank already uses; under
+torchrun the launcher hosts it, so it answers even when a rank is stopped):
+
+- each rank posts how many collectives it has entered, and the last one's name (one store
+  write per collective, tens of microseconds on one host);
+- a rank whose collective fails posts that it is alive, then waits ``GRACE_S`` for its
+  peers to do the same. Live peers waiting in the same collective time out together, so
+  the ranks that never answer are the stopped or dead ones. The error names them, with
+  the collective each last entered.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+
+PREFIX = "thinwire/progress/"
+ALIVE = "thinwire/alive/"
+GRACE_S = 5.0
+
+
+class StalledRankError(RuntimeError):
+    """A collective timed out or failed; the message names the ranks that did not arrive."""
+
+
+class ProgressBoard:
+    """This rank's count of collectives entered, posted to a shared store."""
+
+    def __init__(self, store, rank: int, world_size: int, timeout_s: float):
+        self.store, self.rank, self.world_size, self.timeout_s = store, rank, world_size, timeout_s
+        self.count = 0
+        self.what = ""
+
+    def enter(self, what: str) -> None:
+        self.count += 1
+        self.what = what
+        if self.store is not None:
+            self.store.set(f"{PREFIX}{self.rank}", f"{self.count} {what}")
+
+    def _read(self, key: str) -> str | None:
+        return self.store.get(key).decode() if self.store.check([key]) else None
+
+    def peers(self) -> dict[int, tuple[int, str] | None]:
+        """Every other rank's (count, collective name), None where it never posted."""
+        out: dict[int, tuple[int, str] | None] = {}
+        for r in range(self.world_size):
+            if r != self.rank:
+                value = self._read(f"{PREFIX}{r}")
+                count, _, what = (value or "0 ").partition(" ")
+                out[r] = (int(count), what) if value is not None else None
+        return out
+
+    def silent_peers(self, grace_s: float) -> list[int]:
+        """Post that this rank is alive, and return the peers that do not within ``grace_s``."""
+        self.store.set(f"{ALIVE}{self.rank}", str(self.count))
+        waiting = [r for r in range(self.world_size) if r != self.rank]
+        end = time.monotonic() + grace_s
+        while waiting and time.monotonic() < end:
+            waiting = [r for r in waiting if not self.store.check([f"{ALIVE}{r}"])]
+            if waiting:
+                time.sleep(0.1)
+        return waiting
+
+    def diagnose(self, cause: BaseException, grace_s: float = GRACE_S) -> StalledRankError:
+        """The error to raise when this rank's current collective failed with ``cause``."""
+        here = f"rank {self.rank} waited in collective {self.count} ({self.what})"
+        if self.store is None:
+            return StalledRankError(f"{here} and it failed: {cause}")
+        try:
+            self.store.set_timeout(timedelta(seconds=5))
+            silent = self.silent_peers(grace_s)
+            peers = self.peers()
+        except Exception as exc:  # the store is gone too (its host died): nothing more to learn
+            return StalledRankError(f"{here} and it failed ({cause}); the rendezvous store is unreachable ({exc})")
+        if not silent:
+            return StalledRankError(f"{here} and it failed, but every peer is alive: {cause}")
+        where = "; ".join(f"rank {r} " + ("never entered a collective" if peers[r] is None
+                                          else f"last entered collective {peers[r][0]} ({peers[r][1]})")
+                          for r in silent)
+        return StalledRankError(f"rank(s) {', '.join(map(str, silent))} stalled or died: {here} for longer than the "
+                                f"collective timeout of {self.timeout_s:g} s, and they did not answer within "
+                                f"{grace_s:g} s; {where}. Cause: {cause}")
