@@ -47,6 +47,9 @@ def test_bad_weight_averaging_values(field, value):
     (["--set", "push_codec=topk(ratio=2)"], "push_codec="),
     (["--set", "steps"], "key=value"),
     (["--config", "/nonexistent/cfg.json"], "cannot read it"),
+    (["--timeout", "0"], "--timeout 0 is not allowed"),
+    (["--timeout", "nan"], "--timeout nan is not allowed"),
+    (["--checkpoint-every", "-2"], "--checkpoint-every -2 is not allowed"),
 ])
 def test_cli_rejects_bad_configs_with_a_message(args, message, tmp_path):
     with pytest.raises(SystemExit) as info:

@@ -126,3 +126,30 @@ def test_huge_claimed_sizes_are_refused_before_allocating():
     many = wire.pack(codec.codec_id, codec.digest, torch.float32, (2**30,), Payload(parts=dict(payload.parts), meta=dict(payload.meta)))
     with pytest.raises(CorruptMessageError, match="cannot fit"):
         codec.decode(many)
+
+
+BAD_META = [float("nan"), float("inf"), -1, 0, 3, 2**40, 1e300, -1e300, 0.5]
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_forged_meta_values_decode_to_finite_values_or_are_refused(spec):
+    """Every meta entry of a real message set to NaN, Inf, negative, zero, huge or
+    fractional values, with a valid checksum: decode and merge either raise
+    ``CorruptMessageError`` or give finite values of the header's shape (the encoders
+    refuse NaN and Inf, so no valid message decodes to them)."""
+    codec = make_codec(spec)
+    message = sample_message(spec, n=40)
+    header, payload = wire.unpack(message)
+    for name in payload.meta:
+        for value in BAD_META:
+            meta = dict(payload.meta, **{name: value})
+            forged = wire.pack(codec.codec_id, codec.digest, header["dtype"], header["shape"],
+                               Payload(parts={k: v.clone() for k, v in payload.parts.items()}, meta=meta))
+            for decode in (lambda m: codec.decode(m, CodecState(0), "w"),
+                           lambda m: codec.merge(m, torch.zeros(header["shape"]), CodecState(0), "w")):
+                try:
+                    out = decode(forged)
+                except CorruptMessageError:
+                    continue
+                if isinstance(out, torch.Tensor):
+                    assert out.shape == header["shape"] and bool(torch.isfinite(out).all()), (name, value)

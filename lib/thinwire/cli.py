@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -53,26 +54,27 @@ def _config(args):
 
 
 def cmd_run(args) -> int:
+    if args.checkpoint_every < 0:
+        raise SystemExit(f"--checkpoint-every {args.checkpoint_every} is not allowed: it must be >= 0 (0: every 60 s)")
+    if not (math.isfinite(args.timeout) and args.timeout > 0):
+        raise SystemExit(f"--timeout {args.timeout:g} is not allowed: the collective timeout must be a number of "
+                         "seconds > 0")
     from .experiment import run
     config = _config(args)
     transport = None
     if args.backend != "inprocess":
         import torch
         import torch.distributed as dist
-        from .comm import DistributedTransport, check_timeout, init_process_group
+        from .comm import DistributedTransport, init_process_group
         if "RANK" not in os.environ:
             raise SystemExit(f"--backend {args.backend} must run under torchrun (RANK is not set)")
-        try:
-            timeout = check_timeout(args.timeout)
-        except ValueError as exc:
-            raise SystemExit(f"--timeout {args.timeout}: {exc}")
-        init_process_group(args.backend, timeout)
+        init_process_group(args.backend, args.timeout)
         device = "cpu"
         if args.backend == "nccl":
             local = int(os.environ.get("LOCAL_RANK", 0))
             torch.cuda.set_device(local)
             device = f"cuda:{local}"
-        transport = DistributedTransport(device, timeout)
+        transport = DistributedTransport(device, args.timeout)
     rank = 0 if transport is None else transport.rank
     try:
         result = run(config, transport, backend=args.backend, root=args.results, reuse=not args.no_reuse,

@@ -194,6 +194,16 @@ def _check_representable(tensor: torch.Tensor, key: str) -> None:
                              f"{FLOAT32_MAX:.3g}): scale it, or they would travel as Inf")
 
 
+def expect_range(payload: Payload, codec: str) -> tuple[float, float]:
+    """The (lo, hi) meta of a quantized message: finite float32 values with lo <= hi
+    (what every encoder sends), or ``CorruptMessageError``."""
+    lo, hi = payload.meta.get("lo"), payload.meta.get("hi")
+    if not (isinstance(lo, (int, float)) and isinstance(hi, (int, float))
+            and -FLOAT32_MAX <= lo <= hi <= FLOAT32_MAX):
+        raise CorruptMessageError(f"{codec}: range [{lo}, {hi}] is not a finite float32 interval")
+    return float(lo), float(hi)
+
+
 def expect_part(payload: Payload, name: str, dtype: torch.dtype, numel: int | None = None) -> torch.Tensor:
     """The part ``name`` with the given dtype (and size), or ``CorruptMessageError``."""
     part = payload.parts.get(name)

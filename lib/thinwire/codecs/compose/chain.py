@@ -53,19 +53,19 @@ class Chain(Codec):
         payload.merge(first.carrier, self._rest().compress(carried, state, f"{key}/{first.carrier}"))
         return payload
 
-    def _first_payload(self, payload: Payload, state: CodecState, key: str) -> Payload:
+    def _first_payload(self, payload: Payload, numel: int, state: CodecState, key: str) -> Payload:
         """The first stage's payload, its carrier part rebuilt by the later stages."""
         first = self.stages[0]
         payload = Payload(parts=dict(payload.parts), meta=dict(payload.meta))
         inner = payload.split(first.carrier)
         carried_numel = inner.meta.pop("numel", None)
-        if not isinstance(carried_numel, int) or carried_numel < 0:
-            raise CorruptMessageError(f"chain: bad carried size {carried_numel!r}")
+        if not isinstance(carried_numel, int) or not 0 <= carried_numel <= numel:
+            raise CorruptMessageError(f"chain: carried size {carried_numel!r} is not in [0, {numel}]")
         payload.parts[first.carrier] = self._rest().decompress(inner, carried_numel, state, f"{key}/{first.carrier}")
         return payload
 
     def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None) -> torch.Tensor:
-        return self.stages[0].decompress(self._first_payload(payload, state, key), numel, state, key, out=out)
+        return self.stages[0].decompress(self._first_payload(payload, numel, state, key), numel, state, key, out=out)
 
     def sparse_entries(self, payload: Payload, numel: int, state: CodecState, key: str):
-        return self.stages[0].sparse_entries(self._first_payload(payload, state, key), numel, state, key)
+        return self.stages[0].sparse_entries(self._first_payload(payload, numel, state, key), numel, state, key)

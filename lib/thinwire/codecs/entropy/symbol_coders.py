@@ -35,6 +35,13 @@ def _used_range(counts: np.ndarray) -> tuple[int, int]:
     return int(used[0]), int(used[-1]) + 1
 
 
+def _meta_int(meta: dict, name: str) -> int:
+    value = meta.get(name)
+    if not isinstance(value, int):
+        raise CorruptMessageError(f"meta {name!r}: expected an int, got {value!r}")
+    return value
+
+
 def _part(parts: dict, name: str, dtype: torch.dtype) -> np.ndarray:
     part = parts.get(name)
     if part is None or part.dtype != dtype:
@@ -76,7 +83,7 @@ class HuffmanCoder:
     def decode(self, parts: dict, meta: dict, n: int, bits: int) -> np.ndarray:
         if n == 0:
             return np.empty(0, dtype=np.uint8 if bits <= 8 else np.uint16)
-        first, sync = int(meta["first"]), int(meta["sync"])
+        first, sync = _meta_int(meta, "first"), _meta_int(meta, "sync")
         short = _part(parts, "lengths", torch.uint8)
         if sync < 1 or first < 0 or first + short.size > 1 << bits:
             raise CorruptMessageError(f"huffman: bad sync {sync} or symbol range [{first}, {first + short.size})")
@@ -108,7 +115,7 @@ class AnsCoder:
         dtype = np.uint8 if bits <= 8 else np.uint16
         if n == 0:
             return np.empty(0, dtype=dtype)
-        first = int(meta["first"])
+        first = _meta_int(meta, "first")
         counts = parts.get("counts")
         if counts is None or counts.dtype not in (torch.uint8, torch.uint16, torch.uint32):
             raise CorruptMessageError("ans: part 'counts' (uint8, uint16 or uint32) missing")

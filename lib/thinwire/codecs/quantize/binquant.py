@@ -10,11 +10,9 @@ N from each encode's policy decision (``policies.EntropyBits``: Alg. 1 lines 3-5
 
 from __future__ import annotations
 
-import math
-
 import torch
 
-from ..base import Codec, expect_part
+from ..base import Codec, expect_part, expect_range
 from ..kernels import bitpack
 from .bin_quantize import bin_centres, bin_codes, bin_pack, bin_unpack_centres, check_bits, histogram
 from ..errors import CorruptMessageError
@@ -73,9 +71,10 @@ class BinQuantize(Codec):
         return Payload(parts=parts, meta={"lo": lo, "hi": hi, "bits": bits, **meta})
 
     def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None) -> torch.Tensor:
-        lo, hi, bits = float(payload.meta["lo"]), float(payload.meta["hi"]), int(payload.meta["bits"])
-        if not (math.isfinite(lo) and math.isfinite(hi) and lo <= hi and 1 <= bits <= 16):
-            raise CorruptMessageError(f"{self.name}: bad range [{lo}, {hi}] or bits {bits}")
+        lo, hi = expect_range(payload, self.name)
+        bits = payload.meta.get("bits")
+        if not (isinstance(bits, int) and 1 <= bits <= 16):
+            raise CorruptMessageError(f"{self.name}: bits {bits!r} is not an int in 1..16")
         if self.coder == "raw":  # unpacked and rescaled in one pass; N-bit fields are < 2^N
             packed = expect_part(payload, "codes", torch.uint8, bitpack.packed_bytes(numel, bits))
             return bin_unpack_centres(packed, numel, lo, hi, bits, out=out)

@@ -21,7 +21,7 @@ import torch
 
 from ..kernels import bitpack, uniform
 from ..kernels.extrema import extrema
-from ..base import Codec, expect_part
+from ..base import Codec, expect_part, expect_range
 from ..errors import CorruptMessageError
 from ..payload import PartWriter, Payload
 from ..state import CodecState
@@ -77,8 +77,6 @@ class Quantize(Codec):
         return Payload(parts={"codes": writer}, meta=meta)
 
     def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None) -> torch.Tensor:
-        lo, hi = float(payload.meta["lo"]), float(payload.meta["hi"])
+        lo, hi = expect_range(payload, self.name)
         packed = expect_part(payload, "codes", torch.uint8, bitpack.packed_bytes(numel, self.bits))
-        if hi < lo:
-            raise CorruptMessageError(f"quantize: hi {hi} < lo {lo}")
         return uniform.dequantize_packed(packed, numel, self.bits, lo, (hi - lo) / ((1 << self.bits) - 1), out=out)
