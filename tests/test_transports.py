@@ -80,3 +80,21 @@ def test_cli_default_timeout_matches_the_transport():
     from thinwire import cli
     from thinwire.comm import DEFAULT_TIMEOUT_S
     assert cli.DEFAULT_TIMEOUT_S == DEFAULT_TIMEOUT_S
+
+
+def test_a_failed_collective_names_the_ranks_that_do_not_answer():
+    import torch.distributed as dist
+    from thinwire.comm.stall import ProgressBoard
+    store = dist.HashStore()
+    boards = [ProgressBoard(store, r, 4, timeout_s=5) for r in range(4)]
+    for board in boards[:3]:
+        for what in ("exchange", "all_gather_object", "exchange"):
+            board.enter(what)
+    boards[3].enter("exchange")  # rank 3 stopped after its first collective
+    store.set("thinwire/alive/1", "3")  # rank 1 timed out too and answered
+    store.set("thinwire/alive/2", "3")
+    error = boards[0].diagnose(RuntimeError("Timed out waiting 5000ms"), grace_s=0.3)
+    assert str(error).startswith("rank(s) 3 stalled or died: rank 0 waited in collective 3 (exchange)")
+    assert "rank 3 last entered collective 1 (exchange)" in str(error) and "Timed out" in str(error)
+    store.set("thinwire/alive/3", "1")
+    assert "every peer is alive" in str(boards[0].diagnose(RuntimeError("slow"), grace_s=0.3))

@@ -77,7 +77,9 @@ class ProgressBoard:
         except Exception as exc:  # the store is gone too (its host died): nothing more to learn
             return StalledRankError(f"{here} and it failed ({cause}); the rendezvous store is unreachable ({exc})")
         if not silent:
-            return StalledRankError(f"{here} and it failed, but every peer is alive: {cause}")
+            return StalledRankError(f"{here} and it failed, but every peer is alive: a rank spent longer than the "
+                                    f"collective timeout of {self.timeout_s:g} s between collectives (raise "
+                                    f"--timeout if that is expected). Cause: {cause}")
         where = "; ".join(f"rank {r} " + ("never entered a collective" if peers[r] is None
                                           else f"last entered collective {peers[r][0]} ({peers[r][1]})")
                           for r in silent)
