@@ -91,7 +91,7 @@ def test_a_stopped_rank_brings_its_peers_down_naming_it(tmp_path):
 def test_a_killed_distributed_run_resumes_from_every_ranks_checkpoint(tmp_path):
     """Kill a 4-rank gloo run after its ranks have checkpointed; the rerun resumes from
     the newest step every rank saved and ends with the numbers of an uninterrupted run."""
-    config = RunConfig(**TINY, workers=4, steps=200, push_codec="ef(topk(ratio=0.1))")
+    config = RunConfig(**TINY, workers=4, steps=400, push_codec="ef(topk(ratio=0.1))")
     folder = result_folder(config, "gloo", tmp_path / "results")
     proc, _ = _start(config, tmp_path, 4, checkpoint_every=5)
     try:

@@ -6,9 +6,9 @@ Each call is one parallel region over chunks of ``bitpack.CHUNK`` values; a chun
 are computed and packed (or unpacked and rescaled) while they are in cache. One region per
 call matters on busy machines: a loop of many short multi-threaded operations waits at a
 barrier after each one, and when the thread pool shares its cores with other processes,
-every wait can cost a scheduler time slice (a 1-bit quantizer issuing ~100 such
-operations per call ran 10-50x slower under load; ``benchmarks/codecs_bench.py``
-measures the slowdown of every codec with two competing processes).
+every wait can cost a scheduler time slice (the quantizer that issued ~100 such operations
+per call ran 4x slower with two competing processes than alone; ``benchmarks/load_bench.py``
+measures the slowdown of every codec under that load).
 
 Arithmetic is float32 with multiply-add fused (``fastmath={"contract"}``):
 
