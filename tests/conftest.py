@@ -1,3 +1,23 @@
 import os
 
 os.environ.setdefault("THINWIRE_PROGRESS", "0")
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture
+def interrupt_at(monkeypatch):
+    """``interrupt_at(step)`` makes the runner raise KeyboardInterrupt when it reaches
+    ``step`` (after the step's checkpoint decision of the step before); calling the returned
+    function lets runs finish again."""
+    import thinwire.experiment.runner as runner
+    real = runner._combine
+
+    def install(step: int):
+        def crash(at, *args):
+            if at == step:
+                raise KeyboardInterrupt("simulated interruption")
+            return real(at, *args)
+        monkeypatch.setattr(runner, "_combine", crash)
+        return lambda: monkeypatch.setattr(runner, "_combine", real)
+    return install

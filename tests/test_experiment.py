@@ -86,23 +86,16 @@ def test_bad_config_fails_before_training():
         RunConfig(workers=0)
 
 
-def test_interrupted_run_resumes_from_its_checkpoint(tmp_path, monkeypatch):
+def test_interrupted_run_resumes_from_its_checkpoint(tmp_path, monkeypatch, interrupt_at):
     config = RunConfig(**TINY, push_codec="ef(topk(ratio=0.05))", optimizer="sgd", momentum=0.9)
     whole = run(config, root=tmp_path / "whole")
     import thinwire.experiment.runner as runner
-    real = runner._combine
-
-    def crash_at_step_8(step, *args):
-        if step == 8:
-            raise KeyboardInterrupt("simulated interruption")
-        return real(step, *args)
-
-    monkeypatch.setattr(runner, "_combine", crash_at_step_8)
+    resume = interrupt_at(8)
     with pytest.raises(KeyboardInterrupt):
         run(config, root=tmp_path / "cut", checkpoint_every=3)
     folder = result_folder(config, root=tmp_path / "cut")
     assert (folder / "checkpoint.pt").exists() and not (folder / "result.json").exists()
-    monkeypatch.setattr(runner, "_combine", real)
+    resume()
     calls = []
     real_step = runner.ALGORITHMS["plump_dp"].step
     monkeypatch.setattr(runner.ALGORITHMS["plump_dp"], "step",

@@ -69,3 +69,78 @@ def test_in_process_and_gloo_four_processes_agree(tmp_path):
     assert distributed.summary["final_loss"] == pytest.approx(local.summary["final_loss"], abs=1e-5)
     assert distributed.ledger.rows() == local.ledger.rows()
     assert distributed.summary["push_density"] == local.summary["push_density"]
+
+
+ASYNC = dict(schedule="async", warmup_steps=0)
+
+
+def _one_step_params(schedule: str, order_check=None):
+    """Two clients, lossless codecs, plain SGD: every client's model after one step."""
+    from thinwire.algorithms import ShardedPS, ShardedPSSection
+    from thinwire.comm import InProcessTransport
+    model = build_model("mlp", (1, 28, 28), 10, 0, hidden=(16,))
+    section = ShardedPSSection(optimizer="sgd", lr=0.5, pull_mode="delta", schedule=schedule)
+    ps = ShardedPS(model, InProcessTransport(), 2, section, seed=3)
+    g = torch.Generator().manual_seed(0)
+    x, y = torch.randn(2, 8, 1, 28, 28, generator=g), torch.randint(0, 10, (2, 8), generator=g)
+    _, _, grads = ps.replicas.loss_and_grads(x, y)
+    grads = [ps.layout.flatten({n: gr[k] for n, gr in grads.items()}).clone() for k in range(2)]
+    w0 = ps.layout.flatten({n: p[0] for n, p in ps.replicas.params.items()}).clone()
+    ps.step(0, x, y)
+    after = [ps.layout.flatten({n: p[k] for n, p in ps.replicas.params.items()}) for k in range(2)]
+    return ps, w0, grads, after
+
+
+def test_async_applies_each_push_on_its_own_and_each_client_pulls_its_own_delta():
+    """Marian's asynchronous SGD: the first client in the arrival order pulls the model with
+    only its own update, the second with both (no averaging); synchronous SGD gives both
+    clients w - lr * mean(g)."""
+    ps, w0, g, after = _one_step_params("async")
+    first, second = ps.arrival_order(0)
+    assert torch.allclose(after[first], w0 - 0.5 * g[first], atol=1e-6)
+    assert torch.allclose(after[second], w0 - 0.5 * (g[first] + g[second]), atol=1e-6)
+    _, w0, g, after = _one_step_params("sync")
+    for k in range(2):
+        assert torch.allclose(after[k], w0 - 0.5 * (g[0] + g[1]) / 2, atol=1e-6)
+
+
+def test_async_arrival_order_is_seeded_per_step():
+    from thinwire.algorithms import ShardedPS, ShardedPSSection
+    from thinwire.comm import InProcessTransport
+    model = build_model("mlp", (1, 28, 28), 10, 0, hidden=(16,))
+    make = lambda seed: ShardedPS(model, InProcessTransport(), 6, ShardedPSSection(schedule="async"), seed=seed)
+    a, b, c = make(0), make(0), make(1)
+    orders = [a.arrival_order(s) for s in range(20)]
+    assert orders == [b.arrival_order(s) for s in range(20)]
+    assert orders != [c.arrival_order(s) for s in range(20)]
+    assert len({tuple(o) for o in orders}) > 10 and all(sorted(o) == list(range(6)) for o in orders)
+
+
+def test_dense_warmup_then_dropping(tmp_path):
+    """The first warmup_steps send every value as float32 and leave the residuals empty;
+    dropping starts after them (Marian: 100 dense pushes and fetches per device)."""
+    config = RunConfig(algorithm="sharded_ps", **{**TINY, **DROP, **ASYNC, "warmup_steps": 4})
+    result = run(config, root=tmp_path)
+    dense = run(RunConfig(algorithm="sharded_ps", **{**TINY, **ASYNC}), root=tmp_path)
+    push = result.metrics["push_payload"]
+    assert push[:4] == dense.metrics["push_payload"][:4]
+    assert all(p < push[0] / 5 for p in push[4:])
+    density = result.metrics["push_density"]
+    assert density[:4] == [None] * 4  # float32 messages: no dropping ran
+    assert all(0.085 < d < 0.115 for d in density[4:])
+
+
+def test_async_in_process_and_gloo_agree_and_resume(tmp_path, interrupt_at):
+    config = RunConfig(algorithm="sharded_ps", **{**TINY, **DROP, **ASYNC, "warmup_steps": 2})
+    local = run(config, root=tmp_path)
+    again = run(config, root=tmp_path / "again")
+    assert _numbers(local) == _numbers(again)
+    distributed = launch(config, nprocs=4, backend="gloo", root=tmp_path)
+    assert distributed.ledger.rows() == local.ledger.rows()
+    for a, b in zip(local.metrics["loss"], distributed.metrics["loss"]):
+        assert a == pytest.approx(b, abs=1e-5)
+    resume = interrupt_at(7)
+    with pytest.raises(KeyboardInterrupt):
+        run(config, root=tmp_path / "cut", checkpoint_every=3)
+    resume()
+    assert _numbers(run(config, root=tmp_path / "cut", checkpoint_every=3)) == _numbers(local)

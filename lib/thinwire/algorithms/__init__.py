@@ -4,7 +4,7 @@ from .contract import ROLES, Algorithm, check_algorithm
 from .optimizers import OPTIMIZERS, make_optimizer
 from .plump_dp import PlumpDP
 from .report import PhaseTally, StepReport, Tally
-from .sections import PULL_MODES, ParameterServerSection, Section, WeightAveragingSection
+from .sections import PULL_MODES, SCHEDULES, ParameterServerSection, Section, ShardedPSSection, WeightAveragingSection
 from .server import ServerAgent
 from .sharded_ps import ShardedPS
 from .weight_averaging import WeightAveraging
@@ -25,5 +25,5 @@ def register_algorithm(name: str, cls: type) -> type:
 
 
 __all__ = ["ALGORITHMS", "Algorithm", "OPTIMIZERS", "PULL_MODES", "ROLES", "ParameterServerSection", "PhaseTally",
-           "PlumpDP", "Section", "ServerAgent", "ShardedPS", "StepReport", "Tally", "WeightAveraging",
+           "PlumpDP", "SCHEDULES", "Section", "ServerAgent", "ShardedPS", "ShardedPSSection", "StepReport", "Tally", "WeightAveraging",
            "WeightAveragingSection", "check_algorithm", "make_optimizer", "register_algorithm"]

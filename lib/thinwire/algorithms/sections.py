@@ -15,6 +15,7 @@ from ..validation import boolean, codec_spec, float_in, int_in, normalize_number
 from .optimizers import OPTIMIZERS
 
 PULL_MODES = ("params", "delta")
+SCHEDULES = ("sync", "async")
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,20 @@ class ParameterServerSection(Section):
         float_in("weight_decay", self.weight_decay, 0.0, 1.0)
         float_in("adagrad_eps", self.adagrad_eps, 0.0, 1.0, lo_open=True)
         one_of("pull_mode", self.pull_mode, PULL_MODES)
+
+
+@dataclass(frozen=True)
+class ShardedPSSection(ParameterServerSection):
+    """The sharded parameter server of gradient dropping: the server fields plus the two
+    settings of Marian's asynchronous implementation (``sharded_ps.py`` says how each works)."""
+
+    schedule: str = "sync"             # sync: one averaged update per step | async: one update per push
+    warmup_steps: int = 0              # first steps sent dense (float32) before the codecs apply; Marian: 100
+
+    def __post_init__(self):
+        super().__post_init__()
+        one_of("schedule", self.schedule, SCHEDULES)
+        int_in("warmup_steps", self.warmup_steps, 0, 10**9)
 
 
 @dataclass(frozen=True)

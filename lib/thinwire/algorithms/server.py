@@ -30,14 +30,18 @@ class ServerAgent:
         self._decoded = {n: torch.empty_like(p) for n, p in self.params.items()}
         self._total = {n: torch.empty_like(p) for n, p in self.params.items()}
 
-    def sum_pushes(self, pushes: list[Envelope]) -> dict[str, torch.Tensor]:
+    def decode_push(self, env: Envelope, codec: Codec | None = None) -> torch.Tensor:
+        """One push decoded with its sender's state (a reused buffer: use before the next
+        call); ``codec`` overrides ``push_codec`` (dense warm-up steps)."""
+        return (codec or self.push_codec).decode(env.message, self.push_states[env.sender], env.tensor,
+                                                 out=self._decoded[env.tensor])
+
+    def sum_pushes(self, pushes: list[Envelope], codec: Codec | None = None) -> dict[str, torch.Tensor]:
         """The sum of the decoded pushes per tensor (a reused buffer: use before the next call)."""
         for t in self._total.values():
             t.zero_()
         for env in sorted(pushes, key=lambda e: (e.sender, e.tensor)):
-            decoded = self.push_codec.decode(env.message, self.push_states[env.sender], env.tensor,
-                                             out=self._decoded[env.tensor])
-            self._total[env.tensor] += decoded
+            self._total[env.tensor] += self.decode_push(env, codec)
         return self._total
 
     def extra_state(self) -> dict:
