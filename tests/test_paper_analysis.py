@@ -16,6 +16,7 @@ def runs(tmp_path_factory):
     return {
         "ratios": {r: pick(built.ratios[r]) for r in (0.0, 0.99)},
         "diagnosis": {k: pick(c) for k, c in built.diagnosis.items() if k[0] == "adagrad"},
+        "marian": {k: pick(c) for k, c in built.marian.items()},
     }
 
 
@@ -29,6 +30,21 @@ def test_gaps_and_diagnosis_tables(runs):
     assert table.loc[("adagrad", "no dropping"), "gap to no dropping (last 3)"] == 0
     assert 0 < table.loc[("adagrad", "99% pushes and pulls"), "pull density"] < 0.05
     assert table.loc[("adagrad", "99% pushes, dense pulls"), "pull density"] != table.loc[("adagrad", "99% pushes, dense pulls"), "pull density"]  # NaN: dense pulls report no density
+
+
+def test_marian_settings_table(runs):
+    """Each of Marian's settings against the dense run of its own schedule; warm-up steps
+    send every value, so the payload after warm-up is what dropping sends."""
+    table = gd.marian_table(runs["marian"])
+    assert list(table.index) == list(runs["marian"])
+    assert table.loc[("sync", "no dropping"), "gap to no dropping (last 3)"] == 0
+    assert table.loc[("async", "no dropping"), "gap to no dropping (last 3)"] == 0
+    both = table.loc[("async", "99%, all three (Marian)")]
+    assert both["AdaGrad eps"] == f"{gd.MARIAN_EPS:g}" and both["dense warm-up steps"] == 5
+    assert both["payload/step after warm-up"] < both["payload/step"] / 3
+    drop = runs["marian"][("async", "99%, all three (Marian)")]
+    assert drop.metrics["payload_bytes"][:5] == runs["marian"][("async", "no dropping")].metrics["payload_bytes"][:5]
+    assert 0 < both["pull density"] < 0.05
 
 
 def test_paper_vs_ours_puts_the_published_numbers_beside_ours(runs):

@@ -80,6 +80,30 @@ def diagnosis_table(diagnosis: dict) -> pd.DataFrame:
     return table
 
 
+def marian_table(marian: dict) -> pd.DataFrame:
+    """Marian's settings one at a time and together: ``{(schedule, setting): Result}`` with a
+    ``(schedule, "no dropping")`` reference per schedule. Densities and ties are means over
+    the dropping steps (dense warm-up steps report none); payload/step counts every step."""
+    import pandas as pd
+    rows = {}
+    for (schedule, setting), r in marian.items():
+        reference = marian[(schedule, "no dropping")]
+        warmup = r.config.section.warmup_steps
+        rows[(schedule, setting)] = {
+            "final accuracy": r.summary["final_accuracy"],
+            "mean of last 3 evaluations": final_accuracy_window(r),
+            "gap to no dropping (last 3)": final_accuracy_window(reference) - final_accuracy_window(r),
+            "AdaGrad eps": f"{r.config.section.adagrad_eps:g}", "dense warm-up steps": warmup,
+            "pull density": r.summary.get("pull_density"), "pull tied": r.summary.get("pull_tied"),
+            "payload/step": r.summary["payload_per_step"],
+            "payload/step after warm-up": float(sum(r.metrics["payload_bytes"][warmup:])
+                                                / max(1, r.config.steps - warmup)),
+        }
+    table = pd.DataFrame(rows).T
+    table.index.names = ["schedule", "setting"]
+    return table
+
+
 def paper_vs_ours(dense, drop99, dense_pulls, gaps, network: str, published: dict) -> pd.DataFrame:
     """The notebook's "paper vs ours" table: paper, ours, gap, and why (each cause measured
     by a run named in it: the diagnosis runs for accuracy, the encodings for bytes, the

@@ -18,6 +18,7 @@ from .profiles import GRADIENT_DROPPING
 
 RATIOS = (0.0, 0.9, 0.99, 0.999)
 QUANTIZED = ((1, "threshold"), (1, "global"), (1, "column"), (2, "threshold"), (2, "global"), (2, "column"))
+MARIAN_EPS = 1e-8  # Marian's AdaGrad epsilon (``eps_`` in src/optimizers/optimizers.h); torch's is 1e-10
 DIAGNOSIS_SGD_LR = 0.1  # plain SGD for the pull diagnosis (AdaGrad's 0.005 is far too small without it)
 LEVEL_NAMES = {"threshold": "threshold (Strom)", "global": "global average", "column": "column-wise average"}
 
@@ -43,10 +44,11 @@ class GradientDroppingRuns:
     quantized: dict[str, RunConfig] = field(default_factory=dict)      # Fig. 8
     speed: dict[float, RunConfig] = field(default_factory=dict)        # Table 1 on gloo
     diagnosis: dict[tuple[str, str], RunConfig] = field(default_factory=dict)  # (optimizer, codecs) -> config
+    marian: dict[tuple[str, str], RunConfig] = field(default_factory=dict)     # (schedule, setting) -> config
 
     def in_process(self) -> dict[str, dict]:
         return {"ratios": self.ratios, "index_value": self.index_value, "scope": self.scope,
-                "quantized": self.quantized, "diagnosis": self.diagnosis}
+                "quantized": self.quantized, "diagnosis": self.diagnosis, "marian": self.marian}
 
 
 def gradient_dropping_runs(profile: str, dataset: str, workers: int, layer_norm: bool, sampling: str,
@@ -54,7 +56,7 @@ def gradient_dropping_runs(profile: str, dataset: str, workers: int, layer_norm:
     """Validated configs for every figure and table; ``ValueError`` names a bad parameter.
     ``steps`` > 0 caps every run's length (time-capped runs of a large profile)."""
     size = dict(GRADIENT_DROPPING[check_profile(profile)])
-    speed_steps = size.pop("speed_steps")
+    speed_steps, warmup = size.pop("speed_steps"), size.pop("warmup_steps")
     if check_steps(steps):
         size["steps"], size["eval_every"] = min(size["steps"], steps), min(size["eval_every"], steps)
         speed_steps = min(speed_steps, steps)
@@ -89,6 +91,17 @@ def gradient_dropping_runs(profile: str, dataset: str, workers: int, layer_norm:
         runs.diagnosis[(optimizer, "99% pushes, dense pulls")] = dropped.replace(pull_codec="fp32")
         runs.diagnosis[(optimizer, "99% pushes and pulls, ties kept")] = with_codecs(plain, ratio=0.99,
                                                                                       pull_ties="keep")
+    # Marian's three settings at 99%, one at a time and together; each gap is taken to the
+    # dense run with the same schedule (asynchronous: with Marian's epsilon as well).
+    drop99 = runs.ratios[0.99]
+    runs.marian[("sync", "no dropping")] = runs.ratios[0.0]
+    runs.marian[("sync", "99%, as above")] = drop99
+    runs.marian[("sync", "99%, AdaGrad eps 1e-8")] = drop99.replace(adagrad_eps=MARIAN_EPS)
+    runs.marian[("sync", f"99%, {warmup} dense warm-up steps")] = drop99.replace(warmup_steps=warmup)
+    runs.marian[("async", "no dropping")] = runs.ratios[0.0].replace(schedule="async", adagrad_eps=MARIAN_EPS)
+    runs.marian[("async", "99%, asynchronous alone")] = drop99.replace(schedule="async")
+    runs.marian[("async", "99%, all three (Marian)")] = drop99.replace(schedule="async", adagrad_eps=MARIAN_EPS,
+                                                                        warmup_steps=warmup)
     return runs
 
 
