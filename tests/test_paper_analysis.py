@@ -57,6 +57,12 @@ def test_paper_vs_ours_puts_the_published_numbers_beside_ours(runs):
     assert (table["gap (ours - paper)"] == table["ours"] - table["paper"]).all()
     assert all(isinstance(w, str) and w for w in table["why"])
     assert f"{drop.summary['pull_density']:.2%}" in table.loc["accuracy 99% drop", "why"]
+    marian = gd.marian_table(runs["marian"])
+    with_marian = gd.paper_vs_ours(dense, drop, runs["diagnosis"][("adagrad", "99% pushes, dense pulls")], gaps,
+                                   "pcie3_x16", gd.PUBLISHED, marian)
+    row = with_marian.loc["accuracy 99% drop, Marian's setting"]
+    assert row["ours"] == marian.loc[("async", "99%, all three (Marian)"), "final accuracy"]
+    assert "dense warm-up steps alone" in with_marian.loc["accuracy 99% drop", "why"]
 
 
 def test_oland_raj_tables_from_smoke_runs(tmp_path):
