@@ -73,12 +73,14 @@ class ShardServer(ServerAgent):
                                         section.weight_decay, section.adagrad_eps)
         self.pull_mode = section.pull_mode
         self.copy = self.shard.clone() if self.pull_mode == "delta" else None
+        self.client_states: dict[int, CodecState] = {}     # asynchronous schedule only
+        self.client_copies: dict[int, torch.Tensor] = {}   # ... in pull_mode "delta"
 
     def enable_client_copies(self, seed: int) -> None:
         """Asynchronous schedule: one client copy (delta pulls) and one pull-codec state per client."""
         self.client_states = {i: CodecState(seed + 6000 + self.nodes * self.j + i) for i in range(self.nodes)}
-        self.client_copies = ({i: self.shard.clone() for i in range(self.nodes)} if self.pull_mode == "delta"
-                              else None)
+        if self.pull_mode == "delta":
+            self.client_copies = {i: self.shard.clone() for i in range(self.nodes)}
 
     def aggregate(self, pushes: list[Envelope], codec: Codec) -> None:
         """Synchronous: one update with the mean of the pushes."""
@@ -94,8 +96,7 @@ class ShardServer(ServerAgent):
                 self.shard.grad = self.decode_push(by_sender[i], push_codec)
                 self.optimizer.step()
             state = self.client_states[i]
-            copy = None if self.client_copies is None else self.client_copies[i]
-            yield i, self._pull(pull_codec, state, copy), state
+            yield i, self._pull(pull_codec, state, self.client_copies.get(i)), state
 
     def pull_message(self, codec: Codec):
         return self._pull(codec, self.pull_state, self.copy)
@@ -109,23 +110,18 @@ class ShardServer(ServerAgent):
         return message
 
     def extra_state(self) -> dict:
-        state = {"optimizer": self.optimizer.state_dict(), "copy": None if self.copy is None else self.copy.clone()}
-        if hasattr(self, "client_states"):
-            state["client_states"] = {i: s.state_dict() for i, s in self.client_states.items()}
-            state["client_copies"] = (None if self.client_copies is None
-                                      else {i: c.clone() for i, c in self.client_copies.items()})
-        return state
+        return {"optimizer": self.optimizer.state_dict(), "copy": None if self.copy is None else self.copy.clone(),
+                "client_states": {i: s.state_dict() for i, s in self.client_states.items()},
+                "client_copies": {i: c.clone() for i, c in self.client_copies.items()}}
 
     def load_extra_state(self, state: dict) -> None:
         self.optimizer.load_state_dict(state["optimizer"])
         if self.copy is not None:
             self.copy.copy_(state["copy"])
-        if hasattr(self, "client_states"):
-            for i, s in self.client_states.items():
-                s.load_state_dict(state["client_states"][i])
-            if self.client_copies is not None:
-                for i, c in self.client_copies.items():
-                    c.copy_(state["client_copies"][i])
+        for i, s in self.client_states.items():
+            s.load_state_dict(state["client_states"][i])
+        for i, c in self.client_copies.items():
+            c.copy_(state["client_copies"][i])
 
 
 class ShardedPS:
@@ -161,7 +157,7 @@ class ShardedPS:
         for server in self.servers.values():
             if self.schedule == "async":
                 server.enable_client_copies(seed)
-            states = [server.pull_state, *getattr(server, "client_states", {}).values()]
+            states = [server.pull_state, *server.client_states.values()]
             for state in states:
                 state.set_segments(server.key, self.layout.segments(*self.bounds[server.j]))
         self.roles = {i: "peer" for i in range(workers)}  # each node is a client and a shard server
@@ -193,7 +189,7 @@ class ShardedPS:
         by_shard: dict[int, list[Envelope]] = {j: [] for j in self.servers}
         for env in inbox:
             by_shard[env.receiver].append(env)
-        order = self.arrival_order(step)
+        order = self.arrival_order(step) if self.schedule == "async" else None
         for j, server in self.servers.items():
             if self.schedule == "async":
                 for i, message, state in server.serve_in_order(by_shard[j], order, push_codec, pull_codec):
@@ -217,8 +213,6 @@ class ShardedPS:
     def arrival_order(self, step: int) -> list[int]:
         """The order in which the servers take this step's pushes (asynchronous schedule):
         a permutation drawn from (seed, step), the same on every rank."""
-        if self.schedule != "async":
-            return list(range(self.nodes))
         generator = torch.Generator().manual_seed(self.order_seed * 1_000_003 + step)
         return torch.randperm(self.nodes, generator=generator).tolist()
 

@@ -22,12 +22,17 @@ from .result import atomic_write
 KEEP = 2
 
 
+def check_every(every_steps) -> int:
+    """``every_steps`` (``checkpoint_every``), or a ``ValueError`` naming it."""
+    if isinstance(every_steps, bool) or not isinstance(every_steps, int) or every_steps < 0:
+        raise ValueError(f"checkpoint_every={every_steps!r} is not allowed: it must be an int >= 0 (0: every 60 s)")
+    return every_steps
+
+
 class Checkpoint:
     def __init__(self, folder: Path, key: str, every_steps: int = 0, every_seconds: float = 60.0,
                  rank: int = 0, world_size: int = 1):
-        if isinstance(every_steps, bool) or not isinstance(every_steps, int) or every_steps < 0:
-            raise ValueError(f"checkpoint_every={every_steps!r} is not allowed: it must be an int >= 0 "
-                             "(0: every 60 s)")
+        check_every(every_steps)
         self.folder, self.key = Path(folder), key
         self.every_steps, self.every_seconds = every_steps, every_seconds
         self.rank, self.world_size = rank, world_size

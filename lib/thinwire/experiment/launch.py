@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 from ..comm import DEFAULT_TIMEOUT_S, check_timeout
+from .checkpoint import check_every
 from .config import RunConfig
 from .result import Result
 from .runner import cached
@@ -59,8 +60,7 @@ def launch(config: RunConfig, nprocs: int, backend: str = "gloo", root=None, reu
     if backend not in ("gloo", "nccl"):
         raise ValueError(f"backend must be 'gloo' or 'nccl', got {backend!r}")
     check_timeout(collective_timeout_s)
-    if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) or checkpoint_every < 0:
-        raise ValueError(f"checkpoint_every={checkpoint_every!r} is not allowed: it must be an int >= 0")
+    check_every(checkpoint_every)
     if reuse and (hit := cached(config, backend, root)) is not None:
         return hit
     with tempfile.TemporaryDirectory() as tmp:

@@ -126,42 +126,29 @@ def _unpack(bits, args):
             unstream_chunk(packed[n + start // 8 * (bits - 8):], bits, chunk)
 
 
-# ``bits`` as a compile-time constant: the tables below call a kernel with each literal
+# ``bits`` as a compile-time constant: a width table calls a kernel with each literal
 # width (``literal_unroll``), so numba compiles one kernel per width with the group loops
 # unrolled and the b <= 8 branch folded away (1.3-2x faster than a run-time width,
 # measured). Narrow and wide widths are separate tables, so each code dtype compiles only
-# its 8 widths. (A single table taking the kernel as an argument would do, but numba
-# cannot cache it.)
+# its 8 widths. The kernel is a closure variable of the table, not an argument: numba
+# cannot cache a function that takes a kernel as an argument.
 NARROW = (1, 2, 3, 4, 5, 6, 7, 8)
 WIDE = (9, 10, 11, 12, 13, 14, 15, 16)
 
 
-@njit(nogil=True, cache=True)
-def _pack_narrow(bits, args):
-    for b in literal_unroll(NARROW):
-        if bits == b:
-            _pack(b, args)
+def width_table(kernel, widths: tuple[int, ...]):
+    """A compiled ``table(bits, args)`` that calls ``kernel(b, args)`` with the literal
+    width b == bits, for each b in ``widths`` (numba caches each table on its own)."""
+    @njit(nogil=True, cache=True)
+    def table(bits, args):
+        for b in literal_unroll(widths):
+            if bits == b:
+                kernel(b, args)
+    return table
 
 
-@njit(nogil=True, cache=True)
-def _pack_wide(bits, args):
-    for b in literal_unroll(WIDE):
-        if bits == b:
-            _pack(b, args)
-
-
-@njit(nogil=True, cache=True)
-def _unpack_narrow(bits, args):
-    for b in literal_unroll(NARROW):
-        if bits == b:
-            _unpack(b, args)
-
-
-@njit(nogil=True, cache=True)
-def _unpack_wide(bits, args):
-    for b in literal_unroll(WIDE):
-        if bits == b:
-            _unpack(b, args)
+_pack_narrow, _pack_wide = width_table(_pack, NARROW), width_table(_pack, WIDE)
+_unpack_narrow, _unpack_wide = width_table(_unpack, NARROW), width_table(_unpack, WIDE)
 
 
 def pack(codes: torch.Tensor, bits: int, out: torch.Tensor | None = None) -> torch.Tensor:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from numba import literal_unroll, literally, njit, prange
+from numba import literally, njit, prange
 
 from . import bitpack
 
@@ -99,35 +99,10 @@ def _dequantize(codes, lo, step, out):
 
 
 # ``bits`` as a compile-time constant, one kernel per width (as in ``bitpack``).
-NARROW, WIDE = bitpack.NARROW, bitpack.WIDE
-
-
-@njit(nogil=True, cache=True)
-def _quantize_narrow(bits, args):
-    for b in literal_unroll(NARROW):
-        if bits == b:
-            _quantize_packed(b, args)
-
-
-@njit(nogil=True, cache=True)
-def _quantize_wide(bits, args):
-    for b in literal_unroll(WIDE):
-        if bits == b:
-            _quantize_packed(b, args)
-
-
-@njit(nogil=True, cache=True)
-def _dequantize_narrow(bits, args):
-    for b in literal_unroll(NARROW):
-        if bits == b:
-            _dequantize_packed(b, args)
-
-
-@njit(nogil=True, cache=True)
-def _dequantize_wide(bits, args):
-    for b in literal_unroll(WIDE):
-        if bits == b:
-            _dequantize_packed(b, args)
+_quantize_narrow = bitpack.width_table(_quantize_packed, bitpack.NARROW)
+_quantize_wide = bitpack.width_table(_quantize_packed, bitpack.WIDE)
+_dequantize_narrow = bitpack.width_table(_dequantize_packed, bitpack.NARROW)
+_dequantize_wide = bitpack.width_table(_dequantize_packed, bitpack.WIDE)
 
 
 def float32_numpy(t: torch.Tensor) -> np.ndarray:

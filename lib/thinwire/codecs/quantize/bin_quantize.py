@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from numba import literal_unroll, literally, njit, prange
+from numba import literally, njit, prange
 
 from ..kernels import bitpack, uniform
 
@@ -79,14 +79,7 @@ def _codes_packed(bits, args):
 
 
 # One compiled kernel per width, as in ``bitpack``.
-WIDTHS = bitpack.NARROW + bitpack.WIDE
-
-
-@njit(nogil=True, cache=True)
-def _codes_packed_width(bits, args):
-    for b in literal_unroll(WIDTHS):
-        if bits == b:
-            _codes_packed(b, args)
+_codes_packed_width = bitpack.width_table(_codes_packed, bitpack.NARROW + bitpack.WIDE)
 
 
 def bin_codes(flat: torch.Tensor, lo: float, hi: float, bits: int, out: np.ndarray | None = None) -> np.ndarray:
