@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from thinwire.codecs import CodecState, CorruptMessageError, GradDrop, make_codec
+from thinwire.codecs import CodecState, CorruptMessageError, GradDrop, make_codec, wire
 from thinwire.codecs.sparsify.drop_pass import _drop_torch, drop_pass
 from thinwire.codecs.sparsify.offsets import decode_offsets, encode_offsets
 
@@ -119,10 +119,12 @@ def test_both_encodings_decode_alike_and_offsets_are_smaller():
     for encoding in ("index_value", "offset_value"):
         codec = GradDrop(ratio=0.99, threshold="exact", encoding=encoding)
         message = codec.encode(x, CodecState(0), "w")
-        out[encoding] = (len(message), codec.decode(message))
+        out[encoding] = (len(message), codec.decode(message), wire.measure(message)[0])
     assert torch.equal(out["index_value"][1], out["offset_value"][1])
     kept = int((out["index_value"][1] != 0).sum())
     assert out["index_value"][0] > 8 * kept  # int32 index + fp32 value + header
+    # the paper's implied cost: payload is 8 bytes per survivor plus a few meta bytes per message
+    assert 8 * kept < out["index_value"][2] <= 8 * kept + 64
     assert out["offset_value"][0] < 5.6 * kept  # ~1.3 bytes of gap + 4 of value
 
 

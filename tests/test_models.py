@@ -81,3 +81,34 @@ def test_sgd_step_on_generic_models():
     before = replicas.params["1.weight"].clone()
     losses, _ = replicas.sgd_step(torch.randn(2, 4, 1, 4, 4), torch.randint(0, 3, (2, 4)), lr=0.5)
     assert losses.shape == (2,) and not torch.equal(before, replicas.params["1.weight"])
+
+
+@pytest.mark.parametrize("spec", ["normal(std=0.01)", "uniform(a=0.02)"])
+def test_init_specs_draw_small_zero_mean_weights_from_the_seed(spec):
+    a = build_model("mlp", (1, 28, 28), 10, seed=3, init=spec, hidden=(392, 50))
+    b = build_model("mlp", (1, 28, 28), 10, seed=3, init=spec, hidden=(392, 50))
+    c = build_model("mlp", (1, 28, 28), 10, seed=4, init=spec, hidden=(392, 50))
+    default = build_model("mlp", (1, 28, 28), 10, seed=3, hidden=(392, 50))
+    w = a.net[1].weight.detach()
+    assert torch.equal(w, b.net[1].weight) and not torch.equal(w, c.net[1].weight)
+    assert abs(float(w.mean())) < 1e-3 and float(a.net[1].bias.detach().abs().max()) == 0
+    if spec.startswith("normal"):
+        assert float(w.std()) == pytest.approx(0.01, rel=0.02)
+    else:
+        assert float(w.abs().max()) <= 0.02 and float(w.std()) == pytest.approx(0.02 / 3 ** 0.5, rel=0.02)
+    assert float(default.net[1].weight.detach().abs().max()) > 0.03  # torch's U(+-1/sqrt(784))
+
+
+def test_init_is_validated_and_key_neutral_at_its_default():
+    from thinwire.experiment import RunConfig
+    config = RunConfig(algorithm="weight_averaging", hidden=(8,))
+    assert config.init == "default"
+    assert config.replace(init="normal(std=1e-2)").init == "normal(std=0.01)"
+    assert config.replace(init="normal(std=0.01)").key() != config.key()
+    doc = config.to_dict()
+    doc.pop("init")
+    assert RunConfig.from_dict(doc).key() == config.key()  # configs written before ``init`` keep their key
+    for bad, match in [("normal", "takes exactly"), ("normal(std=0)", "std must be"), ("gauss(std=1)", "unknown init"),
+                       ("uniform(std=1)", "takes exactly"), ("normal(std=float('nan'))", "literals")]:
+        with pytest.raises(ValueError, match=match):
+            config.replace(init=bad)

@@ -204,3 +204,43 @@ def test_ans_histogram_travels_in_the_narrowest_exact_dtype(n, dtype):
     parts, meta = CODERS["ans"]().encode(codes, 4, counts)
     assert parts["counts"].dtype == dtype and parts["counts"].numpy().tolist() == counts.tolist()
     assert np.array_equal(CODERS["ans"]().decode(parts, meta, n, 4), codes)
+
+
+@pytest.mark.parametrize("coder", sorted(CODERS))
+def test_fractional_levels_quantize_to_their_bin_centres(coder):
+    """A decision with ``levels`` L: codes over L bins in ceil(log2 L)-bit symbols, decoded at
+    the bin centres lo + (hi - lo)(i + 1/2) / L; the message carries L."""
+    from thinwire.policies import Decision
+    x = torch.randn(20_000, generator=torch.Generator().manual_seed(5))
+    codec = make_codec(f"binquant(bits=0, coder={coder!r})")
+    state = CodecState(0)
+    message = codec.encode(x, state, "w", Decision(bits=7, levels=100))
+    y = codec.decode(message)
+    lo, hi = float(x.min()), float(x.max())
+    codes = bin_codes(x, lo, hi, 7, levels=100)
+    assert int(codes.max()) == 99
+    assert torch.equal(y, bin_centres(codes, lo, hi, 7, levels=100))
+    assert float((x - y).abs().max()) <= (hi - lo) / 200 * (1 + 1e-5)
+    assert state.last.bits == pytest.approx(math.log2(100))
+    with pytest.raises(ValueError, match="levels=64 is not allowed"):
+        codec.encode(x, CodecState(0), "w", Decision(bits=7, levels=64))
+
+
+def test_forged_levels_raise_corrupt_message():
+    from thinwire.codecs import wire
+    from thinwire.policies import Decision
+    x = torch.randn(5_000, generator=torch.Generator().manual_seed(6))
+    codec = make_codec("binquant(bits=0, coder='huffman')")
+    message = codec.encode(x, CodecState(0), "w", Decision(bits=7, levels=100))
+    _, payload = wire.unpack(message)
+
+    def forge(levels):
+        meta = {**payload.meta, "levels": levels}
+        return wire.pack(codec.codec_id, codec.digest, torch.float32, (5_000,), type(payload)(dict(payload.parts), meta))
+
+    for forged in (40, 200, 1.5, -1):
+        with pytest.raises(CorruptMessageError, match="levels"):
+            codec.decode(forge(forged))
+    with pytest.raises(CorruptMessageError, match="out of range"):  # fits 7 bits, but codes up to 99 were sent
+        codec.decode(forge(65))
+    assert torch.equal(codec.decode(forge(100)), codec.decode(message))

@@ -12,12 +12,36 @@ TINY = dict(hidden=(32, 32, 32), steps=12, train_samples=1024, eval_every=3, eva
 def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("gd")
     built = gd.gradient_dropping_runs("smoke", "mnist", 4, True, "random", "pcie3_x16", 0)
-    pick = lambda c: run(c.replace(**TINY), root=root)  # noqa: E731
+    pick = lambda c, **more: run(c.replace(**{**TINY, **more}), root=root)  # noqa: E731
     return {
         "ratios": {r: pick(built.ratios[r]) for r in (0.0, 0.99)},
+        "index_value": {r: pick(c) for r, c in built.index_value.items()},
         "diagnosis": {k: pick(c) for k, c in built.diagnosis.items() if k[0] == "adagrad"},
         "marian": {k: pick(c) for k, c in built.marian.items()},
+        "longer": {k: pick(c, steps=2 * TINY["steps"]) for k, c in built.longer.items()},
+        "warmup": built.warmup_steps,
     }
+
+
+def test_settings_put_the_figures_in_marians_setting():
+    """``marian`` (default): async, eps 1e-8, and a warm-up on dropping runs only (the dense
+    run is then the Marian table's, one cached run); ``sync`` keeps the ablation's configs;
+    the diagnosis stays synchronous in both; speed runs drop from their first step."""
+    args = ("smoke", "mnist", 4, True, "random", "pcie3_x16", 0)
+    marian, sync = gd.gradient_dropping_runs(*args), gd.gradient_dropping_runs(*args, setting="sync")
+    assert marian.ratios[0.99].section.schedule == "async" and marian.ratios[0.99].section.adagrad_eps == gd.MARIAN_EPS
+    assert marian.ratios[0.99].section.warmup_steps == marian.warmup_steps == 5
+    assert marian.ratios[0.0].section.warmup_steps == 0
+    assert marian.ratios[0.0].key() == marian.marian[("async", "no dropping")].key()
+    assert marian.ratios[0.99].key() == marian.marian[("async", "99%, all three (Marian)")].key()
+    assert all(c.section.warmup_steps == 0 for c in marian.speed.values())
+    assert marian.speed[0.99].section.schedule == "async"
+    assert sync.ratios[0.99].key() == sync.marian[("sync", "99%")].key() and sync.warmup_steps == 0
+    assert {c.key() for c in marian.diagnosis.values()} == {c.key() for c in sync.diagnosis.values()}
+    assert all(c.section.schedule == "sync" for c in marian.diagnosis.values())
+    assert marian.longer["99%"].steps == 2 * marian.ratios[0.99].steps
+    with pytest.raises(ValueError, match="setting='asynchronous' is not allowed"):
+        gd.gradient_dropping_runs(*args, setting="asynchronous")
 
 
 def test_gaps_and_diagnosis_tables(runs):
@@ -47,22 +71,47 @@ def test_marian_settings_table(runs):
     assert 0 < both["pull density"] < 0.05
 
 
+def test_bytes_and_speed_after_the_warm_up(runs):
+    """Warm-up steps send float32: payload counts from a step on, the whole run by default."""
+    dense, drop, w = runs["ratios"][0.0], runs["ratios"][0.99], runs["warmup"]
+    m = drop.metrics
+    assert gd.total_payload(drop, w) == sum(m["push_payload"][w:]) + sum(m["pull_payload"][w:])
+    assert gd.total_payload(drop) == drop.summary["push_payload"] + drop.summary["pull_payload"]
+    assert gd.data_reduction(dense, drop, w) > 3 * gd.data_reduction(dense, drop)
+    assert 0 < gd.communication_share(drop, "pcie3_x16", w) < 1
+    assert gd.modelled_images_per_second(dense, "pcie3_x16", w) > 0
+
+
+def test_length_table(runs):
+    table = gd.length_table(runs["longer"], {"no dropping": runs["ratios"][0.0], "99%": runs["ratios"][0.99]})
+    assert list(table.index) == ["profile length", "twice as long"]
+    assert table.loc["twice as long", "steps"] == 2 * table.loc["profile length", "steps"]
+    long = runs["longer"]
+    assert table.loc["twice as long", "gap (last 3)"] == pytest.approx(
+        gd.final_accuracy_window(long["no dropping"]) - gd.final_accuracy_window(long["99%"]))
+
+
 def test_paper_vs_ours_puts_the_published_numbers_beside_ours(runs):
-    dense, drop = runs["ratios"][0.0], runs["ratios"][0.99]
+    dense, drop, index, w = runs["ratios"][0.0], runs["ratios"][0.99], runs["index_value"][0.99], runs["warmup"]
     gaps = gd.accuracy_gaps(dense, runs["ratios"])
-    table = gd.paper_vs_ours(dense, drop, runs["diagnosis"][("adagrad", "99% pushes, dense pulls")], gaps,
-                             "pcie3_x16", gd.PUBLISHED)
+    diagnosis, marian = gd.diagnosis_table(runs["diagnosis"]), gd.marian_table(runs["marian"])
+    length = gd.length_table(runs["longer"], {"no dropping": dense, "99%": drop})
+    table = gd.paper_vs_ours(dense, drop, index, gaps, "pcie3_x16", gd.PUBLISHED, diagnosis, marian, length,
+                             "marian", w)
     assert table.loc["accuracy baseline", "paper"] == gd.PUBLISHED["accuracy_baseline"]
-    assert table.loc["data reduction 99% (offset-value)", "ours"] == pytest.approx(gd.data_reduction(dense, drop))
+    assert table.loc["data reduction 99% (offset-value)", "ours"] == pytest.approx(gd.data_reduction(dense, drop, w))
+    assert table.loc["data reduction 99% (index-value, 8 bytes per survivor)", "ours"] == pytest.approx(
+        gd.data_reduction(dense, index, w))
     assert (table["gap (ours - paper)"] == table["ours"] - table["paper"]).all()
     assert all(isinstance(w, str) and w for w in table["why"])
-    assert f"{drop.summary['pull_density']:.2%}" in table.loc["accuracy 99% drop", "why"]
-    marian = gd.marian_table(runs["marian"])
-    with_marian = gd.paper_vs_ours(dense, drop, runs["diagnosis"][("adagrad", "99% pushes, dense pulls")], gaps,
-                                   "pcie3_x16", gd.PUBLISHED, marian)
-    row = with_marian.loc["accuracy 99% drop, Marian's setting"]
-    assert row["ours"] == marian.loc[("async", "99%, all three (Marian)"), "final accuracy"]
-    assert "dense warm-up steps alone" in with_marian.loc["accuracy 99% drop", "why"]
+    why = table.loc["accuracy 99% drop", "why"]
+    assert f"{diagnosis.loc[('adagrad', '99% pushes and pulls'), 'pull density']:.2%}" in why
+    assert f"{length.loc['twice as long', 'gap (last 3)']:+.4f}" in why and why.startswith("marian setting")
+    row = table.loc["accuracy 99% drop, synchronous"]
+    assert row["ours"] == marian.loc[("sync", "99%"), "final accuracy"]
+    other = gd.paper_vs_ours(dense, drop, index, gaps, "pcie3_x16", gd.PUBLISHED, diagnosis, marian, length, "sync", w)
+    assert other.loc["accuracy 99% drop, Marian's setting", "ours"] == marian.loc[
+        ("async", "99%, all three (Marian)"), "final accuracy"]
 
 
 def test_oland_raj_tables_from_smoke_runs(tmp_path):
@@ -80,3 +129,43 @@ def test_oland_raj_tables_from_smoke_runs(tmp_path):
     findings = orr.why_it_differs(headline, [0], l1, 1e-5, 1)
     assert len(findings) == 6 and all(isinstance(f, str) for f in findings)
     assert f"{rates['ans'].mean():.3f}" in findings[-1]
+    assert (l1["c=6 - c=5"] == l1["Huffman bits c=6"] - l1["Huffman bits"]).all()
+    settings = {k: run(c.replace(**shrink), root=tmp_path) for k, c in runs.settings.items()}
+    l1_runs = {k: run(c.replace(**shrink), root=tmp_path) for k, c in runs.l1.items()}
+    triple = orr.bit_rate_table(settings, l1_runs, orr.PUBLISHED)
+    assert list(triple.index)[:2] == ["as above", "4 epochs, L1 scaled"] and "L1 0.001" in triple.index
+    row = triple.loc["fractional N"]
+    assert row["raw bits c=5 (N)"] == pytest.approx(orr.mean_bit_width(settings[("fractional N", "c=5, M=4")]))
+    assert row["raw bits c=5 (N)"] % 1 != 0 and row["raw bits c=5 (N)"] < row["packed codes c=5"] + 1e-9
+    assert row["c=6 - c=5"] == pytest.approx(row["Huffman bits c=6"] - row["Huffman bits c=5"])
+    paper = (orr.PUBLISHED["bits_raw_c5m4"], orr.PUBLISHED["bits_huffman_c5m4"], orr.PUBLISHED["bits_huffman_c6m4"])
+    ours = (row["raw bits c=5 (N)"], row["Huffman bits c=5"], row["Huffman bits c=6"])
+    assert row["distance to paper"] == pytest.approx(max(abs(o - p) / p for o, p in zip(ours, paper)))
+    best = orr.best_match(triple)
+    assert triple.loc[best, "distance to paper"] == triple["distance to paper"][
+        triple["matches accuracy"].astype(bool)].min() or not triple["matches accuracy"].any()
+
+
+def test_oland_raj_runs_scale_l1_to_the_paper_shrinkage():
+    from thinwire.papers import oland_raj as orr
+    runs = orr.oland_raj_runs("default")
+    long = runs.longer[("c=5, M=4", 0)]
+    assert long.steps == 24 * runs.headline[("c=5, M=4", 0)].eval_every
+    paper = orr.shrinkage(60000, 100, 5, 20, 0.95)
+    assert long.l1 * orr.shrinkage(30000, 24, 5, 20, 0.95) == pytest.approx(1e-5 * paper)
+    assert runs.settings[("fractional N", "c=6, M=4")].push_policy.endswith("rounding='fractional')")
+    assert runs.settings[("H in nats", "baseline")].key() == runs.headline[("baseline", 0)].key()
+    assert runs.settings[("init uniform(a=0.01)", "c=5, M=4")].init == "uniform(a=0.01)"
+
+
+def test_spike_family_reproduces_the_increment_argument():
+    """A 77% spike gives an increment near 0.23 bits but a Huffman rate far below 3.55; with
+    no spike every weight's bin splits and the increment is a whole bit."""
+    from thinwire.papers import oland_raj as orr
+    family = orr.spike_family(bits=7, shares=(0.0, 0.5, 0.77), n=50_000)
+    smooth, spiked = family.loc[("gaussian", 0.0)], family.loc[("gaussian", 0.77)]
+    assert smooth["Huffman increment"] == pytest.approx(1.0, abs=0.02)
+    assert spiked["Huffman increment"] < 0.3 and spiked["Huffman bits at N=7"] < 2.6
+    assert (family["Huffman bits at N=7"] >= family["entropy at N=7"]).all()
+    nearest, distance = orr.closest_to_paper(family, 7, 3.55, 0.23)
+    assert distance > 0.2

@@ -112,3 +112,25 @@ def test_a_codec_that_takes_no_decision_says_so():
     with pytest.raises(ValueError, match="no per-message decision"):
         make_codec("fp32").encode(torch.ones(3), decision=Decision(bits=4))
     assert EntropyBits().spec() == "entropy_bits(c=5, m=4, f=0.03, ceiling=10)"
+
+
+def test_entropy_rule_readings_fractional_and_nats():
+    """``rounding='fractional'``: round(2^(H + c)) bins in ceil(log2) bits; ``unit='nats'``:
+    H ln 2 in place of H. Defaults stay out of the spec (old results keys hold)."""
+    from thinwire.codecs.quantize.oland_raj import bit_width
+    assert bit_width(2.6, 5, 10) == (8, None)
+    assert bit_width(2.6, 5, 10, unit="nats") == (7, None)           # 2.6 ln 2 = 1.80 -> ceil(6.80)
+    assert bit_width(2.6, 5, 10, rounding="fractional") == (8, round(2 ** 7.6))
+    assert bit_width(6.0, 5, 10, rounding="fractional") == (10, 1024)  # capped at the ceiling
+    assert bit_width(0.0, 0, 10, rounding="fractional") == (1, 2)
+    assert make_policy("entropy_bits(c=5)").spec() == "entropy_bits(c=5, m=4, f=0.03, ceiling=10)"
+    w = torch.randn(392, 50, generator=torch.Generator().manual_seed(2))
+    policy = make_policy("entropy_bits(c=5, rounding='fractional')", seed=7)
+    decision = policy.decide(0, "w", w)
+    plain = make_policy("entropy_bits(c=5)", seed=7).decide(0, "w", w)
+    assert decision.entropy == plain.entropy and 1 << (decision.bits - 1) < decision.levels < 1 << decision.bits
+    assert decision.levels == round(2 ** (plain.entropy + 5))
+    with pytest.raises(ValueError, match="rounding='floor' is not allowed"):
+        make_policy("entropy_bits(rounding='floor')")
+    with pytest.raises(ValueError, match="unit='bans' is not allowed"):
+        make_policy("entropy_bits(unit='bans')")

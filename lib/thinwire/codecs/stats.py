@@ -16,6 +16,6 @@ class SendStats:
     values: int = 0                  # entries of the tensor offered for sending
     kept: int | None = None          # entries actually sent (sparsifiers); None: all of them
     tied: int | None = None          # entries equal to the drop threshold (gradient dropping)
-    bits: int | None = None          # bit width used (quantizers, bit-width policies)
+    bits: float | None = None        # bit width used (quantizers, bit-width policies; log2 levels when fractional)
     entropy: float | None = None     # entropy estimate behind ``bits`` (Oland & Raj)
     sent: bool = True                # False when a policy decided to send nothing

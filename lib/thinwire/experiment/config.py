@@ -27,6 +27,7 @@ from ..codecs import CODECS
 from ..comm import PRESETS
 from ..datasets import LOADERS, TRAIN_SIZES
 from ..models import MODELS
+from ..models.init import check_init
 from ..models.mlp import ACTIVATIONS
 from ..models.replicas import LOSSES
 from ..validation import boolean, check, float_in, int_in, normalize_numbers, one_of
@@ -35,6 +36,9 @@ from .device import DEVICES
 IDENTIFIER = re.compile(r"\b[A-Za-z_]\w*\b(?!\s*=)")
 QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
 RESULTS_FORMAT = 3  # bump when results computed from the same config would differ (3: wire v2, sections)
+# Fields added after results format 3 enter the key only when set away from these defaults,
+# so the results of configs written before they existed keep their keys.
+KEY_NEUTRAL = {"init": "default"}
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,7 @@ class Common:
     eval_samples: int = 10000          # test samples used for evaluation
     seed: int = 0
     device: str = "auto"               # auto | cpu | cuda: where models, batches and codec tensor work live
+    init: str = "default"              # weight initialisation: default | normal(std=s) | uniform(a=r) (models/init.py)
 
     def __post_init__(self):
         normalize_numbers(self)
@@ -101,6 +106,7 @@ class Common:
         int_in("eval_samples", self.eval_samples, 1, 10000)
         int_in("seed", self.seed, 0, 2**31 - 1)
         one_of("device", self.device, DEVICES)
+        object.__setattr__(self, "init", check_init(self.init))
 
 
 COMMON_FIELDS = tuple(f.name for f in fields(Common))
@@ -170,8 +176,9 @@ class RunConfig:
 
     def key(self) -> str:
         """Stable 16-hex-digit hash of the config, the results format and the revisions of
-        the codecs it uses (the results key)."""
-        doc = {**self.to_dict(), "results_format": RESULTS_FORMAT}
+        the codecs it uses (the results key); ``KEY_NEUTRAL`` fields at their defaults are left out."""
+        doc = {k: v for k, v in self.to_dict().items() if not (k in KEY_NEUTRAL and v == KEY_NEUTRAL[k])}
+        doc["results_format"] = RESULTS_FORMAT
         if revisions := self.codec_revisions():
             doc["codec_revisions"] = revisions
         text = json.dumps(doc, sort_keys=True, separators=(",", ":"))

@@ -102,7 +102,7 @@ def _train(config: RunConfig, transport: Transport, backend: str, progress: bool
            checkpoint: Checkpoint | None, device: torch.device) -> Result:
     torch.manual_seed(config.seed)  # nothing should draw from it; this only pins stray use
     data, train_x, train_y, test_x, test_y = _prepare_data(config, device)
-    model = build_model(config.model, data.image_shape, data.num_classes, config.seed,
+    model = build_model(config.model, data.image_shape, data.num_classes, config.seed, init=config.init,
                         hidden=config.hidden, activation=config.activation, layer_norm=config.layer_norm,
                         channels=config.channels, kernel=config.kernel, dropout=config.dropout,
                         lrn=config.lrn).to(device)

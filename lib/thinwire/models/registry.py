@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 from .cnn import CNN
+from .init import apply_init
 from .mlp import MLP
 
 
@@ -24,11 +25,12 @@ def _cnn(image_shape, num_classes, hidden=(512,), channels=(32, 64), kernel=5, d
 MODELS: dict[str, Callable[..., nn.Module]] = {"mlp": _mlp, "cnn": _cnn}
 
 
-def build_model(name: str, image_shape, num_classes: int, seed: int, **options) -> nn.Module:
-    """A freshly initialised model; initialisation draws from a generator seeded by ``seed``."""
+def build_model(name: str, image_shape, num_classes: int, seed: int, init: str = "default", **options) -> nn.Module:
+    """A freshly initialised model; initialisation (``init``, ``models/init.py``) draws from a
+    generator seeded by ``seed``."""
     if name not in MODELS:
         raise ValueError(f"model={name!r} is not allowed: model must be one of {sorted(MODELS)}")
     devices = torch.random.fork_rng(devices=[])
     with devices:
         torch.manual_seed(seed)
-        return MODELS[name](image_shape, num_classes, **options)
+        return apply_init(MODELS[name](image_shape, num_classes, **options), init)

@@ -21,6 +21,7 @@ import torch
 class Decision:
     send: bool = True
     bits: int | None = None              # bit width for a codec that takes one per message
+    levels: int | None = None            # quantization levels when not 2^bits (2^(bits-1) < levels < 2^bits)
     keys: torch.Tensor | None = None     # coordinates to send, for a keyed codec
     entropy: float | None = None         # what the decision was based on, for statistics
 

@@ -7,28 +7,44 @@
    sent as a bit width, so it must be an integer; we round up, so that ``c`` stays a floor,
    and cap at ``ceiling`` (10 in the paper, Sec. 5.1)
 The codec ``binquant(bits=0, coder=...)`` then quantizes to N bits and entropy-codes.
+
+Two readings of line 3 for the ablations (``bit_width``): ``rounding="fractional"`` keeps
+N = H + c fractional (round(2^N) bins, not a power of two) and ``unit="nats"`` takes H in
+nats, as MATLAB's natural ``log`` would give it. Both default to the reading above and then
+stay out of the spec, so configs that predate them keep their results keys.
 """
 
 from __future__ import annotations
 
-from ..codecs.quantize.oland_raj import check_entropy_rule, entropy_rule
+from ..codecs.quantize.bin_quantize import estimate_entropy
+from ..codecs.quantize.oland_raj import ROUNDINGS, UNITS, bit_width, check_entropy_rule
 from ..codecs.quantize.minmax import value_range
 from .base import Decision, Policy
+
+
+READING = {"rounding": "ceil", "unit": "bits"}  # the defaults: Alg. 1 line 5 as the module docstring reads it
 
 
 class EntropyBits(Policy):
     name = "entropy_bits"
 
-    def __init__(self, c: int = 5, m: int = 4, f: float = 0.03, ceiling: int = 10, seed: int = 0):
+    def __init__(self, c: int = 5, m: int = 4, f: float = 0.03, ceiling: int = 10, rounding: str = "ceil",
+                 unit: str = "bits", seed: int = 0):
         check_entropy_rule(c, m, f, ceiling)
+        for name, value, allowed in (("rounding", rounding, ROUNDINGS), ("unit", unit, UNITS)):
+            if value not in allowed:
+                raise ValueError(f"{name}={value!r} is not allowed: {name} must be one of {list(allowed)}")
         super().__init__(seed)
         self.c, self.m, self.f, self.ceiling = c, m, float(f), ceiling
+        self.rounding, self.unit = rounding, unit
 
     def params(self) -> dict:
-        return {"c": self.c, "m": self.m, "f": self.f, "ceiling": self.ceiling}
+        readings = {k: v for k, v in (("rounding", self.rounding), ("unit", self.unit)) if v != READING[k]}
+        return {"c": self.c, "m": self.m, "f": self.f, "ceiling": self.ceiling, **readings}
 
     def decide(self, round, key, tensor) -> Decision:
         flat = tensor.detach().reshape(-1).cpu()  # host: the entropy estimate is a numba kernel
         lo, hi = value_range(flat, key)
-        bits, h = entropy_rule(flat, lo, hi, self.c, self.m, self.f, self.ceiling, self.generator)
-        return Decision(bits=bits, entropy=h)
+        h = estimate_entropy(flat, lo, hi, self.m, self.f, self.generator)
+        bits, levels = bit_width(h, self.c, self.ceiling, self.rounding, self.unit)
+        return Decision(bits=bits, levels=levels, entropy=h)

@@ -82,14 +82,17 @@ def _codes_packed(bits, args):
 _codes_packed_width = bitpack.width_table(_codes_packed, bitpack.NARROW + bitpack.WIDE)
 
 
-def bin_codes(flat: torch.Tensor, lo: float, hi: float, bits: int, out: np.ndarray | None = None) -> np.ndarray:
-    """i = min(floor(2^bits (w - lo) / (hi - lo)), 2^bits - 1) for every w (0 when hi == lo)."""
+def bin_codes(flat: torch.Tensor, lo: float, hi: float, bits: int, out: np.ndarray | None = None,
+              levels: int | None = None) -> np.ndarray:
+    """i = min(floor(L (w - lo) / (hi - lo)), L - 1) for every w (0 when hi == lo), with
+    L = ``levels`` bins (a fractional bit width, ``oland_raj.bit_width``) or 2^bits."""
     n = flat.numel()
+    count = levels or 1 << bits
     out = np.empty(n, dtype=code_dtype(bits)) if out is None else out
     if hi <= lo:
         out.fill(0)
     elif n:
-        _codes(uniform.float32_numpy(flat), lo, (1 << bits) / (hi - lo), (1 << bits) - 1, out)
+        _codes(uniform.float32_numpy(flat), lo, count / (hi - lo), count - 1, out)
     return out
 
 
@@ -106,12 +109,12 @@ def bin_pack(flat: torch.Tensor, lo: float, hi: float, bits: int, out: torch.Ten
 
 
 def bin_centres(codes: np.ndarray, lo: float, hi: float, bits: int,
-                out: torch.Tensor | None = None) -> torch.Tensor:
-    """w' = lo + (hi - lo)(i + 1/2) / 2^bits, as float32 (Alg. 2 line 4)."""
+                out: torch.Tensor | None = None, levels: int | None = None) -> torch.Tensor:
+    """w' = lo + (hi - lo)(i + 1/2) / L, as float32 (Alg. 2 line 4); L = ``levels`` or 2^bits."""
     if hi <= lo:
         out = torch.empty(codes.size, dtype=torch.float32) if out is None else out
         return out.fill_(lo)
-    step = (hi - lo) / (1 << bits)
+    step = (hi - lo) / (levels or 1 << bits)
     return uniform.dequantize(codes, lo + 0.5 * step, step, out=out)
 
 

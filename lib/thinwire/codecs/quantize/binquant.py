@@ -4,11 +4,15 @@ indices (``entropy/symbol_coders.py``: Huffman as in the paper, ``raw`` N-bit pa
 ``ans``). The package [E, w_min, w_max, code table, N] is self-contained (Alg. 2).
 
 ``binquant(bits=N, coder)`` sends a fixed N (Fig. 1); ``binquant(bits=0, coder)`` takes
-N from each encode's policy decision (``policies.EntropyBits``: Alg. 1 lines 3-5).
+N from each encode's policy decision (``policies.EntropyBits``: Alg. 1 lines 3-5). A
+decision may also give ``levels`` L with 2^(N-1) < L < 2^N (a fractional bit width log2 L):
+the codes then run over L bins, are coded in N-bit symbols, and the message carries L.
 """
 
 
 from __future__ import annotations
+
+import math
 
 import torch
 
@@ -26,6 +30,11 @@ def _check_coder(coder) -> str:
     if not isinstance(coder, str) or coder not in CODERS:
         raise ValueError(f"coder={coder!r} is not allowed: coder must be one of {sorted(CODERS)}")
     return coder
+
+
+def _levels_fit(levels, bits: int) -> bool:
+    """``levels`` need exactly ``bits``-bit codes: an int in (2^(bits-1), 2^bits]."""
+    return isinstance(levels, int) and not isinstance(levels, bool) and (1 << (bits - 1)) < levels <= 1 << bits
 
 
 class BinQuantize(Codec):
@@ -59,15 +68,22 @@ class BinQuantize(Codec):
         if self.bits and decision.bits != self.bits:
             raise ValueError(f"{self.spec()} sends {self.bits} bits; a decision of {decision.bits} needs bits=0")
         lo, hi = value_range(flat, key)
-        return self._quantize(flat, lo, hi, check_bits("bits", decision.bits), state)
+        bits = check_bits("bits", decision.bits)
+        levels = decision.levels
+        if levels is not None and not _levels_fit(levels, bits):
+            raise ValueError(f"{self.spec()}: levels={levels!r} is not allowed for bits={bits}: levels must be an "
+                             f"int in ({1 << (bits - 1)}, {1 << bits}]")
+        return self._quantize(flat, lo, hi, bits, state, None if levels == 1 << bits else levels)
 
-    def _quantize(self, flat, lo: float, hi: float, bits: int, state: CodecState) -> Payload:
-        state.last.bits = bits
-        if self.coder == "raw":  # QUANTIZE fused with the raw coder's packing (same part)
+    def _quantize(self, flat, lo: float, hi: float, bits: int, state: CodecState, levels: int | None = None) -> Payload:
+        state.last.bits = bits if levels is None else math.log2(levels)
+        if self.coder == "raw" and levels is None:  # QUANTIZE fused with the raw coder's packing (same part)
             parts, meta = {"codes": bin_pack(flat, lo, hi, bits)}, {}
         else:
-            codes = bin_codes(flat, lo, hi, bits)
+            codes = bin_codes(flat, lo, hi, bits, levels=levels)
             parts, meta = CODERS[self.coder]().encode(codes, bits, histogram(codes, bits))
+        if levels is not None:
+            meta["levels"] = levels
         return Payload(parts=parts, meta={"lo": lo, "hi": hi, "bits": bits, **meta})
 
     def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None) -> torch.Tensor:
@@ -75,10 +91,14 @@ class BinQuantize(Codec):
         bits = payload.meta.get("bits")
         if not (isinstance(bits, int) and 1 <= bits <= 16):
             raise CorruptMessageError(f"{self.name}: bits {bits!r} is not an int in 1..16")
-        if self.coder == "raw":  # unpacked and rescaled in one pass; N-bit fields are < 2^N
+        levels = payload.meta.get("levels")
+        if levels is not None and not _levels_fit(levels, bits):
+            raise CorruptMessageError(f"{self.name}: levels {levels!r} do not fit {bits}-bit codes")
+        if self.coder == "raw" and levels is None:  # unpacked and rescaled in one pass; N-bit fields are < 2^N
             packed = expect_part(payload, "codes", torch.uint8, bitpack.packed_bytes(numel, bits))
             return bin_unpack_centres(packed, numel, lo, hi, bits, out=out)
         codes = CODERS[self.coder]().decode(payload.parts, payload.meta, numel, bits)
-        if codes.size and int(codes.max()) >= 1 << bits:
-            raise CorruptMessageError(f"{self.name}: code {int(codes.max())} out of range for {bits} bits")
-        return bin_centres(codes, lo, hi, bits, out=out)
+        if codes.size and int(codes.max()) >= (levels or 1 << bits):
+            raise CorruptMessageError(f"{self.name}: code {int(codes.max())} out of range for "
+                                      f"{levels or 1 << bits} levels")
+        return bin_centres(codes, lo, hi, bits, out=out, levels=levels)

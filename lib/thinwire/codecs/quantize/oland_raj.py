@@ -34,8 +34,25 @@ def entropy_rule(flat: torch.Tensor, lo: float, hi: float, c: int, m: int, f: fl
     """Alg. 1 lines 4-5: (N, H) with H the entropy estimate of a random fraction ``f`` of
     ``flat`` at ``m`` bits (drawn from ``generator``) and N = min(ceil(H + c), ceiling)."""
     h = estimate_entropy(flat, lo, hi, m, f, generator)
-    # the 1e-9 keeps an entropy of exactly k bits (up to float error) at k + c
-    return min(ceiling, max(1, math.ceil(h + c - 1e-9))), h
+    return bit_width(h, c, ceiling)[0], h
+
+
+ROUNDINGS = ("ceil", "fractional")
+UNITS = ("bits", "nats")
+
+
+def bit_width(h: float, c: int, ceiling: int, rounding: str = "ceil", unit: str = "bits") -> tuple[int, int | None]:
+    """(N, levels) from an entropy estimate ``h`` in bits. ``rounding="ceil"``: Alg. 1 as we
+    read it, N = min(ceil(H + c), ceiling) and 2^N levels (``levels`` None). ``"fractional"``:
+    the paper's N = H + c taken literally, round(2^min(H + c, ceiling)) levels (at least 2)
+    sent as codes of ceil(log2 levels) bits. ``unit="nats"`` uses H in nats (H ln 2), as a
+    natural-log implementation of ESTIMATE ENTROPY would."""
+    value = h * math.log(2) if unit == "nats" else h
+    if rounding == "ceil":
+        # the 1e-9 keeps an entropy of exactly k bits (up to float error) at k + c
+        return min(ceiling, max(1, math.ceil(value + c - 1e-9))), None
+    levels = max(2, round(2.0 ** min(value + c, ceiling)))
+    return max(1, (levels - 1).bit_length()), levels
 
 
 def check_entropy_rule(c, m, f, ceiling) -> None:

@@ -6,6 +6,15 @@ per node, N nodes with parameter sharding (``sharded_ps``), layer normalization 
 global threshold by default. Pushes are dropped gradients with a residual; pulls are
 dropped deltas from the client copy (no residual of their own: the copy is the memory).
 The 1- and 2-bit variants quantize the pushes; their pulls stay float32.
+
+Settings (``SETTINGS``) of the figure and table runs:
+- ``"marian"`` (default), the closest to the paper: asynchronous SGD ("All experiments used
+  asynchronous SGD", Sec. 5), AdaGrad eps 1e-8 and a dense warm-up before dropping, as in
+  Marian (marian-nmt/marian-dev ``src/training/graph_group_async_drop.h``: ``PUSH_WARMUP``
+  and ``FETCH_WARMUP`` = 100; ``src/optimizers/optimizers.h``: ``eps_`` = 1e-8);
+- ``"sync"``: one averaged AdaGrad step per step with torch's eps and no warm-up.
+The optimizer x pull diagnosis stays synchronous (it explains the synchronous gap) and the
+Marian table holds both (each of Marian's settings alone, then all three).
 """
 
 from __future__ import annotations
@@ -18,6 +27,7 @@ from .profiles import GRADIENT_DROPPING
 
 RATIOS = (0.0, 0.9, 0.99, 0.999)
 QUANTIZED = ((1, "threshold"), (1, "global"), (1, "column"), (2, "threshold"), (2, "global"), (2, "column"))
+SETTINGS = ("marian", "sync")
 MARIAN_EPS = 1e-8  # Marian's AdaGrad epsilon (``eps_`` in src/optimizers/optimizers.h); torch's is 1e-10
 DIAGNOSIS_SGD_LR = 0.1  # plain SGD for the pull diagnosis (AdaGrad's 0.005 is far too small without it)
 LEVEL_NAMES = {"threshold": "threshold (Strom)", "global": "global average", "column": "column-wise average"}
@@ -36,25 +46,40 @@ def drop_codecs(ratio: float, encoding: str = "offset_value", scope: str = "glob
     return push, pull
 
 
+def setting_options(setting: str, warmup: int) -> tuple[dict, dict]:
+    """(options of every run, extra options of dropping runs) for ``setting``."""
+    if setting not in SETTINGS:
+        raise ValueError(f"setting={setting!r} is not allowed: setting must be one of {list(SETTINGS)}")
+    if setting == "sync":
+        return {}, {}
+    return dict(schedule="async", adagrad_eps=MARIAN_EPS), dict(warmup_steps=warmup)
+
+
 @dataclass
 class GradientDroppingRuns:
     ratios: dict[float, RunConfig] = field(default_factory=dict)       # Fig. 2, 6; Table 1
-    index_value: dict[float, RunConfig] = field(default_factory=dict)  # same runs, other encoding
+    index_value: dict[float, RunConfig] = field(default_factory=dict)  # 99%, index-value: 8 bytes per survivor
     scope: dict[str, RunConfig] = field(default_factory=dict)          # Fig. 4
     quantized: dict[str, RunConfig] = field(default_factory=dict)      # Fig. 8
     speed: dict[float, RunConfig] = field(default_factory=dict)        # Table 1 on gloo
     diagnosis: dict[tuple[str, str], RunConfig] = field(default_factory=dict)  # (optimizer, codecs) -> config
     marian: dict[tuple[str, str], RunConfig] = field(default_factory=dict)     # (schedule, setting) -> config
+    longer: dict[str, RunConfig] = field(default_factory=dict)         # dense and 99% trained twice as long
+    setting: str = "marian"
+    warmup_steps: int = 0                                             # of the dropping runs in ``ratios``
 
     def in_process(self) -> dict[str, dict]:
         return {"ratios": self.ratios, "index_value": self.index_value, "scope": self.scope,
-                "quantized": self.quantized, "diagnosis": self.diagnosis, "marian": self.marian}
+                "quantized": self.quantized, "diagnosis": self.diagnosis, "marian": self.marian,
+                "longer": self.longer}
 
 
 def gradient_dropping_runs(profile: str, dataset: str, workers: int, layer_norm: bool, sampling: str,
-                           network: str, seed: int, device: str = "auto", steps: int = 0) -> GradientDroppingRuns:
+                           network: str, seed: int, device: str = "auto", steps: int = 0,
+                           setting: str = "marian") -> GradientDroppingRuns:
     """Validated configs for every figure and table; ``ValueError`` names a bad parameter.
-    ``steps`` > 0 caps every run's length (time-capped runs of a large profile)."""
+    ``steps`` > 0 caps every run's length (time-capped runs of a large profile); ``setting``
+    is one of ``SETTINGS`` (module docstring)."""
     size = dict(GRADIENT_DROPPING[check_profile(profile)])
     speed_steps, warmup = size.pop("speed_steps"), size.pop("warmup_steps")
     if check_steps(steps):
@@ -62,46 +87,54 @@ def gradient_dropping_runs(profile: str, dataset: str, workers: int, layer_norm:
         speed_steps = min(speed_steps, steps)
     if sampling not in ("random", "stride"):
         raise ValueError(f"sampling={sampling!r} is not allowed: sampling must be one of ['random', 'stride']")
-    base = RunConfig(algorithm="sharded_ps", dataset=dataset, model="mlp", layer_norm=layer_norm, workers=workers,
-                     batch_size=40, optimizer="adagrad", lr=0.005, pull_mode="delta", network=network, seed=seed, device=device,
-                     **size)
+    every, dropping = setting_options(setting, warmup)
+    sync = RunConfig(algorithm="sharded_ps", dataset=dataset, model="mlp", layer_norm=layer_norm, workers=workers,
+                     batch_size=40, optimizer="adagrad", lr=0.005, pull_mode="delta", network=network, seed=seed,
+                     device=device, **size)
+    base = sync.replace(**every)
 
-    def with_codecs(config, **kwargs):
+    def with_codecs(config, extra=None, **kwargs):
+        """``config`` with the codecs of ``drop_codecs(**kwargs)`` and, when it drops, ``extra``."""
         push, pull = drop_codecs(sampling=sampling, **kwargs)
-        return config.replace(push_codec=push, pull_codec=pull)
+        config = config.replace(push_codec=push, pull_codec=pull)
+        return config.replace(**extra) if extra and kwargs.get("ratio") else config
 
-    runs = GradientDroppingRuns()
+    runs = GradientDroppingRuns(setting=setting, warmup_steps=dropping.get("warmup_steps", 0))
     for ratio in RATIOS:
-        runs.ratios[ratio] = with_codecs(base, ratio=ratio)
-        if ratio:
-            runs.index_value[ratio] = with_codecs(base, ratio=ratio, encoding="index_value")
-        runs.speed[ratio] = runs.ratios[ratio].replace(steps=speed_steps, eval_every=speed_steps,
-                                    eval_samples=min(1000, base.eval_samples))
+        runs.ratios[ratio] = with_codecs(base, dropping, ratio=ratio)
+        # the speed runs drop from their first step: they are shorter than the warm-up
+        runs.speed[ratio] = with_codecs(base, ratio=ratio).replace(steps=speed_steps, eval_every=speed_steps,
+                                                                    eval_samples=min(1000, base.eval_samples))
+    runs.index_value[0.99] = with_codecs(base, dropping, ratio=0.99, encoding="index_value")
     for norm in (True, False):
         for scope in ("global", "local"):
             label = f"{scope} threshold, {'with' if norm else 'no'} layer norm"
-            runs.scope[label] = with_codecs(base.replace(layer_norm=norm), ratio=0.99, scope=scope)
+            runs.scope[label] = with_codecs(base.replace(layer_norm=norm), dropping, ratio=0.99, scope=scope)
     for bits, levels in QUANTIZED:
-        runs.quantized[f"{bits}-bit, {LEVEL_NAMES[levels]}"] = with_codecs(base, ratio=0.99, bits=bits, levels=levels)
-    for optimizer, lr in (("adagrad", base.lr), ("sgd", DIAGNOSIS_SGD_LR)):
-        plain = base.replace(optimizer=optimizer, lr=lr)
-        dropped = with_codecs(plain, ratio=0.99)
+        runs.quantized[f"{bits}-bit, {LEVEL_NAMES[levels]}"] = with_codecs(base, dropping, ratio=0.99, bits=bits,
+                                                                           levels=levels)
+    # the optimizer x pull diagnosis of the synchronous gap
+    for optimizer, lr in (("adagrad", sync.lr), ("sgd", DIAGNOSIS_SGD_LR)):
+        plain = sync.replace(optimizer=optimizer, lr=lr)
         runs.diagnosis[(optimizer, "no dropping")] = plain
-        runs.diagnosis[(optimizer, "99% pushes and pulls")] = dropped
-        runs.diagnosis[(optimizer, "99% pushes, dense pulls")] = dropped.replace(pull_codec="fp32")
-        runs.diagnosis[(optimizer, "99% pushes and pulls, ties kept")] = with_codecs(plain, ratio=0.99,
-                                                                                      pull_ties="keep")
+        runs.diagnosis[(optimizer, "99% pushes and pulls")] = dropped = with_codecs(plain, ratio=0.99)
+        if optimizer == "adagrad":
+            runs.diagnosis[(optimizer, "99% pushes, dense pulls")] = dropped.replace(pull_codec="fp32")
+            runs.diagnosis[(optimizer, "99% pushes and pulls, ties kept")] = with_codecs(plain, ratio=0.99,
+                                                                                          pull_ties="keep")
     # Marian's three settings at 99%, one at a time and together; each gap is taken to the
     # dense run with the same schedule (asynchronous: with Marian's epsilon as well).
-    drop99 = runs.ratios[0.99]
-    runs.marian[("sync", "no dropping")] = runs.ratios[0.0]
-    runs.marian[("sync", "99%, as above")] = drop99
+    drop99 = with_codecs(sync, ratio=0.99)
+    marian = dict(schedule="async", adagrad_eps=MARIAN_EPS)
+    runs.marian[("sync", "no dropping")] = sync
+    runs.marian[("sync", "99%")] = drop99
     runs.marian[("sync", "99%, AdaGrad eps 1e-8")] = drop99.replace(adagrad_eps=MARIAN_EPS)
     runs.marian[("sync", f"99%, {warmup} dense warm-up steps")] = drop99.replace(warmup_steps=warmup)
-    runs.marian[("async", "no dropping")] = runs.ratios[0.0].replace(schedule="async", adagrad_eps=MARIAN_EPS)
+    runs.marian[("async", "no dropping")] = sync.replace(**marian)
     runs.marian[("async", "99%, asynchronous alone")] = drop99.replace(schedule="async")
-    runs.marian[("async", "99%, all three (Marian)")] = drop99.replace(schedule="async", adagrad_eps=MARIAN_EPS,
-                                                                        warmup_steps=warmup)
+    runs.marian[("async", "99%, all three (Marian)")] = drop99.replace(**marian, warmup_steps=warmup)
+    # training length: the dense run and 99% of this setting, twice as many steps
+    for label, ratio in (("no dropping", 0.0), ("99%", 0.99)):
+        config = runs.ratios[ratio]
+        runs.longer[label] = config.replace(steps=2 * config.steps)
     return runs
-
-

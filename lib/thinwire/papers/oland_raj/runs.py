@@ -19,10 +19,14 @@ from .profiles import OLAND_RAJ
 
 F = 0.03
 CEILING = 10
-def adaptive(c: int, m: int) -> dict:
+PAPER_SAMPLES, PAPER_EPOCHS = 60000, 100  # Sec. 5: the whole MNIST training set, 100 epochs
+
+
+def adaptive(c: int, m: int, reading: str = "") -> dict:
     """Alg. 1 with floor ``c`` and pre-quantization ``m``: the entropy rule is a policy
-    (``policies.EntropyBits``) and the codec quantizes to the bits it decides, Huffman-coded."""
-    policy = f"entropy_bits(c={c}, m={m}, f={F}, ceiling={CEILING})"
+    (``policies.EntropyBits``) and the codec quantizes to the bits it decides, Huffman-coded.
+    ``reading``: extra policy arguments (``rounding='fractional'``, ``unit='nats'``)."""
+    policy = f"entropy_bits(c={c}, m={m}, f={F}, ceiling={CEILING}{', ' + reading if reading else ''})"
     codec = "binquant(bits=0, coder='huffman')"
     return dict(push_codec=codec, pull_codec=codec, push_policy=policy, pull_policy=policy)
 
@@ -32,6 +36,7 @@ def fixed(bits: int) -> dict:
     return dict(push_codec=codec, pull_codec=codec)
 
 
+TRIPLE = ("baseline", "c=5, M=4", "c=6, M=4")  # what each bit-rate experiment runs
 HEADLINE = {"baseline": dict(push_codec="fp32", pull_codec="fp32"), "c=5, M=4": adaptive(5, 4),
             "c=6, M=4": adaptive(6, 4), "fixed 8 bits": fixed(8)}
 
@@ -44,10 +49,14 @@ class OlandRajRuns:
     m4: dict[tuple[int, int], RunConfig] = field(default_factory=dict)         # (c, seed): Fig. 4b, d
     baseline: dict[int, RunConfig] = field(default_factory=dict)               # seed: the fp32 runs
     l1: dict[tuple[str, float], RunConfig] = field(default_factory=dict)       # (label, l1): the bits gap
+    # the bit-rate experiments: {(setting, label): config}, label in TRIPLE (baseline, c=5, c=6)
+    settings: dict[tuple[str, str], RunConfig] = field(default_factory=dict)
+    longer: dict[tuple[str, int], RunConfig] = field(default_factory=dict)      # (label, seed): epochs to peak
+    l1_scaled: float = 0.0                                                     # the L1 strength of ``longer``
 
     def all(self) -> list[RunConfig]:
         seen = {}
-        for group in (self.headline, self.fixed, self.ceiling10, self.m4, self.l1):
+        for group in (self.headline, self.fixed, self.ceiling10, self.m4, self.l1, self.settings, self.longer):
             for config in group.values():
                 seen.setdefault(config.key(), config)
         return list(seen.values())
@@ -84,8 +93,28 @@ def oland_raj_runs(profile: str, dataset: str = "mnist", workers: int = 5, batch
         for c in size["floors_m4"]:
             runs.m4[(c + 4, s)] = config(adaptive(c, 4), s)
     for strength in sorted({l1, *size["l1_ablation"]}):
-        for label in ("baseline", "c=5, M=4"):
+        for label in TRIPLE:
             runs.l1[(label, strength)] = config(HEADLINE[label], 0).replace(l1=strength)
+    # the bit-rate experiments, one setting at a time, first seed, each with its own baseline
+    runs.l1_scaled = l1 * shrinkage(PAPER_SAMPLES, PAPER_EPOCHS, workers, batch_size, lr_decay) / shrinkage(
+        samples, size["long_epochs"], workers, batch_size, lr_decay)
+    for label in TRIPLE:
+        runs.settings[("as above", label)] = runs.headline[(label, 0)]
+        for s in size["long_seeds"]:
+            runs.longer[(label, s)] = config(HEADLINE[label], s).replace(
+                steps=steps_per_epoch * size["long_epochs"], l1=runs.l1_scaled)
+        runs.settings[(f"{size['long_epochs']} epochs, L1 scaled", label)] = runs.longer[(label, 0)]
+        for init in size["inits"]:
+            runs.settings[(f"init {init}", label)] = config(HEADLINE[label], 0, init=init)
+        for reading, name in (("rounding='fractional'", "fractional N"), ("unit='nats'", "H in nats")):
+            runs.settings[(name, label)] = runs.headline[(label, 0)] if label == "baseline" else config(
+                adaptive(int(label[2]), 4, reading), 0)  # the rule changes, the float32 baseline does not
     return runs
+
+
+def shrinkage(samples: int, epochs: int, workers: int, batch_size: int, lr_decay: float) -> float:
+    """Sum over a run's steps of the learning-rate factor (lr_decay^epoch): an L1 strength
+    shrinks each weight by lr x l1 x this much in all (the subgradient step lr x l1 x sign w)."""
+    return samples // workers // batch_size * sum(lr_decay ** e for e in range(epochs))
 
 
