@@ -150,9 +150,10 @@ def test_oland_raj_runs_scale_l1_to_the_paper_shrinkage():
     from thinwire.papers import oland_raj as orr
     runs = orr.oland_raj_runs("default")
     long = runs.longer[("c=5, M=4", 0)]
-    assert long.steps == 24 * runs.headline[("c=5, M=4", 0)].eval_every
+    assert long.steps == 40 * runs.headline[("c=5, M=4", 0)].eval_every
     paper = orr.shrinkage(60000, 100, 5, 20, 0.95)
-    assert long.l1 * orr.shrinkage(30000, 24, 5, 20, 0.95) == pytest.approx(1e-5 * paper)
+    assert long.l1 * orr.shrinkage(30000, 40, 5, 20, 0.95) == pytest.approx(1e-5 * paper)
+    assert sorted(runs.longer) == [("baseline", 0), ("baseline", 1), ("c=5, M=4", 0), ("c=6, M=4", 0), ("c=6, M=4", 1)]
     assert runs.settings[("fractional N", "c=6, M=4")].push_policy.endswith("rounding='fractional')")
     assert runs.settings[("H in nats", "baseline")].key() == runs.headline[("baseline", 0)].key()
     assert runs.settings[("init uniform(a=0.01)", "c=5, M=4")].init == "uniform(a=0.01)"
@@ -169,3 +170,12 @@ def test_spike_family_reproduces_the_increment_argument():
     assert (family["Huffman bits at N=7"] >= family["entropy at N=7"]).all()
     nearest, distance = orr.closest_to_paper(family, 7, 3.55, 0.23)
     assert distance > 0.2
+
+
+def test_epochs_to_plateau_ignores_noise_on_a_flat_top():
+    from types import SimpleNamespace
+    from thinwire.papers import oland_raj as orr
+    curve = [0.90, 0.95, 0.9700, 0.9705, 0.9702, 0.9708]
+    result = SimpleNamespace(metrics={"test_accuracy": [None, *curve]})
+    assert orr.epochs_to_peak(result) == 6 and orr.epochs_to_plateau(result) == 3
+    assert orr.epochs_to_plateau(result, tolerance=0.0) == 6

@@ -12,7 +12,7 @@ OLAND_RAJ = {
     "default": dict(train_samples=30000, epochs=8, eval_samples=10000, seeds=(0, 1, 2), sweep_seeds=(0, 1),
                     fixed_bits=(2, 3, 4, 6, 8, 10, 16), floors_ceiling10=(2, 4, 6, 8),
                     floors_m4=(2, 3, 4, 5, 6), l1_ablation=(1e-4, 3e-4, 1e-3),
-                    long_epochs=24, long_seeds=(0, 1), inits=("normal(std=0.01)", "uniform(a=0.01)")),
+                    long_epochs=40, long_seeds=(0, 1), inits=("normal(std=0.01)", "uniform(a=0.01)")),
     "paper": dict(train_samples=0, epochs=100, eval_samples=10000, seeds=tuple(range(50)),
                   sweep_seeds=tuple(range(50)), fixed_bits=tuple(range(2, 17)),
                   floors_ceiling10=(2, 3, 4, 5, 6, 7, 8, 9), floors_m4=(2, 3, 4, 5, 6),
