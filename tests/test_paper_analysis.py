@@ -134,6 +134,9 @@ def test_oland_raj_tables_from_smoke_runs(tmp_path):
     l1_runs = {k: run(c.replace(**shrink), root=tmp_path) for k, c in runs.l1.items()}
     triple = orr.bit_rate_table(settings, l1_runs, orr.PUBLISHED)
     assert list(triple.index)[:2] == ["as above", "4 epochs, L1 scaled"] and "L1 0.001" in triple.index
+    assert "L1 1e-05" not in triple.index  # the profile's strength is "as above"
+    findings = orr.setting_findings(triple, orr.PUBLISHED, 0.3)
+    assert len(findings) == len(triple) + 1 and findings[0].startswith("4 epochs, L1 scaled")
     row = triple.loc["fractional N"]
     assert row["raw bits c=5 (N)"] == pytest.approx(orr.mean_bit_width(settings[("fractional N", "c=5, M=4")]))
     assert row["raw bits c=5 (N)"] % 1 != 0 and row["raw bits c=5 (N)"] < row["packed codes c=5"] + 1e-9
@@ -150,9 +153,9 @@ def test_oland_raj_runs_scale_l1_to_the_paper_shrinkage():
     from thinwire.papers import oland_raj as orr
     runs = orr.oland_raj_runs("default")
     long = runs.longer[("c=5, M=4", 0)]
-    assert long.steps == 40 * runs.headline[("c=5, M=4", 0)].eval_every
+    assert long.steps == 30 * runs.headline[("c=5, M=4", 0)].eval_every
     paper = orr.shrinkage(60000, 100, 5, 20, 0.95)
-    assert long.l1 * orr.shrinkage(30000, 40, 5, 20, 0.95) == pytest.approx(1e-5 * paper)
+    assert long.l1 * orr.shrinkage(30000, 30, 5, 20, 0.95) == pytest.approx(1e-5 * paper)
     assert sorted(runs.longer) == [("baseline", 0), ("baseline", 1), ("c=5, M=4", 0), ("c=6, M=4", 0), ("c=6, M=4", 1)]
     assert runs.settings[("fractional N", "c=6, M=4")].push_policy.endswith("rounding='fractional')")
     assert runs.settings[("H in nats", "baseline")].key() == runs.headline[("baseline", 0)].key()

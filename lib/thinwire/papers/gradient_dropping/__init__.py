@@ -4,8 +4,8 @@ from .analysis import (accuracy_gaps, communication_share, data_reduction, densi
                        final_accuracy_window, length_table, marian_table, modelled_images_per_second, paper_vs_ours, total_payload)
 from .profiles import GRADIENT_DROPPING
 from .published import PUBLISHED
-from .runs import DIAGNOSIS_SGD_LR, LEVEL_NAMES, MARIAN_EPS, QUANTIZED, RATIOS, SETTINGS, GradientDroppingRuns, drop_codecs, setting_options, gradient_dropping_runs
+from .runs import LEVEL_NAMES, MARIAN_EPS, QUANTIZED, RATIOS, SETTINGS, GradientDroppingRuns, drop_codecs, setting_options, gradient_dropping_runs
 
-__all__ = ["accuracy_gaps", "diagnosis_table", "marian_table", "paper_vs_ours", "DIAGNOSIS_SGD_LR", "MARIAN_EPS", "GRADIENT_DROPPING", "GradientDroppingRuns", "LEVEL_NAMES", "PUBLISHED", "QUANTIZED", "SETTINGS", "setting_options",
+__all__ = ["accuracy_gaps", "diagnosis_table", "marian_table", "paper_vs_ours", "MARIAN_EPS", "GRADIENT_DROPPING", "GradientDroppingRuns", "LEVEL_NAMES", "PUBLISHED", "QUANTIZED", "SETTINGS", "setting_options",
            "RATIOS", "communication_share", "data_reduction", "density_error", "drop_codecs",
            "final_accuracy_window", "length_table", "gradient_dropping_runs", "modelled_images_per_second", "total_payload"]

@@ -70,7 +70,7 @@ def accuracy_gaps(dense, dropped: dict) -> pd.DataFrame:
 
 
 def diagnosis_table(diagnosis: dict) -> pd.DataFrame:
-    """The optimizer x pull ablation: ``{(optimizer, set-up): Result}`` with a
+    """The pull ablation: ``{(optimizer, set-up): Result}`` with a
     ``(optimizer, "no dropping")`` reference per optimizer."""
     import pandas as pd
     rows = {}

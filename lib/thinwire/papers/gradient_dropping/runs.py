@@ -13,7 +13,7 @@ Settings (``SETTINGS``) of the figure and table runs:
   Marian (marian-nmt/marian-dev ``src/training/graph_group_async_drop.h``: ``PUSH_WARMUP``
   and ``FETCH_WARMUP`` = 100; ``src/optimizers/optimizers.h``: ``eps_`` = 1e-8);
 - ``"sync"``: one averaged AdaGrad step per step with torch's eps and no warm-up.
-The optimizer x pull diagnosis stays synchronous (it explains the synchronous gap) and the
+The pull diagnosis stays synchronous (it explains the synchronous gap) and the
 Marian table holds both (each of Marian's settings alone, then all three).
 """
 
@@ -29,7 +29,6 @@ RATIOS = (0.0, 0.9, 0.99, 0.999)
 QUANTIZED = ((1, "threshold"), (1, "global"), (1, "column"), (2, "threshold"), (2, "global"), (2, "column"))
 SETTINGS = ("marian", "sync")
 MARIAN_EPS = 1e-8  # Marian's AdaGrad epsilon (``eps_`` in src/optimizers/optimizers.h); torch's is 1e-10
-DIAGNOSIS_SGD_LR = 0.1  # plain SGD for the pull diagnosis (AdaGrad's 0.005 is far too small without it)
 LEVEL_NAMES = {"threshold": "threshold (Strom)", "global": "global average", "column": "column-wise average"}
 
 
@@ -81,7 +80,7 @@ def gradient_dropping_runs(profile: str, dataset: str, workers: int, layer_norm:
     ``steps`` > 0 caps every run's length (time-capped runs of a large profile); ``setting``
     is one of ``SETTINGS`` (module docstring)."""
     size = dict(GRADIENT_DROPPING[check_profile(profile)])
-    speed_steps, warmup = size.pop("speed_steps"), size.pop("warmup_steps")
+    speed_steps, warmup, widths = size.pop("speed_steps"), size.pop("warmup_steps"), size.pop("quantized_bits")
     if check_steps(steps):
         size["steps"], size["eval_every"] = min(size["steps"], steps), min(size["eval_every"], steps)
         speed_steps = min(speed_steps, steps)
@@ -110,18 +109,15 @@ def gradient_dropping_runs(profile: str, dataset: str, workers: int, layer_norm:
         for scope in ("global", "local"):
             label = f"{scope} threshold, {'with' if norm else 'no'} layer norm"
             runs.scope[label] = with_codecs(base.replace(layer_norm=norm), dropping, ratio=0.99, scope=scope)
-    for bits, levels in QUANTIZED:
+    for bits, levels in (q for q in QUANTIZED if q[0] in widths):
         runs.quantized[f"{bits}-bit, {LEVEL_NAMES[levels]}"] = with_codecs(base, dropping, ratio=0.99, bits=bits,
                                                                            levels=levels)
-    # the optimizer x pull diagnosis of the synchronous gap
-    for optimizer, lr in (("adagrad", sync.lr), ("sgd", DIAGNOSIS_SGD_LR)):
-        plain = sync.replace(optimizer=optimizer, lr=lr)
-        runs.diagnosis[(optimizer, "no dropping")] = plain
-        runs.diagnosis[(optimizer, "99% pushes and pulls")] = dropped = with_codecs(plain, ratio=0.99)
-        if optimizer == "adagrad":
-            runs.diagnosis[(optimizer, "99% pushes, dense pulls")] = dropped.replace(pull_codec="fp32")
-            runs.diagnosis[(optimizer, "99% pushes and pulls, ties kept")] = with_codecs(plain, ratio=0.99,
-                                                                                          pull_ties="keep")
+    # the pull diagnosis of the synchronous gap (AdaGrad, the paper's optimizer)
+    plain = sync
+    runs.diagnosis[("adagrad", "no dropping")] = plain
+    runs.diagnosis[("adagrad", "99% pushes and pulls")] = dropped = with_codecs(plain, ratio=0.99)
+    runs.diagnosis[("adagrad", "99% pushes, dense pulls")] = dropped.replace(pull_codec="fp32")
+    runs.diagnosis[("adagrad", "99% pushes and pulls, ties kept")] = with_codecs(plain, ratio=0.99, pull_ties="keep")
     # Marian's three settings at 99%, one at a time and together; each gap is taken to the
     # dense run with the same schedule (asynchronous: with Marian's epsilon as well).
     drop99 = with_codecs(sync, ratio=0.99)

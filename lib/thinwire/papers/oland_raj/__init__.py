@@ -1,7 +1,7 @@
 """Oland & Raj 2015, Reducing Communication Overhead in Distributed Learning by an Order of
 Magnitude (Almost) (ICASSP)."""
 
-from .analysis import (accuracy_curve, best_match, bit_rate_table, mean_bit_width, bits_per_parameter, epochs_to_peak, epochs_to_plateau, l1_ablation, layer_series,
+from .analysis import (accuracy_curve, best_match, bit_rate_table, mean_bit_width, bits_per_parameter, epochs_to_peak, epochs_to_plateau, l1_ablation, layer_series, setting_findings,
                        mean_bit_rates, mean_epochs_to_peak, mean_final_accuracy, paper_vs_ours, why_it_differs)
 from .consistency import DENSITIES, closest_to_paper, spike_family
 from .profiles import OLAND_RAJ
@@ -9,4 +9,4 @@ from .published import PUBLISHED
 from .runs import CEILING, F, HEADLINE, TRIPLE, shrinkage, OlandRajRuns, adaptive, fixed, oland_raj_runs
 
 __all__ = ["mean_bit_width", "DENSITIES", "closest_to_paper", "spike_family", "why_it_differs", "best_match", "bit_rate_table", "TRIPLE", "shrinkage", "l1_ablation", "mean_bit_rates", "mean_epochs_to_peak", "mean_final_accuracy", "paper_vs_ours", "CEILING", "F", "HEADLINE", "OLAND_RAJ", "OlandRajRuns", "PUBLISHED", "accuracy_curve", "adaptive",
-           "bits_per_parameter", "epochs_to_peak", "epochs_to_plateau", "fixed", "layer_series", "oland_raj_runs"]
+           "bits_per_parameter", "epochs_to_peak", "epochs_to_plateau", "fixed", "layer_series", "oland_raj_runs", "setting_findings"]
