@@ -101,7 +101,13 @@ def test_a_killed_distributed_run_resumes_from_every_ranks_checkpoint(tmp_path):
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
     assert not (folder / "result.json").exists(), "the run finished before it could be killed"
-    kept = [sorted(_checkpoint_steps(folder, r, 4)) for r in range(4)]
+    # on a loaded machine a worker can outlive the kill by a moment: list once nothing changes
+    listing = lambda: [sorted(_checkpoint_steps(folder, r, 4)) for r in range(4)]  # noqa: E731
+    kept, stable_since = listing(), time.monotonic()
+    while time.monotonic() - stable_since < 3:
+        time.sleep(0.5)
+        if (now := listing()) != kept:
+            kept, stable_since = now, time.monotonic()
     assert all(0 < len(k) <= 2 for k in kept)  # each rank keeps its newest two
 
     proc, _ = _start(config, tmp_path, 4, checkpoint_every=5)
@@ -109,7 +115,7 @@ def test_a_killed_distributed_run_resumes_from_every_ranks_checkpoint(tmp_path):
     assert proc.returncode == 0, err[-3000:]
     step = int(err.split("from the checkpoint at step ")[1].split()[0])
     assert step >= 10 and step % 5 == 0
-    assert all(step in k for k in kept)
+    assert all(step in k for k in kept), (step, kept)
     resumed = cached(config, "gloo", tmp_path / "results")
     whole = run(config, root=tmp_path / "whole")
     assert resumed.ledger.rows() == whole.ledger.rows()

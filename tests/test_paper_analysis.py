@@ -153,9 +153,9 @@ def test_oland_raj_runs_scale_l1_to_the_paper_shrinkage():
     from thinwire.papers import oland_raj as orr
     runs = orr.oland_raj_runs("default")
     long = runs.longer[("c=5, M=4", 0)]
-    assert long.steps == 30 * runs.headline[("c=5, M=4", 0)].eval_every
+    assert long.steps == 26 * runs.headline[("c=5, M=4", 0)].eval_every
     paper = orr.shrinkage(60000, 100, 5, 20, 0.95)
-    assert long.l1 * orr.shrinkage(30000, 30, 5, 20, 0.95) == pytest.approx(1e-5 * paper)
+    assert long.l1 * orr.shrinkage(30000, 26, 5, 20, 0.95) == pytest.approx(1e-5 * paper)
     assert sorted(runs.longer) == [("baseline", 0), ("baseline", 1), ("c=5, M=4", 0), ("c=6, M=4", 0), ("c=6, M=4", 1)]
     assert runs.settings[("fractional N", "c=6, M=4")].push_policy.endswith("rounding='fractional')")
     assert runs.settings[("H in nats", "baseline")].key() == runs.headline[("baseline", 0)].key()
@@ -182,3 +182,12 @@ def test_epochs_to_plateau_ignores_noise_on_a_flat_top():
     result = SimpleNamespace(metrics={"test_accuracy": [None, *curve]})
     assert orr.epochs_to_peak(result) == 6 and orr.epochs_to_plateau(result) == 3
     assert orr.epochs_to_plateau(result, tolerance=0.0) == 6
+
+
+def test_oland_raj_long_epochs_override():
+    from thinwire.papers import oland_raj as orr
+    runs = orr.oland_raj_runs("smoke", long_epochs=7)
+    assert runs.longer[("baseline", 0)].steps == 7 * runs.headline[("baseline", 0)].eval_every
+    for bad in (-1, 2.5, True):
+        with pytest.raises(ValueError, match="long_epochs="):
+            orr.oland_raj_runs("smoke", long_epochs=bad)

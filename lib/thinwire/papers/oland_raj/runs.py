@@ -63,9 +63,15 @@ class OlandRajRuns:
 
 
 def oland_raj_runs(profile: str, dataset: str = "mnist", workers: int = 5, batch_size: int = 20, lr: float = 0.1,
-                   lr_decay: float = 0.95, l1: float = 1e-5, seed: int = 0, device: str = "auto") -> OlandRajRuns:
-    """Validated configs for every figure and the table; ``ValueError`` names a bad parameter."""
+                   lr_decay: float = 0.95, l1: float = 1e-5, seed: int = 0, device: str = "auto",
+                   long_epochs: int = 0) -> OlandRajRuns:
+    """Validated configs for every figure and the table; ``ValueError`` names a bad parameter.
+    ``long_epochs`` > 0 replaces the profile's length of the longer runs (epochs to peak)."""
     size = dict(OLAND_RAJ[check_profile(profile)])
+    if not isinstance(long_epochs, int) or isinstance(long_epochs, bool) or long_epochs < 0:
+        raise ValueError(f"long_epochs={long_epochs!r} is not allowed: long_epochs must be 0 (the profile's) or a "
+                         "positive int")
+    size["long_epochs"] = long_epochs or size["long_epochs"]
     if not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed={seed!r} is not allowed: seed must be an int >= 0")
     probe = RunConfig(algorithm="weight_averaging", dataset=dataset, hidden=(392, 50), activation="tanh",
