@@ -113,15 +113,14 @@ def gradient_dropping_runs(profile: str, dataset: str, workers: int, layer_norm:
         runs.quantized[f"{bits}-bit, {LEVEL_NAMES[levels]}"] = with_codecs(base, dropping, ratio=0.99, bits=bits,
                                                                            levels=levels)
     # the pull diagnosis of the synchronous gap (AdaGrad, the paper's optimizer)
-    plain = sync
-    runs.diagnosis[("adagrad", "no dropping")] = plain
-    runs.diagnosis[("adagrad", "99% pushes and pulls")] = dropped = with_codecs(plain, ratio=0.99)
-    runs.diagnosis[("adagrad", "99% pushes, dense pulls")] = dropped.replace(pull_codec="fp32")
-    runs.diagnosis[("adagrad", "99% pushes and pulls, ties kept")] = with_codecs(plain, ratio=0.99, pull_ties="keep")
+    drop99 = with_codecs(sync, ratio=0.99)
+    runs.diagnosis[("adagrad", "no dropping")] = sync
+    runs.diagnosis[("adagrad", "99% pushes and pulls")] = drop99
+    runs.diagnosis[("adagrad", "99% pushes, dense pulls")] = drop99.replace(pull_codec="fp32")
+    runs.diagnosis[("adagrad", "99% pushes and pulls, ties kept")] = with_codecs(sync, ratio=0.99, pull_ties="keep")
     # Marian's three settings at 99%, one at a time and together; each gap is taken to the
     # dense run with the same schedule (asynchronous: with Marian's epsilon as well).
-    drop99 = with_codecs(sync, ratio=0.99)
-    marian = dict(schedule="async", adagrad_eps=MARIAN_EPS)
+    marian, _ = setting_options("marian", warmup)
     runs.marian[("sync", "no dropping")] = sync
     runs.marian[("sync", "99%")] = drop99
     runs.marian[("sync", "99%, AdaGrad eps 1e-8")] = drop99.replace(adagrad_eps=MARIAN_EPS)
