@@ -14,8 +14,8 @@ from thinwire.codecs import CodecState, make_codec, wire
 
 N = 25_000_000
 SPECS = ["fp32", "fp16", "quantize(bits=8)", "quantize(bits=4)", "quantize(bits=2)", "quantize(bits=1)",
-         "quantize(bits=12)", "topk(ratio=0.01)"]
-TARGETS = {"quantize(bits=8)": 0.25}
+         "quantize(bits=12)", "topk(ratio=0.01)", "qsgd(bits=8, bucket=512)", "qsgd(bits=4, bucket=512, norm='max')"]
+TARGETS = {"quantize(bits=8)": 0.25, "qsgd(bits=8, bucket=512)": 0.25}
 
 
 def run(n: int = N) -> list[dict]:

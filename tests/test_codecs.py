@@ -19,6 +19,7 @@ SPECS = [
     "graddrop(ratio=0.8, bits=1, levels='global', residual=False, threshold='exact')",
     "binquant(bits=8, coder='raw')", "binquant(bits=5, coder='huffman')", "binquant(bits=12, coder='ans')",
     "oland_raj(c=5, m=4, f=0.03, ceiling=10, coder='huffman')", "oland_raj(c=2, m=3, f=0.5, ceiling=6, coder='ans')",
+    "qsgd(bits=8, bucket=512, norm='l2')", "qsgd(bits=3, bucket=7, norm='max')", "qsgd(bits=12, bucket=100)",
 ]
 
 finite = arrays(np.float32, st.integers(0, 300),
@@ -111,7 +112,7 @@ def test_special_inputs(spec, values):
 def test_non_finite_inputs(bad):
     t = torch.tensor([1.0, bad, 2.0])
     for spec in ("quantize(bits=8)", "topk(ratio=0.5)", "chain(topk(ratio=0.5), quantize(bits=4))", "oland_raj()",
-                 "binquant(bits=4)"):
+                 "binquant(bits=4)", "qsgd(bits=8)", "qsgd(bits=4, norm='max')"):
         with pytest.raises(ValueError, match="NaN or Inf"):
             make_codec(spec).encode(t)
     y = make_codec("fp32").decode(make_codec("fp32").encode(t))  # defined: passes through bit-exactly

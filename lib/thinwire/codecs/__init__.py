@@ -4,7 +4,7 @@
     wire/       the message layout and checksum
     dense/      fp32, fp16
     sparsify/   top-k, gradient dropping (threshold, drop pass, offsets, 1-2 bit levels)
-    quantize/   min-max quantizer, Oland & Raj's bin quantizer (fixed or per-message bits)
+    quantize/   min-max quantizer, Oland & Raj's bin quantizer (fixed or per-message bits), QSGD
     entropy/    Huffman code and stream, raw and ANS symbol coders
     kernels/    compiled kernels (bit packing, min/max) and their cache
     compose/    chains and error feedback
@@ -13,11 +13,12 @@
 from .kernels.jit_cache import keyed_cache
 
 with keyed_cache():  # the compiled kernels: import them before anything else
-    from .kernels import bitpack, extrema  # noqa: F401
+    from .kernels import bitpack, extrema, qsgd  # noqa: F401
     from .quantize import bin_quantize  # noqa: F401
 
 from .quantize.binquant import BinQuantize
 from .quantize.oland_raj import OlandRaj
+from .quantize.qsgd import QSGD
 from .base import Codec
 from .compose.chain import Chain
 from .errors import CorruptMessageError
@@ -34,5 +35,5 @@ from .sparsify.topk import TopK
 
 __all__ = [
     "BinQuantize", "OlandRaj", "Codec", "Chain", "GradDrop", "CorruptMessageError", "ErrorFeedback", "Float16", "Float32", "Payload",
-    "Quantize", "CODECS", "make_codec", "register", "CodecState", "StateBook", "pair_seed", "TopK",
+    "QSGD", "Quantize", "CODECS", "make_codec", "register", "CodecState", "StateBook", "pair_seed", "TopK",
 ]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .quantize.binquant import BinQuantize
 from .quantize.oland_raj import OlandRaj
+from .quantize.qsgd import QSGD
 from .base import Codec
 from .compose.chain import Chain
 from .compose.error_feedback import ErrorFeedback
@@ -20,7 +21,7 @@ from ..spec_syntax import call_parts, parse
 
 CODECS: dict[str, type[Codec]] = {
     cls.name: cls for cls in (Float32, Float16, TopK, Quantize, ErrorFeedback, Chain, GradDrop,
-                              BinQuantize, OlandRaj)
+                              BinQuantize, OlandRaj, QSGD)
 }
 
 

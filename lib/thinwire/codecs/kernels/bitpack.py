@@ -10,8 +10,8 @@ A chunk starts on a whole group of 8 codes, and 8 b-bit codes fill exactly b byt
 every chunk and every group is packed on its own: a group's codes are gathered into one
 64-bit word that is stored byte by byte. The output may be any byte buffer (a view into
 a message, say). Each width gets its own compiled kernel (``bits`` is a compile-time
-constant there). ``stream_chunk``, ``unstream_chunk`` and ``low_bytes`` are reused by the fused
-quantize-and-pack kernels (``bin_quantize.bin_pack``, ``uniform``).
+constant there). The fused quantize-and-pack kernels reuse the chunk helpers
+(``store_chunk``, ``load_chunk``: ``uniform``, ``qsgd``; ``stream_chunk``: ``bin_quantize``).
 """
 
 from __future__ import annotations
@@ -93,6 +93,30 @@ def unstream_chunk(packed, bits, out):
         for j in range(n - full * 8):
             part = (word >> np.uint64(j * width)) & mask
             out[8 * full + j] = part if shift == 0 else out[8 * full + j] | (part << np.uint64(shift))
+
+
+@njit(nogil=True, cache=True)
+def store_chunk(codes, n, start, bits, out):
+    """Codes start..start + codes.size of an n-code message into the packed bytes ``out``
+    (``start`` a multiple of 8): the fused quantize-and-pack kernels' last step."""
+    if bits <= 8:
+        stream_chunk(codes, bits, out[start // 8 * bits:])
+    else:
+        low_bytes(codes, out[start:start + codes.size])
+        stream_chunk(codes, bits, out[n + start // 8 * (bits - 8):])
+
+
+@njit(nogil=True, cache=True)
+def load_chunk(packed, n, start, stop, bits):
+    """Inverse of ``store_chunk``: codes start..stop of an n-code message as uint16."""
+    codes = np.empty(stop - start, np.uint16)
+    if bits <= 8:
+        unstream_chunk(packed[start // 8 * bits:], bits, codes)
+    else:
+        for i in range(stop - start):
+            codes[i] = packed[start + i]
+        unstream_chunk(packed[n + start // 8 * (bits - 8):], bits, codes)
+    return codes
 
 
 @njit(parallel=True, nogil=True, cache=True)

@@ -61,11 +61,7 @@ def _quantize_packed(bits, args):
         else:
             codes = np.empty(stop - start, np.uint16)
             _levels_chunk(w[start:stop], offset, scale, lo, fused, codes)
-            if bits < 8:
-                bitpack.stream_chunk(codes, bits, out[start // 8 * bits:])
-            else:
-                bitpack.low_bytes(codes, out[start:stop])
-                bitpack.stream_chunk(codes, bits, out[n + start // 8 * (bits - 8):])
+            bitpack.store_chunk(codes, n, start, bits, out)
 
 
 @njit(parallel=True, nogil=True, cache=True)
@@ -79,13 +75,7 @@ def _dequantize_packed(bits, args):
         if bits == 8:
             _values_chunk(packed[start:stop], lo, step, out[start:stop])
         else:
-            codes = np.empty(stop - start, np.uint16)
-            if bits < 8:
-                bitpack.unstream_chunk(packed[start // 8 * bits:], bits, codes)
-            else:
-                for i in range(stop - start):
-                    codes[i] = packed[start + i]
-                bitpack.unstream_chunk(packed[n + start // 8 * (bits - 8):], bits, codes)
+            codes = bitpack.load_chunk(packed, n, start, stop, bits)
             _values_chunk(codes, lo, step, out[start:stop])
 
 

@@ -1,0 +1,178 @@
+"""QSGD as compiled kernels (``quantize/qsgd.py`` says what they compute): one pass
+per message computes, chunk by chunk (whole buckets, in cache), each bucket's norm and
+then its bit-packed codes; one pass turns codes back into values.
+
+Random numbers come from a counter-based generator: the uniform for value i of a message
+is a 32-bit integer hash (``lowbias32``, a bijection whose output bits look independent)
+of i plus the message's first key word, XORed with its second. The 64-bit key is drawn
+once per message from the sender state's ``torch.Generator``, so every message is
+reproducible from the seed, chunks are rounded in parallel in any order, and the result
+does not depend on the thread count. 32-bit multiplies vectorize (64-bit ones do not on
+AVX2), so the hash costs a few instructions per value. The 24 high bits of the hash make a
+float32 in [0, 1).
+
+Loops run bucket by bucket over slices, so no value pays an integer division to find its
+bucket and the inner loops vectorize. Rounding is float32 with the per-bucket factor
+s / norm; a bucket whose norm is so small that s / norm overflows float32 gets the largest
+float32 instead (its values are below s / FLT_MAX in magnitude, so they still round to
+levels in [0, s]).
+
+A code is ``level | sign << (bits - 1)``: a (bits - 1)-bit level in [0, s] and a sign bit
+(1 for negative), laid out by ``bitpack`` like any other ``bits``-bit code.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import literally, njit, prange
+
+from . import bitpack
+
+CHUNK = bitpack.CHUNK
+_M1, _M2 = np.uint32(0x7FEB352D), np.uint32(0x846CA68B)
+_S16, _S15, _S8 = np.uint32(16), np.uint32(15), np.uint32(8)
+_INV24 = np.float32(1.0 / (1 << 24))
+FLOAT32_MAX = np.float64(np.finfo(np.float32).max)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def lowbias32(z):
+    """A 32-bit integer hash (Wellons' lowbias32): a bijection of uint32. numba widens
+    integer arithmetic to 64 bits, so every step is cut back to 32."""
+    z = np.uint32(z)
+    z = np.uint32(z ^ (z >> _S16))
+    z = np.uint32(z * _M1)
+    z = np.uint32(z ^ (z >> _S15))
+    z = np.uint32(z * _M2)
+    return np.uint32(z ^ (z >> _S16))
+
+
+@njit(nogil=True, cache=True, inline="always")
+def uniform24(k1, k2, i):
+    """The float32 uniform in [0, 1) of counter ``i`` (uint32) under key words (k1, k2)."""
+    return np.float32(np.int32(np.uint32(lowbias32(np.uint32(k1 + i)) ^ k2) >> _S8)) * _INV24
+
+
+@njit(nogil=True, cache=True, fastmath={"reassoc", "contract"})
+def _norm(x, use_max):
+    """The L2 norm of ``x`` (float64 sum of squares, which no float32 value overflows) or
+    max |x|; NaN or Inf when ``x`` holds NaN or Inf."""
+    if use_max:
+        top = np.float32(0.0)
+        poison = np.float32(0.0)  # NaN when any value is NaN or Inf
+        for i in range(x.size):
+            top = max(top, abs(x[i]))
+            poison += x[i] * np.float32(0.0)
+        return np.float64(top) + np.float64(poison)
+    acc = 0.0
+    for i in range(x.size):
+        v = np.float64(x[i])
+        acc += v * v
+    return np.sqrt(acc)
+
+
+@njit(nogil=True, cache=True, fastmath={"contract"})
+def _round(x, scale, s, sign_bit, k1, k2, out):
+    """Codes of one bucket: level = floor(|x| scale + u), clamped to s, | sign bit.
+    ``k1`` already holds the bucket's first counter."""
+    for j in range(x.size):
+        v = x[j]
+        u = uniform24(k1, k2, np.uint32(j))
+        level = min(np.int32(abs(v) * scale + u), s)
+        out[j] = level + np.int32(v < np.float32(0.0)) * sign_bit
+
+
+@njit(nogil=True, cache=True)
+def _quantize_chunk(x, start, bucket, levels, use_max, k1, k2, sign_bit, norms, codes):
+    """Norms of the buckets of x[start:start + codes.size] and their codes."""
+    for b0 in range(0, codes.size, bucket):
+        b = (start + b0) // bucket
+        b1 = min(codes.size, b0 + bucket)
+        xs = x[start + b0:start + b1]
+        norm = np.float32(_norm(xs, use_max))
+        norms[b] = norm
+        scale = np.float32(0.0)
+        if norm > 0:
+            scale = np.float32(min(levels / np.float64(norm), FLOAT32_MAX))
+        _round(xs, scale, np.int32(levels), sign_bit, np.uint32(k1 + np.uint32(start + b0)), k2, codes[b0:b1])
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def _quantize_packed(bits, args):
+    literally(bits)
+    x, bucket, chunk, use_max, k1, k2, norms, out = args
+    n = x.size
+    levels = (1 << (bits - 1)) - 1
+    sign_bit = np.int32(1 << (bits - 1))
+    for c in prange((n + chunk - 1) // chunk):
+        start = c * chunk
+        stop = min(n, start + chunk)
+        if bits == 8:  # the codes are the bytes
+            _quantize_chunk(x, start, bucket, levels, use_max, k1, k2, sign_bit, norms, out[start:stop])
+        else:
+            codes = np.empty(stop - start, np.uint16)
+            _quantize_chunk(x, start, bucket, levels, use_max, k1, k2, sign_bit, norms, codes)
+            bitpack.store_chunk(codes, n, start, bits, out)
+
+
+@njit(nogil=True, cache=True, fastmath={"contract"})
+def _values(codes, step, s, out):
+    for j in range(codes.size):
+        c = np.int32(codes[j])
+        value = np.float32(c & s) * step  # s = 2^(bits-1) - 1: the level bits
+        out[j] = -value if c > s else value
+
+
+@njit(nogil=True, cache=True)
+def _values_chunk(codes, start, bucket, step, s, out):
+    for b0 in range(0, out.size, bucket):
+        b1 = min(out.size, b0 + bucket)
+        _values(codes[b0:b1], step[(start + b0) // bucket], s, out[b0:b1])
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def _dequantize_packed(bits, args):
+    literally(bits)
+    packed, bucket, chunk, step, out = args
+    n = out.size
+    s = np.int32((1 << (bits - 1)) - 1)
+    for c in prange((n + chunk - 1) // chunk):
+        start = c * chunk
+        stop = min(n, start + chunk)
+        if bits == 8:
+            _values_chunk(packed[start:stop], start, bucket, step, s, out[start:stop])
+        else:
+            codes = bitpack.load_chunk(packed, n, start, stop, bits)
+            _values_chunk(codes, start, bucket, step, s, out[start:stop])
+
+
+_quantize_narrow = bitpack.width_table(_quantize_packed, bitpack.NARROW)
+_quantize_wide = bitpack.width_table(_quantize_packed, bitpack.WIDE)
+_dequantize_narrow = bitpack.width_table(_dequantize_packed, bitpack.NARROW)
+_dequantize_wide = bitpack.width_table(_dequantize_packed, bitpack.WIDE)
+
+
+def chunk_length(bucket: int) -> int:
+    """Values per parallel chunk: whole buckets, about ``CHUNK`` values, a multiple of 8
+    (so that every chunk starts on a whole group of packed codes)."""
+    chunk = bucket * max(1, CHUNK // bucket)
+    while chunk % 8:
+        chunk += bucket
+    return chunk
+
+
+def quantize_packed(x: np.ndarray, bucket: int, norm: str, bits: int, key: int, norms: np.ndarray,
+                    out: np.ndarray) -> None:
+    """Each bucket's norm (float32, into ``norms``) and the stochastically rounded
+    ``bits``-bit codes of ``x`` into ``out`` (bitpack layout); ``key`` < 2^64."""
+    if x.size:
+        k1, k2 = np.uint32(key & 0xFFFFFFFF), np.uint32(key >> 32)
+        args = (x, bucket, chunk_length(bucket), norm == "max", k1, k2, norms, out)
+        (_quantize_narrow if bits <= 8 else _quantize_wide)(bits, args)
+
+
+def dequantize_packed(packed: np.ndarray, bucket: int, step: np.ndarray, bits: int, out: np.ndarray) -> None:
+    """level * step[bucket], signed, for every packed code (float32 into ``out``)."""
+    if out.size:
+        args = (packed, bucket, chunk_length(bucket), step, out)
+        (_dequantize_narrow if bits <= 8 else _dequantize_wide)(bits, args)

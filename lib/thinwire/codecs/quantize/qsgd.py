@@ -1,0 +1,108 @@
+"""QSGD (Alistarh et al. 2017, Sec. 3.1 and 3.3): unbiased stochastic quantization,
+the Quant-DP baseline of Slim-DP (Sec. 4.2: "the 8-bit version" with "bucket size 512").
+
+For each bucket v of ``bucket`` consecutive values (the last may be shorter):
+1. norm = ||v||_2 (``norm="l2"``, the QSGD paper and GRACE) or max |v_i| (``"max"``,
+   other ports), sent as one float32 per bucket;
+2. r_i = |v_i| s / norm, with s = 2^(bits-1) - 1 levels above zero;
+3. level_i = floor(r_i + u_i), u_i uniform in [0, 1): level_i is l + 1 with probability
+   r_i - l (l = floor(r_i)) and l otherwise, so E[level_i] = r_i (Eq. 5's xi_i = level_i / s);
+4. code_i = level_i | sign_i << (bits - 1): one sign bit and a (bits - 1)-bit level,
+   bit-packed (``kernels/bitpack.py``): 8 bits = sign + 7-bit level, s = 127;
+5. decode: v'_i = sign_i * level_i * norm / s. E[v'] = v: unbiased; with the L2 norm the
+   variance is at most min(d / s^2, sqrt(d) / s) ||v||^2 per bucket of d values (Lemma 3.1).
+
+The u_i come from the sender state's own generator: one 64-bit key per message, expanded
+by a counter-based hash (``kernels/qsgd.py``), so a message depends only on the seed and
+the messages before it. Steps 1-4 are one compiled pass that writes into the message
+buffer and step 5 one pass out of it. NaN or Inf input raises ``ValueError``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from ..kernels import bitpack, qsgd
+from ..kernels.uniform import float32_numpy
+from ..base import Codec, expect_part
+from ..errors import CorruptMessageError
+from ..payload import PartWriter, Payload
+from ..state import CodecState
+
+NORMS = ("l2", "max")
+KEY_SPAN = 2**62  # message keys are drawn in [0, KEY_SPAN)
+
+
+class QSGD(Codec):
+    """Stochastic ``bits``-bit quantization per bucket of ``bucket`` values."""
+
+    name = "qsgd"
+    codec_id = 10
+    carrier = None  # bit-packed codes: no codec compresses them further
+
+    def __init__(self, bits: int = 8, bucket: int = 512, norm: str = "l2"):
+        if not (isinstance(bits, int) and not isinstance(bits, bool) and 2 <= bits <= 16):
+            raise ValueError(f"qsgd: bits={bits!r} is not allowed: bits must be an int in 2..16 "
+                             "(one sign bit and at least one level bit)")
+        if not (isinstance(bucket, int) and not isinstance(bucket, bool) and 1 <= bucket <= 2**24):
+            raise ValueError(f"qsgd: bucket={bucket!r} is not allowed: bucket must be an int in 1..{2**24}")
+        if norm not in NORMS:
+            raise ValueError(f"qsgd: norm={norm!r} is not allowed: norm must be one of {list(NORMS)}")
+        self.bits, self.bucket, self.norm = bits, bucket, norm
+
+    @property
+    def levels(self) -> int:
+        """s: the quantization levels above zero."""
+        return (1 << (self.bits - 1)) - 1
+
+    def params(self) -> dict:
+        return {"bits": self.bits, "bucket": self.bucket, "norm": self.norm}
+
+    def buckets(self, numel: int) -> int:
+        return -(-numel // self.bucket)
+
+    def compress(self, flat, state: CodecState, key: str) -> Payload:
+        n = flat.numel()
+        state.last.bits = self.bits
+        x = float32_numpy(flat)
+        norms = np.empty(self.buckets(n), np.float32)
+        message_key = int(torch.randint(0, KEY_SPAN, (1,), generator=state.generator))
+
+        def fill_codes(view):
+            qsgd.quantize_packed(x, self.bucket, self.norm, self.bits, message_key, norms, view.numpy())
+            if not np.isfinite(norms).all():
+                raise ValueError(f"qsgd: tensor {key!r} contains NaN or Inf: it cannot be quantized")
+
+        # the codes part is written first: its kernel computes the norms the next part copies
+        codes = PartWriter(torch.uint8, bitpack.packed_bytes(n, self.bits), fill_codes)
+        return Payload(parts={"codes": codes, "norms": PartWriter(torch.float32, norms.size,
+                                                                   lambda view: view.copy_(torch.from_numpy(norms)))})
+
+    def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None) -> torch.Tensor:
+        norms = expect_part(payload, "norms", torch.float32, self.buckets(numel))
+        packed = expect_part(payload, "codes", torch.uint8, bitpack.packed_bytes(numel, self.bits))
+        norms_np = norms.numpy()
+        if not (np.isfinite(norms_np).all() and (norms_np >= 0).all()):
+            raise CorruptMessageError("qsgd: bucket norms must be finite and non-negative")
+        step = (norms_np.astype(np.float64) / self.levels).astype(np.float32)
+        out = torch.empty(numel, dtype=torch.float32) if out is None else out
+        qsgd.dequantize_packed(packed.contiguous().numpy(), self.bucket, step, self.bits, out.numpy())
+        return out
+
+    def variance_bound(self, bucket_norms_squared: torch.Tensor, sizes: torch.Tensor) -> float:
+        """QSGD Lemma 3.1 summed over buckets: sum_b min(d_b / s^2, sqrt(d_b) / s) ||v_b||^2
+        (for ``norm="l2"``)."""
+        s = self.levels
+        factor = torch.minimum(sizes / s**2, sizes.sqrt() / s)
+        return float((factor * bucket_norms_squared).sum())
+
+
+def bucket_sizes(numel: int, bucket: int) -> torch.Tensor:
+    """The size of every bucket of a ``numel``-value tensor (float64)."""
+    sizes = torch.full((math.ceil(numel / bucket),), float(bucket), dtype=torch.float64)
+    if numel % bucket:
+        sizes[-1] = numel % bucket
+    return sizes
