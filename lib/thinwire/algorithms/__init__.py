@@ -4,12 +4,15 @@ from .contract import ROLES, Algorithm, check_algorithm
 from .optimizers import OPTIMIZERS, make_optimizer
 from .plump_dp import PlumpDP
 from .report import PhaseTally, StepReport, Tally
-from .sections import PULL_MODES, SCHEDULES, ParameterServerSection, Section, ShardedPSSection, WeightAveragingSection
+from .sections import (PULL_MODES, SCHEDULES, SCOPES, SERVER_SCALES, ParameterServerSection, Section, ShardedPSSection,
+                       SlimDPSection, WeightAveragingSection)
 from .server import ServerAgent
 from .sharded_ps import ShardedPS
+from .slim_dp import SlimDP
 from .weight_averaging import WeightAveraging
 
-ALGORITHMS: dict[str, type] = {"plump_dp": PlumpDP, "sharded_ps": ShardedPS, "weight_averaging": WeightAveraging}
+ALGORITHMS: dict[str, type] = {"plump_dp": PlumpDP, "sharded_ps": ShardedPS, "slim_dp": SlimDP,
+                               "weight_averaging": WeightAveraging}
 
 
 def register_algorithm(name: str, cls: type) -> type:
@@ -25,5 +28,5 @@ def register_algorithm(name: str, cls: type) -> type:
 
 
 __all__ = ["ALGORITHMS", "Algorithm", "OPTIMIZERS", "PULL_MODES", "ROLES", "ParameterServerSection", "PhaseTally",
-           "PlumpDP", "SCHEDULES", "Section", "ServerAgent", "ShardedPS", "ShardedPSSection", "StepReport", "Tally", "WeightAveraging",
+           "PlumpDP", "SCHEDULES", "SCOPES", "SERVER_SCALES", "Section", "SlimDP", "SlimDPSection", "ServerAgent", "ShardedPS", "ShardedPSSection", "StepReport", "Tally", "WeightAveraging",
            "WeightAveragingSection", "check_algorithm", "make_optimizer", "register_algorithm"]

@@ -9,6 +9,8 @@ Agents: K local agents (ids 0..K-1) and one center agent (id K). Each step:
    the parameters themselves (``pull_mode="params"``), or their change since the copy
    the local agents hold (``"delta"``, kept center-side, as in gradient dropping).
 5. Merge: local agents overwrite (params) or add to (delta) their copy.
+``StepReport.codec_seconds`` and ``server_codec_seconds`` time the encoding, decoding and
+merging in steps 2-5 (Quant-DP's "extra decoding and encoding time", Slim-DP Sec. 4.3.1).
 All K local agents start from the same seeded initial model, which stands for the
 initial Pull(w0) of Alg. 1. Local agents hosted by one process are trained together as
 batched ``Replicas``; a process hosts the agents ``transport.is_local`` says it does.
@@ -42,9 +44,12 @@ class CenterAgent(ServerAgent):
                                         section.weight_decay, section.adagrad_eps)
         self.pull_mode, self.workers = section.pull_mode, workers
         self.client_copy = {n: p.clone() for n, p in self.params.items()} if self.pull_mode == "delta" else None
+        self.decode_seconds = 0.0  # of the last aggregate
 
     def aggregate(self, pushes: list[Envelope]) -> None:
+        t = time.perf_counter()
         total = self.sum_pushes(pushes)
+        self.decode_seconds = time.perf_counter() - t
         for name, p in self.params.items():
             p.grad = total[name].div_(self.workers)
         self.optimizer.step()
@@ -105,20 +110,24 @@ class PlumpDP(LocalState):
         outbox, tally = [], Tally()
         if self.local_workers:
             losses, correct, grads = self.replicas.loss_and_grads(x, y)
+            t = time.perf_counter()
             for i, k in enumerate(self.local_workers):
                 for name, g in grads.items():
                     outbox.append(Envelope(k, self.center_id,
                                            name, self.push_codec.encode(g[i], self.push_states[k], name)))
                     tally.add("push", self.push_states[k].last)
+            codec_seconds = time.perf_counter() - t
         else:
-            losses, correct = torch.zeros(0), torch.zeros(0)
+            losses, correct, codec_seconds = torch.zeros(0), torch.zeros(0), 0.0
         worker_seconds = time.perf_counter() - t0
         inbox = self.transport.exchange(outbox, step, "push")
         t1 = time.perf_counter()
-        outbox = []
+        outbox, server_codec_seconds = [], 0.0
         if self.center is not None:
-            self.center.aggregate(inbox)
+            self.center.aggregate(inbox)  # decoding the pushes, then the optimizer step
+            t = time.perf_counter()
             outbox = self.center.pull_messages(tally)
+            server_codec_seconds = self.center.decode_seconds + time.perf_counter() - t
         center_seconds = time.perf_counter() - t1
         inbox = self.transport.exchange(outbox, step, "pull")
         t2 = time.perf_counter()
@@ -131,9 +140,11 @@ class PlumpDP(LocalState):
             else:
                 target.add_(value)
         worker_seconds += time.perf_counter() - t2
+        codec_seconds += time.perf_counter() - t2
         return StepReport(loss_sum=float(losses.sum()), correct=int(correct.sum()), samples=int(y.numel()),
                           local_workers=len(self.local_workers), worker_seconds=worker_seconds,
-                          server_seconds=center_seconds, tally=tally)
+                          server_seconds=center_seconds, codec_seconds=codec_seconds,
+                          server_codec_seconds=server_codec_seconds, tally=tally)
 
     def global_params(self) -> dict[str, torch.Tensor] | None:
         return None if self.center is None else self.center.params

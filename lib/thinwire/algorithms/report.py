@@ -84,5 +84,7 @@ class StepReport:
     local_workers: int = 0         # agents that trained here this step
     worker_seconds: float = 0.0    # measured time of their work, summed (divided by local_workers)
     server_seconds: float = 0.0    # measured time of server-side agents (the slowest counts)
+    codec_seconds: float = 0.0     # the part of worker_seconds spent choosing, encoding, decoding and merging
+    server_codec_seconds: float = 0.0  # the part of server_seconds spent so
     tally: Tally = field(default_factory=Tally)          # codec and policy statistics by phase
     extra: dict[str, float] = field(default_factory=dict)  # algorithm measurements, mean over local workers

@@ -3,7 +3,7 @@
     base, registry, state, state_book, stats, payload, errors   the codec interface and its state
     wire/       the message layout and checksum
     dense/      fp32, fp16
-    sparsify/   top-k, gradient dropping (threshold, drop pass, offsets, 1-2 bit levels)
+    sparsify/   top-k, gradient dropping (threshold, drop pass, offsets, 1-2 bit levels), key caching (Slim-DP)
     quantize/   min-max quantizer, Oland & Raj's bin quantizer (fixed or per-message bits), QSGD
     entropy/    Huffman code and stream, raw and ANS symbol coders
     kernels/    compiled kernels (bit packing, min/max) and their cache
@@ -31,9 +31,10 @@ from .quantize.minmax import Quantize
 from .registry import CODECS, make_codec, register
 from .state import CodecState
 from .state_book import StateBook, pair_seed
+from .sparsify.key_cache import KeyCache
 from .sparsify.topk import TopK
 
 __all__ = [
     "BinQuantize", "OlandRaj", "Codec", "Chain", "GradDrop", "CorruptMessageError", "ErrorFeedback", "Float16", "Float32", "Payload",
-    "QSGD", "Quantize", "CODECS", "make_codec", "register", "CodecState", "StateBook", "pair_seed", "TopK",
+    "QSGD", "KeyCache", "Quantize", "CODECS", "make_codec", "register", "CodecState", "StateBook", "pair_seed", "TopK",
 ]

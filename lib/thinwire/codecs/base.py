@@ -96,7 +96,7 @@ class Codec(ABC):
         flat = tensor.detach().reshape(-1)
         if self.host_only and flat.device.type != "cpu":
             flat = flat.cpu()  # explicit copy: this codec's kernels read host memory
-        if decision is None or (decision.bits is None and decision.keys is None):
+        if decision is None or (decision.bits is None and decision.keys is None and decision.core is None):
             payload = self.compress(flat, state, key)
         else:
             payload = self.compress_decided(flat, state, key, decision)

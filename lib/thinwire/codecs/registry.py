@@ -16,12 +16,13 @@ from .sparsify.graddrop import GradDrop
 from .dense.fp16 import Float16
 from .dense.fp32 import Float32
 from .quantize.minmax import Quantize
+from .sparsify.key_cache import KeyCache
 from .sparsify.topk import TopK
 from ..spec_syntax import call_parts, parse
 
 CODECS: dict[str, type[Codec]] = {
     cls.name: cls for cls in (Float32, Float16, TopK, Quantize, ErrorFeedback, Chain, GradDrop,
-                              BinQuantize, OlandRaj, QSGD)
+                              BinQuantize, OlandRaj, QSGD, KeyCache)
 }
 
 

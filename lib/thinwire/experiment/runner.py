@@ -163,6 +163,8 @@ def _combine(step: int, parts: list[StepReport], batches_per_epoch: int) -> dict
     samples = sum(p.samples for p in parts)
     compute = (max(p.worker_seconds / max(1, p.local_workers) for p in parts)
                + max(p.server_seconds for p in parts))
+    codec = (max(p.codec_seconds / max(1, p.local_workers) for p in parts)
+             + max(p.server_codec_seconds for p in parts))
     test = next((p for p in parts if p.extra.get("test_loss") is not None), None)
     tally = Tally()
     for p in parts:
@@ -176,6 +178,7 @@ def _combine(step: int, parts: list[StepReport], batches_per_epoch: int) -> dict
         "test_loss": test.extra["test_loss"] if test else None,
         "test_accuracy": test.extra["test_accuracy"] if test else None,
         "compute_seconds": compute,
+        "codec_seconds": codec,
         "wall_seconds": max(p.extra["wall_seconds"] for p in parts),
         **tally.metrics(),
         **_merge_extra(parts),
@@ -222,6 +225,7 @@ def _summarize(config: RunConfig, m: dict) -> dict:
         "payload_per_step": float(np.mean(m["payload_bytes"])),
         "framing_per_step": float(np.mean(m["framing_bytes"])),
         "compute_seconds": compute,
+        "codec_seconds": float(np.sum(m["codec_seconds"])),
         "comm_seconds": comm,
         "images_per_second_modelled": images / (compute + comm),
         "wall_seconds": float(np.sum(m["wall_seconds"])),

@@ -22,7 +22,9 @@ class Decision:
     send: bool = True
     bits: int | None = None              # bit width for a codec that takes one per message
     levels: int | None = None            # quantization levels when not 2^bits (2^(bits-1) < levels < 2^bits)
-    keys: torch.Tensor | None = None     # coordinates to send, for a keyed codec
+    keys: torch.Tensor | None = None     # coordinates to send, for a keyed codec (Slim-DP: the explorer)
+    core: torch.Tensor | None = None     # Slim-DP: the core's keys, cached on both ends between refreshes
+    refresh: bool = False                # Slim-DP: the core was chosen anew this round (its keys travel)
     entropy: float | None = None         # what the decision was based on, for statistics
 
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from .always import Always
 from .base import Policy
+from .core_explorer import CoreExplorer
 from .entropy_bits import EntropyBits
 from .event import EventTrigger
 from .schedule import RandomBits
 from ..spec_syntax import call_parts, parse
 
-POLICIES: dict[str, type[Policy]] = {cls.name: cls for cls in (Always, EntropyBits, EventTrigger, RandomBits)}
+POLICIES: dict[str, type[Policy]] = {cls.name: cls for cls in (Always, CoreExplorer, EntropyBits, EventTrigger, RandomBits)}
 
 
 def make_policy(spec: str, seed: int = 0) -> Policy:

@@ -1,0 +1,107 @@
+"""Slim-DP's best response mixed with exploration (Sun et al. 2018, Sec. 3.2-3.4), as a
+policy: which coordinates of a tensor an agent sends this round.
+
+For a tensor x of n values (a local agent's update delta, or the center agent's model w):
+1. CoreSelection (every ``refresh`` = q rounds, and the first time): the core is the
+   round((alpha - epsilon) n) coordinates of largest |x| (Eq. 2 and 3: the utility of a
+   subset is its L1 norm, so the best response is the largest entries). ``selection=
+   "exact"`` takes them with a top-k; ``"sampled"`` thresholds |x| at the quantile of a
+   random sample (``sample`` of the values, at least 1000) and keeps what lies above, so
+   the core's size is close to, not exactly, (alpha - epsilon) n (top-k is slow on CPU).
+2. Exploration (every round): round(epsilon n) coordinates drawn uniformly without
+   replacement from outside the core, from this policy's own generator.
+3. The decision carries the explorer as ``keys``, the core as ``core`` and ``refresh``
+   when the core is new this round, for the key-caching codec (``keycache``): between
+   refreshes the core's keys stay cached on both ends and only its values travel (Sec. 3.4.1).
+With alpha = 1 and epsilon = 0 the core is every coordinate: Plump-DP.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .base import Decision, Policy
+
+SELECTIONS = ("exact", "sampled")
+MIN_SAMPLE = 1000
+
+
+def _number(name: str, value, lo: float, hi: float) -> float:
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not lo <= value <= hi:
+        raise ValueError(f"{name}={value!r} is not allowed: {name} must be a number in [{lo}, {hi}]")
+    return float(value)
+
+
+def check_core_explorer(alpha, epsilon, refresh, selection, sample) -> None:
+    """``ValueError`` naming the first bad Slim-DP parameter."""
+    _number("alpha", alpha, 0.0, 1.0)
+    if not alpha > 0:
+        raise ValueError(f"alpha={alpha!r} is not allowed: alpha must be in (0, 1]")
+    _number("epsilon", epsilon, 0.0, 1.0)
+    if epsilon > alpha:
+        raise ValueError(f"epsilon={epsilon!r} is not allowed: epsilon must be in [0, alpha] = [0, {alpha}]")
+    if not isinstance(refresh, int) or isinstance(refresh, bool) or refresh < 1:
+        raise ValueError(f"refresh={refresh!r} is not allowed: refresh (q, rounds between core selections) "
+                         "must be an int >= 1")
+    if selection not in SELECTIONS:
+        raise ValueError(f"selection={selection!r} is not allowed: selection must be one of {list(SELECTIONS)}")
+    _number("sample", sample, 0.0, 1.0)
+    if not sample > 0:
+        raise ValueError(f"sample={sample!r} is not allowed: sample must be in (0, 1]")
+
+
+class CoreExplorer(Policy):
+    name = "core_explorer"
+
+    def __init__(self, alpha: float = 0.3, epsilon: float = 0.15, refresh: int = 10, selection: str = "exact",
+                 sample: float = 0.01, seed: int = 0):
+        check_core_explorer(alpha, epsilon, refresh, selection, sample)
+        super().__init__(seed)
+        self.alpha, self.epsilon, self.refresh = float(alpha), float(epsilon), refresh
+        self.selection, self.sample = selection, float(sample)
+
+    def params(self) -> dict:
+        return {"alpha": self.alpha, "epsilon": self.epsilon, "refresh": self.refresh, "selection": self.selection,
+                "sample": self.sample}
+
+    def sizes(self, n: int) -> tuple[int, int]:
+        """(core, explorer) sizes for a tensor of ``n`` values."""
+        core = min(n, round((self.alpha - self.epsilon) * n))
+        return core, min(n - core, round(self.epsilon * n))
+
+    def decide(self, round, key, tensor) -> Decision:
+        flat = tensor.detach().reshape(-1)
+        last = self.memory.get(f"{key}.round")
+        refresh = last is None or round - int(last) >= self.refresh
+        if refresh:
+            core = self._select(flat)
+            outside = torch.ones(flat.numel(), dtype=torch.bool, device=flat.device)
+            outside[core] = False
+            self.memory[f"{key}.core"] = core
+            self.memory[f"{key}.rest"] = outside.nonzero().view(-1)
+            self.memory[f"{key}.round"] = torch.tensor(round)
+        core, rest = self.memory[f"{key}.core"], self.memory[f"{key}.rest"]
+        _, explorer = self.sizes(flat.numel())
+        pick = torch.randperm(rest.numel(), generator=self.generator)[:explorer]
+        return Decision(keys=rest[pick.to(rest.device)], core=core, refresh=refresh)
+
+    def _select(self, flat: torch.Tensor) -> torch.Tensor:
+        """The core's keys, ascending (int64)."""
+        n = flat.numel()
+        k, _ = self.sizes(n)
+        magnitude = flat.abs()
+        if not bool(torch.isfinite(magnitude).all()):
+            raise ValueError("core_explorer: the tensor holds NaN or Inf; cannot rank magnitudes")
+        if k == n:
+            return torch.arange(n, device=flat.device)
+        if k == 0:
+            return torch.empty(0, dtype=torch.int64, device=flat.device)
+        if self.selection == "exact":
+            return torch.topk(magnitude, k, sorted=False).indices.sort().values
+        m = min(n, max(MIN_SAMPLE, math.ceil(self.sample * n)))
+        sample = magnitude[torch.randint(0, n, (m,), generator=self.generator).to(flat.device)]
+        rank = min(m, max(1, m - round(k * m / n) + 1))  # the k-th largest of n, scaled to the sample
+        threshold = torch.kthvalue(sample.cpu(), rank).values.item()
+        return (magnitude >= threshold).nonzero().view(-1) if threshold > 0 else (magnitude > 0).nonzero().view(-1)
