@@ -9,7 +9,7 @@ from thinwire.experiment import RunConfig, run
 from thinwire.experiment.launch import free_port
 
 TINY = dict(hidden=(24,), steps=8, train_samples=1024, eval_every=4, eval_samples=300, batch_size=16, workers=4)
-TIMINGS = {"compute_seconds", "wall_seconds"}
+TIMINGS = {"compute_seconds", "codec_seconds", "wall_seconds"}
 
 
 def _numbers(metrics):

@@ -8,7 +8,7 @@ from thinwire.experiment import RunConfig, cached, result_folder, run
 from thinwire.experiment.launch import launch
 
 TINY = dict(hidden=(32,), steps=12, train_samples=1024, eval_every=6, eval_samples=500, batch_size=16)
-TIMINGS = {"compute_seconds", "wall_seconds"}
+TIMINGS = {"compute_seconds", "codec_seconds", "wall_seconds"}
 
 
 def _numbers(result):

@@ -12,7 +12,7 @@ from thinwire.models import Replicas, build_model
 TINY = dict(hidden=(48, 40), steps=12, train_samples=1024, eval_every=6, eval_samples=500, batch_size=16,
             workers=4, optimizer="adagrad", lr=0.005, pull_mode="delta")
 DROP = dict(push_codec="graddrop(ratio=0.9)", pull_codec="graddrop(ratio=0.9, residual=False)")
-TIMINGS = {"compute_seconds", "wall_seconds"}
+TIMINGS = {"compute_seconds", "codec_seconds", "wall_seconds"}
 
 
 def _numbers(result):
