@@ -69,12 +69,16 @@ class CenterAgent(ServerAgent):
         self.scale = 1.0 / workers if section.server_scale == "mean" else 1.0
         self.policy = make_core_explorer(section, seed + 2500)
 
-    def update(self, pushes: list[Envelope]) -> None:
-        """Step 3: w <- w - lr * scale * (sum of the decoded pushes)."""
+    def update(self, pushes: list[Envelope]) -> float:
+        """Step 3: w <- w - lr * scale * (sum of the decoded pushes); returns the seconds
+        spent decoding."""
+        t = time.perf_counter()
         total = self.sum_pushes(pushes)
+        seconds = time.perf_counter() - t
         for key, w in self.params.items():
             w.grad = total[key].mul_(self.scale)
         self.optimizer.step()
+        return seconds
 
     def broadcast(self, step: int, tally: Tally) -> list[Envelope]:
         """Step 4: each group's core and explorer of w^{t+1}, addressed to every local agent."""
@@ -150,10 +154,10 @@ class SlimDP(LocalState):
         t1 = time.perf_counter()
         outbox, server_codec_seconds = [], 0.0
         if self.center is not None:
-            self.center.update(inbox)
+            decoding = self.center.update(inbox)
             t = time.perf_counter()
             outbox = self.center.broadcast(step, tally)
-            server_codec_seconds = time.perf_counter() - t
+            server_codec_seconds = decoding + time.perf_counter() - t
         server_seconds = time.perf_counter() - t1
         inbox = self.transport.exchange(outbox, step, "pull")
 

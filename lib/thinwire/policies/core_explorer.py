@@ -9,7 +9,9 @@ For a tensor x of n values (a local agent's update delta, or the center agent's 
    random sample (``sample`` of the values, at least 1000) and keeps what lies above, so
    the core's size is close to, not exactly, (alpha - epsilon) n (top-k is slow on CPU).
 2. Exploration (every round): round(epsilon n) coordinates drawn uniformly without
-   replacement from outside the core, from this policy's own generator.
+   replacement from outside the core, from this policy's own generator (one key per
+   draw, expanded by a counter-based hash: ``codecs/kernels/sample.py``, whose cost is
+   proportional to the explorer, not to n).
 3. The decision carries the explorer as ``keys``, the core as ``core`` and ``refresh``
    when the core is new this round, for the key-caching codec (``keycache``): between
    refreshes the core's keys stay cached on both ends and only its values travel (Sec. 3.4.1).
@@ -22,6 +24,7 @@ import math
 
 import torch
 
+from ..codecs.kernels.sample import sample_outside
 from .base import Decision, Policy
 
 SELECTIONS = ("exact", "sampled")
@@ -77,15 +80,16 @@ class CoreExplorer(Policy):
         refresh = last is None or round - int(last) >= self.refresh
         if refresh:
             core = self._select(flat)
-            outside = torch.ones(flat.numel(), dtype=torch.bool, device=flat.device)
-            outside[core] = False
-            self.memory[f"{key}.core"] = core
-            self.memory[f"{key}.rest"] = outside.nonzero().view(-1)
+            in_core = torch.zeros(flat.numel(), dtype=torch.bool)
+            in_core[core.cpu()] = True
+            self.memory[f"{key}.core"], self.memory[f"{key}.in_core"] = core, in_core
             self.memory[f"{key}.round"] = torch.tensor(round)
-        core, rest = self.memory[f"{key}.core"], self.memory[f"{key}.rest"]
-        _, explorer = self.sizes(flat.numel())
-        pick = torch.randperm(rest.numel(), generator=self.generator)[:explorer]
-        return Decision(keys=rest[pick.to(rest.device)], core=core, refresh=refresh)
+        core, in_core = self.memory[f"{key}.core"], self.memory[f"{key}.in_core"]
+        free = flat.numel() - core.numel()
+        count = min(free, self.sizes(flat.numel())[1])
+        draw_key = int(torch.randint(0, 2**62, (1,), generator=self.generator))
+        explorer = torch.from_numpy(sample_outside(in_core.numpy(), count, free, draw_key))
+        return Decision(keys=explorer.to(flat.device), core=core, refresh=refresh)
 
     def _select(self, flat: torch.Tensor) -> torch.Tensor:
         """The core's keys, ascending (int64)."""
