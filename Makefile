@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 # The CPU torch wheel may be provided as a local file; pip looks there when the folder exists.
 WHEELS ?= /opt/wheels
 PIP_FLAGS := $(if $(wildcard $(WHEELS)/*.whl),--find-links $(WHEELS),)
-NOTEBOOKS := quickstart gradient_dropping oland_raj
+NOTEBOOKS := quickstart gradient_dropping oland_raj slim_dp
 PROFILE ?= default
 export PYTHONHASHSEED := 0
 export THINWIRE_PROGRESS ?= 0

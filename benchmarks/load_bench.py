@@ -18,12 +18,13 @@ import torch
 
 from competing_load import CompetingLoad, slowdown
 from thinwire.codecs import CODECS, CodecState, make_codec
+from thinwire.policies import CoreExplorer
 
 N = 25_000_000
 TARGET = 3.0
 SPECS = ["fp32", "fp16", "quantize(bits=1)", "quantize(bits=8)", "quantize(bits=12)", "topk(ratio=0.01)",
          "graddrop(ratio=0.99)", "graddrop(ratio=0.99, bits=1)", "binquant(bits=5)",
-         "binquant(bits=5, coder='huffman')", "binquant(bits=5, coder='ans')", "oland_raj()", "qsgd(bits=8)",
+         "binquant(bits=5, coder='huffman')", "binquant(bits=5, coder='ans')", "oland_raj()", "qsgd(bits=8)", "keycache",
          "ef(topk(ratio=0.01))", "chain(topk(ratio=0.01), quantize(bits=8))"]
 
 
@@ -33,11 +34,17 @@ def covered() -> set[str]:
 
 
 def round_trip(spec: str, grads: list[torch.Tensor], out: torch.Tensor):
+    """One encode + decode per call. ``keycache`` sends what a policy chose: Slim-DP's
+    (0.3, 0.15) core and explorer, the core refreshed every 10 messages (its selection and
+    the explorer draw are timed with it)."""
     codec, sender, receiver = make_codec(spec), CodecState(0), CodecState(0)
+    policy = CoreExplorer(alpha=0.3, epsilon=0.15, refresh=10) if codec.name == "keycache" else None
     step = [0]
 
     def once():
-        message = codec.encode(grads[step[0] % 2], sender, "x")
+        g = grads[step[0] % 2]
+        decision = policy.decide(step[0], "x", g) if policy is not None else None
+        message = codec.encode(g, sender, "x") if policy is None else codec.encode(g, sender, "x", decision)
         codec.decode(message, receiver, "x", out=out)
         step[0] += 1
     return once

@@ -95,6 +95,20 @@ def test_a_receiver_with_other_keys_refuses_the_message():
     assert torch.equal(decoded[sent], x[sent]) and int(sent.sum()) == 300
 
 
+@pytest.mark.parametrize("refresh", [True, False])
+def test_every_flipped_byte_is_detected(refresh):
+    policy, sender, receiver = CoreExplorer(0.3, 0.1, refresh=2, seed=0), CodecState(0), CodecState(0)
+    x = torch.randn(64, generator=torch.Generator().manual_seed(3))
+    first = KEYCACHE.encode(x, sender, "w", policy.decide(0, "w", x))
+    KEYCACHE.decode(first, receiver, "w")
+    message = first if refresh else KEYCACHE.encode(x, sender, "w", policy.decide(1, "w", x))
+    for pos in range(len(message)):
+        bad = bytearray(message)
+        bad[pos] ^= 0x5A
+        with pytest.raises(CorruptMessageError):
+            KEYCACHE.decode(bad, receiver, "w")
+
+
 def test_forged_keys_fail_their_signature():
     policy, sender = CoreExplorer(0.3, 0.1, seed=0), CodecState(0)
     x = torch.randn(1000)

@@ -32,6 +32,24 @@ def curves(results: dict, y: str, x: str = "step", ax=None, ylabel: str | None =
     return ax
 
 
+def band(runs: dict, y: str, x: str = "step", ax=None, ylabel: str | None = None):
+    """One line per label, the mean over its runs (seeds) of metric ``y``, and a band from
+    their minimum to their maximum; ``x`` is ``step`` or modelled ``time`` (mean over runs)."""
+    ax = ax or plt.gca()
+    for label, results in runs.items():
+        keep, _ = _series(results[0], y)
+        values = np.stack([_series(r, y)[1][keep] for r in results])
+        xs = (np.asarray(results[0].metrics["step"]) + 1 if x == "step"
+              else np.mean([modelled_time(r) for r in results], axis=0))[keep]
+        line, = ax.plot(xs, values.mean(0), label=label, marker="o" if keep.sum() < 30 else None, ms=3)
+        if len(results) > 1:
+            ax.fill_between(xs, values.min(0), values.max(0), color=line.get_color(), alpha=0.2, lw=0)
+    ax.set_xlabel("step" if x == "step" else "modelled time (s)")
+    ax.set_ylabel(ylabel or y)
+    ax.grid(alpha=0.3)
+    return ax
+
+
 def save(fig, name: str, folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.png"

@@ -90,6 +90,8 @@ class PlumpDP(LocalState):
         section = section or ParameterServerSection()
         self.transport, self.workers, self.center_id = transport, workers, workers
         self.push_codec, self.pull_codec = make_codec(section.push_codec), make_codec(section.pull_codec)
+        for codec in (self.push_codec, self.pull_codec):
+            codec.warm_up()  # compile or load kernels now, not inside the first timed step
         self.pull_mode = section.pull_mode
         self.local_workers = [k for k in range(workers) if transport.is_local(k)]
         self.replicas = Replicas(model, max(1, len(self.local_workers)), loss=loss,

@@ -5,7 +5,7 @@ What they share, written once:
 - ``params``: the tensors this agent owns (name -> tensor);
 - ``push_states``: the receiver's own codec state for each sender;
 - ``pull_state``: the sender state of what it sends back;
-- ``sum_pushes``: decode every push into a reused buffer and sum them in sender order, so
+- ``sum_pushes``: add every decoded push (a sparse one entry by entry) in sender order, so
   the sum is the same float result on every transport;
 - checkpoints: the above plus what a subclass adds in ``extra_state``.
 """
@@ -41,7 +41,8 @@ class ServerAgent:
         for t in self._total.values():
             t.zero_()
         for env in sorted(pushes, key=lambda e: (e.sender, e.tensor)):
-            self._total[env.tensor] += self.decode_push(env, codec)
+            (codec or self.push_codec).accumulate(env.message, self._total[env.tensor], self.push_states[env.sender],
+                                                  env.tensor, scratch=self._decoded[env.tensor])
         return self._total
 
     def extra_state(self) -> dict:

@@ -145,26 +145,52 @@ class Codec(ABC):
         None for a codec whose messages carry every coordinate."""
         return None
 
+    def _entries_for(self, message, into: torch.Tensor, state: CodecState, key: str):
+        """(payload, numel, checked (index, values) or None for a dense message) of a
+        message to be decoded into ``into``."""
+        header, payload, numel = self._open(message)
+        if tuple(into.shape) != header["shape"] or not into.is_contiguous():
+            raise ValueError(f"into must be contiguous of shape {header['shape']}, got {tuple(into.shape)}")
+        entries = self._guarded(self.sparse_entries, payload, numel, state, key)
+        if entries is not None:
+            index, values = entries
+            if index.numel() != values.numel():
+                raise CorruptMessageError(f"{self.spec()}: {index.numel()} indices for {values.numel()} values")
+            if index.numel() and (int(index.min()) < 0 or int(index.max()) >= numel):
+                raise CorruptMessageError(f"{self.spec()}: index out of range for {numel} values")
+            entries = index.to(into.device), values.to(device=into.device, dtype=into.dtype)
+        return payload, numel, entries
+
     def merge(self, message, into: torch.Tensor, state: CodecState | None = None, key: str = "") -> int:
         """Merge decode: overwrite in ``into`` only the coordinates the message carries
         and return how many. A sent zero overwrites; an unsent coordinate keeps its value.
         A dense codec's message carries every coordinate, so it overwrites all of them."""
         state = state if state is not None else CodecState()
-        header, payload, numel = self._open(message)
-        if tuple(into.shape) != header["shape"] or not into.is_contiguous():
-            raise ValueError(f"into must be contiguous of shape {header['shape']}, got {tuple(into.shape)}")
-        entries = self._guarded(self.sparse_entries, payload, numel, state, key)
+        payload, numel, entries = self._entries_for(message, into, state, key)
         if entries is None:
-            flat = self._guarded(self.decompress, payload, numel, state, key, out=None)
-            into.view(-1).copy_(flat)
+            into.view(-1).copy_(self._guarded(self.decompress, payload, numel, state, key, out=None))
             return numel
         index, values = entries
-        if index.numel() != values.numel():
-            raise CorruptMessageError(f"{self.spec()}: {index.numel()} indices for {values.numel()} values")
-        if index.numel() and (int(index.min()) < 0 or int(index.max()) >= numel):
-            raise CorruptMessageError(f"{self.spec()}: index out of range for {numel} values")
-        into.view(-1)[index.to(into.device)] = values.to(device=into.device, dtype=into.dtype)
+        into.view(-1)[index] = values
         return index.numel()
+
+    def accumulate(self, message, into: torch.Tensor, state: CodecState | None = None, key: str = "",
+                   scratch: torch.Tensor | None = None) -> None:
+        """``into += decode(message)``: a sparse message adds its entries only (the same
+        float result, since x + 0 = x), a dense one decodes into ``scratch`` (reused; the
+        message's shape) and adds it."""
+        state = state if state is not None else CodecState()
+        payload, numel, entries = self._entries_for(message, into, state, key)
+        if entries is None:
+            into += self.decode(message, state, key, out=scratch)
+            return
+        into.view(-1).index_add_(0, *entries)
+
+    def warm_up(self) -> None:
+        """Encode and decode a small tensor once, so that the compiled kernels this codec uses
+        are loaded (or compiled) before anything is timed."""
+        x = torch.linspace(-1.0, 1.0, 1024)
+        self.decode(self.encode(x, CodecState(0), "warm_up"), CodecState(0), "warm_up")
 
     def _guarded(self, fn, *args, **kwargs):
         try:

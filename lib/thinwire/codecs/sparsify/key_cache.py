@@ -68,6 +68,9 @@ class KeyCache(Codec):
         parts.update({"values": values, "index": explorer.to(torch.int32)})
         return Payload(parts=parts, meta={"signature": int(slot["signature"])})
 
+    def warm_up(self) -> None:
+        """Nothing compiled here (the explorer's sampler belongs to the policy)."""
+
     def sparse_entries(self, payload: Payload, numel: int, state: CodecState, key: str):
         sig = payload.meta.get("signature")
         if not isinstance(sig, int):

@@ -1,0 +1,111 @@
+"""Every run of the Slim-DP reproduction (Sun et al. 2018), and the settings they share.
+
+Setup: the issue's MLP (784-hidden-10, ReLU, the width per profile), MNIST or
+Fashion-MNIST, K local agents with 32 samples each, synchronous SGD lr 0.1, p = 1.
+- Plump-DP: every gradient pushed and every parameter pulled in float32 (``plump_dp``).
+- Quant-DP: the same with QSGD (8 bits, bucket 512, Sec. 4.2) in both directions. The
+  pull sends the change of the global model since the copy the local agents hold, kept
+  by the center (``pull_mode="delta"``), so quantization errors of the pulls do not pile
+  up in the local models: quantizing pushes alone could not save Table 1's share, and
+  quantizing the parameters themselves would add fresh noise to every weight each round.
+- Slim-DP: (alpha, epsilon) = (0.2, 0.1) (VGG-16's), (0.3, 0.15) (GoogLeNet's) and
+  (0.5, 0.25) (Fig. 5), the core refreshed every q rounds (``refresh``, 10 by default:
+  the paper does not give q).
+Headline runs: each method at K = 4 and 8 over three seeds. Sweeps at K = 4, first seed:
+epsilon at alpha = 0.3 (Fig. 4), the refresh period q (key-cache cost), and an ablation of
+the gap to Plump-DP: q = 1, 4x the rounds, the center's sum (against Plump-DP at lr x K,
+the same reading for both), no local update. Configs shared between groups are equal, so
+they run once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ...experiment import RunConfig
+from ...validation import check
+from ..profile import check_profile, check_steps
+from .profiles import SLIM_DP
+
+PLUMP, QUANT = "Plump-DP", "Quant-DP"
+SETTINGS = ((0.2, 0.1), (0.3, 0.15), (0.5, 0.25))   # Table 1 (VGG-16, GoogLeNet) and Fig. 5
+HEADLINE = (0.3, 0.15)                               # the paper's GoogLeNet setting, swept around
+EPSILONS = (0.0, 0.075, 0.15, 0.225, 0.3)            # Fig. 4 at alpha = 0.3
+REFRESHES = (1, 10, 50)                              # q: rounds between core selections
+WORKERS = (4, 8)
+SEEDS = 3
+LONGER = 4                                           # the training-length ablation: 4x the rounds
+
+
+def slim_label(alpha: float, epsilon: float) -> str:
+    return f"Slim-DP ({alpha:g}, {epsilon:g})"
+
+
+METHODS = (PLUMP, QUANT, *(slim_label(a, e) for a, e in SETTINGS))
+
+
+@dataclass
+class SlimDPRuns:
+    headline: dict[tuple[int, str, int], RunConfig] = field(default_factory=dict)  # (K, method, seed)
+    epsilon: dict[float, RunConfig] = field(default_factory=dict)                  # Fig. 4, alpha 0.3, K 4
+    refresh: dict[int, RunConfig] = field(default_factory=dict)                    # q sweep at HEADLINE, K 4
+    ablation: dict[str, tuple[RunConfig, RunConfig]] = field(default_factory=dict)  # (Slim-DP, its Plump-DP)
+    gloo: RunConfig | None = None                                                   # the same on torch.distributed
+    workers: tuple[int, ...] = WORKERS
+    seeds: tuple[int, ...] = ()
+
+    def in_process(self) -> dict[str, dict]:
+        pairs = {(label, role): c for label, pair in self.ablation.items() for role, c in zip(("slim", "plump"), pair)}
+        return {"headline": self.headline, "epsilon": self.epsilon, "refresh": self.refresh, "ablation": pairs}
+
+    def results_of(self, done: dict, k: int, method: str) -> list:
+        """The headline results of ``method`` at K = ``k``, one per seed."""
+        return [done["headline"][(k, method, s)] for s in self.seeds]
+
+
+def slim_dp_runs(profile: str, dataset: str, network: str, seed: int, device: str = "auto", steps: int = 0,
+                 refresh: int = 10, selection: str = "exact", scope: str = "global", local_update: bool = True,
+                 server_scale: str = "mean", quant_bits: int = 8) -> SlimDPRuns:
+    """Validated configs for every figure and table; ``ValueError`` names a bad parameter
+    before anything runs. ``steps`` > 0 caps every run's length (time-capped runs of a
+    large profile); the other options are Slim-DP's and Quant-DP's (``SlimDPSection``,
+    ``qsgd``)."""
+    size = dict(SLIM_DP[check_profile(profile)])
+    gloo_steps = size.pop("gloo_steps")
+    if check_steps(steps):
+        size["steps"], size["eval_every"] = min(size["steps"], steps), min(size["eval_every"], steps)
+    check("quant_bits", quant_bits, isinstance(quant_bits, int) and not isinstance(quant_bits, bool)
+          and 2 <= quant_bits <= 16, "an int in 2..16")
+    common = dict(dataset=dataset, model="mlp", batch_size=32, lr=0.1, network=network, device=device, **size)
+    slim = dict(algorithm="slim_dp", refresh=refresh, selection=selection, scope=scope, local_update=local_update,
+                server_scale=server_scale)
+    qsgd = f"qsgd(bits={quant_bits}, bucket=512)"
+    runs = SlimDPRuns(seeds=tuple(seed + i for i in range(SEEDS)))
+    for k in WORKERS:
+        for s in runs.seeds:
+            base = dict(common, workers=k, seed=s)
+            runs.headline[(k, PLUMP, s)] = RunConfig(algorithm="plump_dp", optimizer="sgd", **base)
+            runs.headline[(k, QUANT, s)] = RunConfig(algorithm="plump_dp", optimizer="sgd", push_codec=qsgd,
+                                                     pull_codec=qsgd, pull_mode="delta", **base)
+            for alpha, epsilon in SETTINGS:
+                runs.headline[(k, slim_label(alpha, epsilon), s)] = RunConfig(**slim, alpha=alpha, epsilon=epsilon,
+                                                                              **base)
+    first = runs.headline[(WORKERS[0], slim_label(*HEADLINE), seed)]
+    for epsilon in EPSILONS:
+        runs.epsilon[epsilon] = first.replace(epsilon=epsilon)
+    for q in REFRESHES:
+        runs.refresh[q] = first.replace(refresh=q)
+    # why Slim-DP trails Plump-DP: each setting the paper leaves open, changed one at a time
+    plump = runs.headline[(WORKERS[0], PLUMP, seed)]
+    longer = dict(steps=LONGER * first.steps, eval_every=LONGER * first.eval_every)
+    runs.ablation = {
+        "as run": (first, plump),
+        "core refreshed every round (q = 1)": (first.replace(refresh=1), plump),
+        f"{LONGER}x the rounds": (first.replace(**longer), plump.replace(**longer)),
+        "sum at the center; Plump-DP at lr x K": (first.replace(server_scale="sum"),
+                                                   plump.replace(lr=plump.lr * plump.workers)),
+        "no local update": (first.replace(local_update=False), plump),
+    }
+    n = min(gloo_steps, first.steps)
+    runs.gloo = first.replace(steps=n, eval_every=n, eval_samples=min(1000, first.eval_samples))
+    return runs
