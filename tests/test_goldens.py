@@ -9,7 +9,7 @@ import pytest
 from thinwire.report import render, update_readme
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = ("quickstart", "gradient_dropping", "oland_raj")
+NOTEBOOKS = ("quickstart", "gradient_dropping", "oland_raj", "slim_dp")
 
 
 def _sources(path: Path) -> list[tuple[str, str]]:

@@ -124,6 +124,19 @@ def ordering(table, network: str) -> dict[int, dict]:
     return out
 
 
+def break_even_codec_ms(results: dict, k: int, seeds, method: str, network: str) -> float:
+    """The codec time per round (ms) at which Quant-DP would save as much communication
+    time on ``network`` as ``method`` does at K = ``k`` (means over seeds): below it
+    Quant-DP is ahead. Quant-DP's measured transfer is kept; only its codec time varies."""
+    plump = [results[(k, PLUMP, s)] for s in seeds]
+    quant = [results[(k, QUANT, s)] for s in seeds]
+    slim = [results[(k, method, s)] for s in seeds]
+    total_plump = np.mean([communication_time(r, network) for r in plump])
+    target = np.mean([saved_time(r, p, network) for r, p in zip(slim, plump)])
+    transfer = np.mean([comm_seconds(r, network) for r in quant])
+    return float(1e3 * ((1 - target) * total_plump - transfer) / quant[0].config.steps)
+
+
 def sweep_table(results: dict, plump, label: str) -> pd.DataFrame:
     """A sweep ``{value: Result}``: final accuracy, the lowest and the last training loss,
     saved bytes against ``plump`` (same K and seed) and the push density."""
