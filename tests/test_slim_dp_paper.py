@@ -20,14 +20,18 @@ def test_runs_share_configs_and_cover_every_figure():
     quant = runs.headline[(8, sd.QUANT, 6)]
     assert quant.push_codec == quant.pull_codec == "qsgd(bits=8, bucket=512, norm='l2')"
     assert quant.pull_mode == "delta" and quant.workers == 8
-    slim, plump = runs.ablation["sum at the center; Plump-DP at lr x K"]
+    [(slim, plump)] = runs.ablation["sum at the center; Plump-DP at lr x K"]
     assert slim.section.server_scale == "sum" and plump.lr == pytest.approx(0.4)
-    slim, plump = runs.ablation[f"{sd.LONGER}x the rounds"]
+    [(slim, plump)] = runs.ablation[f"{sd.LONGER}x the rounds"]
     assert slim.steps == plump.steps == sd.LONGER * first.steps
     assert runs.gloo.steps <= first.steps and runs.gloo.workers == 4
     capped = sd.slim_dp_runs("default", "mnist", "ethernet_10g", 0, steps=7)
     assert all(c.steps == 7 for c in capped.headline.values())
-    for bad, match in ((dict(quant_bits=1), "quant_bits"), (dict(refresh=0), "refresh"),
+    longest = sd.slim_dp_runs("smoke", "mnist", "ethernet_10g", 5, length=16, length_seeds=3).ablation["16x the rounds"]
+    assert [(s.seed, p.seed) for s, p in longest] == [(5, 5), (6, 6), (7, 7)]
+    assert all(s.steps == p.steps == 16 * first.steps for s, p in longest)
+    for bad, match in ((dict(quant_bits=1), "quant_bits"), (dict(refresh=0), "refresh"), (dict(length=1), "length"),
+                       (dict(length_seeds=4), "length_seeds"),
                        (dict(selection="fast"), "selection"), (dict(scope="row"), "scope")):
         with pytest.raises(ValueError, match=match):
             sd.slim_dp_runs("smoke", "mnist", "ethernet_10g", 0, **bad)
@@ -44,8 +48,7 @@ def done(tmp_path_factory):
     return {"headline": headline,
             "epsilon": {e: tiny(c) for e, c in runs.epsilon.items() if e in (0.0, 0.15)},
             "refresh": {q: tiny(c) for q, c in runs.refresh.items()},
-            "ablation": {(label, role): tiny(c) for label, pair in runs.ablation.items()
-                         for role, c in zip(("slim", "plump"), pair)}}
+            "ablation": {key: tiny(c) for key, c in runs.in_process()["ablation"].items()}}
 
 
 def test_saved_bytes_follow_the_wire_formula(done):

@@ -13,7 +13,7 @@ Fashion-MNIST, K local agents with 32 samples each, synchronous SGD lr 0.1, p = 
   the paper does not give q).
 Headline runs: each method at K = 4 and 8 over three seeds. Sweeps at K = 4, first seed:
 epsilon at alpha = 0.3 (Fig. 4), the refresh period q (key-cache cost), and an ablation of
-the gap to Plump-DP: q = 1, 4x the rounds, the center's sum (against Plump-DP at lr x K,
+the gap to Plump-DP: q = 1, ``length`` x the rounds, the center's sum (against Plump-DP at lr x K,
 the same reading for both), no local update. Configs shared between groups are equal, so
 they run once.
 """
@@ -34,7 +34,7 @@ EPSILONS = (0.0, 0.075, 0.15, 0.225, 0.3)            # Fig. 4 at alpha = 0.3
 REFRESHES = (1, 10, 50)                              # q: rounds between core selections
 WORKERS = (4, 8)
 SEEDS = 3
-LONGER = 4                                           # the training-length ablation: 4x the rounds
+LONGER = 4                                           # the training-length ablation's default: 4x the rounds
 
 
 def slim_label(alpha: float, epsilon: float) -> str:
@@ -49,13 +49,14 @@ class SlimDPRuns:
     headline: dict[tuple[int, str, int], RunConfig] = field(default_factory=dict)  # (K, method, seed)
     epsilon: dict[float, RunConfig] = field(default_factory=dict)                  # Fig. 4, alpha 0.3, K 4
     refresh: dict[int, RunConfig] = field(default_factory=dict)                    # q sweep at HEADLINE, K 4
-    ablation: dict[str, tuple[RunConfig, RunConfig]] = field(default_factory=dict)  # (Slim-DP, its Plump-DP)
+    ablation: dict[str, list[tuple[RunConfig, RunConfig]]] = field(default_factory=dict)  # [(Slim-DP, Plump-DP)]
     gloo: RunConfig | None = None                                                   # the same on torch.distributed
     workers: tuple[int, ...] = WORKERS
     seeds: tuple[int, ...] = ()
 
     def in_process(self) -> dict[str, dict]:
-        pairs = {(label, role): c for label, pair in self.ablation.items() for role, c in zip(("slim", "plump"), pair)}
+        pairs = {(label, role, i): c for label, seeded in self.ablation.items() for i, pair in enumerate(seeded)
+                 for role, c in zip(("slim", "plump"), pair)}
         return {"headline": self.headline, "epsilon": self.epsilon, "refresh": self.refresh, "ablation": pairs}
 
     def results_of(self, done: dict, k: int, method: str) -> list:
@@ -65,10 +66,12 @@ class SlimDPRuns:
 
 def slim_dp_runs(profile: str, dataset: str, network: str, seed: int, device: str = "auto", steps: int = 0,
                  refresh: int = 10, selection: str = "exact", scope: str = "global", local_update: bool = True,
-                 server_scale: str = "mean", quant_bits: int = 8) -> SlimDPRuns:
+                 server_scale: str = "mean", quant_bits: int = 8, length: int = LONGER,
+                 length_seeds: int = 1) -> SlimDPRuns:
     """Validated configs for every figure and table; ``ValueError`` names a bad parameter
     before anything runs. ``steps`` > 0 caps every run's length (time-capped runs of a
-    large profile); the other options are Slim-DP's and Quant-DP's (``SlimDPSection``,
+    large profile); ``length``: how many times the profile's rounds the training-length
+    ablation runs, on ``length_seeds`` of the three seeds; the other options are Slim-DP's and Quant-DP's (``SlimDPSection``,
     ``qsgd``)."""
     size = dict(SLIM_DP[check_profile(profile)])
     gloo_steps = size.pop("gloo_steps")
@@ -76,6 +79,10 @@ def slim_dp_runs(profile: str, dataset: str, network: str, seed: int, device: st
         size["steps"], size["eval_every"] = min(size["steps"], steps), min(size["eval_every"], steps)
     check("quant_bits", quant_bits, isinstance(quant_bits, int) and not isinstance(quant_bits, bool)
           and 2 <= quant_bits <= 16, "an int in 2..16")
+    check("length", length, isinstance(length, int) and not isinstance(length, bool) and 2 <= length <= 100,
+          "an int in 2..100 (times the profile's rounds)")
+    check("length_seeds", length_seeds, isinstance(length_seeds, int) and not isinstance(length_seeds, bool)
+          and 1 <= length_seeds <= SEEDS, f"an int in 1..{SEEDS}")
     common = dict(dataset=dataset, model="mlp", batch_size=32, lr=0.1, network=network, device=device, **size)
     slim = dict(algorithm="slim_dp", refresh=refresh, selection=selection, scope=scope, local_update=local_update,
                 server_scale=server_scale)
@@ -97,14 +104,15 @@ def slim_dp_runs(profile: str, dataset: str, network: str, seed: int, device: st
         runs.refresh[q] = first.replace(refresh=q)
     # why Slim-DP trails Plump-DP: each setting the paper leaves open, changed one at a time
     plump = runs.headline[(WORKERS[0], PLUMP, seed)]
-    longer = dict(steps=LONGER * first.steps, eval_every=LONGER * first.eval_every)
+    longer = dict(steps=length * first.steps, eval_every=length * first.eval_every)
     runs.ablation = {
-        "as run": (first, plump),
-        "core refreshed every round (q = 1)": (first.replace(refresh=1), plump),
-        f"{LONGER}x the rounds": (first.replace(**longer), plump.replace(**longer)),
-        "sum at the center; Plump-DP at lr x K": (first.replace(server_scale="sum"),
-                                                   plump.replace(lr=plump.lr * plump.workers)),
-        "no local update": (first.replace(local_update=False), plump),
+        "as run": [(first, plump)],
+        "core refreshed every round (q = 1)": [(first.replace(refresh=1), plump)],
+        f"{length}x the rounds": [(first.replace(seed=s, **longer), plump.replace(seed=s, **longer))
+                                  for s in runs.seeds[:length_seeds]],
+        "sum at the center; Plump-DP at lr x K": [(first.replace(server_scale="sum"),
+                                                    plump.replace(lr=plump.lr * plump.workers))],
+        "no local update": [(first.replace(local_update=False), plump)],
     }
     n = min(gloo_steps, first.steps)
     runs.gloo = first.replace(steps=n, eval_every=n, eval_samples=min(1000, first.eval_samples))
