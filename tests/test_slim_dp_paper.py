@@ -93,9 +93,18 @@ def test_tables_and_paper_vs_ours(done):
     assert ablation.loc["as run", "gap"] == pytest.approx(table.loc[(4, SLIM), "gap to Plump-DP"])
     assert ablation.loc[f"{sd.LONGER}x the rounds", "rounds"] == sd.LONGER * TINY["steps"]
     refresh = sd.refresh_table(done["refresh"], plump)
-    comparison = sd.paper_vs_ours(table, refresh, ablation, epsilon, sd.PUBLISHED, "ethernet_10g", 10)
+    even = {4: sd.break_even_codec_ms(headline, 4, (0,), sd.slim_label(0.2, 0.1), "ethernet_10g")}
+    comparison = sd.paper_vs_ours(table, refresh, ablation, epsilon, sd.PUBLISHED, "ethernet_10g", 10, even)
     row = comparison.loc[f"saved comm. time, {SLIM} (GoogLeNet's setting), K = 4"]
     assert row["paper"] == sd.PUBLISHED["saved_time"][("GoogLeNet", "Slim-DP", 4)]
     assert row["ours"] == pytest.approx(table.loc[(4, SLIM), "saved time ethernet_10g"])
     assert comparison.loc[f"words per round / N, {SLIM}", "paper"] == pytest.approx(0.45)
     assert all(isinstance(w, str) and w for w in comparison["why"])
+    vgg = sd.slim_label(0.2, 0.1)
+    assert comparison.loc[f"saved comm. time, {vgg} minus Quant-DP, K = 4", "ours"] == pytest.approx(
+        table.loc[(4, vgg), "saved time ethernet_10g"] - table.loc[(4, sd.QUANT), "saved time ethernet_10g"])
+    # at the break-even codec time Quant-DP's saved time equals Slim-DP's
+    plump, quant = headline[(4, sd.PLUMP, 0)], headline[(4, sd.QUANT, 0)]
+    at_even = 1 - (sd.comm_seconds(quant, "ethernet_10g") + even[4] / 1e3 * quant.config.steps) / sd.communication_time(
+        plump, "ethernet_10g")
+    assert at_even == pytest.approx(table.loc[(4, vgg), "saved time ethernet_10g"])

@@ -197,11 +197,13 @@ def ablation_table(results: dict) -> pd.DataFrame:
 
 
 def paper_vs_ours(table, refresh: pd.DataFrame, ablation: pd.DataFrame, epsilon: pd.DataFrame, published: dict,
-                  network: str, q: int) -> pd.DataFrame:
+                  network: str, q: int, break_even: dict[int, float]) -> pd.DataFrame:
     """The notebook's "paper vs ours" table: paper, ours, gap and why. Saved time is Table 1's
     (codec time counted) on ``network``; each "why" cites the run that measures the cause:
-    the bytes (``refresh_table``), the measured codec time (``table1``), the gap ablation
-    (``ablation_table``) and the epsilon sweep (``sweep_table``)."""
+    the bytes (``refresh_table``), the measured codec time (``table1``), the codec time at
+    which Quant-DP would fall behind Slim-DP (0.2, 0.1) (``break_even``: K -> ms per round,
+    ``break_even_codec_ms``), the gap ablation (``ablation_table``) and the epsilon sweep
+    (``sweep_table``)."""
     import pandas as pd
     from .runs import HEADLINE, slim_label
     paper, ours, why = {}, {}, {}
@@ -226,15 +228,26 @@ def paper_vs_ours(table, refresh: pd.DataFrame, ablation: pd.DataFrame, epsilon:
             why[name] = (f"bytes saved {row['saved bytes']:.1%} (8 of 32 bits plus a norm per 512 values); "
                          f"QSGD costs {row['codec ms/round']:.2f} ms/round of codec time against Plump-DP's "
                          f"{plump_ms[k]:.2f}; bytes alone save {row[col + ', bytes only']:.1%}")
+    vgg = slim_label(*published["settings"]["VGG-16"])
+    for k in plump_ms:
+        name = f"saved comm. time, {vgg} minus Quant-DP, K = {k}"
+        paper[name] = (published["saved_time"][("VGG-16", "Slim-DP", k)]
+                       - published["saved_time"][("VGG-16", "Quant-DP", k)])
+        ours[name] = float(table.loc[(k, vgg), col] - table.loc[(k, QUANT), col])
+        why[name] = (f"Quant-DP saves more bytes ({table.loc[(k, QUANT), 'saved bytes']:.1%} against "
+                     f"{table.loc[(k, vgg), 'saved bytes']:.1%}), so Slim-DP is ahead only when QSGD's codec time is "
+                     f"above {break_even[k]:.2f} ms/round; it measured {table.loc[(k, QUANT), 'codec ms/round']:.2f} "
+                     "(one fused compiled pass here)")
     headline = slim_label(*HEADLINE)
     gaps = ablation["gap"]
-    cause = "; ".join(f"{label}: {gap:+.2%}" for label, gap in gaps.items())
+    cause = "; ".join(f"{label}: {100 * gap:+.2f}" for label, gap in gaps.items())
     for k in plump_ms:
         name = f"accuracy, {headline} minus Plump-DP (points), K = {k}"
         paper[name] = published["top5"][("GoogLeNet", "Slim-DP", k)] - published["top5"][("GoogLeNet", "Plump-DP", k)]
         ours[name] = 100 * float(table.loc[(k, headline), "gap to Plump-DP"])
         why[name] = (f"top-1 on MNIST after {int(ablation['rounds'].iloc[0])} rounds here, top-5 on ImageNet at "
-                     f"convergence there. Gap ablation at K = 4 (first seed unless the table says more): {cause}")
+                     f"convergence there. Gap ablation in points at K = 4 (first seed unless the table says more): "
+                     f"{cause}")
     name = f"words per round / N, {headline}"
     paper[name] = HEADLINE[0] + HEADLINE[1]
     ours[name] = 1 - float(refresh.loc[q, "saved bytes"])
