@@ -44,12 +44,9 @@ class CenterAgent(ServerAgent):
                                         section.weight_decay, section.adagrad_eps)
         self.pull_mode, self.workers = section.pull_mode, workers
         self.client_copy = {n: p.clone() for n, p in self.params.items()} if self.pull_mode == "delta" else None
-        self.decode_seconds = 0.0  # of the last aggregate
 
     def aggregate(self, pushes: list[Envelope]) -> None:
-        t = time.perf_counter()
         total = self.sum_pushes(pushes)
-        self.decode_seconds = time.perf_counter() - t
         for name, p in self.params.items():
             p.grad = total[name].div_(self.workers)
         self.optimizer.step()

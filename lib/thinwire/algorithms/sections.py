@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..policies.core_explorer import SELECTIONS, check_core_explorer
+from ..policies.core_explorer import check_core_explorer
 from ..validation import boolean, codec_spec, float_in, int_in, normalize_numbers, one_of, policy_spec
 from .optimizers import OPTIMIZERS
 
@@ -120,8 +120,7 @@ class SlimDPSection(Section):
             if getattr(self, name) != "keycache":
                 raise ValueError(f"{name}={getattr(self, name)!r} is not allowed: Slim-DP sends through the key "
                                  "cache, so it must be 'keycache'")
-        check_core_explorer(self.alpha, self.epsilon, self.refresh, self.selection, 0.01)
-        one_of("selection", self.selection, SELECTIONS)
+        check_core_explorer(self.alpha, self.epsilon, self.refresh, self.selection)
         one_of("scope", self.scope, SCOPES)
         float_in("lr", self.lr, 0.0, 100.0, lo_open=True)
         float_in("momentum", self.momentum, 0.0, 0.999)

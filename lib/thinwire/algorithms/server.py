@@ -12,6 +12,7 @@ What they share, written once:
 
 from __future__ import annotations
 
+import time
 from typing import Callable, Iterable
 
 import torch
@@ -29,6 +30,7 @@ class ServerAgent:
         self.pull_state = CodecState(pull_seed)
         self._decoded = {n: torch.empty_like(p) for n, p in self.params.items()}
         self._total = {n: torch.empty_like(p) for n, p in self.params.items()}
+        self.decode_seconds = 0.0  # of the last sum_pushes
 
     def decode_push(self, env: Envelope, codec: Codec | None = None) -> torch.Tensor:
         """One push decoded with its sender's state (a reused buffer: use before the next
@@ -37,12 +39,15 @@ class ServerAgent:
                                                  out=self._decoded[env.tensor])
 
     def sum_pushes(self, pushes: list[Envelope], codec: Codec | None = None) -> dict[str, torch.Tensor]:
-        """The sum of the decoded pushes per tensor (a reused buffer: use before the next call)."""
+        """The sum of the decoded pushes per tensor (a reused buffer: use before the next call);
+        ``decode_seconds`` keeps how long it took (codec time, ``StepReport.server_codec_seconds``)."""
+        t0 = time.perf_counter()
         for t in self._total.values():
             t.zero_()
         for env in sorted(pushes, key=lambda e: (e.sender, e.tensor)):
             (codec or self.push_codec).accumulate(env.message, self._total[env.tensor], self.push_states[env.sender],
                                                   env.tensor, scratch=self._decoded[env.tensor])
+        self.decode_seconds = time.perf_counter() - t0
         return self._total
 
     def extra_state(self) -> dict:

@@ -15,8 +15,8 @@ per parameter tensor (``"tensor"``); each group is selected and sent on its own.
    the core (largest |delta_k|, every q rounds) and the explorer (fresh every round, its
    own generator); the ``keycache`` codec sends core values under cached keys and
    explorer (key, value) pairs.
-3. The center decodes the K pushes (zeros off the sent coordinates), sums them in sender
-   order and updates w^{t+1} = w^t - lr * scale * sum_k T_C(delta_k), scale = 1/K
+3. The center adds the K pushes' entries in sender order (nothing off the sent
+   coordinates) and updates w^{t+1} = w^t - lr * scale * sum_k T_C(delta_k), scale = 1/K
    (``server_scale="mean"``, the default: Plump-DP's averaged SGD when alpha = 1) or 1
    (``"sum"``, Alg. 1 read literally). The text prints the update without its minus sign;
    with delta a gradient it must subtract.
@@ -69,16 +69,12 @@ class CenterAgent(ServerAgent):
         self.scale = 1.0 / workers if section.server_scale == "mean" else 1.0
         self.policy = make_core_explorer(section, seed + 2500)
 
-    def update(self, pushes: list[Envelope]) -> float:
-        """Step 3: w <- w - lr * scale * (sum of the decoded pushes); returns the seconds
-        spent decoding."""
-        t = time.perf_counter()
+    def update(self, pushes: list[Envelope]) -> None:
+        """Step 3: w <- w - lr * scale * (sum of the decoded pushes)."""
         total = self.sum_pushes(pushes)
-        seconds = time.perf_counter() - t
         for key, w in self.params.items():
             w.grad = total[key].mul_(self.scale)
         self.optimizer.step()
-        return seconds
 
     def broadcast(self, step: int, tally: Tally) -> list[Envelope]:
         """Step 4: each group's core and explorer of w^{t+1}, addressed to every local agent."""
@@ -154,10 +150,10 @@ class SlimDP(LocalState):
         t1 = time.perf_counter()
         outbox, server_codec_seconds = [], 0.0
         if self.center is not None:
-            decoding = self.center.update(inbox)
+            self.center.update(inbox)
             t = time.perf_counter()
             outbox = self.center.broadcast(step, tally)
-            server_codec_seconds = decoding + time.perf_counter() - t
+            server_codec_seconds = self.center.decode_seconds + time.perf_counter() - t
         server_seconds = time.perf_counter() - t1
         inbox = self.transport.exchange(outbox, step, "pull")
 

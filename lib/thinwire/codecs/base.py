@@ -130,14 +130,20 @@ class Codec(ABC):
                 raise ValueError(f"out must be contiguous {header['dtype']} of shape {shape}, "
                                  f"got {out.dtype} {tuple(out.shape)}")
             flat_out = out.view(-1) if out.dtype == torch.float32 and out.device.type == "cpu" else None
-        flat = self._guarded(self.decompress, payload, numel, state, key, out=flat_out)
-        if flat.numel() != numel:
-            raise CorruptMessageError(f"{self.spec()}: decoded {flat.numel()} values, header says {numel}")
+        flat = self._dense(payload, numel, state, key, flat_out)
         if out is None:
             return flat.to(header["dtype"]).reshape(shape)
         if flat is not flat_out:
             out.view(-1).copy_(flat)
         return out
+
+    def _dense(self, payload: Payload, numel: int, state: CodecState, key: str,
+               out: torch.Tensor | None) -> torch.Tensor:
+        """The flat values of an opened message (``out``: a flat float32 host buffer or None)."""
+        flat = self._guarded(self.decompress, payload, numel, state, key, out=out)
+        if flat.numel() != numel:
+            raise CorruptMessageError(f"{self.spec()}: decoded {flat.numel()} values, header says {numel}")
+        return flat
 
     def sparse_entries(self, payload: Payload, numel: int, state: CodecState,
                        key: str) -> tuple[torch.Tensor, torch.Tensor] | None:
@@ -168,7 +174,7 @@ class Codec(ABC):
         state = state if state is not None else CodecState()
         payload, numel, entries = self._entries_for(message, into, state, key)
         if entries is None:
-            into.view(-1).copy_(self._guarded(self.decompress, payload, numel, state, key, out=None))
+            into.view(-1).copy_(self._dense(payload, numel, state, key, None))
             return numel
         index, values = entries
         into.view(-1)[index] = values
@@ -177,12 +183,14 @@ class Codec(ABC):
     def accumulate(self, message, into: torch.Tensor, state: CodecState | None = None, key: str = "",
                    scratch: torch.Tensor | None = None) -> None:
         """``into += decode(message)``: a sparse message adds its entries only (the same
-        float result, since x + 0 = x), a dense one decodes into ``scratch`` (reused; the
-        message's shape) and adds it."""
+        float result, since x + 0 = x), a dense one decodes into ``scratch`` (a reused
+        contiguous float32 host buffer of the message's shape, or None) and adds it."""
         state = state if state is not None else CodecState()
         payload, numel, entries = self._entries_for(message, into, state, key)
         if entries is None:
-            into += self.decode(message, state, key, out=scratch)
+            usable = scratch is not None and scratch.dtype == torch.float32 and scratch.device.type == "cpu"
+            flat = self._dense(payload, numel, state, key, scratch.view(-1) if usable else None)
+            into.view(-1).add_(flat.to(device=into.device, dtype=into.dtype))
             return
         into.view(-1).index_add_(0, *entries)
 

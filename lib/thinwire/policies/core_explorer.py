@@ -29,6 +29,7 @@ from ..codecs.kernels.sample import sample_outside
 from .base import Decision, Policy
 
 SELECTIONS = ("exact", "sampled")
+SAMPLE = 0.01       # share of the values the sampled selection ranks
 MIN_SAMPLE = 1000
 
 
@@ -38,7 +39,7 @@ def _number(name: str, value, lo: float, hi: float) -> float:
     return float(value)
 
 
-def check_core_explorer(alpha, epsilon, refresh, selection, sample) -> None:
+def check_core_explorer(alpha, epsilon, refresh, selection, sample=SAMPLE) -> None:
     """``ValueError`` naming the first bad Slim-DP parameter."""
     _number("alpha", alpha, 0.0, 1.0)
     if not alpha > 0:
@@ -60,7 +61,7 @@ class CoreExplorer(Policy):
     name = "core_explorer"
 
     def __init__(self, alpha: float = 0.3, epsilon: float = 0.15, refresh: int = 10, selection: str = "exact",
-                 sample: float = 0.01, seed: int = 0):
+                 sample: float = SAMPLE, seed: int = 0):
         check_core_explorer(alpha, epsilon, refresh, selection, sample)
         super().__init__(seed)
         self.alpha, self.epsilon, self.refresh = float(alpha), float(epsilon), refresh
