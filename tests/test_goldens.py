@@ -42,3 +42,33 @@ def test_readme_blocks_are_filled_from_table_scraps(tmp_path):
     text, missing = update_readme(readme, tmp_path)
     assert render(scrap) in text and "old" not in text and missing == ["demo/nothing"]
     assert "| a | 0.9123 | 1,234,567 |" in render(scrap) and "| b |  | 2.5 |" in render(scrap)
+
+
+def test_readme_refuses_a_notebook_of_another_profile(tmp_path):
+    scrap = {"columns": ["accuracy"], "index": ["a"], "data": [[0.9]]}
+    nb = {"cells": [
+        {"cell_type": "code", "metadata": {"tags": ["parameters"]}, "source": ['profile: str = "smoke"  # p'],
+         "outputs": []},
+        {"cell_type": "code", "metadata": {"tags": ["injected-parameters"]}, "source": ['profile = "smoke"\n'],
+         "outputs": [{"data": {"application/vnd.thinwire.scrap+json": {"name": "results", "value": scrap}}}]}]}
+    (tmp_path / "demo.ipynb").write_text(json.dumps(nb))
+    readme = tmp_path / "README.md"
+    readme.write_text("## Results (default profile, 2-core CPU)\n<!-- table: demo/results -->\nold\n<!-- /table -->\n"
+                      "## Smoke check (smoke profile)\n<!-- table: demo/results -->\nold\n<!-- /table -->\n")
+    text, problems = update_readme(readme, tmp_path)
+    assert problems == [f"demo/results (the section is the default profile; {tmp_path / 'demo.ipynb'} ran at the smoke profile)"]
+    assert text.count("old") == 1 and render(scrap) in text  # the smoke section took it
+
+
+def test_an_installed_copy_reads_data_from_the_configured_folder(tmp_path, monkeypatch):
+    from thinwire import paths
+    monkeypatch.setattr(paths, "REPO_ROOT", tmp_path / "site-packages")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("THINWIRE_DATA", raising=False)
+    monkeypatch.delenv("THINWIRE_RESULTS", raising=False)
+    assert paths.source_checkout() is None
+    assert paths.data_dir() == tmp_path / "data" and paths.results_dir() == tmp_path / "results"
+    monkeypatch.setenv("THINWIRE_DATA", str(ROOT / "data"))
+    assert paths.data_dir() == ROOT / "data"
+    monkeypatch.setenv("THINWIRE_CACHE", str(tmp_path / "cache"))
+    assert paths.cache_dir() == tmp_path / "cache"

@@ -1,9 +1,15 @@
-"""Command line: ``python -m thinwire run|scraps|presets``.
+"""Command line: ``python -m thinwire run|config|runs|scraps|readme|presets``.
 
+    python -m thinwire config --dump [--set steps=50 ...] > cfg.json   # a config --config reads
     python -m thinwire run --config cfg.json [--set steps=50 ...] [--backend inprocess|gloo|nccl]
+    python -m thinwire run --config cfg.json --retime   # take a cached run's times again
     torchrun --nproc-per-node 4 -m thinwire run --config cfg.json --backend gloo
+    python -m thinwire runs [--csv runs.csv] [--remove KEY ...]
     python -m thinwire scraps notebooks/quickstart.ipynb
     python -m thinwire readme          # README tables from reports/ (after make reproduce)
+
+A user's mistake (a bad value, a missing file or dataset, a closed pipe) ends with one line
+on stderr and exit status 2, never a traceback.
 """
 
 from __future__ import annotations
@@ -20,11 +26,47 @@ from pathlib import Path
 DEFAULT_TIMEOUT_S = 300.0  # comm.distributed's default, here without importing torch
 
 
+class UserError(Exception):
+    """A mistake in what the user asked for: printed as one line, exit status 2."""
+
+
+LIST_FIELDS = ("hidden", "channels")
+
+
 def _parse_value(text: str):
     try:
         return ast.literal_eval(text)
     except (ValueError, SyntaxError):
         return text
+
+
+def _set_values(items: list[str], algorithm: str) -> dict:
+    """``--set`` items as {field: value}; ``section.field`` must name ``algorithm``'s section."""
+    from .algorithms import ALGORITHMS
+    sets = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep:
+            raise UserError(f"--set expects key=value, got {item!r}")
+        section, dot, field = key.partition(".")  # "sharded_ps.lr=0.01" or plain "lr=0.01"
+        if dot:
+            if section not in ALGORITHMS:
+                raise UserError(f"--set {item!r}: {section!r} is not a section; sections are algorithms: "
+                                f"{sorted(ALGORITHMS)}")
+            if section != algorithm:
+                raise UserError(f"--set {item!r}: this config's algorithm is {algorithm!r}, so its section is "
+                                f"{algorithm!r}, not {section!r} (set algorithm={section} to use that one)")
+            allowed = ALGORITHMS[algorithm].Section.__dataclass_fields__
+            if field not in allowed:
+                raise UserError(f"--set {item!r}: {algorithm} has no parameter {field!r}; its parameters: "
+                                f"{sorted(allowed)}")
+        name = field if dot else key
+        value = _parse_value(raw)
+        if name in LIST_FIELDS and isinstance(value, int):
+            raise UserError(f"--set {item!r}: {name} is a list of ints; on the command line write "
+                            f"{name}=[{value}] (or {name}=[{value},{value}] for two layers)")
+        sets[name] = value
+    return sets
 
 
 def _config(args):
@@ -34,30 +76,37 @@ def _config(args):
         try:
             values = json.loads(Path(args.config).read_text())
         except OSError as exc:
-            raise SystemExit(f"--config {args.config!r}: cannot read it ({exc.strerror})")
+            raise UserError(f"--config {args.config!r}: cannot read it ({exc.strerror})")
         except json.JSONDecodeError as exc:
-            raise SystemExit(f"--config {args.config!r}: not valid JSON ({exc})")
+            raise UserError(f"--config {args.config!r}: not valid JSON ({exc})")
         if not isinstance(values, dict):
-            raise SystemExit(f"--config {args.config!r}: expected a JSON object of RunConfig fields")
-    sets = {}
+            raise UserError(f"--config {args.config!r}: expected a JSON object of RunConfig fields")
+    algorithm = values.get("algorithm", "plump_dp")
     for item in args.set or []:
-        key, sep, raw = item.partition("=")
-        if not sep:
-            raise SystemExit(f"--set expects key=value, got {item!r}")
-        section, dot, field = key.partition(".")  # "sharded_ps.lr=0.01" or plain "lr=0.01"
-        sets[field if dot else key] = _parse_value(raw)
+        if item.startswith("algorithm="):
+            algorithm = _parse_value(item.partition("=")[2])
+    sets = _set_values(args.set or [], algorithm)
     try:
         config = RunConfig.from_dict(values)
         return config.replace(**sets) if sets else config
     except (ValueError, TypeError) as exc:
-        raise SystemExit(f"invalid config: {exc}")
+        raise UserError(f"invalid config: {exc}")
+
+
+def cmd_config(args) -> int:
+    text = json.dumps(_config(args).to_dict(), indent=1, sort_keys=True) + "\n"
+    if args.output:
+        Path(args.output).write_text(text)
+    else:
+        sys.stdout.write(text)
+    return 0
 
 
 def cmd_run(args) -> int:
     if args.checkpoint_every < 0:
-        raise SystemExit(f"--checkpoint-every {args.checkpoint_every} is not allowed: it must be >= 0 (0: every 60 s)")
+        raise UserError(f"--checkpoint-every {args.checkpoint_every} is not allowed: it must be >= 0 (0: every 60 s)")
     if not (math.isfinite(args.timeout) and args.timeout > 0):
-        raise SystemExit(f"--timeout {args.timeout:g} is not allowed: the collective timeout must be a number of "
+        raise UserError(f"--timeout {args.timeout:g} is not allowed: the collective timeout must be a number of "
                          "seconds > 0")
     from .experiment import run
     config = _config(args)
@@ -67,7 +116,7 @@ def cmd_run(args) -> int:
         import torch.distributed as dist
         from .comm import DistributedTransport, init_process_group
         if "RANK" not in os.environ:
-            raise SystemExit(f"--backend {args.backend} must run under torchrun (RANK is not set)")
+            raise UserError(f"--backend {args.backend} must run under torchrun (RANK is not set)")
         init_process_group(args.backend, args.timeout)
         device = "cpu"
         if args.backend == "nccl":
@@ -78,7 +127,8 @@ def cmd_run(args) -> int:
     rank = 0 if transport is None else transport.rank
     try:
         result = run(config, transport, backend=args.backend, root=args.results, reuse=not args.no_reuse,
-                     progress=False, checkpoint_every=args.checkpoint_every)
+                     progress=args.progress and rank == 0 and sys.stderr.isatty(),
+                     checkpoint_every=args.checkpoint_every, retime=args.retime)
         if transport is not None:
             transport.barrier()  # no rank tears its connections down while a peer still uses them
     except Exception as exc:
@@ -105,25 +155,38 @@ def cmd_run(args) -> int:
 
 def cmd_scraps(args) -> int:
     from .scraps import read_scraps
-    print(json.dumps(read_scraps(args.notebook), indent=1, sort_keys=True))
+    try:
+        scraps = read_scraps(args.notebook)
+    except OSError as exc:
+        raise UserError(f"scraps {args.notebook!r}: cannot read it ({exc.strerror})")
+    except (json.JSONDecodeError, AttributeError, KeyError, TypeError) as exc:
+        raise UserError(f"scraps {args.notebook!r}: not a Jupyter notebook ({exc})")
+    print(json.dumps(scraps, indent=1, sort_keys=True))
     return 0
 
 
 def cmd_readme(args) -> int:
-    from .paths import REPO_ROOT, reports_dir
+    from .paths import reports_dir, source_checkout
     from .report import update_readme
-    readme = Path(args.readme) if args.readme else REPO_ROOT / "README.md"
-    text, missing = update_readme(readme, Path(args.reports) if args.reports else reports_dir())
-    if missing:
-        print(f"no executed notebook or table scrap for: {', '.join(missing)} (run make reproduce first)",
+    readme = Path(args.readme) if args.readme else (source_checkout() or Path.cwd()) / "README.md"
+    reports = Path(args.reports) if args.reports else reports_dir()
+    text, problems = update_readme(readme, reports)
+    wrong = [p for p in problems if "profile" in p]
+    if wrong:
+        print(f"refused, executed at another profile: {'; '.join(wrong)}", file=sys.stderr)
+        return 1
+    if args.check:  # what has no executed notebook here (a fresh clone has no reports/) is not checked
+        if problems:
+            print(f"not checked, no executed notebook or scrap: {', '.join(problems)}")
+        same = text == readme.read_text()
+        print("README tables are up to date" if same else f"README tables differ from {reports}")
+        return 0 if same else 1
+    if problems:
+        print(f"no executed notebook or table scrap for: {', '.join(problems)} (run make reproduce first)",
               file=sys.stderr)
         return 1
-    if args.check:
-        same = text == readme.read_text()
-        print("README tables are up to date" if same else "README tables differ from reports/")
-        return 0 if same else 1
     readme.write_text(text)
-    print(f"README tables written from {args.reports or reports_dir()}")
+    print(f"README tables written from {reports}")
     return 0
 
 
@@ -134,21 +197,74 @@ def cmd_presets(args) -> int:
     return 0
 
 
+def cmd_runs(args) -> int:
+    from .experiment.catalog import remove_runs, runs_table
+    root = Path(args.results) if args.results else None
+    if args.remove:
+        for folder in remove_runs(args.remove, root):
+            print(f"removed {folder}")
+        return 0
+    table = runs_table(root)
+    if args.csv:
+        table.to_csv(args.csv, index=False)
+        print(f"{len(table)} runs written to {args.csv}")
+    elif table.empty:
+        print("no finished runs")
+    else:
+        columns = ["key", "backend", "algorithm", "summary", "steps", "final_accuracy", "date", "host_cpu"]
+        print(table[columns].to_string(index=False))
+    return 0
+
+
+def _add_config_options(p) -> None:
+    p.add_argument("--config", help="JSON file of RunConfig fields (thinwire config --dump writes one)")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="override a field: steps=50, hidden=[64], push_codec='topk(ratio=0.01)', or "
+                        "<algorithm>.<field>=VALUE for the config's own algorithm section")
+
+
 def main(argv=None) -> int:
+    try:
+        return _main(argv)
+    except UserError as exc:
+        print(f"thinwire: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # output piped into head, less, ...: stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except (FileNotFoundError, ValueError) as exc:  # a missing dataset or file, a bad value found late
+        print(f"thinwire: {exc}", file=sys.stderr)
+        return 2
+
+
+def _main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="thinwire")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("run", help="run one config (in-process, or one rank under torchrun)")
-    p.add_argument("--config", help="JSON file of RunConfig fields")
-    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a field")
+    _add_config_options(p)
     p.add_argument("--backend", default="inprocess", choices=["inprocess", "gloo", "nccl"])
     p.add_argument("--results", default=None, help="results folder (default results/)")
     p.add_argument("--no-reuse", action="store_true", help="run even if a finished result exists")
+    p.add_argument("--retime", action="store_true",
+                   help="take a cached run's times again (bytes and losses checked, only times replaced)")
+    p.add_argument("--no-progress", dest="progress", action="store_false",
+                   help="no progress bar (there is none when stderr is not a terminal)")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
                    help="torch.distributed: the longest a collective waits for a peer before every rank "
                         f"stops with an error naming the stalled rank (default {DEFAULT_TIMEOUT_S:g})")
     p.add_argument("--checkpoint-every", type=int, default=0, metavar="STEPS",
                    help="save a checkpoint every STEPS steps (default: every 60 s); a rerun resumes from it")
     p.set_defaults(func=cmd_run)
+    p = sub.add_parser("config", help="print (or --output) a config as JSON, which --config reads back")
+    _add_config_options(p)
+    p.add_argument("--dump", action="store_true", help="write the config (the default action)")
+    p.add_argument("--output", default=None, help="write to this file instead of stdout")
+    p.set_defaults(func=cmd_config)
+    p = sub.add_parser("runs", help="list finished runs (key, config summary, date, provenance)")
+    p.add_argument("--results", default=None, help="results folder (default results/)")
+    p.add_argument("--csv", default=None, help="write the runs table to this CSV file")
+    p.add_argument("--remove", nargs="+", metavar="KEY", help="delete these runs (key or key prefix)")
+    p.set_defaults(func=cmd_runs)
     p = sub.add_parser("scraps", help="print the numbers an executed notebook recorded, as JSON")
     p.add_argument("notebook")
     p.set_defaults(func=cmd_scraps)

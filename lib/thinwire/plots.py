@@ -9,8 +9,11 @@ import numpy as np
 
 
 def modelled_time(result) -> np.ndarray:
-    """Cumulative modelled seconds: measured compute + modelled communication."""
-    return np.cumsum(np.add(result.metrics["compute_seconds"], result.metrics["comm_seconds"]))
+    """Cumulative modelled seconds: the median measured compute per step (after a warm-up,
+    ``experiment/timing.py``) + the modelled communication of each step."""
+    steps = len(result.metrics["comm_seconds"])
+    per_step = result.seconds("compute_seconds") / max(1, result.config.steps)
+    return per_step * np.arange(1, steps + 1) + np.cumsum(result.metrics["comm_seconds"])
 
 
 def _series(result, y: str):
@@ -50,8 +53,25 @@ def band(runs: dict, y: str, x: str = "step", ax=None, ylabel: str | None = None
     return ax
 
 
-def save(fig, name: str, folder: Path) -> Path:
+def figure_folder(profile: str) -> Path:
+    """Where a notebook run at ``profile`` saves its figures: ``$THINWIRE_FIGURES`` when
+    set; a fresh temporary folder at the smoke profile (CI and nbval runs leave nothing in
+    reports/); else ``reports/figures``, beside the executed notebooks ``make reproduce``
+    writes to ``reports/``."""
+    import os
+    import tempfile
+    from .paths import reports_dir
+    if os.environ.get("THINWIRE_FIGURES"):
+        return Path(os.environ["THINWIRE_FIGURES"])
+    if profile == "smoke":
+        return Path(tempfile.mkdtemp(prefix="thinwire-figures-smoke-"))
+    return reports_dir() / "figures"
+
+
+def save(fig, name: str, folder: Path, profile: str) -> Path:
+    """``<folder>/<name>_<profile>.png`` and ``.pdf``; returns the PNG's path."""
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{name}.png"
+    path = folder / f"{name}_{profile}.png"
     fig.savefig(path, dpi=110, bbox_inches="tight")
+    fig.savefig(path.with_suffix(".pdf"), bbox_inches="tight")
     return path

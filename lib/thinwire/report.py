@@ -7,7 +7,9 @@ A block in README.md such as
     <!-- /table -->
 
 is replaced by the markdown rendering of the table scrap ``paper_vs_ours`` that
-``reports/gradient_dropping.ipynb`` recorded (``scraps.glue_table``). A notebook named with
+``reports/gradient_dropping.ipynb`` recorded (``scraps.glue_table``). A block under a
+heading that names a profile ("## Results (default profile, ...)") takes only a notebook
+executed at that profile: a smoke run in reports/ is refused, naming it. A notebook named with
 a folder (``gpu-runs/quickstart_paper_gpu``) is read from the repository instead: executed
 notebooks kept from runs on other machines. ``python -m thinwire readme`` runs after
 ``make reproduce``; nothing in those blocks is typed by hand.
@@ -15,12 +17,33 @@ notebooks kept from runs on other machines. ``python -m thinwire readme`` runs a
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 from .scraps import read_scraps
 
 BLOCK = re.compile(r"(<!-- table: ([\w\-/]+)/([\w\-]+) -->\n)(.*?)(<!-- /table -->)", re.S)
+HEADING_PROFILE = re.compile(r"^## .*?\b(smoke|default|paper) profile", re.M)
+PROFILE = re.compile(r"^profile(?:\s*:\s*str)?\s*=\s*[\"'](\w+)[\"']", re.M)
+
+
+def notebook_profile(path: Path) -> str | None:
+    """The profile an executed notebook ran at: papermill's injected value, else the
+    parameters cell's default."""
+    cells = json.loads(Path(path).read_text()).get("cells", [])
+    for tag in ("injected-parameters", "parameters"):
+        for cell in cells:
+            if tag in cell.get("metadata", {}).get("tags", []):
+                if m := PROFILE.search("".join(cell.get("source", []))):
+                    return m.group(1)
+    return None
+
+
+def _section_profile(text: str, position: int) -> str | None:
+    found = [m for m in HEADING_PROFILE.finditer(text, 0, position)]
+    last_heading = text.rfind("\n## ", 0, position)
+    return found[-1].group(1) if found and found[-1].start() >= last_heading else None
 
 
 def _format(v) -> str:
@@ -51,18 +74,24 @@ def render(table: dict) -> str:
 
 
 def update_readme(readme: Path, reports: Path, root: Path | None = None) -> tuple[str, list[str]]:
-    """(new README text, names of the blocks that had no executed notebook or scrap)."""
+    """(new README text, problems: blocks that had no executed notebook or scrap, and
+    notebooks executed at another profile than their section's)."""
     missing, cache = [], {}
+    text = readme.read_text()
 
     def fill(m):
         notebook, name = m.group(2), m.group(3)
         path = (root or readme.parent) / f"{notebook}.ipynb" if "/" in notebook else reports / f"{notebook}.ipynb"
         if notebook not in cache:
             cache[notebook] = read_scraps(path) if path.exists() else {}
+        wanted, ran = _section_profile(text, m.start()), notebook_profile(path) if path.exists() else None
+        if wanted and ran and ran != wanted:
+            missing.append(f"{notebook}/{name} (the section is the {wanted} profile; {path} ran at the {ran} profile)")
+            return m.group(0)
         table = cache[notebook].get(name)
         if not isinstance(table, dict) or "columns" not in table:
             missing.append(f"{notebook}/{name}")
             return m.group(0)
         return m.group(1) + render(table) + m.group(5)
 
-    return BLOCK.sub(fill, readme.read_text()), missing
+    return BLOCK.sub(fill, text), missing

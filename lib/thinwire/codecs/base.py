@@ -130,7 +130,7 @@ class Codec(ABC):
                 raise ValueError(f"out must be contiguous {header['dtype']} of shape {shape}, "
                                  f"got {out.dtype} {tuple(out.shape)}")
             flat_out = out.view(-1) if out.dtype == torch.float32 and out.device.type == "cpu" else None
-        flat = self._dense(payload, numel, state, key, flat_out)
+        flat = _within_dtype(self._dense(payload, numel, state, key, flat_out), header["dtype"])
         if out is None:
             return flat.to(header["dtype"]).reshape(shape)
         if flat is not flat_out:
@@ -174,7 +174,7 @@ class Codec(ABC):
         state = state if state is not None else CodecState()
         payload, numel, entries = self._entries_for(message, into, state, key)
         if entries is None:
-            into.view(-1).copy_(self._dense(payload, numel, state, key, None))
+            into.view(-1).copy_(_within_dtype(self._dense(payload, numel, state, key, None), into.dtype))
             return numel
         index, values = entries
         into.view(-1)[index] = values
@@ -210,6 +210,17 @@ class Codec(ABC):
 
 
 FLOAT32_MAX = float(torch.finfo(torch.float32).max)
+FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
+def _within_dtype(flat: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Decoded values clamped to the finite range of a narrower float ``dtype``: a lossy
+    decode of finite float16 input (a QSGD level times its bucket's norm) may exceed
+    float16's largest value, and must not come back as Inf."""
+    if dtype in (torch.float16, torch.bfloat16) and flat.dtype != dtype:
+        big = float(torch.finfo(dtype).max)
+        return flat.clamp(-big, big)
+    return flat
 
 
 def _check_representable(tensor: torch.Tensor, key: str) -> None:
@@ -220,6 +231,10 @@ def _check_representable(tensor: torch.Tensor, key: str) -> None:
         raise ValueError(f"tensor {key!r} is complex ({tensor.dtype}): codecs send real tensors only")
     if tensor.dtype not in wire.DTYPE_CODES:
         raise ValueError(f"tensor {key!r} has dtype {tensor.dtype}, which no message can carry")
+    if tensor.dtype not in FLOATS:
+        raise ValueError(f"tensor {key!r} has dtype {tensor.dtype}: codecs send floating-point tensors "
+                         f"({', '.join(str(d) for d in FLOATS)}); a lossy code would not give its integers "
+                         "(or bools) back. Convert it with .float() and round after decoding")
     if tensor.dtype == torch.float64 and tensor.numel():
         finite = tensor[torch.isfinite(tensor)]
         big = float(finite.abs().max()) if finite.numel() else 0.0

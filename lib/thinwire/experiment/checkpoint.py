@@ -7,19 +7,52 @@ takes rank 0's decision, which travels with each step's metrics). A rank keeps i
 two: a crash while some ranks are still writing step s leaves step s - n on all of them.
 On rerun the ranks agree on the newest step that every one of them has (``common_step``)
 and all resume from it; a run whose world size changed starts over.
+
+A checkpoint is tensors and plain containers only, read with ``torch.load(weights_only=True)``:
+a planted file cannot run code. One that cannot be read, or whose key or contents are not
+this run's, is set aside as ``<name>.damaged`` with a warning naming it, and the run
+resumes from the one before or from scratch.
 """
 
 from __future__ import annotations
 
 import re
 import time
+import warnings
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from .result import atomic_write
 
 KEEP = 2
+FIELDS = ("key", "step", "rows", "algorithm", "streams", "ledger")
+
+
+class DamagedCheckpoint(Exception):
+    """A checkpoint that loaded but could not be applied to the run (``path`` names it)."""
+
+    def __init__(self, path: Path | None, why: str):
+        super().__init__(f"{path}: {why}" if path is not None else why)
+        self.path = path
+
+
+def set_aside(path: Path, why: str) -> None:
+    """Rename a damaged checkpoint to ``<name>.damaged`` and warn, naming it."""
+    target = path.with_name(path.name + ".damaged")
+    try:
+        path.replace(target)
+    except FileNotFoundError:
+        return
+    warnings.warn(f"thinwire: set aside the damaged checkpoint {path} as {target.name} ({why}); "
+                  "resuming from an earlier checkpoint or from scratch", stacklevel=2)
+
+
+def _plain_ledger(arrays: dict) -> dict:
+    """Ledger arrays as tensors and a list of names (loadable with weights_only=True)."""
+    return {k: (list(map(str, v)) if k == "names" else torch.from_numpy(np.ascontiguousarray(v)))
+            for k, v in arrays.items()}
 
 
 def check_every(every_steps) -> int:
@@ -56,7 +89,8 @@ class Checkpoint:
     def save(self, state: dict) -> None:
         """Write ``state`` (which holds ``step``, the steps done) and drop older saves."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        atomic_write(self.path(state["step"]), lambda f: torch.save({"key": self.key, **state}, f))
+        state = {"key": self.key, **state, "ledger": _plain_ledger(state["ledger"])}
+        atomic_write(self.path(state["step"]), lambda f: torch.save(state, f))
         self._last = time.monotonic()
         for old in self.steps()[:-KEEP]:
             self.path(old).unlink(missing_ok=True)
@@ -71,16 +105,29 @@ class Checkpoint:
         return sorted(int(m.group(1)) for m in found if m)
 
     def load(self, step: int | None = None) -> dict | None:
-        """The saved state (the newest, or the one at ``step``); None if there is none or
-        it belongs to another config."""
+        """The saved state (the newest, or the one at ``step``); None if there is none.
+        A file that is not a readable checkpoint of this config is set aside."""
         steps = self.steps()
         if not steps:
             return None
         path = self.path(steps[-1] if step is None else step)
         if not path.exists():
             return None
-        state = torch.load(path, weights_only=False)
-        return state if state.get("key") == self.key else None
+        try:
+            with warnings.catch_warnings():  # torch's note on the pickle protocol of a garbage file
+                warnings.filterwarnings("ignore", message="Detected pickle protocol")
+                state = torch.load(path, weights_only=True, map_location="cpu")
+        except Exception as error:  # garbage, truncated, empty, or a pickle that is not plain data
+            set_aside(path, f"unreadable: {type(error).__name__}")
+            return None
+        if not isinstance(state, dict) or state.get("key") != self.key:
+            set_aside(path, "not a checkpoint of this config")
+            return None
+        missing = [f for f in FIELDS if f not in state]
+        if missing or not isinstance(state["step"], int) or step is not None and state["step"] != step:
+            set_aside(path, f"incomplete: missing {missing}" if missing else "wrong step")
+            return None
+        return state
 
     def remove(self) -> None:
         for step in self.steps():

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from ..comm import Ledger
 from .config import RunConfig
+from .timing import median_after_warmup
 
 
 @dataclass
@@ -21,6 +22,12 @@ class Result:
     metrics: dict[str, list]      # one entry per step: step, epoch, loss, ..., comm_seconds
     summary: dict[str, float]
     ledger: Ledger
+    provenance: dict = field(default_factory=dict)  # where and when the times were taken (timing.py)
+
+    def seconds(self, name: str = "compute_seconds", start: int = 0) -> float:
+        """A timed metric (``compute_seconds``, ``codec_seconds``, ``wall_seconds``) for the
+        steps from ``start`` on: their number times the median step after a warm-up."""
+        return (self.config.steps - start) * median_after_warmup(self.metrics[name], start)
 
     def frame(self):
         """Per-step metrics as a pandas DataFrame."""
@@ -33,15 +40,34 @@ class Result:
         folder.mkdir(parents=True, exist_ok=True)
         atomic_write(folder / "ledger.npz", lambda f: np.savez_compressed(f, **self.ledger.to_arrays()))
         doc = {"config": self.config.to_dict(), "backend": self.backend, "metrics": self.metrics,
-               "summary": self.summary}
+               "summary": self.summary, "provenance": self.provenance}
         atomic_write(folder / "result.json", lambda f: f.write(json.dumps(doc, allow_nan=False).encode()))
 
     @classmethod
     def load(cls, folder: Path) -> Result:
-        doc = json.loads((folder / "result.json").read_text())
-        with np.load(folder / "ledger.npz") as arrays:
-            ledger = Ledger.from_arrays(arrays)
-        return cls(RunConfig.from_dict(doc["config"]), doc["backend"], doc["metrics"], doc["summary"], ledger)
+        """The result saved in ``folder``; DamagedResult naming the file that cannot be read."""
+        path = folder / "result.json"
+        try:
+            doc = json.loads(path.read_text())
+            result = (RunConfig.from_dict(doc["config"]), doc["backend"], doc["metrics"], doc["summary"])
+            provenance = doc.get("provenance", {})
+        except Exception as error:
+            raise DamagedResult(path, error) from error
+        path = folder / "ledger.npz"
+        try:
+            with np.load(path, allow_pickle=False) as arrays:
+                ledger = Ledger.from_arrays(arrays)
+        except Exception as error:
+            raise DamagedResult(path, error) from error
+        return cls(*result, ledger, provenance)
+
+
+class DamagedResult(Exception):
+    """A results file that exists but cannot be read."""
+
+    def __init__(self, path: Path, error: Exception):
+        super().__init__(f"cannot read {path}: {type(error).__name__}: {error}")
+        self.path = path
 
 
 def atomic_write(path: Path, write) -> None:

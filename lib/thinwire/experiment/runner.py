@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -32,10 +33,11 @@ from ..comm import InProcessTransport, Ledger, Transport, network_preset
 from ..datasets import BatchStream, load_dataset, normalize, partition
 from ..models import build_model, evaluate
 from ..paths import results_dir
-from .checkpoint import Checkpoint, common_step
+from .checkpoint import Checkpoint, DamagedCheckpoint, common_step, set_aside
 from .config import RunConfig
 from .device import resolve_device, synchronize
-from .result import Result, remove_stale_temporaries
+from .result import DamagedResult, Result, remove_stale_temporaries
+from .timing import TIMED, provenance, step_medians, warmup_steps
 
 
 def result_folder(config: RunConfig, backend: str = "inprocess", root=None) -> Path:
@@ -45,30 +47,62 @@ def result_folder(config: RunConfig, backend: str = "inprocess", root=None) -> P
 
 
 def cached(config: RunConfig, backend: str = "inprocess", root=None) -> Result | None:
+    """The finished result of ``config``, or None. A result that cannot be read (truncated,
+    garbage, a missing or damaged ledger) is reported by name and recomputed."""
     folder = result_folder(config, backend, root)
-    return Result.load(folder) if (folder / "result.json").exists() else None
+    if not (folder / "result.json").exists():
+        return None
+    try:
+        return Result.load(folder)
+    except DamagedResult as damaged:
+        warnings.warn(f"thinwire: {damaged}; the run will be recomputed", stacklevel=2)
+        return None
 
 
 def run(config: RunConfig, transport: Transport | None = None, backend: str = "inprocess",
-        root=None, reuse: bool = True, progress: bool | None = None, checkpoint_every: int = 0) -> Result:
+        root=None, reuse: bool = True, progress: bool | None = None, checkpoint_every: int = 0,
+        retime: bool = False) -> Result:
     """Run ``config`` (or load its finished result) and return the Result.
 
+    ``retime``: a cached result gets its times taken again (the run is repeated, its ledger
+    and losses checked against the cached ones, and only the times and provenance replaced).
     With a distributed ``transport`` every rank must call this; rank 0 writes the result.
     """
     device = resolve_device(config.device)  # a bad device fails here, before any data loads
     if reuse and (hit := cached(config, backend, root)) is not None:
-        return hit
+        return _retimed(hit, transport, backend, progress, device, root) if retime else hit
     transport = transport or InProcessTransport()
     folder = result_folder(config, backend, root)
     if transport.rank == 0:
         remove_stale_temporaries(folder)
     checkpoint = Checkpoint(folder, config.key(), checkpoint_every, rank=transport.rank,
                             world_size=transport.world_size)
-    result = _train(config, transport, backend, progress, checkpoint, device)
+    try:
+        result = _train(config, transport, backend, progress, checkpoint, device)
+    except DamagedCheckpoint as damaged:  # every rank raises it together; start again, fresh
+        if damaged.path is not None:
+            set_aside(damaged.path, str(damaged.__cause__ or damaged))
+        result = _train(config, transport, backend, progress, checkpoint, device)
     if transport.rank == 0:
         result.save(folder)
     transport.barrier()  # the result is saved before any rank drops the checkpoint it came from
     checkpoint.remove()
+    return result
+
+
+def _retimed(old: Result, transport: Transport | None, backend: str, progress: bool | None,
+              device: torch.device, root) -> Result:
+    """``old`` with the times of a fresh repetition of its run (same bytes and losses)."""
+    transport = transport or InProcessTransport()
+    new = _train(old.config, transport, backend, progress, None, device)
+    if new.ledger.rows() != old.ledger.rows() or new.metrics["loss"] != old.metrics["loss"]:
+        raise RuntimeError(f"retime of {old.config.key()}: the repeated run sent other bytes or trained to other "
+                           "losses than the cached one (the code changed since it ran); rerun it with reuse=False")
+    metrics = {**old.metrics, **{k: new.metrics[k] for k in TIMED}}
+    result = Result(old.config, old.backend, metrics, _summarize(old.config, metrics), old.ledger, new.provenance)
+    if transport.rank == 0:
+        result.save(result_folder(old.config, backend, root))
+    transport.barrier()
     return result
 
 
@@ -77,14 +111,34 @@ def _resume(checkpoint: Checkpoint, transport: Transport) -> dict | None:
     saved (all ranks or none)."""
     if transport.world_size == 1:
         return checkpoint.load()
-    step = common_step(transport.all_gather_object(checkpoint.steps()))
-    saved = checkpoint.load(step) if step is not None else None
-    if not all(transport.all_gather_object(saved is not None)):
+    while (step := common_step(transport.all_gather_object(checkpoint.steps()))) is not None:
+        saved = checkpoint.load(step)  # a damaged file is set aside: the next try skips that step
+        if all(transport.all_gather_object(saved is not None)):
+            break
+    else:
         return None
     if transport.rank == 0:
         print(f"thinwire: resuming {transport.world_size} ranks from the checkpoint at step {step}",
               file=sys.stderr, flush=True)
     return saved
+
+
+def _apply(saved: dict, algo, streams: dict, transport: Transport, path: Path) -> tuple[list, int]:
+    """Load a checkpoint's state into the run; (rows, step) to continue from. A state that
+    does not fit raises DamagedCheckpoint on every rank (the agents may be half loaded)."""
+    error = None
+    try:
+        algo.load_state_dict(saved["algorithm"])
+        for k, stream in streams.items():
+            stream.load_state_dict(saved["streams"][k])
+        ledger = Ledger.from_arrays(saved["ledger"])
+    except Exception as e:  # a checkpoint with this key whose contents do not fit this run
+        error = e
+    if not all(transport.all_gather_object(error is None)):
+        damaged = DamagedCheckpoint(path if error is not None else None, f"does not fit the run: {error!r}")
+        raise damaged from error
+    transport.ledger = ledger
+    return saved["rows"], saved["step"]
 
 
 def _prepare_data(config: RunConfig, device: torch.device):
@@ -100,6 +154,7 @@ def _prepare_data(config: RunConfig, device: torch.device):
 
 def _train(config: RunConfig, transport: Transport, backend: str, progress: bool | None,
            checkpoint: Checkpoint | None, device: torch.device) -> Result:
+    taken = provenance()  # before the work: the load average says how busy the machine was
     torch.manual_seed(config.seed)  # nothing should draw from it; this only pins stray use
     data, train_x, train_y, test_x, test_y = _prepare_data(config, device)
     model = build_model(config.model, data.image_shape, data.num_classes, config.seed, init=config.init,
@@ -115,19 +170,14 @@ def _train(config: RunConfig, transport: Transport, backend: str, progress: bool
     rows, start = [], 0
     saved = _resume(checkpoint, transport) if checkpoint is not None else None
     if saved is not None:
-        algo.load_state_dict(saved["algorithm"])
-        for k, stream in streams.items():
-            stream.load_state_dict(saved["streams"][k])
-        transport.ledger = Ledger.from_arrays(saved["ledger"])
-        rows, start = saved["rows"], saved["step"]
+        rows, start = _apply(saved, algo, streams, transport, checkpoint.path(saved["step"]))
 
     show = progress if progress is not None else os.environ.get("THINWIRE_PROGRESS", "1") == "1"
-    steps = range(start, config.steps)
-    if show and transport.rank == 0:
-        from tqdm.auto import tqdm
-        steps = tqdm(steps, desc=f"{config.push_codec} K={config.workers}", leave=False)
+    bar = _progress_bar(config, start) if show and transport.rank == 0 else None
 
-    for step in steps:
+    for step in range(start, config.steps):
+        if bar is not None:
+            bar.update(1)
         t0 = time.perf_counter()
         idx = [streams[k].next_indices().to(device) for k in algo.local_workers]
         x = torch.stack([train_x[i] for i in idx]) if idx else train_x[:0]
@@ -156,7 +206,25 @@ def _train(config: RunConfig, transport: Transport, backend: str, progress: bool
     for name, values in ledger.per_step(config.steps, algo.phases, algo.roles).items():
         metrics[name] = values.tolist()
     metrics["comm_seconds"] = comm.tolist()
-    return Result(config, backend, metrics, _summarize(config, metrics), ledger)
+    return Result(config, backend, metrics, _summarize(config, metrics), ledger, taken)
+
+
+_BAR = None  # one bar per process, reused by every run: one widget in a notebook, a few lines under papermill
+
+
+def _progress_bar(config: RunConfig, start: int):
+    """The process's progress bar, reset for this run (tqdm.auto: a widget in Jupyter, text
+    on a terminal)."""
+    global _BAR
+    from tqdm.auto import tqdm
+    label = f"{config.algorithm} {config.push_codec if hasattr(config, 'push_codec') else ''} K={config.workers}"
+    if _BAR is None:
+        _BAR = tqdm(total=config.steps, desc=label, leave=True, mininterval=1.0)
+    else:
+        _BAR.reset(total=config.steps)
+        _BAR.set_description(label)
+    _BAR.update(start)
+    return _BAR
 
 
 def _combine(step: int, parts: list[StepReport], batches_per_epoch: int) -> dict:
@@ -207,8 +275,13 @@ def _summarize(config: RunConfig, m: dict) -> dict:
     ``framing_bytes``; per phase ``<phase>_bytes`` / ``<phase>_payload`` /
     ``<phase>_messages``, per sender role ``<role>_sent_...``. Per phase statistics
     (``<phase>_density``, ``_tied``, ``_bits``, ``_sent``) are means over the steps that
-    reported them."""
-    compute, comm = float(np.sum(m["compute_seconds"])), float(np.sum(m["comm_seconds"]))
+    reported them. Times are medians after a warm-up (``timing.py``): ``<name>_per_step``,
+    and the run's ``compute_seconds``, ``codec_seconds`` and ``wall_seconds`` are that
+    median times the steps; communication is the network model over the whole ledger."""
+    medians = step_medians(m)
+    compute = medians["compute_seconds_per_step"] * config.steps
+    comm = float(np.sum(m["comm_seconds"]))
+    wall = medians["wall_seconds_per_step"] * config.steps
     images = config.workers * config.batch_size * config.steps
     counted = [k for k in m if k.endswith(("_bytes", "_payload", "_messages")) or k in ("bytes", "messages")]
     summary = {k: int(np.sum(m[k])) for k in counted}
@@ -224,12 +297,14 @@ def _summarize(config: RunConfig, m: dict) -> dict:
         "bytes_per_step": float(np.mean(m["bytes"])),
         "payload_per_step": float(np.mean(m["payload_bytes"])),
         "framing_per_step": float(np.mean(m["framing_bytes"])),
+        **medians,
+        "timing_warmup_steps": warmup_steps(config.steps),
         "compute_seconds": compute,
-        "codec_seconds": float(np.sum(m["codec_seconds"])),
+        "codec_seconds": medians["codec_seconds_per_step"] * config.steps,
         "comm_seconds": comm,
-        "images_per_second_modelled": images / (compute + comm),
-        "wall_seconds": float(np.sum(m["wall_seconds"])),
-        "images_per_second_measured": images / float(np.sum(m["wall_seconds"])),
+        "images_per_second_modelled": images / (compute + comm) if compute + comm > 0 else None,
+        "wall_seconds": wall,
+        "images_per_second_measured": images / wall if wall > 0 else None,
     })
     return summary
 

@@ -6,7 +6,9 @@ time stamp on load. Our kernels call kernels in other files (``bin_pack`` compil
 cached code stale. ``keyed_cache`` points numba at a folder named by a hash of every
 source file of ``codecs`` (all sub-packages) while the kernel modules are imported (numba picks the
 folder when a function is decorated): any edit starts a fresh cache. Older folders are
-removed. An explicit ``NUMBA_CACHE_DIR`` is left alone.
+removed. The folders live under ``paths.cache_dir()`` (``~/.cache/thinwire`` by default),
+not in the package, which may be installed read-only. An explicit ``NUMBA_CACHE_DIR`` is
+left alone.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ def source_hash() -> str:
 
 
 def _fresh_folder() -> Path:
-    root = HERE / "__pycache__"
+    from ...paths import cache_dir
+    root = cache_dir()
     folder = root / f"numba-{source_hash()}"
     for old in root.glob("numba-*"):
         if old != folder:

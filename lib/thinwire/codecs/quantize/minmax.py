@@ -79,4 +79,8 @@ class Quantize(Codec):
     def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None) -> torch.Tensor:
         lo, hi = expect_range(payload, self.name)
         packed = expect_part(payload, "codes", torch.uint8, bitpack.packed_bytes(numel, self.bits))
-        return uniform.dequantize_packed(packed, numel, self.bits, lo, (hi - lo) / ((1 << self.bits) - 1), out=out)
+        step = (hi - lo) / ((1 << self.bits) - 1)
+        if step > FLOAT32_MAX / 2:  # a range wider than float32 holds: rescale in float64
+            values = (lo + bitpack.unpack(packed, numel, self.bits).to(torch.float64) * step).to(torch.float32)
+            return values if out is None else out.copy_(values)
+        return uniform.dequantize_packed(packed, numel, self.bits, lo, step, out=out)

@@ -28,7 +28,7 @@ def data_reduction(dense, sparse, start: int = 0) -> float:
 def _seconds(result, network: str, start: int) -> tuple[float, float]:
     """(measured compute, communication modelled on ``network``) from step ``start`` on."""
     comm = network_preset(network).seconds_per_step(result.ledger, result.config.steps)[start:].sum()
-    return float(np.sum(result.metrics["compute_seconds"][start:])), float(comm)
+    return result.seconds("compute_seconds", start), float(comm)
 
 
 def modelled_images_per_second(result, network: str, start: int = 0) -> float:

@@ -39,8 +39,9 @@ def comm_seconds(result, network: str) -> float:
 
 
 def codec_seconds(result) -> float:
-    """Measured codec time of the whole run (local agents in parallel, plus the center)."""
-    return float(np.sum(result.metrics["codec_seconds"]))
+    """Measured codec time of the whole run (local agents in parallel, plus the center):
+    the median step after a warm-up times the steps."""
+    return result.seconds("codec_seconds")
 
 
 def communication_time(result, network: str, codec: bool = True) -> float:
@@ -55,7 +56,7 @@ def saved_time(result, plump, network: str, codec: bool = True) -> float:
 def images_per_second(result, network: str) -> float:
     """Images / (measured compute, codec work included, + communication modelled on ``network``)."""
     config = result.config
-    compute = float(np.sum(result.metrics["compute_seconds"]))
+    compute = result.seconds("compute_seconds")
     return config.workers * config.batch_size * config.steps / (compute + comm_seconds(result, network))
 
 

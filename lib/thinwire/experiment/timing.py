@@ -1,0 +1,88 @@
+"""Time figures of a run: medians of the steps after a warm-up, with provenance.
+
+One sample of a step's time says little: the first steps load compiled kernels and warm
+caches, and a busy machine adds outliers. A run's time figures are therefore the median of
+its per-step times after ``warmup_steps(steps)`` (a tenth of the run, at least one step and
+at most 20, none for a one-step run), scaled to the steps they stand for. The per-step
+samples stay in ``Result.metrics`` for whoever wants the spread.
+
+``provenance()`` says where and when the times were taken (thinwire version and git commit,
+CPU, torch and numba versions, thread counts, date, load average at the start). Bytes and
+accuracies do not depend on it; ``retime`` in ``runner.py`` takes the times again for a
+cached run without touching them.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import subprocess
+from pathlib import Path
+
+import numpy as np
+
+TIMED = ("compute_seconds", "codec_seconds", "wall_seconds")
+MAX_WARMUP = 20
+
+
+def warmup_steps(steps: int) -> int:
+    """Steps left out of the medians: a tenth of the run, 1 to 20, none for one step."""
+    return 0 if steps <= 1 else min(MAX_WARMUP, max(1, steps // 10))
+
+
+def median_after_warmup(values, start: int = 0) -> float:
+    """Median of ``values[start:]`` after that slice's warm-up (0.0 when empty)."""
+    tail = [v for v in values[start:] if v is not None]
+    tail = tail[warmup_steps(len(tail)):]
+    return float(np.median(tail)) if tail else 0.0
+
+
+def step_medians(metrics: dict, start: int = 0) -> dict[str, float]:
+    """``<name>_per_step``: the median seconds per step of each timed metric."""
+    return {f"{name}_per_step": median_after_warmup(metrics[name], start) for name in TIMED if name in metrics}
+
+
+def _git_commit() -> str | None:
+    root = Path(__file__).resolve().parents[3]
+    try:
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0:
+        return None
+    dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True, timeout=5).stdout.strip()
+    return out.stdout.strip() + ("+dirty" if dirty else "")
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def provenance() -> dict:
+    """Where, when and with what a run's times were measured."""
+    import numba
+    import torch
+
+    from .. import __version__
+    return {
+        "thinwire": __version__,
+        "git_commit": _git_commit(),
+        "host_cpu": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "numba": numba.__version__,
+        "torch_threads": torch.get_num_threads(),
+        "numba_threads": numba.get_num_threads(),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+    }

@@ -1,0 +1,80 @@
+"""The CLI as a careless user meets it: one-line errors (exit 2) for mistakes, a config dump
+that --config reads back, --set limited to the config's own section, the runs catalog,
+re-timing a cached run; and medians with provenance in every new result."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from thinwire.cli import main
+from thinwire.experiment import RunConfig, run
+from thinwire.experiment.timing import median_after_warmup, warmup_steps
+
+TINY = ["--set", "hidden=[16]", "--set", "steps=6", "--set", "train_samples=512", "--set", "eval_samples=200",
+        "--set", "eval_every=3", "--set", "batch_size=16"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["config", "--set", "foo.lr=0.5"], "'foo' is not a section"),
+    (["config", "--set", "sharded_ps.lr=0.5"], "its section is 'plump_dp', not 'sharded_ps'"),
+    (["config", "--set", "plump_dp.nolr=0.5"], "plump_dp has no parameter 'nolr'"),
+    (["config", "--set", "hidden=64"], "write hidden=[64]"),
+    (["run", "--set", "dataset=cifar10", "--results", "{tmp}"], "cifar10 not found"),
+    (["scraps", "{tmp}/nonexist.ipynb"], "cannot read it"),
+    (["run", "--config", "{tmp}/nonexist.json"], "cannot read it"),
+    (["runs", "--results", "{tmp}", "--remove", "zz"], "at least 4 hex digits"),
+])
+def test_user_errors_are_one_line_and_exit_2(tmp_path, capsys, argv, message):
+    assert main([a.replace("{tmp}", str(tmp_path)) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and err.count("\n") == 1
+
+
+def test_a_section_set_after_choosing_its_algorithm_is_applied(capsys):
+    assert main(["config", "--set", "algorithm=sharded_ps", "--set", "sharded_ps.lr=0.5"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["algorithm"] == "sharded_ps" and doc["sharded_ps"]["lr"] == 0.5
+
+
+def test_config_dump_reads_back_and_runs(tmp_path, capsys):
+    out = tmp_path / "c.json"
+    assert main(["config", "--dump", "--output", str(out), *TINY, "--set", "push_codec='topk(ratio=0.1)'"]) == 0
+    config = RunConfig.from_dict(json.loads(out.read_text()))
+    assert config.steps == 6 and config.push_codec == "topk(ratio=0.1)"
+    assert main(["run", "--config", str(out), "--results", str(tmp_path / "r")]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["key"] == config.key() and summary["compute_seconds_per_step"] > 0
+    assert main(["runs", "--results", str(tmp_path / "r"), "--csv", str(tmp_path / "runs.csv")]) == 0
+    import pandas as pd
+    table = pd.read_csv(tmp_path / "runs.csv")
+    assert list(table["key"]) == [config.key()] and table["host_cpu"].notna().all()
+    assert main(["runs", "--results", str(tmp_path / "r"), "--remove", config.key()[:6]]) == 0
+    assert not list((tmp_path / "r").iterdir())
+
+
+def test_a_closed_pipe_is_not_a_traceback():
+    code = "from thinwire.cli import main; import sys; sys.exit(main(['presets'] * 1))"
+    proc = subprocess.run(f"{sys.executable} -c \"{code}\" | head -c 10 >/dev/null; "
+                          f"{sys.executable} -m thinwire config | head -1", shell=True,
+                          capture_output=True, text=True)
+    assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr
+
+
+def test_medians_after_warmup_ignore_a_slow_first_step():
+    assert warmup_steps(1) == 0 and warmup_steps(10) == 1 and warmup_steps(1000) == 20
+    assert median_after_warmup([9.0, 1.0, 1.2, 0.8, 1.0, 1.1, 0.9, 1.0, 1.0, 1.0]) == 1.0
+
+
+def test_new_results_carry_provenance_and_retime_keeps_bytes(tmp_path):
+    config = RunConfig(hidden=(16,), steps=6, train_samples=512, eval_samples=200, eval_every=3, batch_size=16,
+                       push_codec="quantize(bits=8)")
+    first = run(config, root=tmp_path)
+    for key in ("git_commit", "host_cpu", "torch", "numba", "torch_threads", "date", "load_average", "thinwire"):
+        assert key in first.provenance
+    assert first.summary["codec_seconds"] == pytest.approx(6 * first.summary["codec_seconds_per_step"])
+    again = run(config, root=tmp_path, retime=True)
+    assert again.ledger.rows() == first.ledger.rows() and again.metrics["loss"] == first.metrics["loss"]
+    assert again.metrics["compute_seconds"] != first.metrics["compute_seconds"]
+    assert run(config, root=tmp_path).provenance["date"] == again.provenance["date"]

@@ -1,0 +1,126 @@
+"""Hostile and damaged files in a results folder: planted pickles never run, damaged
+checkpoints are set aside with a warning naming them, damaged results are recomputed."""
+
+import json
+import pickle
+
+import pytest
+import torch
+
+from thinwire.experiment import RunConfig, result_folder, run
+from thinwire.experiment.checkpoint import Checkpoint
+
+TINY = dict(hidden=(16,), steps=9, train_samples=512, eval_every=3, eval_samples=200, batch_size=16)
+TIMINGS = {"compute_seconds", "codec_seconds", "wall_seconds"}
+
+
+def _numbers(result):
+    return {k: v for k, v in result.metrics.items() if k not in TIMINGS}
+
+
+class _Planted:
+    """Unpickling this creates a marker file: what an attacker's checkpoint would do."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (open, (str(self.marker), "w"))
+
+
+@pytest.fixture(scope="module")
+def whole(tmp_path_factory):
+    config = RunConfig(**TINY, push_codec="ef(topk(ratio=0.05))")
+    return config, run(config, root=tmp_path_factory.mktemp("whole"))
+
+
+def _cut_run(config, root, interrupt_at):
+    """A run interrupted after its step-6 checkpoint: returns the checkpoint's path."""
+    resume = interrupt_at(7)
+    with pytest.raises(KeyboardInterrupt):
+        run(config, root=root, checkpoint_every=3)
+    resume()
+    path = result_folder(config, root=root) / "checkpoint.pt"
+    assert path.exists()
+    return path
+
+
+def test_a_planted_pickle_runs_no_code_with_the_right_key_or_not(tmp_path, whole):
+    config, reference = whole
+    marker = tmp_path / "pwned"
+    folder = result_folder(config, root=tmp_path)
+    folder.mkdir(parents=True)
+    for key in ("not-this-key", config.key()):
+        with open(folder / "checkpoint.pt", "wb") as f:
+            torch.save({"key": key, "step": 3, "payload": _Planted(marker)}, f)
+        with pytest.warns(UserWarning, match="checkpoint.pt"):
+            result = run(config, root=tmp_path, reuse=False)
+        assert not marker.exists()
+        assert _numbers(result) == _numbers(reference)
+        assert (folder / "checkpoint.pt.damaged").exists()
+
+
+@pytest.mark.parametrize("damage", ["garbage", "empty", "truncated", "empty state", "state that does not fit"])
+def test_a_damaged_checkpoint_is_set_aside_and_the_run_completes(tmp_path, whole, interrupt_at, damage):
+    config, reference = whole
+    path = _cut_run(config, tmp_path, interrupt_at)
+    good = path.read_bytes()
+    if damage == "garbage":
+        path.write_bytes(b"\x80\x04garbage" * 100)
+    elif damage == "empty":
+        path.write_bytes(b"")
+    elif damage == "truncated":
+        path.write_bytes(good[: len(good) // 2])
+    elif damage == "empty state":
+        torch.save({"key": config.key()}, path)
+    else:
+        state = torch.load(path, weights_only=True)
+        state["algorithm"] = {"nonsense": torch.zeros(1)}
+        torch.save(state, path)
+    with pytest.warns(UserWarning, match=r"checkpoint\.pt"):
+        result = run(config, root=tmp_path, checkpoint_every=3)
+    assert _numbers(result) == _numbers(reference)
+    assert result.ledger.rows() == reference.ledger.rows()
+
+
+def test_a_checkpoint_holds_only_tensors_and_plain_data(tmp_path, whole, interrupt_at):
+    config, _ = whole
+    path = _cut_run(config, tmp_path, interrupt_at)
+    state = torch.load(path, weights_only=True)  # raises on anything but plain data
+    assert state["key"] == config.key() and state["step"] == 6
+
+
+@pytest.mark.parametrize("damage", ["truncated result", "garbage ledger", "missing ledger", "pickled ledger"])
+def test_a_damaged_result_is_named_and_recomputed(tmp_path, whole, damage):
+    config, reference = whole
+    run(config, root=tmp_path)
+    folder = result_folder(config, root=tmp_path)
+    if damage == "truncated result":
+        text = (folder / "result.json").read_text()
+        (folder / "result.json").write_text(text[: len(text) // 2])
+        name = "result.json"
+    elif damage == "garbage ledger":
+        (folder / "ledger.npz").write_bytes(b"PK\x03\x04 not a zip")
+        name = "ledger.npz"
+    elif damage == "missing ledger":
+        (folder / "ledger.npz").unlink()
+        name = "ledger.npz"
+    else:
+        import numpy as np
+        np.save(folder / "ledger.npz", np.array([object()], dtype=object), allow_pickle=True)
+        (folder / "ledger.npz.npy").replace(folder / "ledger.npz")
+        name = "ledger.npz"
+    with pytest.warns(UserWarning, match=name):
+        result = run(config, root=tmp_path)
+    assert _numbers(result) == _numbers(reference)
+    json.loads((folder / "result.json").read_text())  # rewritten whole
+
+
+def test_distributed_checkpoint_falls_back_to_the_older_step(tmp_path):
+    ck = Checkpoint(tmp_path, "k", 5, rank=0, world_size=2)
+    ck.save({"step": 5, "rows": [], "algorithm": {}, "streams": {}, "ledger": {}})
+    ck.save({"step": 10, "rows": [], "algorithm": {}, "streams": {}, "ledger": {}})
+    ck.path(10).write_bytes(pickle.dumps("garbage")[:3])
+    with pytest.warns(UserWarning, match="step10"):
+        assert ck.load(10) is None
+    assert ck.steps() == [5] and ck.load(5)["step"] == 5

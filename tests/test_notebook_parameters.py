@@ -1,0 +1,53 @@
+"""Notebook parameters: every one typed and visible to papermill --help-notebook; a misspelt
+or mistyped -p fails at once, naming the parameters."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from thinwire.notebook_parameters import check_parameters
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ("quickstart", "gradient_dropping", "oland_raj", "slim_dp")
+DECLARED = 'profile: str = "smoke"  # smoke | default\nworkers: int = 4  # K\nlr: float = 0.1  # step size\ngloo: bool = True  # also gloo'
+
+
+def _parameters_cell(name: str) -> str:
+    cells = json.loads((ROOT / "notebooks" / f"{name}.ipynb").read_text())["cells"]
+    return "".join(next(c for c in cells if "parameters" in c["metadata"].get("tags", []))["source"])
+
+
+def test_injected_parameters_are_checked():
+    assert check_parameters(["", DECLARED, '# Parameters\nworkers = 8\nlr = 1\n'])["workers"] == 8
+    assert check_parameters(["", DECLARED])["profile"] == "smoke"
+    with pytest.raises(ValueError, match="unknown notebook parameter 'wokers'.*profile, workers, lr, gloo"):
+        check_parameters(["", DECLARED, "# Parameters\nwokers = 8\n"])
+    with pytest.raises(ValueError, match="workers='8' is not allowed: parameter workers is a int"):
+        check_parameters(["", DECLARED, '# Parameters\nworkers = "8"\n'])
+    with pytest.raises(ValueError, match="workers=True is not allowed"):
+        check_parameters(["", DECLARED, "# Parameters\nworkers = True\n"])
+    with pytest.raises(ValueError, match="no parameters cell"):
+        check_parameters(["import os"])
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_every_parameter_is_typed_and_listed_by_papermill(name):
+    declared = [line.split(":")[0] for line in _parameters_cell(name).splitlines() if line.strip()]
+    out = subprocess.run([sys.executable, "-m", "papermill", "--help-notebook", str(ROOT / "notebooks" / f"{name}.ipynb")],
+                         capture_output=True, text=True, check=True).stdout
+    for parameter in declared:
+        assert f"  {parameter}: " in out and f"{parameter}: Unknown type" not in out, parameter
+    assert "Unable to parse" not in out
+
+
+def test_a_misspelt_parameter_stops_the_notebook(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "papermill", "-k", "thinwire", "--cwd", str(ROOT / "notebooks"),
+                           str(ROOT / "notebooks" / "quickstart.ipynb"), str(tmp_path / "out.ipynb"),
+                           "-p", "profile", "smoke", "-p", "wokers", "8"], capture_output=True, text=True,
+                          env={**__import__("os").environ, "THINWIRE_RESULTS": str(tmp_path)})
+    assert proc.returncode != 0
+    assert "unknown notebook parameter 'wokers'" in proc.stderr + proc.stdout
+    assert not list(tmp_path.glob("*-inprocess"))  # stopped before any run
