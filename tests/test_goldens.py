@@ -72,3 +72,30 @@ def test_an_installed_copy_reads_data_from_the_configured_folder(tmp_path, monke
     assert paths.data_dir() == ROOT / "data"
     monkeypatch.setenv("THINWIRE_CACHE", str(tmp_path / "cache"))
     assert paths.cache_dir() == tmp_path / "cache"
+
+
+def test_a_golden_fails_when_a_checked_float_moves_beyond_its_tolerance(tmp_path):
+    """The quickstart golden with its recorded accuracies moved by 0.05 (beyond the stated
+    0.02): rerun by nbval, the checked cell's text differs and the test fails; the golden as
+    it is passes (``make golden-test``)."""
+    import subprocess
+    import sys
+    from thinwire.scraps import MIME
+    nb = json.loads((ROOT / "tests/golden/quickstart.ipynb").read_text())
+    moved = 0
+    for cell in nb["cells"]:
+        for out in cell.get("outputs", []):
+            scrap = out.get("data", {}).get(MIME)
+            if scrap and scrap["name"] == "checks":
+                for label in scrap["value"]:
+                    if label.endswith("accuracy"):
+                        scrap["value"][label] += 0.05
+                        moved += 1
+    assert moved == 3
+    (tmp_path / "quickstart.ipynb").write_text(json.dumps(nb))
+    env = {**__import__("os").environ, "THINWIRE_GOLDEN": str(tmp_path), "THINWIRE_RESULTS": str(tmp_path / "r")}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", "--nbval-lax", "--nbval-current-env",
+                           "--sanitize-with", str(ROOT / "tests/golden/sanitize.cfg"), str(tmp_path / "quickstart.ipynb")],
+                          cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode != 0 and "1 failed" in done.stdout, done.stdout[-2000:]
+    assert "more than 0.02" in done.stdout

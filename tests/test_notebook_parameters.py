@@ -20,17 +20,26 @@ def _parameters_cell(name: str) -> str:
     return "".join(next(c for c in cells if "parameters" in c["metadata"].get("tags", []))["source"])
 
 
+def _namespace(*cells):
+    ns = {}
+    for cell in cells:
+        exec(compile(cell, "cell", "exec"), ns)
+    return ns
+
+
 def test_injected_parameters_are_checked():
-    assert check_parameters(["", DECLARED, '# Parameters\nworkers = 8\nlr = 1\n'])["workers"] == 8
-    assert check_parameters(["", DECLARED])["profile"] == "smoke"
+    injected = '# Parameters\nworkers = 8\nlr = 1\n'
+    assert check_parameters(_namespace(DECLARED, injected), ["", DECLARED, injected])["workers"] == 8
+    assert check_parameters(_namespace(DECLARED), ["", DECLARED])["profile"] == "smoke"
+    assert check_parameters(_namespace(DECLARED), [])["gloo"] is True  # no history (nbval): types only
+    misspelt = "# Parameters\nwokers = 8\n"
     with pytest.raises(ValueError, match="unknown notebook parameter 'wokers'.*profile, workers, lr, gloo"):
-        check_parameters(["", DECLARED, "# Parameters\nwokers = 8\n"])
-    with pytest.raises(ValueError, match="workers='8' is not allowed: parameter workers is a int"):
-        check_parameters(["", DECLARED, '# Parameters\nworkers = "8"\n'])
-    with pytest.raises(ValueError, match="workers=True is not allowed"):
-        check_parameters(["", DECLARED, "# Parameters\nworkers = True\n"])
-    with pytest.raises(ValueError, match="no parameters cell"):
-        check_parameters(["import os"])
+        check_parameters(_namespace(DECLARED, misspelt), ["", DECLARED, misspelt])
+    for wrong in ('workers = "8"', "workers = True", "lr = 'fast'", "gloo = 1"):
+        with pytest.raises(ValueError, match=f"^{wrong.split(' =')[0]}=.* is not allowed: parameter"):
+            check_parameters(_namespace(DECLARED, wrong), [])
+    with pytest.raises(ValueError, match="no typed parameters cell"):
+        check_parameters(_namespace("import os"), ["import os"])
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)

@@ -239,6 +239,8 @@ def main(argv=None) -> int:
 
 def _main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="thinwire")
+    parser.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
+                        help="import a plug-in module that registers codecs, policies or networks (repeatable)")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("run", help="run one config (in-process, or one rank under torchrun)")
     _add_config_options(p)
@@ -276,6 +278,8 @@ def _main(argv=None) -> int:
     p = sub.add_parser("presets", help="list network presets")
     p.set_defaults(func=cmd_presets)
     args = parser.parse_args(argv)
+    from .plugins import load_plugins
+    load_plugins(args.imports)
     return args.func(args)
 
 

@@ -25,7 +25,8 @@ def call_parts(node: ast.AST, spec: str, what: str, known) -> tuple[str, list[as
     else:
         raise ValueError(f"{what} spec {spec!r}: expected a {what} name or call, got {ast.unparse(node)!r}")
     if name not in known:
-        raise ValueError(f"{what} spec {spec!r}: unknown {what} {name!r}; known: {sorted(known)}")
+        raise ValueError(f"{what} spec {spec!r}: unknown {what} {name!r}; known: {sorted(known)} (a {what} of "
+                         "your own must be registered in every process: thinwire.plugins, --import MODULE)")
     if any(kw.arg is None for kw in keywords):
         raise ValueError(f"{what} spec {spec!r}: ** arguments are not allowed")
     names = [kw.arg for kw in keywords]

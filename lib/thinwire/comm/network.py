@@ -12,6 +12,10 @@ sharded exchange spreads the load. ``latency_s`` is paid once per phase (one rou
 synchronous exchange); ``message_latency_s`` (default 0) is paid by a node for every
 message it sends or receives, so schemes that send fewer messages (EventGraD's events)
 gain even when the messages are small. Messages an agent sends to itself cost nothing.
+
+A config names a preset (``"ethernet_10g"``) or describes its own network:
+``"link(bandwidth_bytes_per_s=1.25e9, latency_s=5e-5, message_latency_s=1e-6)"``.
+``register_network`` adds a preset (from a plug-in, ``thinwire/plugins.py``).
 """
 
 from __future__ import annotations
@@ -70,7 +74,42 @@ PRESETS: dict[str, NetworkModel] = {
 }
 
 
+REGISTERED_BY: set[str] = set()  # modules that registered presets (plugins.registering_modules)
+LINK = "link"
+
+
+def register_network(key: str, model: NetworkModel) -> NetworkModel:
+    """Make ``model`` a preset named ``key`` (an identifier not taken by a built-in)."""
+    import sys
+    if not (isinstance(key, str) and key.isidentifier() and key != LINK) or not isinstance(model, NetworkModel):
+        raise ValueError(f"register_network({key!r}, ...): the key must be an identifier other than {LINK!r} "
+                         "and the model a NetworkModel")
+    PRESETS[key] = model
+    REGISTERED_BY.add(sys._getframe(1).f_globals.get("__name__", ""))
+    return model
+
+
 def network_preset(name: str) -> NetworkModel:
-    if name not in PRESETS:
-        raise ValueError(f"network must be one of {sorted(PRESETS)}, got {name!r}")
-    return PRESETS[name]
+    """The network a config names: a preset, or ``link(bandwidth_bytes_per_s=..., latency_s=...,
+    message_latency_s=...)``; ``ValueError`` naming what is allowed."""
+    if isinstance(name, str) and name in PRESETS:
+        return PRESETS[name]
+    allowed = (f"network must be one of {sorted(PRESETS)} or {LINK}(bandwidth_bytes_per_s=B, latency_s=L, "
+               f"message_latency_s=M), got {name!r}")
+    if not (isinstance(name, str) and name.strip().startswith(LINK)):
+        raise ValueError(allowed)
+    from ..spec_syntax import call_parts, parse
+    _, args, values = call_parts(parse(name, "network"), name, "network", {LINK})
+    if args or set(values) - {"bandwidth_bytes_per_s", "latency_s", "message_latency_s"} or \
+            not {"bandwidth_bytes_per_s", "latency_s"} <= set(values):
+        raise ValueError(allowed)
+    return NetworkModel(name.strip(), **values)
+
+
+def canonical_network(name: str) -> str:
+    """The form a config stores: a preset's key, or a link spec with sorted float arguments."""
+    model = network_preset(name)
+    if isinstance(name, str) and name in PRESETS:
+        return name
+    return (f"{LINK}(bandwidth_bytes_per_s={float(model.bandwidth_bytes_per_s)!r}, latency_s={float(model.latency_s)!r}, "
+            f"message_latency_s={float(model.message_latency_s)!r})")

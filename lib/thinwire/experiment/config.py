@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, fields, replace
 
 from ..algorithms import ALGORITHMS
 from ..codecs import CODECS
-from ..comm import PRESETS
+from ..comm import canonical_network
 from ..datasets import LOADERS, TRAIN_SIZES
 from ..models import MODELS
 from ..models.init import check_init
@@ -101,7 +101,10 @@ class Common:
         shard = (self.train_samples or size) // self.workers
         check("batch_size", self.batch_size, self.batch_size <= shard,
               f"at most a worker's shard: {self.train_samples or size} samples / {self.workers} workers = {shard}")
-        one_of("network", self.network, PRESETS)
+        try:
+            object.__setattr__(self, "network", canonical_network(self.network))
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"network={self.network!r} is not allowed: {exc}") from None
         int_in("eval_every", self.eval_every, 1)
         int_in("eval_samples", self.eval_samples, 1, 10000)
         int_in("seed", self.seed, 0, 2**31 - 1)

@@ -43,7 +43,12 @@ def torchrun_command(config_file: Path, nprocs: int, backend: str = "gloo", root
 
 
 def torchrun_env() -> dict:
-    return dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"), THINWIRE_PROGRESS="0")
+    """The ranks' environment: one OpenMP thread each, no progress bars, and the plug-in
+    modules registered in this process (``THINWIRE_IMPORT``), so a user's codecs reach them."""
+    from ..plugins import ENV, registering_modules
+    modules = [m for m in os.environ.get(ENV, "").split(",") if m] + registering_modules()
+    return dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"), THINWIRE_PROGRESS="0",
+                **{ENV: ",".join(dict.fromkeys(modules))})
 
 
 def launch(config: RunConfig, nprocs: int, backend: str = "gloo", root=None, reuse: bool = True,

@@ -82,7 +82,7 @@ def provenance() -> dict:
         "torch": torch.__version__,
         "numba": numba.__version__,
         "torch_threads": torch.get_num_threads(),
-        "numba_threads": numba.get_num_threads(),
+        "numba_threads": numba.config.NUMBA_NUM_THREADS,  # the setting: get_num_threads() would start the pool early
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
     }

@@ -5,8 +5,8 @@ from .base import Decision, Policy
 from .core_explorer import CoreExplorer
 from .entropy_bits import EntropyBits
 from .event import EventTrigger
-from .registry import POLICIES, make_policy
+from .registry import POLICIES, make_policy, register
 from .schedule import RandomBits
 
 __all__ = ["Always", "CoreExplorer", "Decision", "EntropyBits", "EventTrigger", "POLICIES", "Policy", "RandomBits",
-           "make_policy"]
+           "make_policy", "register"]

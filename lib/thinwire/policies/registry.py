@@ -13,6 +13,15 @@ from ..spec_syntax import call_parts, parse
 POLICIES: dict[str, type[Policy]] = {cls.name: cls for cls in (Always, CoreExplorer, EntropyBits, EventTrigger, RandomBits)}
 
 
+def register(cls: type[Policy]) -> type[Policy]:
+    """Class decorator: make ``cls`` available to ``make_policy`` under ``cls.name``."""
+    name = getattr(cls, "name", None)
+    if not (isinstance(name, str) and name.isidentifier()) or not (isinstance(cls, type) and issubclass(cls, Policy)):
+        raise ValueError(f"policy {cls!r}: a registered policy is a Policy subclass with an identifier ``name``")
+    POLICIES[name] = cls
+    return cls
+
+
 def make_policy(spec: str, seed: int = 0) -> Policy:
     """Build a policy from its spec with its own ``seed``; ``ValueError`` names what is wrong."""
     node = parse(spec, "policy")
