@@ -40,3 +40,87 @@ def test_float16_values_never_decode_to_inf(spec):
     for seed in range(5):
         y = codec.decode(codec.encode(x, CodecState(seed), "w"))
         assert y.dtype == torch.float16 and torch.isfinite(y).all(), spec
+
+
+def _forged(codec, message, **meta):
+    from thinwire.codecs import wire
+    header, payload = wire.unpack(message)
+    payload.meta.update(meta)
+    return wire.pack(header["codec_id"], header["digest"], header["dtype"], header["shape"], payload)
+
+
+@pytest.mark.parametrize("spec", ["oland_raj(c=5, m=4)", "binquant(bits=4, coder='huffman')"])
+@pytest.mark.parametrize("sync", [2**31, 2**63, 2**64 + 5, -2**63, 0])
+def test_a_forged_huffman_sync_is_a_corrupt_message(spec, sync):
+    from thinwire.codecs.errors import CorruptMessageError
+    codec = make_codec(spec)
+    forged = _forged(codec, codec.encode(torch.randn(1000), CodecState(0), "w"), sync=sync)
+    with pytest.raises(CorruptMessageError):
+        codec.decode(forged, CodecState(0), "w")
+    with pytest.raises(CorruptMessageError):
+        codec.merge(forged, torch.zeros(1000), CodecState(0), "w")
+    with pytest.raises(CorruptMessageError):
+        codec.accumulate(forged, torch.zeros(1000), CodecState(0), "w")
+
+
+@pytest.mark.parametrize("spec", ["topk(ratio=0.01)", "graddrop(ratio=0.99)", "fp32"])
+def test_a_header_claiming_another_shape_is_refused_before_allocating(spec):
+    import tracemalloc
+    from thinwire.codecs import wire
+    from thinwire.codecs.errors import CorruptMessageError
+    codec = make_codec(spec)
+    message = codec.encode(torch.zeros(100), CodecState(0), "w")
+    header, payload = wire.unpack(message)
+    payload.parts = {k: v[:0] for k, v in payload.parts.items()}  # an empty payload ...
+    forged = wire.pack(header["codec_id"], header["digest"], torch.float64, (2**31 - 1,), payload)  # ... 16 GiB
+    tracemalloc.start()
+    with pytest.raises(CorruptMessageError, match="claims torch.float64 \\(2147483647,\\)"):
+        codec.decode(forged, CodecState(0), "w", like=torch.zeros(100))
+    assert tracemalloc.get_traced_memory()[1] < 1 << 20
+    tracemalloc.stop()
+
+
+@pytest.mark.parametrize("spec", ["ef(topk(ratio=0.25))", "ef(quantize(bits=4))", "graddrop(ratio=0.5)"])
+@pytest.mark.parametrize("size", [60, 140])
+def test_a_tensor_that_changes_size_under_one_key_is_refused_by_name(spec, size):
+    codec, state = make_codec(spec), CodecState(0)
+    codec.encode(torch.randn(100), state, "w")
+    with pytest.raises(ValueError, match=f"tensor 'w' has {size} values, but this sender's codec state"):
+        codec.encode(torch.randn(size), state, "w")
+    codec.encode(torch.randn(size), state, "w2")  # another key is another state
+
+
+@pytest.mark.parametrize("size", [60, 140])
+def test_the_key_cache_refuses_a_resized_tensor(size):
+    from thinwire.policies import Decision
+    codec, state = make_codec("keycache"), CodecState(0)
+    core = torch.arange(0, 100, 4)
+    codec.encode(torch.randn(100), state, "w", Decision(core=core, refresh=True, keys=torch.tensor([1, 2])))
+    with pytest.raises(ValueError, match=f"tensor 'w' has {size} values"):
+        codec.encode(torch.randn(size), state, "w", Decision(core=core, refresh=False, keys=torch.tensor([1, 2])))
+
+
+@pytest.mark.parametrize("spec", ["graddrop(ratio=0.5)", "qsgd(bits=4)", "ef(fp16)", "ef(topk(ratio=0.5))",
+                                  "oland_raj(c=5, m=4)", "chain(topk(ratio=0.5), fp16)"])
+def test_a_refused_encode_leaves_the_state_as_it_was(spec):
+    codec, state = make_codec(spec), CodecState(3)
+    x = torch.randn(256)
+    codec.encode(x, state, "w")
+    before = state.state_dict()
+    bad = x.clone()
+    bad[17] = float("nan")
+    with pytest.raises(ValueError, match="contains NaN or Inf"):
+        codec.encode(bad, state, "w")
+    after = state.state_dict()
+    assert torch.equal(before["generator"], after["generator"])
+    assert before["slots"].keys() == after["slots"].keys()
+    for key, slot in before["slots"].items():
+        assert all(torch.equal(t, after["slots"][key][n]) for n, t in slot.items()), key
+
+
+def test_fp32_and_fp16_still_carry_nan_and_inf_bit_for_bit():
+    x = torch.tensor([float("nan"), float("inf"), -float("inf"), 1.5])
+    for spec in ("fp32", "fp16"):
+        codec = make_codec(spec)
+        y = codec.decode(codec.encode(x))
+        assert torch.isnan(y[0]) and y[1] == float("inf") and y[2] == -float("inf") and y[3] == 1.5

@@ -119,10 +119,14 @@ def test_huge_claimed_sizes_are_refused_before_allocating():
     codec = make_codec("binquant(bits=4, coder='huffman')")
     msg = codec.encode(torch.randn(1000))
     header, payload = wire.unpack(msg)
-    meta = dict(payload.meta, sync=2**31)
+    meta = dict(payload.meta, sync=2**31 - 1)
     forged = wire.pack(codec.codec_id, codec.digest, torch.float32, (1000,), Payload(parts=dict(payload.parts), meta=meta))
-    # one chunk either way: the decoder pads for min(sync, n) symbols, not for 2^31
+    # one chunk either way: the decoder pads for min(sync, n) symbols, not for 2^31 - 1
     assert torch.equal(codec.decode(forged), codec.decode(msg))
+    beyond = wire.pack(codec.codec_id, codec.digest, torch.float32, (1000,),
+                       Payload(parts=dict(payload.parts), meta=dict(payload.meta, sync=2**31)))
+    with pytest.raises(CorruptMessageError, match="bad sync"):  # no sync beyond what a message can hold
+        codec.decode(beyond)
     many = wire.pack(codec.codec_id, codec.digest, torch.float32, (2**30,), Payload(parts=dict(payload.parts), meta=dict(payload.meta)))
     with pytest.raises(CorruptMessageError, match="cannot fit"):
         codec.decode(many)

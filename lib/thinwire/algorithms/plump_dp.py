@@ -70,7 +70,7 @@ class CenterAgent(ServerAgent):
                 message = self.pull_codec.encode(p, self.pull_state, name)
             else:
                 message = self.pull_codec.encode(p - self.client_copy[name], self.pull_state, name)
-                self.client_copy[name] += self.pull_codec.decode(message, None, name)
+                self.client_copy[name] += self.pull_codec.decode(message, None, name, like=p)
             tally.add("pull", self.pull_state.last)
             out.extend(Envelope(self.workers, k, name, message) for k in range(self.workers))
         return out
@@ -132,8 +132,9 @@ class PlumpDP(LocalState):
         t2 = time.perf_counter()
         index = {k: i for i, k in enumerate(self.local_workers)}
         for env in inbox:
-            value = self.pull_codec.decode(env.message, self.pull_states(env.receiver, env.sender), env.tensor)
             target = self.replicas.params[env.tensor][index[env.receiver]]
+            value = self.pull_codec.decode(env.message, self.pull_states(env.receiver, env.sender), env.tensor,
+                                           like=target)
             if self.pull_mode == "params":
                 target.copy_(value)
             else:

@@ -161,7 +161,8 @@ class WeightAveraging(LocalState):
             for env in inbox:
                 if id(env.message) not in decoded:
                     decoded[id(env.message)] = self.pull_codec.decode(
-                        env.message, self.pull_states(env.receiver, env.sender), env.tensor)
+                        env.message, self.pull_states(env.receiver, env.sender), env.tensor,
+                        like=self.replicas.params[env.tensor][index[env.receiver]])
                 self.replicas.params[env.tensor][index[env.receiver]].copy_(decoded[id(env.message)])
             worker_seconds += time.perf_counter() - t2
         return StepReport(loss_sum=float(losses.sum()), correct=int(correct.sum()), samples=int(y.numel()),

@@ -34,6 +34,9 @@ class Codec(ABC):
     codec_id: ClassVar[int]          # the wire's one-byte codec id; fixed per class (registry)
     carrier: ClassVar[str | None] = None
     host_only: ClassVar[bool] = True  # compress needs host memory (numpy / numba kernels)
+    # A codec that sends NaN and Inf bit for bit (fp32, fp16) sets this; any other refuses
+    # them in ``encode`` before its state (residual, generator, cache) is touched.
+    carries_non_finite: ClassVar[bool] = False
     # Bumped when the same spec starts to produce different messages; the results of runs
     # that use the codec are then recomputed (``RunConfig.key``), not taken from the cache.
     revision: ClassVar[int] = 0
@@ -92,17 +95,28 @@ class Codec(ABC):
         if decision is not None and not decision.send:
             raise ValueError("a decision not to send has no message: skip the encode")
         _check_representable(tensor, key)
+        if not self.carries_non_finite:
+            _check_finite(tensor, key, self)
+        _check_same_size(state, key, tensor.numel())
         state.last = SendStats(values=tensor.numel())
         flat = tensor.detach().reshape(-1)
         if self.host_only and flat.device.type != "cpu":
             flat = flat.cpu()  # explicit copy: this codec's kernels read host memory
-        if decision is None or (decision.bits is None and decision.keys is None and decision.core is None):
-            payload = self.compress(flat, state, key)
-        else:
-            payload = self.compress_decided(flat, state, key, decision)
-        if decision is not None and decision.entropy is not None:
-            state.last.entropy = decision.entropy
-        return wire.pack(self.codec_id, self.digest, tensor.dtype, tuple(tensor.shape), payload)
+        rng = state.generator.get_state()
+        try:
+            if decision is None or (decision.bits is None and decision.keys is None and decision.core is None):
+                payload = self.compress(flat, state, key)
+            else:
+                payload = self.compress_decided(flat, state, key, decision)
+            if decision is not None and decision.entropy is not None:
+                state.last.entropy = decision.entropy
+            message = wire.pack(self.codec_id, self.digest, tensor.dtype, tuple(tensor.shape), payload)
+        except BaseException:
+            state.generator.set_state(rng)  # a refused message draws nothing
+            raise
+        if state.slots.get(key):  # stateful for this key: remember the size its state belongs to
+            state.slots[key].setdefault("numel", torch.tensor(tensor.numel()))
+        return message
 
     def _open(self, message) -> tuple[dict, Payload, int]:
         """(header, payload, numel) of a message this codec encoded, or ``CorruptMessageError``."""
@@ -114,16 +128,22 @@ class Codec(ABC):
         return header, payload, math.prod(header["shape"])
 
     def decode(self, message, state: CodecState | None = None, key: str = "",
-               out: torch.Tensor | None = None) -> torch.Tensor:
+               out: torch.Tensor | None = None, like: torch.Tensor | None = None) -> torch.Tensor:
         """Rebuild the tensor a message carries; ``CorruptMessageError`` if it is damaged.
 
         ``state`` is the receiver's own state for this sender (``StateBook``); ``out``
         (optional, contiguous, of the message's shape and dtype, on any device) receives
         the values and is returned: callers that decode every step reuse one buffer.
+        ``like``: a tensor of the shape and dtype the receiver expects; a header that
+        claims another is refused before anything is allocated (so is one that does not
+        fit ``out``).
         """
         state = state if state is not None else CodecState()
         header, payload, numel = self._open(message)
         shape = header["shape"]
+        if like is not None and (tuple(like.shape) != shape or like.dtype != header["dtype"]):
+            raise CorruptMessageError(f"{self.spec()}: tensor {key!r} is {like.dtype} {tuple(like.shape)} here, "
+                                      f"the message claims {header['dtype']} {shape}")
         flat_out = None
         if out is not None:
             if tuple(out.shape) != shape or out.dtype != header["dtype"] or not out.is_contiguous():
@@ -205,7 +225,7 @@ class Codec(ABC):
             return fn(*args, **kwargs)
         except CorruptMessageError:
             raise
-        except (KeyError, RuntimeError, IndexError, ValueError, TypeError) as exc:
+        except (KeyError, RuntimeError, IndexError, ValueError, TypeError, OverflowError) as exc:
             raise CorruptMessageError(f"{self.spec()}: payload does not decode: {exc}") from exc
 
 
@@ -241,6 +261,23 @@ def _check_representable(tensor: torch.Tensor, key: str) -> None:
         if big > FLOAT32_MAX:
             raise ValueError(f"tensor {key!r} holds finite values beyond float32's range (max |x| = {big:.3g} > "
                              f"{FLOAT32_MAX:.3g}): scale it, or they would travel as Inf")
+
+
+def _check_finite(tensor: torch.Tensor, key: str, codec) -> None:
+    """NaN or Inf refused before a lossy or stateful codec touches its state. One fast
+    reduction; only when it overflows (finite values near float32's limit) a full test."""
+    if tensor.numel() and not torch.isfinite(tensor.sum()) and not torch.isfinite(tensor).all():
+        raise ValueError(f"tensor {key!r} contains NaN or Inf: {codec.spec()} cannot send it (fp32 and fp16 "
+                         "carry them bit for bit)")
+
+
+def _check_same_size(state: CodecState, key: str, numel: int) -> None:
+    """A sender's state for ``key`` (a residual, cached keys) belongs to one tensor size."""
+    kept = state.slots.get(key, {}).get("numel")
+    if kept is not None and int(kept) != numel:
+        raise ValueError(f"tensor {key!r} has {numel} values, but this sender's codec state for {key!r} was built "
+                         f"for {int(kept)}: a residual or key cache belongs to one tensor; send a resized tensor "
+                         "under a new key, or with a fresh CodecState")
 
 
 def expect_range(payload: Payload, codec: str) -> tuple[float, float]:

@@ -14,6 +14,7 @@ class Float16(Codec):
 
     name = "fp16"
     host_only = False
+    carries_non_finite = True
     codec_id = 2
     carrier = "values"
 

@@ -17,6 +17,7 @@ class Float32(Codec):
 
     name = "fp32"
     host_only = False
+    carries_non_finite = True
     codec_id = 1
     carrier = "values"
 

@@ -26,6 +26,7 @@ from ..kernels import bitpack
 from . import huffman_stream
 from ..errors import CorruptMessageError
 from .huffman_code import code_lengths
+from ..wire.format import MAX_NUMEL  # a forged sync beyond it would overflow the kernels' int64
 
 SYNC = 1024  # symbols between Huffman sync points (4 bytes each: 1/256 bit per symbol)
 
@@ -85,7 +86,7 @@ class HuffmanCoder:
             return np.empty(0, dtype=np.uint8 if bits <= 8 else np.uint16)
         first, sync = _meta_int(meta, "first"), _meta_int(meta, "sync")
         short = _part(parts, "lengths", torch.uint8)
-        if sync < 1 or first < 0 or first + short.size > 1 << bits:
+        if not 1 <= sync <= MAX_NUMEL or first < 0 or first + short.size > 1 << bits:
             raise CorruptMessageError(f"huffman: bad sync {sync} or symbol range [{first}, {first + short.size})")
         lengths = np.zeros(first + short.size, dtype=np.int64)
         lengths[first:] = short

@@ -74,7 +74,8 @@ class QSGD(Codec):
         def fill_codes(view):
             qsgd.quantize_packed(x, self.bucket, self.norm, self.bits, message_key, norms, view.numpy())
             if not np.isfinite(norms).all():
-                raise ValueError(f"qsgd: tensor {key!r} contains NaN or Inf: it cannot be quantized")
+                raise ValueError(f"qsgd: a bucket norm of tensor {key!r} overflows float32 (values of about "
+                                 f"1e19 and more, squared and summed): scale the tensor, or use norm='max'")
 
         # the codes part is written first: its kernel computes the norms the next part copies
         codes = PartWriter(torch.uint8, bitpack.packed_bytes(n, self.bits), fill_codes)
