@@ -95,3 +95,16 @@ def test_runs_without_traffic_or_ending_between_exchanges_still_save(tmp_path):
     per_exchange = longer.summary["bytes"] / 2  # exchanges after steps 16 and 32
     assert longer.summary["bytes_per_step"] == pytest.approx(2 * per_exchange / 40)
     assert (result_folder(longer.config, root=tmp_path) / "result.json").exists()
+
+
+@pytest.mark.parametrize("settings, message", [
+    (dict(push_codec="keycache"), r"push_codec='keycache' \(no policy\) is not allowed"),
+    (dict(pull_codec="binquant(bits=0)"), r"\(no policy\) is not allowed: .* takes its bit width from a policy"),
+    (dict(algorithm="sharded_ps", push_codec="keycache"), r"push_codec='keycache' \(no policy\)"),
+    (dict(algorithm="weight_averaging", push_policy="entropy_bits(c=5, m=4)", push_codec="fp32"),
+     "push_codec='fp32' with push_policy='entropy_bits.*takes no per-message decision"),
+    (dict(algorithm="weight_averaging", pull_codec="ef(binquant(bits=0))"), r"pull_codec=.ef\(binquant"),
+])
+def test_codec_and_policy_pairs_that_cannot_work_fail_with_the_config(settings, message):
+    with pytest.raises(ValueError, match=message):
+        RunConfig(**settings)

@@ -124,3 +124,42 @@ def test_distributed_checkpoint_falls_back_to_the_older_step(tmp_path):
     with pytest.warns(UserWarning, match="step10"):
         assert ck.load(10) is None
     assert ck.steps() == [5] and ck.load(5)["step"] == 5
+
+
+def test_orphan_temporaries_go_at_once_on_a_cache_hit_and_live_ones_stay(tmp_path, whole):
+    import os
+    import subprocess
+    from thinwire.experiment.result import _HOST
+    config, _ = whole
+    run(config, root=tmp_path)
+    folder = result_folder(config, root=tmp_path)
+    dead = subprocess.Popen(["true"])
+    dead.wait()  # its pid names a writer that is gone
+    orphan = folder / f".result.json.{_HOST}.{dead.pid}.abc123.tmp"
+    live = folder / f".result.json.{_HOST}.{os.getpid()}.def456.tmp"
+    old_style = folder / ".ledger.npz.xyz.tmp"
+    for p in (orphan, live, old_style):
+        p.write_bytes(b"partial")
+    run(config, root=tmp_path)  # a cache hit, within a second of the interruption
+    assert not orphan.exists() and live.exists() and old_style.exists()
+
+
+@pytest.mark.parametrize("settings, message", [
+    (dict(hidden=(100_000_000,)), "GiB"),
+    (dict(workers=1024, batch_size=8, hidden=(1024, 1024)), "GiB"),
+])
+def test_a_run_that_cannot_fit_is_refused_with_the_estimate_before_data_loads(tmp_path, monkeypatch, settings, message):
+    import thinwire.experiment.runner as runner
+    monkeypatch.setattr(runner, "_prepare_data", lambda *a: pytest.fail("data loaded"))
+    with pytest.raises(ValueError, match=f"this run needs about .* {message}.*more than"):
+        run(RunConfig(**{**TINY, "train_samples": 0, **settings}), root=tmp_path)
+
+
+@pytest.mark.parametrize("bad", ["a_file", "/proc/no_such_folder"])
+def test_an_unusable_results_folder_is_refused_before_training(tmp_path, monkeypatch, bad):
+    import thinwire.experiment.runner as runner
+    (tmp_path / "a_file").write_text("x")
+    monkeypatch.setattr(runner, "_prepare_data", lambda *a: pytest.fail("data loaded"))
+    root = tmp_path / bad if bad == "a_file" else bad
+    with pytest.raises(ValueError, match="is not usable"):
+        run(RunConfig(**TINY), root=root)

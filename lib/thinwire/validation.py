@@ -48,6 +48,26 @@ def policy_spec(name: str, value) -> str:
         raise ValueError(f"{name}={value!r} is not allowed: {exc}") from None
 
 
+def codec_under_policy(codec_name: str, codec: str, policy_name: str | None = None, policy: str | None = None) -> None:
+    """Encode one small tensor with ``codec`` under ``policy``'s decision (none when the
+    algorithm has no policy for it), so that a pair that cannot work together (a codec
+    that needs a per-message decision without a policy, a policy's bit width for a codec
+    that takes none) fails here, naming both parameters, not after the data has loaded."""
+    import torch
+    from .codecs import CodecState, make_codec
+    from .policies import make_policy
+    x = torch.linspace(-1.0, 1.0, 1024) * torch.linspace(0.5, 1.5, 1024).flip(0)
+    try:
+        decision = make_policy(policy).decide(0, "probe", x) if policy is not None else None
+        if decision is None:
+            make_codec(codec).encode(x, CodecState(0), "probe")
+        elif decision.send:
+            make_codec(codec).encode(x, CodecState(0), "probe", decision)
+    except (ValueError, TypeError) as exc:
+        pair = f"{codec_name}={codec!r}" + (f" with {policy_name}={policy!r}" if policy_name else " (no policy)")
+        raise ValueError(f"{pair} is not allowed: {exc}") from None
+
+
 def normalize_numbers(section) -> None:
     """In a frozen dataclass, turn an int given for a ``float`` field into that float
     (``lr=1`` and ``lr=1.0`` are one config and hash alike). Bools are left alone: the

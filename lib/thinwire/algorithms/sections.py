@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..policies.core_explorer import check_core_explorer
-from ..validation import boolean, codec_spec, float_in, int_in, normalize_numbers, one_of, policy_spec
+from ..validation import (boolean, codec_spec, codec_under_policy, float_in, int_in, normalize_numbers, one_of,
+                          policy_spec)
 from .optimizers import OPTIMIZERS
 
 PULL_MODES = ("params", "delta")
@@ -47,6 +48,8 @@ class ParameterServerSection(Section):
 
     def __post_init__(self):
         super().__post_init__()
+        for name in ("push_codec", "pull_codec"):  # these servers ask no policy: the codecs decide alone
+            codec_under_policy(name, getattr(self, name))
         one_of("optimizer", self.optimizer, OPTIMIZERS)
         float_in("lr", self.lr, 0.0, 100.0, lo_open=True)
         float_in("momentum", self.momentum, 0.0, 0.999)
@@ -87,6 +90,9 @@ class WeightAveragingSection(Section):
         super().__post_init__()
         for name in ("push_policy", "pull_policy"):
             object.__setattr__(self, name, policy_spec(name, getattr(self, name)))
+        for side in ("push", "pull"):
+            codec_under_policy(f"{side}_codec", getattr(self, f"{side}_codec"), f"{side}_policy",
+                               getattr(self, f"{side}_policy"))
         float_in("lr", self.lr, 0.0, 100.0, lo_open=True)
         float_in("momentum", self.momentum, 0.0, 0.999)
         float_in("weight_decay", self.weight_decay, 0.0, 1.0)

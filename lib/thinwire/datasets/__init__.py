@@ -3,8 +3,8 @@
 from .checked_file import DatasetChecksumError, DatasetMissingError
 from .dataset import Dataset
 from .partition import BatchStream, partition
-from .registry import LOADERS, TRAIN_SIZES, load_dataset
+from .registry import IMAGE_SHAPES, LOADERS, TRAIN_SIZES, load_dataset
 from .transforms import normalize, random_crop_flip
 
 __all__ = ["DatasetChecksumError", "DatasetMissingError", "Dataset", "BatchStream", "partition",
-           "LOADERS", "TRAIN_SIZES", "load_dataset", "normalize", "random_crop_flip"]
+           "IMAGE_SHAPES", "LOADERS", "TRAIN_SIZES", "load_dataset", "normalize", "random_crop_flip"]

@@ -11,6 +11,7 @@ from .dataset import Dataset
 from .idx import load_idx_dataset
 
 TRAIN_SIZES = {"mnist": 60000, "fashion_mnist": 60000, "cifar10": 50000}  # checked before any data loads
+IMAGE_SHAPES = {"mnist": (1, 28, 28), "fashion_mnist": (1, 28, 28), "cifar10": (3, 32, 32)}  # (and 10 classes each)
 
 LOADERS: dict[str, Callable] = {
     "mnist": partial(load_idx_dataset, "mnist"),

@@ -71,7 +71,10 @@ class DamagedResult(Exception):
 
 
 def atomic_write(path: Path, write) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    """Write through ``.<name>.<host>.<pid>.<random>.tmp`` and rename: readers see the old file or
+    the new one, never half of one; the writer's host and pid tell a cleaner whether the
+    temporary is abandoned."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{_HOST}.{os.getpid()}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             write(f)
@@ -85,12 +88,29 @@ def atomic_write(path: Path, write) -> None:
 
 
 STALE_AFTER_S = 60.0
+_HOST = __import__("socket").gethostname().replace(".", "_") or "host"
+
+
+def _writer_alive(path: Path) -> bool | None:
+    """Whether the process that writes temporary ``path`` is alive (None: unknown, e.g.
+    another host's, or an older name without host and pid)."""
+    parts = path.name.split(".")
+    if len(parts) < 6 or parts[-4] != _HOST or not parts[-3].isdigit():
+        return None
+    try:
+        os.kill(int(parts[-3]), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def remove_stale_temporaries(folder: Path, older_than_s: float = STALE_AFTER_S) -> list[Path]:
     """Delete the temporary files an interrupted ``atomic_write`` left in ``folder``
-    (``.<name>.<random>.tmp``). A file still being written is younger than
-    ``older_than_s`` (its writer keeps touching it), so only abandoned ones go."""
+    (``.<name>.<host>.<pid>.<random>.tmp``): at once when their writer on this host is gone,
+    else (another host's, or an unknown writer) when older than ``older_than_s``, since a
+    file being written is kept fresh by its writer."""
     import time
     removed = []
     if not folder.is_dir():
@@ -98,7 +118,8 @@ def remove_stale_temporaries(folder: Path, older_than_s: float = STALE_AFTER_S) 
     now = time.time()
     for path in folder.glob(".*.tmp"):
         try:
-            if now - path.stat().st_mtime > older_than_s:
+            alive = _writer_alive(path)
+            if alive is False or (alive is None and now - path.stat().st_mtime > older_than_s):
                 path.unlink()
                 removed.append(path)
         except FileNotFoundError:

@@ -36,6 +36,7 @@ from ..paths import results_dir
 from .checkpoint import Checkpoint, DamagedCheckpoint, common_step, set_aside
 from .config import RunConfig
 from .device import resolve_device, synchronize
+from .memory import check_fits, check_writable
 from .result import DamagedResult, Result, remove_stale_temporaries
 from .timing import TIMED, provenance, step_medians, warmup_steps
 
@@ -52,6 +53,7 @@ def cached(config: RunConfig, backend: str = "inprocess", root=None) -> Result |
     folder = result_folder(config, backend, root)
     if not (folder / "result.json").exists():
         return None
+    remove_stale_temporaries(folder)  # a cache hit tidies what an interrupted writer left too
     try:
         return Result.load(folder)
     except DamagedResult as damaged:
@@ -73,6 +75,8 @@ def run(config: RunConfig, transport: Transport | None = None, backend: str = "i
         return _retimed(hit, transport, backend, progress, device, root) if retime else hit
     transport = transport or InProcessTransport()
     folder = result_folder(config, backend, root)
+    check_writable(folder)  # found now, not when a long run tries to save its result
+    check_fits(config, device, None if transport.world_size == 1 else max(1, config.workers // transport.world_size))
     if transport.rank == 0:
         remove_stale_temporaries(folder)
     checkpoint = Checkpoint(folder, config.key(), checkpoint_every, rank=transport.rank,
