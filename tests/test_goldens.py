@@ -99,3 +99,9 @@ def test_a_golden_fails_when_a_checked_float_moves_beyond_its_tolerance(tmp_path
                           cwd=tmp_path, env=env, capture_output=True, text=True)
     assert done.returncode != 0 and "1 failed" in done.stdout, done.stdout[-2000:]
     assert "more than 0.02" in done.stdout
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_every_notebook_names_the_one_kernel(name):
+    spec = json.loads((ROOT / "notebooks" / f"{name}.ipynb").read_text())["metadata"]["kernelspec"]
+    assert spec == {"display_name": "thinwire (.venv)", "language": "python", "name": "thinwire"}

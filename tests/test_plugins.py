@@ -61,3 +61,8 @@ def test_a_network_of_ones_own_in_a_config():
     for bad in ("link(bandwidth_bytes_per_s=0, latency_s=0)", "link(latency_s=1)", "fast", "link(speed=1)"):
         with pytest.raises(ValueError, match="network="):
             RunConfig(network=bad)
+
+
+def test_the_readme_shows_the_tested_example():
+    body = (EXAMPLE / "sign_codec.py").read_text().split('"""', 2)[2].strip()
+    assert body in (Path(__file__).resolve().parents[1] / "README.md").read_text()
