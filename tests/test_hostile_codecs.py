@@ -124,3 +124,14 @@ def test_fp32_and_fp16_still_carry_nan_and_inf_bit_for_bit():
         codec = make_codec(spec)
         y = codec.decode(codec.encode(x))
         assert torch.isnan(y[0]) and y[1] == float("inf") and y[2] == -float("inf") and y[3] == 1.5
+
+
+@pytest.mark.parametrize("bits", [1, 2, 4, 8, 12, 16])
+@pytest.mark.parametrize("lo, hi", [(0.0, 1e-40), (1e-42, 5e-39), (-3e-39, 3e-39), (-1e-45, 1e-44)])
+def test_subnormal_ranges_keep_the_quantization_bound(bits, lo, hi):
+    x = torch.linspace(lo, hi, 1000, dtype=torch.float64).to(torch.float32)
+    codec = make_codec(f"quantize(bits={bits})")
+    y = codec.decode(codec.encode(x, CodecState(0), "w"))
+    width = float(x.max()) - float(x.min())
+    bound = width / (2 * ((1 << bits) - 1)) * (1 + 1e-6) + 2.0**-150  # and half a float32 ulp of rounding
+    assert (y.double() - x.double()).abs().max().item() <= bound

@@ -94,7 +94,23 @@ def test_a_failed_collective_names_the_ranks_that_do_not_answer():
     store.set("thinwire/alive/1", "3")  # rank 1 timed out too and answered
     store.set("thinwire/alive/2", "3")
     error = boards[0].diagnose(RuntimeError("Timed out waiting 5000ms"), grace_s=0.3)
-    assert str(error).startswith("rank(s) 3 stalled or died: rank 0 waited in collective 3 (exchange)")
+    assert str(error).startswith("rank(s) 3 stalled or died: rank 0 waited 0.0 s in collective 3 (exchange) and it "
+                                 "failed before the timeout of 5 s (a peer's connection closed)")
     assert "rank 3 last entered collective 1 (exchange)" in str(error) and "Timed out" in str(error)
+    boards[0].entered -= 5.0  # as if rank 0 had waited the whole timeout
+    error = boards[0].diagnose(RuntimeError("Timed out waiting 5000ms"), grace_s=0.3)
+    assert "rank 0 waited 5." in str(error) and "for longer than the collective timeout of 5 s" in str(error)
     store.set("thinwire/alive/3", "1")
     assert "every peer is alive" in str(boards[0].diagnose(RuntimeError("slow"), grace_s=0.3))
+
+
+def test_an_unreachable_store_points_at_the_master_node():
+    from thinwire.comm.stall import ProgressBoard
+
+    class Gone:
+        def set_timeout(self, _):
+            raise ConnectionResetError("Connection reset by peer")
+
+    error = ProgressBoard(Gone(), 1, 2, timeout_s=5).diagnose(RuntimeError("recv failed"), grace_s=0.1)
+    assert "rendezvous store is unreachable" in str(error) and "where rank 0 runs" in str(error)
+    assert "failed before the timeout" in str(error)

@@ -34,10 +34,12 @@ class ProgressBoard:
         self.store, self.rank, self.world_size, self.timeout_s = store, rank, world_size, timeout_s
         self.count = 0
         self.what = ""
+        self.entered = time.monotonic()
 
     def enter(self, what: str) -> None:
         self.count += 1
         self.what = what
+        self.entered = time.monotonic()
         if self.store is not None:
             self.store.set(f"{PREFIX}{self.rank}", f"{self.count} {what}")
 
@@ -67,22 +69,27 @@ class ProgressBoard:
 
     def diagnose(self, cause: BaseException, grace_s: float = GRACE_S) -> StalledRankError:
         """The error to raise when this rank's current collective failed with ``cause``."""
-        here = f"rank {self.rank} waited in collective {self.count} ({self.what})"
+        waited = time.monotonic() - self.entered
+        here = f"rank {self.rank} waited {waited:.1f} s in collective {self.count} ({self.what})"
+        timed_out = waited >= 0.9 * self.timeout_s
+        how = (f"for longer than the collective timeout of {self.timeout_s:g} s" if timed_out else
+               f"and it failed before the timeout of {self.timeout_s:g} s (a peer's connection closed)")
         if self.store is None:
-            return StalledRankError(f"{here} and it failed: {cause}")
+            return StalledRankError(f"{here} {how}: {cause}")
         try:
             self.store.set_timeout(timedelta(seconds=5))
             silent = self.silent_peers(grace_s)
             peers = self.peers()
-        except Exception as exc:  # the store is gone too (its host died): nothing more to learn
-            return StalledRankError(f"{here} and it failed ({cause}); the rendezvous store is unreachable ({exc})")
+        except Exception as exc:  # the store is gone too: its host died, and with it rank 0 under torchrun
+            return StalledRankError(f"{here} {how} ({cause}); the rendezvous store is unreachable ({exc}): the "
+                                    f"host that holds it (torchrun's master node, where rank 0 runs) stopped, "
+                                    "or the network to it is down")
         if not silent:
-            return StalledRankError(f"{here} and it failed, but every peer is alive: a rank spent longer than the "
+            return StalledRankError(f"{here} {how}, but every peer is alive: a rank spent longer than the "
                                     f"collective timeout of {self.timeout_s:g} s between collectives (raise "
                                     f"--timeout if that is expected). Cause: {cause}")
         where = "; ".join(f"rank {r} " + ("never entered a collective" if peers[r] is None
                                           else f"last entered collective {peers[r][0]} ({peers[r][1]})")
                           for r in silent)
-        return StalledRankError(f"rank(s) {', '.join(map(str, silent))} stalled or died: {here} for longer than the "
-                                f"collective timeout of {self.timeout_s:g} s, and they did not answer within "
-                                f"{grace_s:g} s; {where}. Cause: {cause}")
+        return StalledRankError(f"rank(s) {', '.join(map(str, silent))} stalled or died: {here} {how}, and they "
+                                f"did not answer within {grace_s:g} s; {where}. Cause: {cause}")

@@ -7,7 +7,8 @@ cached code stale. ``keyed_cache`` points numba at a folder named by a hash of e
 source file of ``codecs`` (all sub-packages) while the kernel modules are imported (numba picks the
 folder when a function is decorated): any edit starts a fresh cache. Older folders are
 removed. The folders live under ``paths.cache_dir()`` (``~/.cache/thinwire`` by default),
-not in the package, which may be installed read-only. An explicit ``NUMBA_CACHE_DIR`` is
+not in the package, which may be installed read-only, one group per installed copy (named
+by a hash of its location): two checkouts on one machine never remove each other's. An explicit ``NUMBA_CACHE_DIR`` is
 left alone.
 """
 
@@ -33,9 +34,10 @@ def source_hash() -> str:
 
 def _fresh_folder() -> Path:
     from ...paths import cache_dir
-    root = cache_dir()
-    folder = root / f"numba-{source_hash()}"
-    for old in root.glob("numba-*"):
+    location = hashlib.sha256(str(HERE.resolve()).encode()).hexdigest()[:12]
+    root = cache_dir() / f"numba-{location}"
+    folder = root / source_hash()
+    for old in root.iterdir() if root.is_dir() else ():
         if old != folder:
             shutil.rmtree(old, ignore_errors=True)
     return folder

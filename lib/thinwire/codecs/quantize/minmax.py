@@ -27,6 +27,7 @@ from ..payload import PartWriter, Payload
 from ..state import CodecState
 
 FLOAT32_MAX = 3.4e38
+FLOAT32_TINY = 1.1754943508222875e-38  # the smallest normal float32
 
 
 def exact_codes(flat: torch.Tensor, lo: float, scale: float, bits: int) -> torch.Tensor:
@@ -80,7 +81,8 @@ class Quantize(Codec):
         lo, hi = expect_range(payload, self.name)
         packed = expect_part(payload, "codes", torch.uint8, bitpack.packed_bytes(numel, self.bits))
         step = (hi - lo) / ((1 << self.bits) - 1)
-        if step > FLOAT32_MAX / 2:  # a range wider than float32 holds: rescale in float64
+        if step > FLOAT32_MAX / 2 or 0 < step < FLOAT32_TINY:  # beyond float32's range, or a subnormal step
+            # whose few mantissa bits would break the bound: rescale in float64
             values = (lo + bitpack.unpack(packed, numel, self.bits).to(torch.float64) * step).to(torch.float32)
             return values if out is None else out.copy_(values)
         return uniform.dequantize_packed(packed, numel, self.bits, lo, step, out=out)
