@@ -40,7 +40,8 @@ def parse_idx(raw: bytes) -> torch.Tensor:
 
 def load_idx_dataset(name: str, root: Path) -> Dataset:
     folder = root / name
-    how = f"The repository ships it under data/{name}/; restore it from git (git checkout -- data/{name})."
+    how = (f"The repository ships it under data/{name}/: in a checkout, restore it from git (git checkout -- "
+           f"data/{name}); with an installed copy, point THINWIRE_DATA at a folder holding {name}/.")
     t = {f: parse_idx(read_checked(folder / f, md5, how)) for f, md5 in FILES[name].items()}
     mean, std = STATS[name]
     return Dataset(
