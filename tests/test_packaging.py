@@ -1,0 +1,34 @@
+"""A non-editable install: found data through THINWIRE_DATA, results under the current
+folder, the paper READMEs shipped as package data, and no compiled cache inside the package."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_an_installed_copy_runs_from_anywhere(tmp_path):
+    site, elsewhere = tmp_path / "site", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target",
+                    str(site), str(ROOT)], check=True, capture_output=True)
+    assert (site / "thinwire" / "papers" / "slim_dp" / "README.md").exists()
+    env = {**os.environ, "PYTHONPATH": str(site), "THINWIRE_DATA": str(ROOT / "data"),
+           "THINWIRE_CACHE": str(tmp_path / "cache")}
+    for name in ("THINWIRE_RESULTS", "THINWIRE_REPORTS"):
+        env.pop(name, None)
+    done = subprocess.run([sys.executable, "-m", "thinwire", "run", "--set", "hidden=[16]", "--set", "steps=4",
+                           "--set", "train_samples=512", "--set", "eval_samples=200", "--set", "batch_size=16",
+                           "--set", "push_codec='quantize(bits=8)'"], cwd=elsewhere, env=env, capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stderr
+    key = json.loads(done.stdout)["key"]
+    assert (elsewhere / "results" / f"{key}-inprocess" / "result.json").exists()
+    assert not list((site / "thinwire").rglob("*.nbi")) and list((tmp_path / "cache").rglob("*.nbi"))
+    env.pop("THINWIRE_DATA")
+    missing = subprocess.run([sys.executable, "-m", "thinwire", "run"], cwd=elsewhere, env=env, capture_output=True,
+                             text=True)
+    assert missing.returncode == 2 and "THINWIRE_DATA" in missing.stderr
