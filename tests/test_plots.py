@@ -44,3 +44,13 @@ def test_seeds_are_a_band_and_figures_are_saved_titled_in_two_formats(tmp_path):
     assert path.name == "slim_dp_fig3_time_smoke.png" and path.with_suffix(".pdf").exists()
     assert fig._suptitle.get_text() == "Slim-DP (Sun et al. 2018), Fig. 3: time"
     plt.close(fig)
+
+
+def test_seed_boxes_take_their_method_colour():
+    from matplotlib.colors import to_hex
+    fig, ax = plt.subplots()
+    plots.boxes({"Plump-DP": [0.9, 0.91, 0.92], "Quant-DP": [0.89, 0.9, 0.93]}, ax=ax, ylabel="accuracy")
+    faces = [to_hex(p.get_facecolor(), keep_alpha=False) for p in ax.patches]
+    assert faces[:2] == [plots.color("Plump-DP").lower(), plots.color("Quant-DP").lower()]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["Plump-DP", "Quant-DP"]
+    plt.close(fig)

@@ -120,6 +120,26 @@ def band(runs: dict, y: str, x: str = "step", ax=None, ylabel: str | None = None
     return ax
 
 
+def boxes(groups: dict, ax=None, ylabel: str | None = None, xlabel: str | None = None):
+    """One seaborn box per label over its values (seeds), each point shown, the mean
+    marked; boxes take their method's colour."""
+    import pandas as pd
+    import seaborn as sns
+    ax = ax or plt.gca()
+    frame = pd.DataFrame([(str(label), float(v)) for label, values in groups.items() for v in values],
+                         columns=["method", "value"])
+    palette = {str(label): color(str(label)) for label in groups}
+    sns.boxplot(frame, x="method", y="value", hue="method", palette=palette, saturation=1, showmeans=True,
+                legend=False, ax=ax,
+                boxprops={"alpha": 0.6}, meanprops={"marker": "^", "markerfacecolor": "white",
+                                                    "markeredgecolor": "black"})
+    sns.stripplot(frame, x="method", y="value", color="black", size=3, ax=ax)
+    ax.set_xlabel(xlabel or "")
+    ax.set_ylabel(ylabel or "")
+    ax.grid(alpha=0.3)
+    return ax
+
+
 def figure_folder(profile: str) -> Path:
     """Where a notebook run at ``profile`` saves its figures: ``$THINWIRE_FIGURES`` when
     set; a fresh temporary folder at the smoke profile (CI and nbval runs leave nothing in
