@@ -102,7 +102,8 @@ class WeightAveraging(LocalState):
         self.probe_entropy = probe_entropy
         self.local_workers = [k for k in range(workers) if transport.is_local(k)]
         self.replicas = Replicas(model, max(1, len(self.local_workers)), loss=loss,
-                                 seeds=[seed + 7000 + k for k in self.local_workers] or [seed + 7000])
+                                 seeds=[seed + 7000 + k for k in self.local_workers] or [seed + 7000],
+                                 per_replica=True)  # quantized weights: the same bits as one rank's replica
         self.push_states = {k: CodecState(seed + 3000 + k) for k in self.local_workers}
         self.push_policies = {k: make_policy(push_policy, seed + 3000 + k) for k in self.local_workers}
         self.pull_states = StateBook(pair_seed(seed + 5000))  # each worker's own state for the averaged pulls

@@ -7,6 +7,13 @@ whose first touch costs page faults. Weights keep ``nn.Linear``'s (K, out, in) l
 with K copies the weights no longer fit in cache, and MKL's small-batch products stream
 them from memory faster in this layout (forward ``h @ W^T`` and ``g @ W``) than in the
 transposed one.
+
+``per_replica``: every product runs one replica at a time. MKL rounds a batch of K
+products differently from a batch of one (measured: up to 8e-5 in a layer's outputs,
+1.5e-7 in the gradients), and a torch.distributed rank holds one replica; computed replica
+by replica, K simulated workers give bit for bit what K ranks give. Weight averaging of
+quantized weights needs this: a quantizer's floor turns a last-bit difference into another
+code (``WeightAveraging`` sets it).
 """
 
 from __future__ import annotations
@@ -25,29 +32,43 @@ class _BatchedLinear(torch.autograd.Function):
     first layer, whose inputs need no gradient."""
 
     @staticmethod
-    def forward(ctx, h, weight, bias, grad_buffer, lr, anchor):
+    def forward(ctx, h, weight, bias, grad_buffer, lr, anchor, per_replica):
         """h (K, B, in), weight (K, out, in), bias (K, out) -> (K, B, out)."""
         ctx.save_for_backward(h, weight)
-        ctx.grad_buffer, ctx.lr, ctx.bias = grad_buffer, lr, bias
-        return torch.baddbmm(bias.unsqueeze(1), h, weight.transpose(1, 2))
+        ctx.grad_buffer, ctx.lr, ctx.bias, ctx.per_replica = grad_buffer, lr, bias, per_replica
+        if not per_replica:
+            return torch.baddbmm(bias.unsqueeze(1), h, weight.transpose(1, 2))
+        out = h.new_empty(h.shape[0], h.shape[1], weight.shape[1])
+        for k in range(h.shape[0]):
+            torch.baddbmm(bias[k:k + 1].unsqueeze(1), h[k:k + 1], weight[k:k + 1].transpose(1, 2), out=out[k:k + 1])
+        return out
 
     @staticmethod
     def backward(ctx, g):
         h, weight = ctx.saved_tensors
         g = g.contiguous()
-        grad_h = torch.bmm(g, weight) if ctx.needs_input_grad[0] else None
+        each = range(h.shape[0]) if ctx.per_replica else [slice(None)]
+        one = (lambda k: slice(k, k + 1)) if ctx.per_replica else (lambda k: k)
+        grad_h = None
+        if ctx.needs_input_grad[0]:
+            grad_h = h.new_empty(h.shape)
+            for k in each:
+                torch.bmm(g[one(k)], weight[one(k)], out=grad_h[one(k)])
         if ctx.lr is not None:
-            weight.baddbmm_(g.transpose(1, 2), h, alpha=-ctx.lr)
+            for k in each:
+                weight[one(k)].baddbmm_(g[one(k)].transpose(1, 2), h[one(k)], alpha=-ctx.lr)
             ctx.bias.sub_(g.sum(1), alpha=ctx.lr)
-            return grad_h, None, None, None, None, None
-        grad_w = torch.bmm(g.transpose(1, 2), h, out=ctx.grad_buffer)
-        return grad_h, grad_w, g.sum(1), None, None, None
+            return grad_h, None, None, None, None, None, None
+        for k in each:
+            torch.bmm(g[one(k)].transpose(1, 2), h[one(k)], out=ctx.grad_buffer[one(k)])
+        return grad_h, ctx.grad_buffer, g.sum(1), None, None, None, None
 
 
 class BatchedMLP:
     """Forward and backward of K replicas of ``mlp`` on (K, B, ...) inputs."""
 
-    def __init__(self, mlp: MLP, params: dict[str, torch.Tensor]):
+    def __init__(self, mlp: MLP, params: dict[str, torch.Tensor], per_replica: bool = False):
+        self.per_replica = per_replica
         self.layers = []  # (kind, name prefix or activation module)
         for index, layer in enumerate(mlp.net):
             prefix = f"net.{index}"
@@ -75,7 +96,7 @@ class BatchedMLP:
             if kind == "linear":
                 weight = params[f"{item}.weight"]
                 h = _BatchedLinear.apply(h, weight, params[f"{item}.bias"], self.buffers[f"{item}.weight"], lr,
-                                         anchor)
+                                         anchor, self.per_replica)
             elif kind == "layer_norm":
                 prefix, eps = item
                 h = nn.functional.layer_norm(h, h.shape[-1:], eps=eps)

@@ -27,9 +27,12 @@ class Replicas:
     of tanh(logits) against targets +1 (true class) / -1 (others), summed over classes —
     the tanh output layer and squared error of Oland & Raj (Sec. 3.2)."""
 
-    def __init__(self, model: nn.Module, count: int, loss: str = "cross_entropy", seeds: list[int] | None = None):
+    def __init__(self, model: nn.Module, count: int, loss: str = "cross_entropy", seeds: list[int] | None = None,
+                 per_replica: bool = False):
         """``seeds``: one per replica, for the generators that draw its dropout masks
-        (needed when the model has dropout)."""
+        (needed when the model has dropout). ``per_replica``: an MLP's products run one
+        replica at a time, so each replica's numbers are the same bits whatever ``count``
+        is (``batched_mlp.py``)."""
         if loss not in LOSSES:
             raise ValueError(f"loss={loss!r} is not allowed: loss must be one of {list(LOSSES)}")
         self.loss = loss
@@ -45,7 +48,7 @@ class Replicas:
         }
         self.batched = None
         if isinstance(model, MLP):
-            self.batched = BatchedMLP(model, self.params)
+            self.batched = BatchedMLP(model, self.params, per_replica)
         self.dropouts = dropout_layers(model)
         device = next(iter(self.params.values())).device
         if self.dropouts and (seeds is None or len(seeds) != count):
