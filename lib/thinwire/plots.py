@@ -160,7 +160,7 @@ def save(fig, name: str, folder: Path, profile: str) -> Path:
     without a title gets one that names the paper and its figure (from ``name``)."""
     folder.mkdir(parents=True, exist_ok=True)
     if fig._suptitle is None:
-        fig.suptitle(_title(name), fontsize=10)
+        fig.suptitle(_title(name), fontsize=10, y=1.03)  # above the panels' own titles
     path = folder / f"{name}_{profile}.png"
     fig.savefig(path, dpi=110, bbox_inches="tight")
     fig.savefig(path.with_suffix(".pdf"), bbox_inches="tight")
