@@ -78,3 +78,12 @@ def test_new_results_carry_provenance_and_retime_keeps_bytes(tmp_path):
     assert again.ledger.rows() == first.ledger.rows() and again.metrics["loss"] == first.metrics["loss"]
     assert again.metrics["compute_seconds"] != first.metrics["compute_seconds"]
     assert run(config, root=tmp_path).provenance["date"] == again.provenance["date"]
+
+
+def test_the_provenance_table_groups_runs_by_machine_and_code(tmp_path):
+    from thinwire.experiment.timing import provenance_table
+    config = RunConfig(hidden=(16,), steps=4, train_samples=512, eval_samples=200, eval_every=2, batch_size=16)
+    a, b = run(config, root=tmp_path), run(config.replace(seed=1), root=tmp_path)
+    table = provenance_table({"x": [a, None], "y": {"z": b}})
+    assert len(table) == 1 and table["runs"].iloc[0] == 2 and table["CPU"].iloc[0] == a.provenance["host_cpu"]
+    assert table["first"].iloc[0] <= table["last"].iloc[0]

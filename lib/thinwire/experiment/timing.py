@@ -86,3 +86,39 @@ def provenance() -> dict:
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
     }
+
+
+def _results(obj):
+    """Every Result in a (nested) dict, list or tuple."""
+    from .result import Result
+    if isinstance(obj, Result):
+        yield obj
+    elif isinstance(obj, dict):
+        for value in obj.values():
+            yield from _results(value)
+    elif isinstance(obj, (list, tuple)):
+        for value in obj:
+            yield from _results(value)
+
+
+def provenance_table(results):
+    """Where and when the times of ``results`` (a Result or nested dicts and lists of them)
+    were taken: one row per distinct machine and code version, with how many runs, the
+    dates and the highest 1-minute load average at a run's start (pandas DataFrame)."""
+    import pandas as pd
+    groups: dict = {}
+    for r in _results(results):
+        p = r.provenance or {}
+        key = tuple(p.get(k) for k in ("host_cpu", "cpu_count", "git_commit", "thinwire", "torch", "numba",
+                                       "torch_threads", "numba_threads"))
+        group = groups.setdefault(key, {"runs": 0, "dates": [], "load": []})
+        group["runs"] += 1
+        if p.get("date"):
+            group["dates"].append(p["date"])
+        if p.get("load_average"):
+            group["load"].append(p["load_average"][0])
+    rows = [{"CPU": k[0] or "(recorded before provenance)", "cores": k[1], "commit": (k[2] or "")[:12] + ("+dirty" if (k[2] or "").endswith("+dirty") else ""),
+             "thinwire": k[3], "torch": k[4], "numba": k[5], "threads torch/numba": f"{k[6]}/{k[7]}",
+             "runs": g["runs"], "first": min(g["dates"], default=None), "last": max(g["dates"], default=None),
+             "max load at start": max(g["load"], default=None)} for k, g in groups.items()]
+    return pd.DataFrame(rows)
