@@ -35,8 +35,11 @@ class Codec(ABC):
     carrier: ClassVar[str | None] = None
     host_only: ClassVar[bool] = True  # compress needs host memory (numpy / numba kernels)
     # A codec that sends NaN and Inf bit for bit (fp32, fp16) sets this; any other refuses
-    # them in ``encode`` before its state (residual, generator, cache) is touched.
+    # them in ``encode`` before its state (residual, cache) is touched, with one extra pass
+    # over the tensor unless ``refuses_non_finite``: its own first pass refuses them and it
+    # changes no state but the generator, which ``encode`` restores on a refusal.
     carries_non_finite: ClassVar[bool] = False
+    refuses_non_finite: ClassVar[bool] = False
     # Bumped when the same spec starts to produce different messages; the results of runs
     # that use the codec are then recomputed (``RunConfig.key``), not taken from the cache.
     revision: ClassVar[int] = 0
@@ -95,7 +98,7 @@ class Codec(ABC):
         if decision is not None and not decision.send:
             raise ValueError("a decision not to send has no message: skip the encode")
         _check_representable(tensor, key)
-        if not self.carries_non_finite:
+        if not (self.carries_non_finite or self.refuses_non_finite):
             _check_finite(tensor, key, self)
         _check_same_size(state, key, tensor.numel())
         state.last = SendStats(values=tensor.numel())

@@ -221,7 +221,7 @@ def _progress_bar(config: RunConfig, start: int):
     on a terminal)."""
     global _BAR
     from tqdm.auto import tqdm
-    label = f"{config.algorithm} {config.push_codec if hasattr(config, 'push_codec') else ''} K={config.workers}"
+    label = f"{config.algorithm} {config.push_codec} K={config.workers}"
     if _BAR is None:
         _BAR = tqdm(total=config.steps, desc=label, leave=True, mininterval=1.0)
     else:

@@ -15,6 +15,7 @@ cached run without touching them.
 from __future__ import annotations
 
 import datetime
+import functools
 import os
 import platform
 import subprocess
@@ -67,8 +68,9 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def provenance() -> dict:
-    """Where, when and with what a run's times were measured."""
+@functools.lru_cache(maxsize=None)
+def _fixed() -> dict:
+    """What does not change within a process: code version, machine, libraries."""
     import numba
     import torch
 
@@ -81,6 +83,15 @@ def provenance() -> dict:
         "python": platform.python_version(),
         "torch": torch.__version__,
         "numba": numba.__version__,
+    }
+
+
+def provenance() -> dict:
+    """Where, when and with what a run's times were measured."""
+    import numba
+    import torch
+    return {
+        **_fixed(),
         "torch_threads": torch.get_num_threads(),
         "numba_threads": numba.config.NUMBA_NUM_THREADS,  # the setting: get_num_threads() would start the pool early
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

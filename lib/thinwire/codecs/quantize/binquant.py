@@ -43,6 +43,7 @@ class BinQuantize(Codec):
     message carries its N, so the receiver needs nothing else."""
 
     name = "binquant"
+    refuses_non_finite = True  # value_range refuses NaN and Inf before anything else
     codec_id = 8
 
     def __init__(self, bits: int = 8, coder: str = "raw"):

@@ -40,6 +40,7 @@ class QSGD(Codec):
     """Stochastic ``bits``-bit quantization per bucket of ``bucket`` values."""
 
     name = "qsgd"
+    refuses_non_finite = True  # the norm pass refuses NaN and Inf; only the generator has moved
     codec_id = 10
     carrier = None  # bit-packed codes: no codec compresses them further
 
@@ -74,6 +75,8 @@ class QSGD(Codec):
         def fill_codes(view):
             qsgd.quantize_packed(x, self.bucket, self.norm, self.bits, message_key, norms, view.numpy())
             if not np.isfinite(norms).all():
+                if not np.isfinite(x).all():
+                    raise ValueError(f"qsgd: tensor {key!r} contains NaN or Inf: it cannot be quantized")
                 raise ValueError(f"qsgd: a bucket norm of tensor {key!r} overflows float32 (values of about "
                                  f"1e19 and more, squared and summed): scale the tensor, or use norm='max'")
 
