@@ -7,13 +7,13 @@ import toy_algorithms
 from thinwire.algorithms import check_algorithm
 from thinwire.experiment import RunConfig, run
 from thinwire.experiment.launch import free_port
+from thinwire.experiment.timing import untimed
 
 TINY = dict(hidden=(24,), steps=8, train_samples=1024, eval_every=4, eval_samples=300, batch_size=16, workers=4)
-TIMINGS = {"compute_seconds", "codec_seconds", "wall_seconds"}
 
 
 def _numbers(metrics):
-    return {k: v for k, v in metrics.items() if k not in TIMINGS}
+    return untimed(metrics)
 
 
 def _same_metrics(a: dict, b: dict):

@@ -9,13 +9,13 @@ import torch
 
 from thinwire.experiment import RunConfig, result_folder, run
 from thinwire.experiment.checkpoint import Checkpoint
+from thinwire.experiment.timing import untimed
 
 TINY = dict(hidden=(16,), steps=9, train_samples=512, eval_every=3, eval_samples=200, batch_size=16)
-TIMINGS = {"compute_seconds", "codec_seconds", "wall_seconds"}
 
 
 def _numbers(result):
-    return {k: v for k, v in result.metrics.items() if k not in TIMINGS}
+    return untimed(result.metrics)
 
 
 class _Planted:

@@ -6,13 +6,13 @@ import pytest
 
 from thinwire.experiment import RunConfig, cached, result_folder, run
 from thinwire.experiment.launch import launch
+from thinwire.experiment.timing import untimed
 
 TINY = dict(hidden=(32,), steps=12, train_samples=1024, eval_every=6, eval_samples=500, batch_size=16)
-TIMINGS = {"compute_seconds", "codec_seconds", "wall_seconds"}
 
 
 def _numbers(result):
-    return {k: v for k, v in result.metrics.items() if k not in TIMINGS}
+    return untimed(result.metrics)
 
 
 def test_two_identical_runs_give_identical_metrics(tmp_path):

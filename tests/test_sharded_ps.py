@@ -8,15 +8,15 @@ from thinwire.algorithms.flat_layout import FlatLayout
 from thinwire.experiment import RunConfig, run
 from thinwire.experiment.launch import launch
 from thinwire.models import Replicas, build_model
+from thinwire.experiment.timing import untimed
 
 TINY = dict(hidden=(48, 40), steps=12, train_samples=1024, eval_every=6, eval_samples=500, batch_size=16,
             workers=4, optimizer="adagrad", lr=0.005, pull_mode="delta")
 DROP = dict(push_codec="graddrop(ratio=0.9)", pull_codec="graddrop(ratio=0.9, residual=False)")
-TIMINGS = {"compute_seconds", "codec_seconds", "wall_seconds"}
 
 
 def _numbers(result):
-    return {k: v for k, v in result.metrics.items() if k not in TIMINGS}
+    return untimed(result.metrics)
 
 
 def test_flat_layout_round_trips_and_cuts_at_rows():

@@ -8,15 +8,15 @@ from thinwire.codecs import CodecState, CorruptMessageError, make_codec, wire
 from thinwire.experiment import RunConfig, run
 from thinwire.experiment.launch import launch
 from thinwire.policies import CoreExplorer, Decision, make_policy
+from thinwire.experiment.timing import untimed
 
 TINY = dict(hidden=(48, 40), steps=12, train_samples=1024, eval_every=6, eval_samples=500, batch_size=16, workers=4,
             lr=0.1)
-TIMINGS = {"compute_seconds", "codec_seconds", "wall_seconds"}
 KEYCACHE = make_codec("keycache")
 
 
 def _numbers(result):
-    return {k: v for k, v in result.metrics.items() if k not in TIMINGS}
+    return untimed(result.metrics)
 
 
 def test_core_is_the_largest_and_explorer_is_fresh_uniform_and_outside_it():

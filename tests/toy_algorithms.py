@@ -12,14 +12,14 @@ used by test_contract.py to show that the core fits topologies beyond the parame
 from __future__ import annotations
 
 import os
-import time
 from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from thinwire.algorithms import Section, ServerAgent, StepReport, Tally, register_algorithm
+from thinwire.algorithms import (Declared, Round, Section, ServerAgent, StepReport, local_gradients, ready,
+                                 register_algorithm)
 from thinwire.codecs import CodecState, StateBook, make_codec, pair_seed
 from thinwire.comm import DistributedTransport, Envelope
 from thinwire.models import Replicas
@@ -42,19 +42,20 @@ class RingSection(Section):
     event: str = "event(threshold=0.1)"      # the send policy of every peer
 
 
-class EventRing:
+class EventRing(Declared):
     phases = ("ring",)
     Section = RingSection
 
     def __init__(self, model, transport, peers: int, section: RingSection, seed: int):
         self.transport, self.peers, self.lr = transport, peers, section.lr
-        self.codec = make_codec(section.push_codec)
+        self.codec = ready(make_codec(section.push_codec))
         self.local_workers = [k for k in range(peers) if transport.is_local(k)]
-        self.replicas = Replicas(model, max(1, len(self.local_workers)))
+        self.replicas = self.declare("replicas", Replicas(model, max(1, len(self.local_workers))))
         self.roles = {k: "peer" for k in range(peers)}
-        self.send_states = {k: CodecState(seed + 100 + k) for k in self.local_workers}
-        self.receive_states = StateBook(pair_seed(seed + 200))
-        self.policies = {k: make_policy(section.event, seed + 300 + k) for k in self.local_workers}
+        self.send_states = self.declare("send", {k: CodecState(seed + 100 + k) for k in self.local_workers})
+        self.receive_states = self.declare("receive", StateBook(pair_seed(seed + 200)))
+        self.policies = self.declare("policies", {k: ready(make_policy(section.event, seed + 300 + k))
+                                                  for k in self.local_workers})
         self.initial = {n: p.detach().clone() for n, p in model.named_parameters()}
 
     @classmethod
@@ -70,49 +71,23 @@ class EventRing:
         return slot.setdefault("copy", self.initial[name].clone())
 
     def step(self, step, x, y) -> StepReport:
-        t0 = time.perf_counter()
-        tally, outbox = Tally(), []
+        rnd = Round(self.transport, step)
         losses, correct = self.replicas.sgd_step(x, y, self.lr)
         for i, k in enumerate(self.local_workers):
             for name, p in self.replicas.params.items():
-                decision = self.policies[k].decide(step, name, p[i])
-                if not decision.send:
-                    tally.skip("ring")
-                    continue
-                message = self.codec.encode(p[i], self.send_states[k], name)
-                tally.add("ring", self.send_states[k].last)
-                self.policies[k].sent(step, name, p[i])
-                outbox += [Envelope(k, peer, name, message) for peer in self.neighbours(k)]
-        inbox = self.transport.exchange(outbox, step, "ring")
-        for env in inbox:
-            copy = self.copy_of(env.receiver, env.sender, env.tensor)
-            self.codec.merge(env.message, copy, self.receive_states(env.receiver, env.sender), env.tensor)
+                rnd.send("ring", k, self.neighbours(k), name, p[i], self.codec, self.send_states[k], self.policies[k])
+        for env in rnd.exchange("ring"):
+            rnd.merge(self.codec, env, self.copy_of(env.receiver, env.sender, env.tensor),
+                      self.receive_states(env.receiver, env.sender))
         for i, k in enumerate(self.local_workers):
             left, right = self.neighbours(k)
             for name, p in self.replicas.params.items():
                 p[i] = (p[i] + self.copy_of(k, left, name) + self.copy_of(k, right, name)) / 3
-        return StepReport(loss_sum=float(losses.sum()), correct=int(correct.sum()), samples=int(y.numel()),
-                          local_workers=len(self.local_workers), worker_seconds=time.perf_counter() - t0,
-                          tally=tally)
+        return rnd.report(losses, correct, y, len(self.local_workers))
 
     def global_params(self):
         local = {k: {n: p[i] for n, p in self.replicas.params.items()} for i, k in enumerate(self.local_workers)}
         return _gather_mean(self.transport, local, self.peers)
-
-    def state_dict(self) -> dict:
-        return {"replicas": {n: p.clone() for n, p in self.replicas.params.items()},
-                "send": {k: s.state_dict() for k, s in self.send_states.items()},
-                "receive": self.receive_states.state_dict(),
-                "policies": {k: p.state_dict() for k, p in self.policies.items()}}
-
-    def load_state_dict(self, state) -> None:
-        for n, p in self.replicas.params.items():
-            p.copy_(state["replicas"][n])
-        for k, s in self.send_states.items():
-            s.load_state_dict(state["send"][k])
-        self.receive_states.load_state_dict(state["receive"])
-        for k, p in self.policies.items():
-            p.load_state_dict(state["policies"][k])
 
 
 @dataclass(frozen=True)
@@ -126,89 +101,57 @@ class BitsServer(ServerAgent):
     def __init__(self, model, push_codec, pull_codec, workers, seed, bits_policy):
         super().__init__(dict(model.named_parameters()), push_codec, pull_codec, range(workers),
                          lambda k: seed + 10 + k, seed + 20)
-        self.policy = make_policy(bits_policy, seed + 30)
-        self.control_state = CodecState(seed + 40)
-
-    def extra_state(self):
-        return {"policy": self.policy.state_dict(), "control": self.control_state.state_dict()}
-
-    def load_extra_state(self, state):
-        self.policy.load_state_dict(state["policy"])
-        self.control_state.load_state_dict(state["control"])
+        self.policy = self.declare("policy", ready(make_policy(bits_policy, seed + 30)))
+        self.control_state = self.declare("control", CodecState(seed + 40))
 
 
-class BitsBroadcast:
+class BitsBroadcast(Declared):
     phases = ("control", "push", "pull")
     Section = BroadcastSection
     control_codec = make_codec("fp32")
 
     def __init__(self, model, transport, workers: int, section: BroadcastSection, seed: int):
         self.transport, self.workers, self.server_id, self.lr = transport, workers, workers, section.lr
-        self.push_codec, self.pull_codec = make_codec(section.push_codec), make_codec(section.pull_codec)
+        self.push_codec, self.pull_codec = ready(make_codec(section.push_codec)), ready(make_codec(section.pull_codec))
         self.local_workers = [k for k in range(workers) if transport.is_local(k)]
-        self.replicas = Replicas(model, max(1, len(self.local_workers)))
+        self.replicas = self.declare("replicas", Replicas(model, max(1, len(self.local_workers))))
         self.roles = {**{k: "worker" for k in range(workers)}, workers: "server"}
-        self.push_states = {k: CodecState(seed + 50 + k) for k in self.local_workers}
-        self.receive_states = StateBook(pair_seed(seed + 60))
-        self.server = (BitsServer(model, self.push_codec, self.pull_codec, workers, seed, section.bits)
-                       if transport.is_local(workers) else None)
+        self.push_states = self.declare("push", {k: CodecState(seed + 50 + k) for k in self.local_workers})
+        self.receive_states = self.declare("receive", StateBook(pair_seed(seed + 60)))
+        self.server = self.declare("server", BitsServer(model, self.push_codec, self.pull_codec, workers, seed,
+                                                        section.bits) if transport.is_local(workers) else None)
 
     @classmethod
     def from_config(cls, model, transport, config, steps_per_epoch):
         return cls(model, transport, config.workers, config.section, config.seed)
 
     def step(self, step, x, y) -> StepReport:
-        t0 = time.perf_counter()
-        tally, outbox = Tally(), []
+        rnd = Round(self.transport, step)
         if self.server is not None:
-            bits = self.server.policy.decide(step, "bits", torch.zeros(())).bits
-            message = self.control_codec.encode(torch.tensor(float(bits)), self.server.control_state, "bits")
-            tally.add("control", self.server.control_state.last)
-            outbox = [Envelope(self.server_id, k, "bits", message) for k in range(self.workers)]
-        chosen = {env.receiver: int(self.control_codec.decode(env.message, self.receive_states(env.receiver, env.sender),
-                                                              "bits"))
-                  for env in self.transport.exchange(outbox, step, "control")}
-        losses, correct, grads = self.replicas.loss_and_grads(x, y)
-        outbox = []
+            bits = rnd.as_server().decide(self.server.policy, "bits", torch.zeros(())).bits
+            rnd.send("control", self.server_id, range(self.workers), "bits", torch.tensor(float(bits)),
+                     self.control_codec, self.server.control_state)
+        chosen = {env.receiver: int(rnd.decode(self.control_codec, env, self.receive_states(env.receiver, env.sender)))
+                  for env in rnd.as_worker().exchange("control")}
+        losses, correct, grads = local_gradients(self.replicas, x, y)
         for i, k in enumerate(self.local_workers):
-            for name, g in grads.items():
-                # the workers follow the broadcast integer
-                message = self.push_codec.encode(g[i], self.push_states[k], name, Decision(bits=chosen[k]))
-                tally.add("push", self.push_states[k].last)
-                outbox.append(Envelope(k, self.server_id, name, message))
-        inbox = self.transport.exchange(outbox, step, "push")
-        outbox = []
+            for name, g in grads.items():  # the workers follow the broadcast integer
+                rnd.send("push", k, [self.server_id], name, g[i], self.push_codec, self.push_states[k],
+                         decision=Decision(bits=chosen[k]))
+        inbox = rnd.exchange("push")
         if self.server is not None:
-            for name, total in self.server.sum_pushes(inbox).items():
+            for name, total in self.server.sum_pushes(rnd.as_server(), inbox).items():
                 self.server.params[name] -= self.lr * total / self.workers
-                message = self.pull_codec.encode(self.server.params[name], self.server.pull_state, name)
-                tally.add("pull", self.server.pull_state.last)
-                outbox += [Envelope(self.server_id, k, name, message) for k in range(self.workers)]
+                rnd.send("pull", self.server_id, range(self.workers), name, self.server.params[name],
+                         self.pull_codec, self.server.pull_state)
         index = {k: i for i, k in enumerate(self.local_workers)}
-        for env in self.transport.exchange(outbox, step, "pull"):
-            self.pull_codec.decode(env.message, self.receive_states(env.receiver, env.sender), env.tensor,
-                                   out=self.replicas.params[env.tensor][index[env.receiver]])
-        return StepReport(loss_sum=float(losses.sum()), correct=int(correct.sum()), samples=int(y.numel()),
-                          local_workers=len(self.local_workers), worker_seconds=time.perf_counter() - t0,
-                          tally=tally)
+        for env in rnd.as_worker().exchange("pull"):
+            rnd.decode(self.pull_codec, env, self.receive_states(env.receiver, env.sender),
+                       out=self.replicas.params[env.tensor][index[env.receiver]])
+        return rnd.report(losses, correct, y, len(self.local_workers))
 
     def global_params(self):
         return None if self.server is None else self.server.params
-
-    def state_dict(self) -> dict:
-        return {"replicas": {n: p.clone() for n, p in self.replicas.params.items()},
-                "push": {k: s.state_dict() for k, s in self.push_states.items()},
-                "receive": self.receive_states.state_dict(),
-                "server": None if self.server is None else self.server.state_dict()}
-
-    def load_state_dict(self, state) -> None:
-        for n, p in self.replicas.params.items():
-            p.copy_(state["replicas"][n])
-        for k, s in self.push_states.items():
-            s.load_state_dict(state["push"][k])
-        self.receive_states.load_state_dict(state["receive"])
-        if self.server is not None:
-            self.server.load_state_dict(state["server"])
 
 
 register_algorithm("event_ring", EventRing)

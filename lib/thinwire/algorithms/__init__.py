@@ -3,7 +3,9 @@
 from .contract import ROLES, Algorithm, check_algorithm
 from .optimizers import OPTIMIZERS, make_optimizer
 from .plump_dp import PlumpDP
-from .report import PhaseTally, StepReport, Tally
+from .declared import Declared
+from .report import CodecTimes, PhaseTally, StepReport, Tally
+from .round import Round, local_gradients, ready
 from .sections import (PULL_MODES, SCHEDULES, SCOPES, SERVER_SCALES, ParameterServerSection, Section, ShardedPSSection,
                        SlimDPSection, WeightAveragingSection)
 from .server import ServerAgent
@@ -27,6 +29,6 @@ def register_algorithm(name: str, cls: type) -> type:
     return cls
 
 
-__all__ = ["ALGORITHMS", "Algorithm", "OPTIMIZERS", "PULL_MODES", "ROLES", "ParameterServerSection", "PhaseTally",
+__all__ = ["ALGORITHMS", "Algorithm", "CodecTimes", "Declared", "Round", "local_gradients", "ready", "OPTIMIZERS", "PULL_MODES", "ROLES", "ParameterServerSection", "PhaseTally",
            "PlumpDP", "SCHEDULES", "SCOPES", "SERVER_SCALES", "Section", "SlimDP", "SlimDPSection", "ServerAgent", "ShardedPS", "ShardedPSSection", "StepReport", "Tally", "WeightAveraging",
            "WeightAveragingSection", "check_algorithm", "make_optimizer", "register_algorithm"]

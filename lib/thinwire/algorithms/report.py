@@ -1,5 +1,6 @@
 """What a step reports to the runner: ``StepReport``, with codec and policy statistics
-summed per phase in a ``Tally``. Typed, so a new statistic is a new field, not a string."""
+summed per phase in a ``Tally`` and codec time split in ``CodecTimes``. Typed, so a new
+statistic is a new field, not a string."""
 
 from __future__ import annotations
 
@@ -74,6 +75,28 @@ class Tally(dict):
         return out
 
 
+CODEC_PARTS = ("select", "encode", "decode")
+
+
+@dataclass
+class CodecTimes:
+    """Codec seconds of one side (workers or servers) of one step, by part."""
+
+    select: float = 0.0   # choosing what to send: policy decisions, core/explorer keys, top-k, drop thresholds
+    encode: float = 0.0   # compressing and framing (encode's time less the selection it reported)
+    decode: float = 0.0   # decoding, merging, accumulating received messages
+
+    @property
+    def total(self) -> float:
+        return self.select + self.encode + self.decode
+
+    def add(self, part: str, seconds: float) -> None:
+        setattr(self, part, getattr(self, part) + seconds)
+
+    def scaled(self, factor: float) -> CodecTimes:
+        return CodecTimes(self.select * factor, self.encode * factor, self.decode * factor)
+
+
 @dataclass
 class StepReport:
     """One process's account of one step (the runner merges every rank's)."""
@@ -84,7 +107,9 @@ class StepReport:
     local_workers: int = 0         # agents that trained here this step
     worker_seconds: float = 0.0    # measured time of their work, summed (divided by local_workers)
     server_seconds: float = 0.0    # measured time of server-side agents (the slowest counts)
-    codec_seconds: float = 0.0     # the part of worker_seconds spent choosing, encoding, decoding and merging
-    server_codec_seconds: float = 0.0  # the part of server_seconds spent so
+    worker_codec: CodecTimes = field(default_factory=CodecTimes)  # the part of worker_seconds spent choosing,
+    #                                                                 encoding, decoding, merging (summed)
+    server_codec: CodecTimes = field(default_factory=CodecTimes)  # the part of server_seconds spent so
+    exchange_seconds: dict[str, float] = field(default_factory=dict)  # phase -> measured time in the transport
     tally: Tally = field(default_factory=Tally)          # codec and policy statistics by phase
     extra: dict[str, float] = field(default_factory=dict)  # algorithm measurements, mean over local workers

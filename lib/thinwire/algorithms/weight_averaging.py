@@ -24,8 +24,6 @@ entropy estimate of worker 0's weights for a grid of (M, F) (Fig. 3).
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import torch
 from torch import nn
@@ -37,8 +35,9 @@ from ..codecs.quantize.minmax import value_range
 from ..comm import Envelope, Transport
 from ..models import Replicas
 from ..policies import make_policy
-from .local_state import LocalState
-from .report import StepReport, Tally
+from .declared import Declared
+from .report import StepReport
+from .round import Round, ready
 from .sections import WeightAveragingSection
 from .server import ServerAgent
 
@@ -47,7 +46,7 @@ PROBE_F = (0.01, 0.03, 0.1, 1.0)
 
 
 def _with_coder(codec: Codec, coder: str) -> Codec:
-    return type(codec)(**{**codec.params(), "coder": coder})
+    return ready(type(codec)(**{**codec.params(), "coder": coder}))
 
 
 class AveragingAgent(ServerAgent):
@@ -58,27 +57,22 @@ class AveragingAgent(ServerAgent):
         super().__init__(dict(model.named_parameters()), push_codec, pull_codec, range(workers),
                          lambda k: seed + 1000 + k, seed + 2000)
         self.workers = workers
-        self.pull_policy = make_policy(pull_policy, seed + 2000)
+        self.pull_policy = self.declare("pull_policy", ready(make_policy(pull_policy, seed + 2000)))
 
-    def average(self, pushes: list[Envelope], tally: Tally, step: int) -> list[Envelope]:
-        out = []
-        for name, t in self.sum_pushes(pushes).items():
-            average = t.div_(self.workers)
-            decision = self.pull_policy.decide(step, name, average)  # every worker must get the average
-            message = self.pull_codec.encode(average, self.pull_state, name, decision)
-            tally.add("pull", self.pull_state.last)
-            self.pull_codec.decode(message, None, name, out=self.params[name])  # what the workers will hold
-            out.extend(Envelope(self.workers, k, name, message) for k in range(self.workers))
-        return out
-
-    def extra_state(self) -> dict:
-        return {"pull_policy": self.pull_policy.state_dict()}
-
-    def load_extra_state(self, state: dict) -> None:
-        self.pull_policy.load_state_dict(state["pull_policy"])
+    def average(self, rnd: Round, pushes: list[Envelope]) -> None:
+        """Step 3: decode, average in worker order, compress afresh, send to every worker;
+        ``params`` holds what the workers will decode."""
+        for name, t in self.sum_pushes(rnd, pushes).items():
+            message = rnd.send("pull", self.workers, range(self.workers), name, t.div_(self.workers),
+                               self.pull_codec, self.pull_state, self.pull_policy)
+            if message is None:
+                raise RuntimeError(f"pull_policy={self.pull_policy.spec()!r} decided not to send the average of "
+                                   f"{name!r}, but every worker must get it")
+            with rnd.timed("decode"):
+                self.pull_codec.decode(message, None, name, out=self.params[name])
 
 
-class WeightAveraging(LocalState):
+class WeightAveraging(Declared):
     """One run of Sec. 2's scheme on a transport; ``step`` does steps 1-4 above."""
 
     phases = ("push", "pull")
@@ -95,21 +89,24 @@ class WeightAveraging(LocalState):
         self.transport, self.workers, self.center_id = transport, workers, workers
         self.lr, self.lr_decay, self.l1, self.exchange_every = lr, lr_decay, l1, exchange_every
         self.momentum, self.weight_decay = momentum, weight_decay
-        self.push_codec = push_codec or Float32()
-        self.pull_codec = pull_codec or Float32()
+        self.push_codec = ready(push_codec or Float32())
+        self.pull_codec = ready(pull_codec or Float32())
         self.probes = ({c: _with_coder(self.push_codec, c) for c in probe_coders}
                        if isinstance(self.push_codec, BinQuantize) else {})
         self.probe_entropy = probe_entropy
         self.local_workers = [k for k in range(workers) if transport.is_local(k)]
-        self.replicas = Replicas(model, max(1, len(self.local_workers)), loss=loss,
-                                 seeds=[seed + 7000 + k for k in self.local_workers] or [seed + 7000],
-                                 per_replica=True)  # quantized weights: the same bits as one rank's replica
-        self.push_states = {k: CodecState(seed + 3000 + k) for k in self.local_workers}
-        self.push_policies = {k: make_policy(push_policy, seed + 3000 + k) for k in self.local_workers}
-        self.pull_states = StateBook(pair_seed(seed + 5000))  # each worker's own state for the averaged pulls
+        self.replicas = self.declare("replicas", Replicas(
+            model, max(1, len(self.local_workers)), loss=loss,
+            seeds=[seed + 7000 + k for k in self.local_workers] or [seed + 7000],
+            per_replica=True))  # quantized weights: the same bits as one rank's replica
+        self.push_states = self.declare("push_states", {k: CodecState(seed + 3000 + k) for k in self.local_workers})
+        self.push_policies = self.declare("push_policies", {k: ready(make_policy(push_policy, seed + 3000 + k))
+                                                            for k in self.local_workers})
+        self.pull_states = self.declare("pull_states", StateBook(pair_seed(seed + 5000)))  # each worker's, per sender
         self.probe_state = CodecState(seed + 4000)
-        self.center = (AveragingAgent(model, self.push_codec, self.pull_codec, workers, seed, pull_policy)
-                       if transport.is_local(self.center_id) else None)
+        self.center = self.declare("center", AveragingAgent(model, self.push_codec, self.pull_codec, workers, seed,
+                                                            pull_policy)
+                                   if transport.is_local(self.center_id) else None)
         self.matrices = [n for n, p in self.replicas.params.items() if p.dim() > 2]  # (K, out, in): weights
         self._sign = {n: torch.empty_like(self.replicas.params[n]) for n in self.matrices}
         self.roles = {**{k: "worker" for k in range(workers)}, self.center_id: "server"}
@@ -128,76 +125,78 @@ class WeightAveraging(LocalState):
         return self.lr * self.lr_decay ** (step // self.exchange_every)
 
     def step(self, step: int, x: torch.Tensor, y: torch.Tensor) -> StepReport:
-        t0 = time.perf_counter()
-        lr = self.learning_rate(step)
-        extra, tally = {}, Tally()
+        rnd = Round(self.transport, step)
+        losses, correct = self.local_step(x, y, self.learning_rate(step))      # 1. local SGD step, L1
+        if (step + 1) % self.exchange_every:
+            return rnd.report(losses, correct, y, len(self.local_workers))
+        extra, probes = {}, {}
         if self.local_workers:
-            if self.l1:
-                for name in self.matrices:
-                    torch.sign(self.replicas.params[name], out=self._sign[name])
-            losses, correct = self.replicas.sgd_step(x, y, lr, self.momentum, self.weight_decay)
-            if self.l1:
-                for name in self.matrices:
-                    self.replicas.params[name].sub_(self._sign[name], alpha=lr * self.l1)
-        else:
-            losses, correct = torch.zeros(0), torch.zeros(0)
-        exchange = (step + 1) % self.exchange_every == 0
-        outbox = []
-        if exchange and self.local_workers:
-            extra.update(self._gradient_rms(x, y))
-            if self.probe_entropy and 0 in self.local_workers:
-                extra.update(self._entropy_grid())
-            outbox = self._pushes(extra, tally, step)
-        worker_seconds = time.perf_counter() - t0
-        center_seconds = 0.0
-        if exchange:
-            inbox = self.transport.exchange(outbox, step, "push")
-            t1 = time.perf_counter()
-            outbox = self.center.average(inbox, tally, step) if self.center is not None else []
-            center_seconds = time.perf_counter() - t1
-            inbox = self.transport.exchange(outbox, step, "pull")
-            t2 = time.perf_counter()
-            index = {k: i for i, k in enumerate(self.local_workers)}
-            decoded = {}  # in one process the K workers receive the same message object
-            for env in inbox:
-                if id(env.message) not in decoded:
-                    decoded[id(env.message)] = self.pull_codec.decode(
-                        env.message, self.pull_states(env.receiver, env.sender), env.tensor,
-                        like=self.replicas.params[env.tensor][index[env.receiver]])
-                self.replicas.params[env.tensor][index[env.receiver]].copy_(decoded[id(env.message)])
-            worker_seconds += time.perf_counter() - t2
-        return StepReport(loss_sum=float(losses.sum()), correct=int(correct.sum()), samples=int(y.numel()),
-                          local_workers=len(self.local_workers), worker_seconds=worker_seconds,
-                          server_seconds=center_seconds, tally=tally, extra=extra)
-
-    def _pushes(self, extra: dict, tally: Tally, step: int) -> list[Envelope]:
-        out = []
-        probe_bytes = dict.fromkeys(self.probes, 0)
-        bits, entropy = {}, {}
-        for i, k in enumerate(self.local_workers):
+            with rnd.untimed():                                                 # the figures' measurements
+                extra = self.measure(x, y)
+        for i, k in enumerate(self.local_workers):                              # 2. compress, push (Alg. 1)
             for name, p in self.replicas.params.items():
-                w = p[i]
-                decision = self.push_policies[k].decide(step, name, w)
-                if not decision.send:
-                    tally.skip("push")
-                    continue
-                for coder, codec in self.probes.items():   # same quantization: same decision, same generator state
+                self.push(rnd, k, name, p[i], probes)
+        inbox = rnd.exchange("push")
+        if self.center is not None:
+            self.center.average(rnd.as_server(), inbox)                         # 3. average, compress afresh, pull
+        self.replace(rnd, rnd.as_worker().exchange("pull"))                     # 4. every worker takes the average
+        return rnd.report(losses, correct, y, len(self.local_workers), extra={**extra, **self.summarize(probes)})
+
+    def local_step(self, x: torch.Tensor, y: torch.Tensor, lr: float):
+        """Step 1 for every local worker: w -= lr * (grad + momentum, decay) + lr * l1 * sign(w)."""
+        if not self.local_workers:
+            return torch.zeros(0), torch.zeros(0)
+        if self.l1:
+            for name in self.matrices:
+                torch.sign(self.replicas.params[name], out=self._sign[name])
+        losses, correct = self.replicas.sgd_step(x, y, lr, self.momentum, self.weight_decay)
+        if self.l1:
+            for name in self.matrices:
+                self.replicas.params[name].sub_(self._sign[name], alpha=lr * self.l1)
+        return losses, correct
+
+    def push(self, rnd: Round, k: int, name: str, w: torch.Tensor, probes: dict) -> None:
+        """Step 2 for one tensor of worker k; the probe coders encode the same decision from
+        the same generator state first (their bytes are measurements, not traffic)."""
+        decision = rnd.decide(self.push_policies[k], name, w)
+        if decision.send and self.probes:
+            with rnd.untimed():
+                for coder, codec in self.probes.items():
                     self.probe_state.load_state_dict(self.push_states[k].state_dict())
-                    probe_bytes[coder] += wire.measure(codec.encode(w, self.probe_state, name, decision))[0]
-                out.append(Envelope(k, self.center_id, name,
-                                    self.push_codec.encode(w, self.push_states[k], name, decision)))
-                self.push_policies[k].sent(step, name, w)
-                stats = self.push_states[k].last
-                tally.add("push", stats)
-                if stats.bits is not None:
-                    bits.setdefault(name, []).append(stats.bits)
-                if stats.entropy is not None:
-                    entropy.setdefault(name, []).append(stats.entropy)
-        workers = len(self.local_workers)
-        extra["parameters"] = sum(p[0].numel() for p in self.replicas.params.values())
-        extra.update({f"probe_payload/{c}": b / workers for c, b in probe_bytes.items()})
-        extra.update({f"bits/{n}": float(np.mean(v)) for n, v in bits.items()})
-        extra.update({f"entropy/{n}": float(np.mean(v)) for n, v in entropy.items()})
+                    size = wire.measure(codec.encode(w, self.probe_state, name, decision))[0]
+                    probes[f"probe_payload/{coder}"] = probes.get(f"probe_payload/{coder}", 0) + size
+        if rnd.send("push", k, [self.center_id], name, w, self.push_codec, self.push_states[k],
+                    self.push_policies[k], decision) is not None:
+            stats = self.push_states[k].last
+            for field, value in (("bits", stats.bits), ("entropy", stats.entropy)):
+                if value is not None:
+                    probes.setdefault(f"{field}/{name}", []).append(value)
+
+    def summarize(self, probes: dict) -> dict:
+        """Per exchange: probe payloads per worker, bit widths and entropies (means over workers)."""
+        workers = max(1, len(self.local_workers))
+        out = {"parameters": sum(p[0].numel() for p in self.replicas.params.values())} if self.local_workers else {}
+        out.update({f"probe_payload/{c}": 0 for c in self.probes} if self.local_workers else {})
+        for key, value in probes.items():
+            out[key] = value / workers if key.startswith("probe_payload/") else float(np.mean(value))
+        return out
+
+    def replace(self, rnd: Round, inbox: list[Envelope]) -> None:
+        """Step 4: the decoded average replaces each local worker's weights."""
+        index = {k: i for i, k in enumerate(self.local_workers)}
+        decoded = {}  # in one process the K workers receive the same message object
+        for env in inbox:
+            target = self.replicas.params[env.tensor][index[env.receiver]]
+            if id(env.message) not in decoded:
+                decoded[id(env.message)] = rnd.decode(self.pull_codec, env, self.pull_states(env.receiver, env.sender),
+                                                      like=target)
+            target.copy_(decoded[id(env.message)])
+
+    def measure(self, x, y) -> dict:
+        """Gradient RMS per tensor (Fig. 2) and, when asked, worker 0's entropy grid (Fig. 3)."""
+        out = self._gradient_rms(x, y)
+        if self.probe_entropy and 0 in self.local_workers:
+            out.update(self._entropy_grid())
         return out
 
     def _gradient_rms(self, x, y) -> dict:

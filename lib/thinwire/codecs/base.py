@@ -221,7 +221,12 @@ class Codec(ABC):
         """Encode and decode a small tensor once, so that the compiled kernels this codec uses
         are loaded (or compiled) before anything is timed."""
         x = torch.linspace(-1.0, 1.0, 1024)
-        self.decode(self.encode(x, CodecState(0), "warm_up"), CodecState(0), "warm_up")
+        self.decode(self.encode(x, CodecState(0), "warm_up", self.warm_up_decision()), CodecState(0), "warm_up")
+
+    def warm_up_decision(self):
+        """The decision ``warm_up`` encodes with: None, or for a codec that needs one (a bit
+        width from a policy) a typical one."""
+        return None
 
     def _guarded(self, fn, *args, **kwargs):
         try:

@@ -19,3 +19,4 @@ class SendStats:
     bits: float | None = None        # bit width used (quantizers, bit-width policies; log2 levels when fractional)
     entropy: float | None = None     # entropy estimate behind ``bits`` (Oland & Raj)
     sent: bool = True                # False when a policy decided to send nothing
+    select_seconds: float = 0.0      # the part of the encode spent choosing what to send (top-k, drop thresholds)

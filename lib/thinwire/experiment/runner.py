@@ -28,7 +28,7 @@ import torch
 
 from ..algorithms import ALGORITHMS
 from ..algorithms.contract import check_algorithm
-from ..algorithms.report import StepReport, Tally
+from ..algorithms.report import CODEC_PARTS, StepReport, Tally
 from ..comm import InProcessTransport, Ledger, Transport, network_preset
 from ..datasets import BatchStream, load_dataset, normalize, partition
 from ..models import build_model, evaluate
@@ -38,7 +38,7 @@ from .config import RunConfig
 from .device import resolve_device, synchronize
 from .memory import check_fits, check_writable
 from .result import DamagedResult, Result, remove_stale_temporaries
-from .timing import TIMED, provenance, step_medians, warmup_steps
+from .timing import is_measured, provenance, step_medians, untimed, warmup_steps
 
 
 def result_folder(config: RunConfig, backend: str = "inprocess", root=None) -> Path:
@@ -102,7 +102,7 @@ def _retimed(old: Result, transport: Transport | None, backend: str, progress: b
     if new.ledger.rows() != old.ledger.rows() or new.metrics["loss"] != old.metrics["loss"]:
         raise RuntimeError(f"retime of {old.config.key()}: the repeated run sent other bytes or trained to other "
                            "losses than the cached one (the code changed since it ran); rerun it with reuse=False")
-    metrics = {**old.metrics, **{k: new.metrics[k] for k in TIMED}}
+    metrics = {**untimed(old.metrics), **{k: v for k, v in new.metrics.items() if is_measured(k)}}
     result = Result(old.config, old.backend, metrics, _summarize(old.config, metrics), old.ledger, new.provenance)
     if transport.rank == 0:
         result.save(result_folder(old.config, backend, root))
@@ -235,8 +235,14 @@ def _combine(step: int, parts: list[StepReport], batches_per_epoch: int) -> dict
     samples = sum(p.samples for p in parts)
     compute = (max(p.worker_seconds / max(1, p.local_workers) for p in parts)
                + max(p.server_seconds for p in parts))
-    codec = (max(p.codec_seconds / max(1, p.local_workers) for p in parts)
-             + max(p.server_codec_seconds for p in parts))
+    codec = {f"{side}_{part}_seconds": max(getattr(getattr(p, f"{side}_codec"), part)
+                                           / (max(1, p.local_workers) if side == "worker" else 1) for p in parts)
+             for side in ("worker", "server") for part in CODEC_PARTS}
+    sides = {f"{side}_codec_seconds": sum(codec[f"{side}_{part}_seconds"] for part in CODEC_PARTS)
+             for side in ("worker", "server")}
+    phases = dict.fromkeys(k for p in parts for k in p.exchange_seconds)
+    exchange = {f"{phase}_exchange_seconds": max(p.exchange_seconds.get(phase, 0.0) for p in parts)
+                for phase in phases}
     test = next((p for p in parts if p.extra.get("test_loss") is not None), None)
     tally = Tally()
     for p in parts:
@@ -250,7 +256,10 @@ def _combine(step: int, parts: list[StepReport], batches_per_epoch: int) -> dict
         "test_loss": test.extra["test_loss"] if test else None,
         "test_accuracy": test.extra["test_accuracy"] if test else None,
         "compute_seconds": compute,
-        "codec_seconds": codec,
+        "codec_seconds": sides["worker_codec_seconds"] + sides["server_codec_seconds"],
+        **sides,
+        **codec,
+        **exchange,
         "wall_seconds": max(p.extra["wall_seconds"] for p in parts),
         **tally.metrics(),
         **_merge_extra(parts),

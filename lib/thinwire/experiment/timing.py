@@ -24,7 +24,19 @@ from pathlib import Path
 import numpy as np
 
 TIMED = ("compute_seconds", "codec_seconds", "wall_seconds")
+MODELLED = ("comm_seconds",)   # the network model over the ledger: computed, not measured
 MAX_WARMUP = 20
+
+
+def is_measured(name: str) -> bool:
+    """Whether metric ``name`` is a measured time (every ``*_seconds`` but the modelled):
+    the compute, codec (by side and part), exchange and wall seconds of each step."""
+    return name.endswith("_seconds") and name not in MODELLED
+
+
+def untimed(metrics: dict) -> dict:
+    """``metrics`` without its measured times: what a rerun must reproduce exactly."""
+    return {k: v for k, v in metrics.items() if not is_measured(k)}
 
 
 def warmup_steps(steps: int) -> int:
@@ -40,8 +52,8 @@ def median_after_warmup(values, start: int = 0) -> float:
 
 
 def step_medians(metrics: dict, start: int = 0) -> dict[str, float]:
-    """``<name>_per_step``: the median seconds per step of each timed metric."""
-    return {f"{name}_per_step": median_after_warmup(metrics[name], start) for name in TIMED if name in metrics}
+    """``<name>_per_step``: the median seconds per step of each measured time."""
+    return {f"{name}_per_step": median_after_warmup(metrics[name], start) for name in metrics if is_measured(name)}
 
 
 def _git_commit() -> str | None:

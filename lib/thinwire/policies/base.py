@@ -54,6 +54,12 @@ class Policy(ABC):
     def decide(self, round: int, key: str, tensor: torch.Tensor) -> Decision:
         """What to send of ``tensor`` (the tensor named ``key``) in round ``round``."""
 
+    def warm_up(self) -> None:
+        """Decide once for a small tensor on a fresh copy of this policy (this one's state and
+        generator untouched), so that the compiled kernels it uses are loaded before anything
+        is timed."""
+        type(self)(**self.params(), seed=0).decide(0, "warm_up", torch.linspace(-1.0, 1.0, 1024))
+
     def sent(self, round: int, key: str, tensor: torch.Tensor) -> None:
         """Told after a message for ``key`` went out (event policies remember what was sent)."""
 

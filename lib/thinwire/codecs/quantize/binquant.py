@@ -13,6 +13,7 @@ the codes then run over L bins, are coded in N-bit symbols, and the message carr
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import torch
 
@@ -58,6 +59,11 @@ class BinQuantize(Codec):
             raise ValueError(f"{self.spec()} takes its bit width from a policy decision: "
                              "encode(..., decision=Decision(bits=N))")
         return self.bits
+
+    def warm_up_decision(self):
+        if self.bits:
+            return None
+        return SimpleNamespace(send=True, bits=8, levels=None, keys=None, core=None, refresh=False, entropy=None)
 
     def compress(self, flat, state: CodecState, key: str) -> Payload:
         lo, hi = value_range(flat, key)

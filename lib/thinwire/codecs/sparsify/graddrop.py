@@ -36,6 +36,7 @@ how many other values equal a positive threshold (counted exactly with
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 import torch
@@ -107,12 +108,12 @@ class GradDrop(Codec):
                 "encoding": self.encoding, "bits": self.bits, "levels": self.levels, "residual": self.residual,
                 "ties": self.ties}
 
-    def encode(self, tensor, state=None, key=""):
+    def encode(self, tensor, state=None, key="", decision=None):
         state = state if state is not None else CodecState()
         if state.segments(key) is None:
             columns = tensor.shape[-1] if tensor.dim() == 2 else 1
             state.set_segments(key, [(0, tensor.numel(), max(1, columns))])
-        return super().encode(tensor, state, key)
+        return super().encode(tensor, state, key, decision)
 
     # -- sender ---------------------------------------------------------------------------
     def compress(self, flat, state: CodecState, key: str) -> Payload:
@@ -126,7 +127,9 @@ class GradDrop(Codec):
         if self.threshold == "exact" and gradient is not None:
             corrected.add_(gradient)
             gradient = None
+        t0 = time.perf_counter()
         found = [self._threshold(corrected, gradient, a, b, state.generator) for a, b in spans]
+        state.last.select_seconds = time.perf_counter() - t0
         thresholds = [t for t, _ in found]
         index, values = drop_pass(corrected, gradient, [(a, b, t) for (a, b), t in zip(spans, thresholds)],
                                   keep_residual=self.residual, inclusive=self.ties == "keep")

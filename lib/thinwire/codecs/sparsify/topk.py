@@ -7,6 +7,7 @@ Top-K variant and, with a threshold instead of a count, gradient dropping.
 from __future__ import annotations
 
 import math
+import time
 
 import torch
 
@@ -44,10 +45,12 @@ class TopK(Codec):
         if flat.numel() >= 2**31:
             raise ValueError(f"topk: tensor of {flat.numel()} entries exceeds int32 indexing")
         k = self.k_for(flat.numel())
+        t0 = time.perf_counter()
         if k == flat.numel():
             index = torch.arange(k, dtype=torch.int64, device=flat.device)
         else:
             index = torch.topk(flat.abs(), k, sorted=False).indices.sort().values
+        state.last.select_seconds = time.perf_counter() - t0
         values = flat[index].to(torch.float32)
         # torch.topk ranks NaN above every number and |Inf| is the largest magnitude, so a
         # tensor holding either has one among the k selected: checking them is enough.
