@@ -20,9 +20,10 @@ import torch.multiprocessing as mp
 
 from thinwire.algorithms import (Declared, Round, Section, ServerAgent, StepReport, local_gradients, ready,
                                  register_algorithm)
-from thinwire.codecs import CodecState, StateBook, make_codec, pair_seed
+from thinwire.codecs import CodecState, StateBook, make_codec
 from thinwire.comm import DistributedTransport, Envelope
 from thinwire.models import Replicas
+from thinwire.seed_tree import SeedTree
 from thinwire.policies import Decision, make_policy
 
 
@@ -52,9 +53,11 @@ class EventRing(Declared):
         self.local_workers = [k for k in range(peers) if transport.is_local(k)]
         self.replicas = self.declare("replicas", Replicas(model, max(1, len(self.local_workers))))
         self.roles = {k: "peer" for k in range(peers)}
-        self.send_states = self.declare("send", {k: CodecState(seed + 100 + k) for k in self.local_workers})
-        self.receive_states = self.declare("receive", StateBook(pair_seed(seed + 200)))
-        self.policies = self.declare("policies", {k: ready(make_policy(section.event, seed + 300 + k))
+        seeds = SeedTree(seed)
+        self.send_states = self.declare("send", {k: CodecState(seeds.seed("peer", k, "ring_codec"))
+                                                 for k in self.local_workers})
+        self.receive_states = self.declare("receive", StateBook(seeds.pairs("peer", "ring_receive")))
+        self.policies = self.declare("policies", {k: ready(make_policy(section.event, seeds.seed("peer", k, "event")))
                                                   for k in self.local_workers})
         self.initial = {n: p.detach().clone() for n, p in model.named_parameters()}
 
@@ -98,11 +101,10 @@ class BroadcastSection(Section):
 
 
 class BitsServer(ServerAgent):
-    def __init__(self, model, push_codec, pull_codec, workers, seed, bits_policy):
-        super().__init__(dict(model.named_parameters()), push_codec, pull_codec, range(workers),
-                         lambda k: seed + 10 + k, seed + 20)
-        self.policy = self.declare("policy", ready(make_policy(bits_policy, seed + 30)))
-        self.control_state = self.declare("control", CodecState(seed + 40))
+    def __init__(self, model, push_codec, pull_codec, workers, seeds, bits_policy):
+        super().__init__(dict(model.named_parameters()), push_codec, pull_codec, range(workers), seeds, workers)
+        self.policy = self.declare("policy", ready(make_policy(bits_policy, seeds.seed("server", workers, "bits"))))
+        self.control_state = self.declare("control", CodecState(seeds.seed("server", workers, "control_codec")))
 
 
 class BitsBroadcast(Declared):
@@ -116,9 +118,11 @@ class BitsBroadcast(Declared):
         self.local_workers = [k for k in range(workers) if transport.is_local(k)]
         self.replicas = self.declare("replicas", Replicas(model, max(1, len(self.local_workers))))
         self.roles = {**{k: "worker" for k in range(workers)}, workers: "server"}
-        self.push_states = self.declare("push", {k: CodecState(seed + 50 + k) for k in self.local_workers})
-        self.receive_states = self.declare("receive", StateBook(pair_seed(seed + 60)))
-        self.server = self.declare("server", BitsServer(model, self.push_codec, self.pull_codec, workers, seed,
+        seeds = SeedTree(seed)
+        self.push_states = self.declare("push", {k: CodecState(seeds.seed("worker", k, "push_codec"))
+                                                 for k in self.local_workers})
+        self.receive_states = self.declare("receive", StateBook(seeds.pairs("worker", "receive")))
+        self.server = self.declare("server", BitsServer(model, self.push_codec, self.pull_codec, workers, seeds,
                                                         section.bits) if transport.is_local(workers) else None)
 
     @classmethod

@@ -39,13 +39,19 @@ class SeedTree:
         if not isinstance(run_seed, int) or isinstance(run_seed, bool) or run_seed < 0:
             raise ValueError(f"seed={run_seed!r} is not allowed: the run seed must be an int >= 0")
         self.run_seed = run_seed
+        self.issued: dict[int, tuple] = {}  # seed -> the path it was issued for
 
     def seed(self, role: str, agent: int | None, purpose: str, peer: int | None = None) -> int:
         """The seed of the generator ``agent`` (in ``role``) uses for ``purpose``; ``peer``
-        for a state kept per peer (a receiver's state for each sender)."""
+        for a state kept per peer (a receiver's state for each sender) or a further index
+        (a step). Two paths given one seed raise ``RuntimeError``."""
         key = (_name(role, "role"), _index(agent, "agent"), _name(purpose, "purpose"), _index(peer, "peer"))
         words = np.random.SeedSequence(self.run_seed, spawn_key=key).generate_state(2, np.uint32)
-        return (int(words[0]) << 31) ^ int(words[1])  # 63 bits: a valid torch and numpy seed
+        seed = (int(words[0]) << 31) ^ int(words[1])  # 63 bits: a valid torch and numpy seed
+        path = (role, agent, purpose, peer)
+        if self.issued.setdefault(seed, path) != path:
+            raise RuntimeError(f"seed tree {self.run_seed}: {path} and {self.issued[seed]} were given one seed")
+        return seed
 
     def pairs(self, role: str, purpose: str):
         """``(owner, peer) -> seed``: the seed function of a ``StateBook``."""

@@ -22,13 +22,14 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..codecs import CodecState, StateBook, make_codec, pair_seed
+from ..codecs import CodecState, StateBook, make_codec
 from ..comm import Envelope, Transport
 from ..models import Replicas
 from .declared import Declared
 from .optimizers import make_optimizer
 from .report import StepReport
-from .round import Round, local_gradients, ready
+from ..seed_tree import SeedTree
+from .round import Round, local_gradients, ready, worker_seeds
 from .sections import ParameterServerSection
 from .server import ServerAgent
 
@@ -37,9 +38,8 @@ class CenterAgent(ServerAgent):
     """The parameter server: global model, optimizer, and (delta pulls) the workers' copy."""
 
     def __init__(self, model: nn.Module, section: ParameterServerSection, push_codec, pull_codec, workers: int,
-                 seed: int):
-        super().__init__(dict(model.named_parameters()), push_codec, pull_codec, range(workers),
-                         lambda k: seed + 1000 + k, seed + 2000)
+                 seeds: SeedTree):
+        super().__init__(dict(model.named_parameters()), push_codec, pull_codec, range(workers), seeds, workers)
         self.optimizer = self.declare("optimizer", make_optimizer(
             section.optimizer, list(self.params.values()), section.lr, section.momentum, section.weight_decay,
             section.adagrad_eps))
@@ -79,13 +79,14 @@ class PlumpDP(Declared):
         self.push_codec, self.pull_codec = ready(make_codec(section.push_codec)), ready(make_codec(section.pull_codec))
         self.pull_mode = section.pull_mode
         self.local_workers = [k for k in range(workers) if transport.is_local(k)]
-        self.replicas = self.declare("replicas", Replicas(
-            model, max(1, len(self.local_workers)), loss=loss,
-            seeds=[seed + 7000 + k for k in self.local_workers] or [seed + 7000]))
-        self.push_states = self.declare("push_states", {k: CodecState(seed + 3000 + k) for k in self.local_workers})
-        self.pull_states = self.declare("pull_states", StateBook(pair_seed(seed + 5000)))  # each worker's, per sender
+        self.seeds = seeds = SeedTree(seed)
+        self.replicas = self.declare("replicas", Replicas(model, max(1, len(self.local_workers)), loss=loss,
+                                                          seeds=worker_seeds(seeds, self.local_workers, "dropout")))
+        self.push_states = self.declare("push_states", {k: CodecState(seeds.seed("worker", k, "push_codec"))
+                                                        for k in self.local_workers})
+        self.pull_states = self.declare("pull_states", StateBook(seeds.pairs("worker", "pull_receive")))
         self.center = self.declare("center", CenterAgent(model, section, self.push_codec, self.pull_codec, workers,
-                                                         seed) if transport.is_local(self.center_id) else None)
+                                                         seeds) if transport.is_local(self.center_id) else None)
         self.roles = {**{k: "worker" for k in range(workers)}, self.center_id: "server"}
 
     @classmethod

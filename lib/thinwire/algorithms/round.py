@@ -41,6 +41,12 @@ def local_gradients(replicas, x: torch.Tensor, y: torch.Tensor):
     return replicas.loss_and_grads(x, y)
 
 
+def worker_seeds(seeds, workers: list[int], purpose: str) -> list[int]:
+    """One seed per local worker for ``purpose`` (one for a process without workers, whose
+    batched replicas still hold one copy)."""
+    return [seeds.seed("worker", k, purpose) for k in workers] or [seeds.seed("worker", None, purpose)]
+
+
 def ready(thing):
     """Warm ``thing`` (a codec or a policy) up and return it."""
     thing.warm_up()

@@ -13,23 +13,28 @@ What they share, written once:
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from typing import Iterable
 
 import torch
 
 from ..codecs import Codec, CodecState
 from ..comm import Envelope
+from ..seed_tree import SeedTree
 from .declared import Declared
 from .round import Round
 
 
 class ServerAgent(Declared):
     def __init__(self, params: dict[str, torch.Tensor], push_codec: Codec, pull_codec: Codec,
-                 senders: Iterable[int], push_seed: Callable[[int], int], pull_seed: int):
+                 senders: Iterable[int], seeds: SeedTree, agent: int, role: str = "server"):
+        """``agent``: this agent's id; its generators' seeds come from ``seeds`` under
+        (``role``, ``agent``)."""
+        self.seeds, self.agent, self.role = seeds, agent, role
         self.params = self.declare("params", {n: p.detach().clone() for n, p in params.items()})
         self.push_codec, self.pull_codec = push_codec, pull_codec
-        self.push_states = self.declare("push_states", {k: CodecState(push_seed(k)) for k in senders})
-        self.pull_state = self.declare("pull_state", CodecState(pull_seed))
+        self.push_states = self.declare("push_states", {k: CodecState(seeds.seed(role, agent, "push_receive", k))
+                                                        for k in senders})
+        self.pull_state = self.declare("pull_state", CodecState(seeds.seed(role, agent, "pull_codec")))
         self._decoded = {n: torch.empty_like(p) for n, p in self.params.items()}
         self._total = {n: torch.empty_like(p) for n, p in self.params.items()}
 

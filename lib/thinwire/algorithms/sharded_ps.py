@@ -44,14 +44,15 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..codecs import Codec, CodecState, StateBook, make_codec, pair_seed
+from ..codecs import Codec, CodecState, StateBook, make_codec
 from ..comm import Envelope, Transport
 from ..models import Replicas
 from .declared import Declared
 from .flat_layout import FlatLayout
 from .optimizers import make_optimizer
 from .report import StepReport
-from .round import Round, local_gradients, ready
+from ..seed_tree import SeedTree
+from .round import Round, local_gradients, ready, worker_seeds
 from .sections import ShardedPSSection
 from .server import ServerAgent
 
@@ -64,17 +65,16 @@ class ShardServer(ServerAgent):
     """Node j's server half: shard j of the global model, its optimizer, the client copy."""
 
     def __init__(self, j: int, params: torch.Tensor, section: ShardedPSSection, nodes: int,
-                 push_codec: Codec, pull_codec: Codec, seed: int):
+                 push_codec: Codec, pull_codec: Codec, seeds: SeedTree):
         self.j, self.nodes, self.key = j, nodes, shard_key(j)
-        super().__init__({self.key: params}, push_codec, pull_codec, range(nodes),
-                         lambda i: seed + 1000 + nodes * j + i, seed + 2000 + j)
+        super().__init__({self.key: params}, push_codec, pull_codec, range(nodes), seeds, j, role="peer")
         self.shard = self.params[self.key]
         self.optimizer = self.declare("optimizer", make_optimizer(
             section.optimizer, [self.shard], section.lr, section.momentum, section.weight_decay, section.adagrad_eps))
         self.pull_mode = section.pull_mode
         self.copy = self.declare("copy", self.shard.clone() if self.pull_mode == "delta" else None)
         asynchronous = section.schedule == "async"  # one client copy (delta pulls) and one pull state per client
-        self.client_states = self.declare("client_states", {i: CodecState(seed + 6000 + nodes * j + i)
+        self.client_states = self.declare("client_states", {i: CodecState(seeds.seed("peer", j, "pull_codec", i))
                                                             for i in range(nodes)} if asynchronous else {})
         self.client_copies = self.declare("client_copies", {i: self.shard.clone() for i in range(nodes)}
                                           if asynchronous and self.pull_mode == "delta" else {})
@@ -113,7 +113,8 @@ class ShardedPS(Declared):
     def __init__(self, model: nn.Module, transport: Transport, workers: int,
                  section: ShardedPSSection | None = None, seed: int = 0, loss: str = "cross_entropy"):
         section = section or ShardedPSSection()
-        self.schedule, self.warmup_steps, self.order_seed = section.schedule, section.warmup_steps, seed + 9000
+        self.schedule, self.warmup_steps = section.schedule, section.warmup_steps
+        self.seeds = seeds = SeedTree(seed)
         self.dense = ready(make_codec("fp32"))
         pull_mode = section.pull_mode
         self.push_codec, self.pull_codec = ready(make_codec(section.push_codec)), ready(make_codec(section.pull_codec))
@@ -123,24 +124,24 @@ class ShardedPS(Declared):
                              "sent; use a codec without memory (e.g. graddrop(..., residual=False))")
         self.transport, self.nodes, self.pull_mode = transport, workers, pull_mode
         self.local_workers = [k for k in range(workers) if transport.is_local(k)]
-        self.replicas = self.declare("replicas", Replicas(
-            model, max(1, len(self.local_workers)), loss=loss,
-            seeds=[seed + 7000 + k for k in self.local_workers] or [seed + 7000]))
+        self.replicas = self.declare("replicas", Replicas(model, max(1, len(self.local_workers)), loss=loss,
+                                                          seeds=worker_seeds(seeds, self.local_workers, "dropout")))
         self.layout = FlatLayout({n: p[0] for n, p in self.replicas.params.items()})
         self.bounds = self.layout.shard_bounds(workers)
-        self.push_states = self.declare("push_states", {i: CodecState(seed + 3000 + i) for i in self.local_workers})
+        self.push_states = self.declare("push_states", {i: CodecState(seeds.seed("peer", i, "push_codec"))
+                                                        for i in self.local_workers})
         for state in self.push_states.values():
             for j, (lo, hi) in enumerate(self.bounds):
                 state.set_segments(shard_key(j), self.layout.segments(lo, hi))
         initial = self.layout.flatten({n: p.detach() for n, p in model.named_parameters()})
         self.servers = self.declare("servers", {
-            j: ShardServer(j, initial[lo:hi], section, workers, self.push_codec, self.pull_codec, seed)
+            j: ShardServer(j, initial[lo:hi], section, workers, self.push_codec, self.pull_codec, seeds)
             for j, (lo, hi) in enumerate(self.bounds) if transport.is_local(j)})
         for server in self.servers.values():
             for state in [server.pull_state, *server.client_states.values()]:
                 state.set_segments(server.key, self.layout.segments(*self.bounds[server.j]))
         self.roles = {i: "peer" for i in range(workers)}  # each node is a client and a shard server
-        self.pull_states = self.declare("pull_states", StateBook(pair_seed(seed + 5000)))  # each client's, per server
+        self.pull_states = self.declare("pull_states", StateBook(seeds.pairs("peer", "pull_receive")))
         self._flat = torch.empty(self.layout.numel, device=initial.device)
         self._pulled = torch.empty(self.layout.numel, device=initial.device)
 
@@ -169,8 +170,8 @@ class ShardedPS(Declared):
 
     def arrival_order(self, step: int) -> list[int]:
         """The order in which the servers take this step's pushes (asynchronous schedule):
-        a permutation drawn from (seed, step), the same on every rank."""
-        generator = torch.Generator().manual_seed(self.order_seed * 1_000_003 + step)
+        a permutation drawn from (run seed, step), the same on every rank."""
+        generator = torch.Generator().manual_seed(self.seeds.seed("run", None, "arrival_order", step))
         return torch.randperm(self.nodes, generator=generator).tolist()
 
     def apply_pulls(self, rnd: Round, inbox: list[Envelope], codec: Codec) -> None:

@@ -40,7 +40,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..codecs import CodecState, StateBook, make_codec, pair_seed
+from ..codecs import CodecState, StateBook, make_codec
 from ..comm import Envelope, Transport
 from ..models import Replicas
 from ..policies import CoreExplorer
@@ -48,7 +48,8 @@ from .declared import Declared
 from .flat_layout import FlatLayout
 from .optimizers import make_optimizer
 from .report import StepReport
-from .round import Round, local_gradients, ready
+from ..seed_tree import SeedTree
+from .round import Round, local_gradients, ready, worker_seeds
 from .sections import SlimDPSection
 from .server import ServerAgent
 
@@ -60,13 +61,14 @@ def make_core_explorer(section: SlimDPSection, seed: int) -> CoreExplorer:
 class CenterAgent(ServerAgent):
     """The global model as groups of the flat vector, its optimizer and its selection policy."""
 
-    def __init__(self, groups: dict[str, torch.Tensor], section: SlimDPSection, codec, workers: int, seed: int):
-        super().__init__(groups, codec, codec, range(workers), lambda k: seed + 1000 + k, seed + 2000)
+    def __init__(self, groups: dict[str, torch.Tensor], section: SlimDPSection, codec, workers: int,
+                 seeds: SeedTree):
+        super().__init__(groups, codec, codec, range(workers), seeds, workers)
         self.workers = workers
         self.optimizer = self.declare("optimizer", make_optimizer(
             "sgd", list(self.params.values()), section.lr, section.momentum, section.weight_decay, 0.0))
         self.scale = 1.0 / workers if section.server_scale == "mean" else 1.0
-        self.policy = self.declare("policy", make_core_explorer(section, seed + 2500))
+        self.policy = self.declare("policy", make_core_explorer(section, seeds.seed("server", workers, "pull_policy")))
 
     def update(self, rnd: Round, pushes: list[Envelope]) -> None:
         """Step 3: w <- w - lr * scale * (sum of the decoded pushes)."""
@@ -94,19 +96,20 @@ class SlimDP(Declared):
         self.lr, self.local_update = section.lr, section.local_update
         self.codec = ready(make_codec(section.push_codec))
         self.local_workers = [k for k in range(workers) if transport.is_local(k)]
-        self.replicas = self.declare("replicas", Replicas(
-            model, max(1, len(self.local_workers)), loss=loss,
-            seeds=[seed + 7000 + k for k in self.local_workers] or [seed + 7000]))
+        self.seeds = seeds = SeedTree(seed)
+        self.replicas = self.declare("replicas", Replicas(model, max(1, len(self.local_workers)), loss=loss,
+                                                          seeds=worker_seeds(seeds, self.local_workers, "dropout")))
         self.layout = FlatLayout({n: p[0] for n, p in self.replicas.params.items()})
         self.groups = ({"model": (0, self.layout.numel)} if section.scope == "global" else
                        {p.name: (p.offset, p.offset + p.numel) for p in self.layout.pieces})
-        self.push_states = self.declare("push_states", {k: CodecState(seed + 3000 + k) for k in self.local_workers})
-        self.push_policies = self.declare("push_policies", {k: make_core_explorer(section, seed + 3500 + k)
-                                                            for k in self.local_workers})
-        self.pull_states = self.declare("pull_states", StateBook(pair_seed(seed + 5000)))  # caches of the center's keys
+        self.push_states = self.declare("push_states", {k: CodecState(seeds.seed("worker", k, "push_codec"))
+                                                        for k in self.local_workers})
+        self.push_policies = self.declare("push_policies", {
+            k: make_core_explorer(section, seeds.seed("worker", k, "push_policy")) for k in self.local_workers})
+        self.pull_states = self.declare("pull_states", StateBook(seeds.pairs("worker", "pull_receive")))  # key caches
         initial = self.layout.flatten({n: p.detach() for n, p in model.named_parameters()})
         self.center = self.declare("center", CenterAgent(
-            {key: initial[lo:hi] for key, (lo, hi) in self.groups.items()}, section, self.codec, workers, seed)
+            {key: initial[lo:hi] for key, (lo, hi) in self.groups.items()}, section, self.codec, workers, seeds)
             if transport.is_local(self.center_id) else None)
         self.roles = {**{k: "worker" for k in range(workers)}, self.center_id: "server"}
         self._flat = torch.empty(self.layout.numel, device=initial.device)

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..codecs import Codec, CodecState, Float32, StateBook, make_codec, pair_seed, wire
+from ..codecs import Codec, CodecState, Float32, StateBook, make_codec, wire
 from ..codecs.quantize.binquant import BinQuantize
 from ..codecs.quantize.bin_quantize import estimate_entropy
 from ..codecs.quantize.minmax import value_range
@@ -37,7 +37,8 @@ from ..models import Replicas
 from ..policies import make_policy
 from .declared import Declared
 from .report import StepReport
-from .round import Round, ready
+from ..seed_tree import SeedTree
+from .round import Round, ready, worker_seeds
 from .sections import WeightAveragingSection
 from .server import ServerAgent
 
@@ -52,12 +53,12 @@ def _with_coder(codec: Codec, coder: str) -> Codec:
 class AveragingAgent(ServerAgent):
     """Averages the workers' decoded weights and sends the re-compressed average."""
 
-    def __init__(self, model: nn.Module, push_codec: Codec, pull_codec: Codec, workers: int, seed: int,
+    def __init__(self, model: nn.Module, push_codec: Codec, pull_codec: Codec, workers: int, seeds: SeedTree,
                  pull_policy: str = "always"):
-        super().__init__(dict(model.named_parameters()), push_codec, pull_codec, range(workers),
-                         lambda k: seed + 1000 + k, seed + 2000)
+        super().__init__(dict(model.named_parameters()), push_codec, pull_codec, range(workers), seeds, workers)
         self.workers = workers
-        self.pull_policy = self.declare("pull_policy", ready(make_policy(pull_policy, seed + 2000)))
+        self.pull_policy = self.declare("pull_policy", ready(make_policy(pull_policy,
+                                                                         seeds.seed("server", workers, "pull_policy"))))
 
     def average(self, rnd: Round, pushes: list[Envelope]) -> None:
         """Step 3: decode, average in worker order, compress afresh, send to every worker;
@@ -95,16 +96,17 @@ class WeightAveraging(Declared):
                        if isinstance(self.push_codec, BinQuantize) else {})
         self.probe_entropy = probe_entropy
         self.local_workers = [k for k in range(workers) if transport.is_local(k)]
+        self.seeds = seeds = SeedTree(seed)
         self.replicas = self.declare("replicas", Replicas(
-            model, max(1, len(self.local_workers)), loss=loss,
-            seeds=[seed + 7000 + k for k in self.local_workers] or [seed + 7000],
+            model, max(1, len(self.local_workers)), loss=loss, seeds=worker_seeds(seeds, self.local_workers, "dropout"),
             per_replica=True))  # quantized weights: the same bits as one rank's replica
-        self.push_states = self.declare("push_states", {k: CodecState(seed + 3000 + k) for k in self.local_workers})
-        self.push_policies = self.declare("push_policies", {k: ready(make_policy(push_policy, seed + 3000 + k))
-                                                            for k in self.local_workers})
-        self.pull_states = self.declare("pull_states", StateBook(pair_seed(seed + 5000)))  # each worker's, per sender
-        self.probe_state = CodecState(seed + 4000)
-        self.center = self.declare("center", AveragingAgent(model, self.push_codec, self.pull_codec, workers, seed,
+        self.push_states = self.declare("push_states", {k: CodecState(seeds.seed("worker", k, "push_codec"))
+                                                        for k in self.local_workers})
+        self.push_policies = self.declare("push_policies", {
+            k: ready(make_policy(push_policy, seeds.seed("worker", k, "push_policy"))) for k in self.local_workers})
+        self.pull_states = self.declare("pull_states", StateBook(seeds.pairs("worker", "pull_receive")))
+        self.probe_state = CodecState(seeds.seed("worker", None, "probe_coders"))  # loaded from a push state each use
+        self.center = self.declare("center", AveragingAgent(model, self.push_codec, self.pull_codec, workers, seeds,
                                                             pull_policy)
                                    if transport.is_local(self.center_id) else None)
         self.matrices = [n for n, p in self.replicas.params.items() if p.dim() > 2]  # (K, out, in): weights

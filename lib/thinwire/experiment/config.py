@@ -35,7 +35,8 @@ from .device import DEVICES
 
 IDENTIFIER = re.compile(r"\b[A-Za-z_]\w*\b(?!\s*=)")
 QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
-RESULTS_FORMAT = 3  # bump when results computed from the same config would differ (3: wire v2, sections)
+RESULTS_FORMAT = 4  # bump when results computed from the same config would differ (3: wire v2, sections;
+#                    4: seeds from a seed tree, codec time by side and part, exchange times)
 # Fields added after results format 3 enter the key only when set away from these defaults,
 # so the results of configs written before they existed keep their keys.
 KEY_NEUTRAL = {"init": "default"}

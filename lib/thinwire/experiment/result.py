@@ -12,7 +12,10 @@ import numpy as np
 
 from ..comm import Ledger
 from .config import RunConfig
+from .measures import traffic
 from .timing import median_after_warmup
+
+ROLE_GROUPS = ("worker_sent", "server_sent", "peer_sent")
 
 
 @dataclass
@@ -28,6 +31,28 @@ class Result:
         """A timed metric (``compute_seconds``, ``codec_seconds``, ``wall_seconds``) for the
         steps from ``start`` on: their number times the median step after a warm-up."""
         return (self.config.steps - start) * median_after_warmup(self.metrics[name], start)
+
+    def phase(self, name: str, start: int = 0):
+        """``Traffic`` (bytes, payload, framing, messages) of phase ``name`` from step ``start``
+        on; ``KeyError`` naming the phases this result has."""
+        if f"{name}_messages" not in self.metrics or name in ROLE_GROUPS:
+            raise KeyError(f"phase={name!r}: this result's phases are {self.phases()}")
+        return traffic(self, f"{name}_", start)
+
+    def role(self, name: str, start: int = 0):
+        """``Traffic`` sent by the agents of role ``name`` (``worker``, ``server``, ``peer``)."""
+        if f"{name}_sent_messages" not in self.metrics:
+            roles = sorted(k[: -len("_sent_messages")] for k in self.metrics if k.endswith("_sent_messages"))
+            raise KeyError(f"role={name!r}: this result's roles are {roles}")
+        return traffic(self, f"{name}_sent_", start)
+
+    def total(self, start: int = 0):
+        """``Traffic`` of every phase together."""
+        return traffic(self, "", start)
+
+    def phases(self) -> list[str]:
+        return sorted(k[: -len("_messages")] for k in self.metrics
+                      if k.endswith("_messages") and not k.endswith("_sent_messages") and k != "messages")
 
     def frame(self):
         """Per-step metrics as a pandas DataFrame."""

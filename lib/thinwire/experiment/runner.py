@@ -33,6 +33,7 @@ from ..comm import InProcessTransport, Ledger, Transport, network_preset
 from ..datasets import BatchStream, load_dataset, normalize, partition
 from ..models import build_model, evaluate
 from ..paths import results_dir
+from ..seed_tree import SeedTree
 from .checkpoint import Checkpoint, DamagedCheckpoint, common_step, set_aside
 from .config import RunConfig
 from .device import resolve_device, synchronize
@@ -145,11 +146,12 @@ def _apply(saved: dict, algo, streams: dict, transport: Transport, path: Path) -
     return saved["rows"], saved["step"]
 
 
-def _prepare_data(config: RunConfig, device: torch.device):
+def _prepare_data(config: RunConfig, device: torch.device, seeds: SeedTree):
     data = load_dataset(config.dataset)
     images, labels = data.train_images, data.train_labels
     if config.train_samples:
-        keep = torch.randperm(len(labels), generator=torch.Generator().manual_seed(config.seed))[: config.train_samples]
+        keep = torch.randperm(len(labels), generator=torch.Generator().manual_seed(seeds.seed("run", None, "subset")))
+        keep = keep[: config.train_samples]
         images, labels = images[keep], labels[keep]
     train_x = normalize(images, data.mean, data.std).to(device)
     test_x = normalize(data.test_images[: config.eval_samples], data.mean, data.std).to(device)
@@ -159,16 +161,18 @@ def _prepare_data(config: RunConfig, device: torch.device):
 def _train(config: RunConfig, transport: Transport, backend: str, progress: bool | None,
            checkpoint: Checkpoint | None, device: torch.device) -> Result:
     taken = provenance()  # before the work: the load average says how busy the machine was
-    torch.manual_seed(config.seed)  # nothing should draw from it; this only pins stray use
-    data, train_x, train_y, test_x, test_y = _prepare_data(config, device)
-    model = build_model(config.model, data.image_shape, data.num_classes, config.seed, init=config.init,
+    seeds = SeedTree(config.seed)  # the runner's generators; each algorithm derives its own from config.seed
+    torch.manual_seed(seeds.seed("run", None, "global"))  # nothing should draw from it; this only pins stray use
+    data, train_x, train_y, test_x, test_y = _prepare_data(config, device, seeds)
+    model = build_model(config.model, data.image_shape, data.num_classes, seeds.seed("run", None, "init"),
+                        init=config.init,
                         hidden=config.hidden, activation=config.activation, layer_norm=config.layer_norm,
                         channels=config.channels, kernel=config.kernel, dropout=config.dropout,
                         lrn=config.lrn).to(device)
-    shards = partition(len(train_y), config.workers, config.seed)
+    shards = partition(len(train_y), config.workers, seeds.seed("run", None, "partition"))
     algo = ALGORITHMS[config.algorithm].from_config(model, transport, config, len(shards[0]) // config.batch_size)
     check_algorithm(algo)
-    streams = {k: BatchStream(shards[k], config.batch_size, config.seed + 100 + k) for k in algo.local_workers}
+    streams = {k: BatchStream(shards[k], config.batch_size, seeds.seed("worker", k, "batches")) for k in algo.local_workers}
     batches_per_epoch = len(shards[0]) // config.batch_size
 
     rows, start = [], 0
