@@ -4,6 +4,7 @@ import pytest
 
 from thinwire.experiment import run
 from thinwire.papers import gradient_dropping as gd
+from thinwire.experiment import measures
 
 TINY = dict(hidden=(32, 32, 32), steps=12, train_samples=1024, eval_every=3, eval_samples=300)
 
@@ -75,11 +76,11 @@ def test_bytes_and_speed_after_the_warm_up(runs):
     """Warm-up steps send float32: payload counts from a step on, the whole run by default."""
     dense, drop, w = runs["ratios"][0.0], runs["ratios"][0.99], runs["warmup"]
     m = drop.metrics
-    assert gd.total_payload(drop, w) == sum(m["push_payload"][w:]) + sum(m["pull_payload"][w:])
-    assert gd.total_payload(drop) == drop.summary["push_payload"] + drop.summary["pull_payload"]
+    assert measures.payload(drop, start=w) == sum(m["push_payload"][w:]) + sum(m["pull_payload"][w:])
+    assert measures.payload(drop) == drop.summary["push_payload"] + drop.summary["pull_payload"]
     assert gd.data_reduction(dense, drop, w) > 3 * gd.data_reduction(dense, drop)
-    assert 0 < gd.communication_share(drop, "pcie3_x16", w) < 1
-    assert gd.modelled_images_per_second(dense, "pcie3_x16", w) > 0
+    assert 0 < measures.communication_share(drop, "pcie3_x16", w) < 1
+    assert measures.images_per_second(dense, "pcie3_x16", w) > 0
 
 
 def test_length_table(runs):
@@ -88,7 +89,7 @@ def test_length_table(runs):
     assert table.loc["twice as long", "steps"] == 2 * table.loc["profile length", "steps"]
     long = runs["longer"]
     assert table.loc["twice as long", "gap (last 3)"] == pytest.approx(
-        gd.final_accuracy_window(long["no dropping"]) - gd.final_accuracy_window(long["99%"]))
+        measures.final_accuracy(long["no dropping"], gd.LAST) - measures.final_accuracy(long["99%"], gd.LAST))
 
 
 def test_paper_vs_ours_puts_the_published_numbers_beside_ours(runs):

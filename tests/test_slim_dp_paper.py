@@ -5,6 +5,7 @@ import pytest
 
 from thinwire.experiment import run
 from thinwire.papers import slim_dp as sd
+from thinwire.experiment import measures
 
 TINY = dict(hidden=(32,), steps=12, train_samples=1024, eval_every=3, eval_samples=300)
 SLIM = sd.slim_label(*sd.HEADLINE)
@@ -67,11 +68,11 @@ def test_saved_bytes_follow_the_wire_formula(done):
 def test_saved_time_counts_transfer_and_codec(done):
     plump, quant = done["headline"][(4, sd.PLUMP, 0)], done["headline"][(4, sd.QUANT, 0)]
     net = "ethernet_10g"
-    assert sd.comm_seconds(plump, net) == pytest.approx(plump.summary["comm_seconds"])
-    assert sd.codec_seconds(quant) > 0
-    assert sd.communication_time(quant, net) == pytest.approx(sd.comm_seconds(quant, net) + sd.codec_seconds(quant))
+    assert measures.priced_seconds(plump, net) == pytest.approx(plump.summary["comm_seconds"])
+    assert measures.codec_seconds(quant) > 0
+    assert sd.communication_time(quant, net) == pytest.approx(measures.priced_seconds(quant, net) + measures.codec_seconds(quant))
     bytes_only = sd.saved_time(quant, plump, net, codec=False)
-    assert bytes_only == pytest.approx(1 - sd.comm_seconds(quant, net) / sd.comm_seconds(plump, net))
+    assert bytes_only == pytest.approx(1 - measures.priced_seconds(quant, net) / measures.priced_seconds(plump, net))
     # a slower network makes the same codec time matter less
     assert sd.saved_time(quant, plump, "net_10mbs") > sd.saved_time(quant, plump, net)
 
@@ -105,6 +106,6 @@ def test_tables_and_paper_vs_ours(done):
         table.loc[(4, vgg), "saved time ethernet_10g"] - table.loc[(4, sd.QUANT), "saved time ethernet_10g"])
     # at the break-even codec time Quant-DP's saved time equals Slim-DP's
     plump, quant = headline[(4, sd.PLUMP, 0)], headline[(4, sd.QUANT, 0)]
-    at_even = 1 - (sd.comm_seconds(quant, "ethernet_10g") + even[4] / 1e3 * quant.config.steps) / sd.communication_time(
+    at_even = 1 - (measures.priced_seconds(quant, "ethernet_10g") + even[4] / 1e3 * quant.config.steps) / sd.communication_time(
         plump, "ethernet_10g")
     assert at_even == pytest.approx(table.loc[(4, vgg), "saved time ethernet_10g"])

@@ -29,6 +29,8 @@ class Algorithm(Protocol):
     phases: tuple[str, ...]      # every phase name the algorithm may exchange in (metrics list them even when idle)
     roles: dict[int, str]        # every agent id -> its role (one of ROLES)
     local_workers: list[int]     # the agents on this process that train on data: step() gets their batches
+    # An algorithm whose training reads ``config.network`` (e.g. to schedule by link speed)
+    # sets the class attribute ``reads_network = True``: the network then enters its results key.
 
     def step(self, step: int, x: torch.Tensor, y: torch.Tensor) -> StepReport:
         """One synchronous step. x, y: the batches of ``local_workers`` stacked (len, B, ...)."""

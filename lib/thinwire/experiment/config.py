@@ -180,8 +180,12 @@ class RunConfig:
 
     def key(self) -> str:
         """Stable 16-hex-digit hash of the config, the results format and the revisions of
-        the codecs it uses (the results key); ``KEY_NEUTRAL`` fields at their defaults are left out."""
+        the codecs it uses (the results key); ``KEY_NEUTRAL`` fields at their defaults are left out,
+        and so is ``network`` (pricing is analysis: a finished run is priced on any network)
+        unless the algorithm's training reads it (``reads_network``)."""
         doc = {k: v for k, v in self.to_dict().items() if not (k in KEY_NEUTRAL and v == KEY_NEUTRAL[k])}
+        if not getattr(ALGORITHMS[self.algorithm], "reads_network", False):
+            del doc["network"]
         doc["results_format"] = RESULTS_FORMAT
         if revisions := self.codec_revisions():
             doc["codec_revisions"] = revisions

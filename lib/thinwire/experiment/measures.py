@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..comm import network_preset
-from .timing import median_after_warmup
+from .timing import is_measured, median_after_warmup
 
 
 @dataclass(frozen=True)
@@ -60,8 +60,8 @@ def framing(result, start: int = 0) -> int:
 def measured_seconds(result, name: str = "compute_seconds", start: int = 0) -> float:
     """A measured time (``compute_seconds``, ``codec_seconds``, ``worker_select_seconds``,
     ...) for the steps from ``start`` on: their number times the median step after a warm-up."""
-    if name not in result.metrics:
-        measured = sorted(k for k in result.metrics if k.endswith("_seconds") and k != "comm_seconds")
+    if name not in result.metrics or not is_measured(name):
+        measured = sorted(k for k in result.metrics if is_measured(k))
         raise KeyError(f"name={name!r} is not a measured time of this result; it has {measured}")
     return (result.config.steps - start) * median_after_warmup(result.metrics[name], start)
 

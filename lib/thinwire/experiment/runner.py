@@ -56,10 +56,20 @@ def cached(config: RunConfig, backend: str = "inprocess", root=None) -> Result |
         return None
     remove_stale_temporaries(folder)  # a cache hit tidies what an interrupted writer left too
     try:
-        return Result.load(folder)
+        return priced(Result.load(folder), config)
     except DamagedResult as damaged:
         warnings.warn(f"thinwire: {damaged}; the run will be recomputed", stacklevel=2)
         return None
+
+
+def priced(result: Result, config: RunConfig) -> Result:
+    """``result`` under ``config`` (the same run but for its network), its communication
+    priced on ``config.network``: the network is not part of the results key."""
+    if result.config.network == config.network:
+        return result
+    metrics = {**result.metrics, "comm_seconds": network_preset(config.network).seconds_per_step(
+        result.ledger, config.steps).tolist()}
+    return Result(config, result.backend, metrics, _summarize(config, metrics), result.ledger, result.provenance)
 
 
 def run(config: RunConfig, transport: Transport | None = None, backend: str = "inprocess",

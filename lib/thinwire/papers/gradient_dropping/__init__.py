@@ -1,11 +1,10 @@
 """Aji & Heafield 2017, Sparse Communication for Distributed Gradient Descent (EMNLP)."""
 
-from .analysis import (accuracy_gaps, communication_share, data_reduction, density_error, diagnosis_table,
-                       final_accuracy_window, length_table, marian_table, modelled_images_per_second, paper_vs_ours, total_payload)
+from .analysis import (LAST, accuracy_gaps, data_reduction, density_error, diagnosis_table, length_table, marian_table,
+                       paper_vs_ours)
 from .profiles import GRADIENT_DROPPING
 from .published import PUBLISHED
 from .runs import LEVEL_NAMES, MARIAN_EPS, QUANTIZED, RATIOS, SETTINGS, GradientDroppingRuns, drop_codecs, setting_options, gradient_dropping_runs
 
 __all__ = ["accuracy_gaps", "diagnosis_table", "marian_table", "paper_vs_ours", "MARIAN_EPS", "GRADIENT_DROPPING", "GradientDroppingRuns", "LEVEL_NAMES", "PUBLISHED", "QUANTIZED", "SETTINGS", "setting_options",
-           "RATIOS", "communication_share", "data_reduction", "density_error", "drop_codecs",
-           "final_accuracy_window", "length_table", "gradient_dropping_runs", "modelled_images_per_second", "total_payload"]
+           "LAST", "RATIOS", "data_reduction", "density_error", "drop_codecs", "length_table", "gradient_dropping_runs"]

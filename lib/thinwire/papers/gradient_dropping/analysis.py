@@ -6,55 +6,24 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...comm import network_preset
+from ...experiment import measures
 
 if TYPE_CHECKING:
     import pandas as pd
 
-
-def total_payload(result, start: int = 0) -> int:
-    """Payload bytes from step ``start`` on, pushes and pulls (self-addressed excluded): what
-    the paper counts; the framing (headers, checksums) is ``summary["framing_bytes"]``."""
-    m = result.metrics
-    return int(sum(m["push_payload"][start:]) + sum(m["pull_payload"][start:]))
+LAST = 3  # evaluations averaged for a final accuracy (less noisy than the last one)
 
 
 def data_reduction(dense, sparse, start: int = 0) -> float:
     """How many times fewer payload bytes ``sparse`` sent than ``dense`` over the same steps
     (from step ``start`` on: after a dense warm-up, what dropping itself saves)."""
-    return total_payload(dense, start) / total_payload(sparse, start)
-
-
-def _seconds(result, network: str, start: int) -> tuple[float, float]:
-    """(measured compute, communication modelled on ``network``) from step ``start`` on."""
-    comm = network_preset(network).seconds_per_step(result.ledger, result.config.steps)[start:].sum()
-    return result.seconds("compute_seconds", start), float(comm)
-
-
-def modelled_images_per_second(result, network: str, start: int = 0) -> float:
-    """Measured compute + communication modelled on ``network`` (from the run's ledger),
-    over the steps from ``start`` on."""
-    config = result.config
-    compute, comm = _seconds(result, network, start)
-    return config.workers * config.batch_size * (config.steps - start) / (compute + comm)
+    return measures.payload(dense, start=start) / measures.payload(sparse, start=start)
 
 
 def density_error(result, ratio: float) -> float:
     """|mean achieved push density - target| / target, over the run's pushes."""
     target = 1 - ratio
     return abs(result.summary["push_density"] - target) / target
-
-
-def communication_share(result, network: str, start: int = 0) -> float:
-    """Modelled communication time / (compute + communication) on ``network``, from step ``start`` on."""
-    compute, comm = _seconds(result, network, start)
-    return comm / (compute + comm)
-
-
-def final_accuracy_window(result, evaluations: int = 3) -> float:
-    """Mean test accuracy over the last ``evaluations`` evaluations (less noisy than the last one)."""
-    values = [v for v in result.metrics["test_accuracy"] if v is not None]
-    return float(np.mean(values[-evaluations:]))
 
 
 def accuracy_gaps(dense, dropped: dict) -> pd.DataFrame:
@@ -78,8 +47,8 @@ def diagnosis_table(diagnosis: dict) -> pd.DataFrame:
         reference = diagnosis[(optimizer, "no dropping")]
         rows[(optimizer, setup)] = {
             "final accuracy": r.summary["final_accuracy"],
-            "mean of last 3 evaluations": final_accuracy_window(r),
-            "gap to no dropping (last 3)": final_accuracy_window(reference) - final_accuracy_window(r),
+            "mean of last 3 evaluations": measures.final_accuracy(r, LAST),
+            "gap to no dropping (last 3)": measures.final_accuracy(reference, LAST) - measures.final_accuracy(r, LAST),
             "pull density": r.summary["pull_density"], "pull tied": r.summary["pull_tied"],
             "payload/step": r.summary["payload_per_step"],
         }
@@ -99,8 +68,8 @@ def marian_table(marian: dict) -> pd.DataFrame:
         warmup = r.config.section.warmup_steps
         rows[(schedule, setting)] = {
             "final accuracy": r.summary["final_accuracy"],
-            "mean of last 3 evaluations": final_accuracy_window(r),
-            "gap to no dropping (last 3)": final_accuracy_window(reference) - final_accuracy_window(r),
+            "mean of last 3 evaluations": measures.final_accuracy(r, LAST),
+            "gap to no dropping (last 3)": measures.final_accuracy(reference, LAST) - measures.final_accuracy(r, LAST),
             "AdaGrad eps": f"{r.config.section.adagrad_eps:g}", "dense warm-up steps": warmup,
             "pull density": r.summary.get("pull_density"), "pull tied": r.summary.get("pull_tied"),
             "payload/step": r.summary["payload_per_step"],
@@ -121,7 +90,7 @@ def length_table(longer: dict, short: dict) -> pd.DataFrame:
         dense, drop = runs["no dropping"], runs["99%"]
         rows[name] = {"steps": dense.config.steps, "accuracy no dropping": dense.summary["final_accuracy"],
                       "accuracy 99%": drop.summary["final_accuracy"],
-                      "gap (last 3)": final_accuracy_window(dense) - final_accuracy_window(drop),
+                      "gap (last 3)": measures.final_accuracy(dense, LAST) - measures.final_accuracy(drop, LAST),
                       "pull density": drop.summary["pull_density"]}
     return pd.DataFrame(rows).T
 
@@ -145,8 +114,8 @@ def paper_vs_ours(dense, drop99, drop99_index, gaps, network: str, published: di
         other[0]: other[1]["final accuracy"],
         "data reduction 99% (offset-value)": data_reduction(dense, drop99, warmup),
         "data reduction 99% (index-value, 8 bytes per survivor)": data_reduction(dense, drop99_index, warmup),
-        "speed-up 99% vs 0%": modelled_images_per_second(drop99, network, warmup)
-        / modelled_images_per_second(dense, network, warmup),
+        "speed-up 99% vs 0%": measures.images_per_second(drop99, network, warmup)
+        / measures.images_per_second(dense, network, warmup),
     }
     theirs = {
         "accuracy baseline": published["accuracy_baseline"],
@@ -159,10 +128,10 @@ def paper_vs_ours(dense, drop99, drop99_index, gaps, network: str, published: di
     ties = diagnosis.loc[("adagrad", "99% pushes and pulls")]
     gap = lambda row: f"{row['gap to no dropping (last 3)']:+.4f}"  # noqa: E731
     alone = {name: gap(row) for (schedule, name), row in marian.iterrows() if name != "no dropping"}
-    per_survivor = 8 * total_payload(drop99, warmup) / total_payload(drop99_index, warmup)
+    per_survivor = 8 * measures.payload(drop99, start=warmup) / measures.payload(drop99_index, start=warmup)
     short, long = length.loc["profile length"], length.loc["twice as long"]
     accuracy_why = (f"{epochs:.2f} epochs here vs 20 in the paper. Gap to our baseline (last 3 evaluations): "
-                    f"{final_accuracy_window(dense) - final_accuracy_window(drop99):+.4f}. Synchronous with torch's eps "
+                    f"{measures.final_accuracy(dense, LAST) - measures.final_accuracy(drop99, LAST):+.4f}. Synchronous with torch's eps "
                     f"it is {gap(synchronous)}: {ties['pull tied']:.1%} of the pull deltas tie at the threshold "
                     f"(+-lr, AdaGrad's first step), the strict test drops them and pulls carry "
                     f"{ties['pull density']:.2%} of the values (diagnosis). One at a time: "
@@ -184,7 +153,7 @@ def paper_vs_ours(dense, drop99, drop99_index, gaps, network: str, published: di
                                                                   "the paper's implied cost: 1% of 4-byte values "
                                                                   "at 8 bytes each is 50x; pulls at "
                                                                   f"{drop99_index.summary['pull_density']:.2%}",
-        "speed-up 99% vs 0%": f"communication is {communication_share(dense, network, warmup):.1%} of our modelled "
+        "speed-up 99% vs 0%": f"communication is {measures.communication_share(dense, network, warmup):.1%} of our modelled "
                               f"baseline step on {network} (paper: 41%): a 2-core CPU computes far slower than 4 "
                               "GPUs, so cutting bytes saves little, and dropping adds encode/decode compute",
     }

@@ -1,16 +1,15 @@
 """Sun et al. 2018, Slim-DP: A Multi-Agent System for Communication-Efficient Distributed
 Deep Learning (AAMAS)."""
 
-from .analysis import (ablation_table, break_even_codec_ms, codec_seconds, comm_seconds, communication_time,
-                       final_accuracy, images_per_second, ordering, paper_vs_ours, payload, refresh_table,
-                       refresh_words, saved_bytes, saved_time, speed_table, sweep_table, table1)
+from .analysis import (ablation_table, break_even_codec_ms, communication_time, final_accuracy, ordering,
+                       paper_vs_ours, refresh_table, refresh_words, saved_bytes, saved_time, speed_table, sweep_table,
+                       table1)
 from .profiles import SLIM_DP
 from .published import PUBLISHED
 from .runs import (EPSILONS, HEADLINE, LONGER, METHODS, PLUMP, QUANT, REFRESHES, SETTINGS, WORKERS, SlimDPRuns,
                    slim_dp_runs, slim_label)
 
 __all__ = ["EPSILONS", "HEADLINE", "LONGER", "METHODS", "PLUMP", "PUBLISHED", "QUANT", "REFRESHES", "SETTINGS",
-           "SLIM_DP", "SlimDPRuns", "WORKERS", "ablation_table", "break_even_codec_ms", "codec_seconds",
-           "comm_seconds", "communication_time", "final_accuracy", "images_per_second", "ordering", "paper_vs_ours",
-           "payload", "refresh_table", "refresh_words", "saved_bytes", "saved_time", "slim_dp_runs", "slim_label",
+           "SLIM_DP", "SlimDPRuns", "WORKERS", "ablation_table", "break_even_codec_ms", "communication_time",
+           "final_accuracy", "ordering", "paper_vs_ours", "refresh_table", "refresh_words", "saved_bytes", "saved_time", "slim_dp_runs", "slim_label",
            "speed_table", "sweep_table", "table1"]

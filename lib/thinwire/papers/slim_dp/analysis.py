@@ -4,7 +4,7 @@ Saved bytes: 1 - payload(method) / payload(Plump-DP), pushes and pulls, every ro
 refreshes included). Saved communication time, as Table 1 counts it (Sec. 4.3.1): the
 communication the network model gives for the run's ledger plus the measured time of the
 codec work (Quant-DP's encoding and decoding; Slim-DP's selection, extraction and merging,
-``StepReport.codec_seconds``), against the same for Plump-DP (whose codec work is copying
+the round kit's codec seconds), against the same for Plump-DP (whose codec work is copying
 and checksumming). Speed (Fig. 2): images / (measured compute, codec included + modelled
 communication).
 """
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...comm import network_preset
+from ...experiment import measures
 from .runs import PLUMP, QUANT
 
 if TYPE_CHECKING:
@@ -24,46 +24,23 @@ if TYPE_CHECKING:
 LAST = 3  # evaluations averaged for a run's final accuracy
 
 
-def payload(result) -> int:
-    """Payload bytes of pushes and pulls over the run (what the paper counts as words)."""
-    return int(result.summary["push_payload"] + result.summary["pull_payload"])
-
-
 def saved_bytes(result, plump) -> float:
-    return 1.0 - payload(result) / payload(plump)
-
-
-def comm_seconds(result, network: str) -> float:
-    """Communication of the whole run modelled on ``network`` from the run's ledger."""
-    return float(network_preset(network).seconds_per_step(result.ledger, result.config.steps).sum())
-
-
-def codec_seconds(result) -> float:
-    """Measured codec time of the whole run (local agents in parallel, plus the center):
-    the median step after a warm-up times the steps."""
-    return result.seconds("codec_seconds")
+    """1 - payload(method) / payload(Plump-DP), pushes and pulls, every round."""
+    return 1.0 - measures.payload(result) / measures.payload(plump)
 
 
 def communication_time(result, network: str, codec: bool = True) -> float:
-    """Table 1's communication time: modelled transfer + (``codec``) measured codec work."""
-    return comm_seconds(result, network) + (codec_seconds(result) if codec else 0.0)
+    """Table 1's communication time: transfer priced on ``network`` + (``codec``) measured codec work."""
+    return measures.priced_seconds(result, network) + (measures.codec_seconds(result) if codec else 0.0)
 
 
 def saved_time(result, plump, network: str, codec: bool = True) -> float:
     return 1.0 - communication_time(result, network, codec) / communication_time(plump, network, codec)
 
 
-def images_per_second(result, network: str) -> float:
-    """Images / (measured compute, codec work included, + communication modelled on ``network``)."""
-    config = result.config
-    compute = result.seconds("compute_seconds")
-    return config.workers * config.batch_size * config.steps / (compute + comm_seconds(result, network))
-
-
-def final_accuracy(result, evaluations: int = LAST) -> float:
-    """Mean test accuracy over the last ``evaluations`` evaluations."""
-    values = [v for v in result.metrics["test_accuracy"] if v is not None]
-    return float(np.mean(values[-evaluations:]))
+def final_accuracy(result) -> float:
+    """Mean test accuracy over the last ``LAST`` evaluations."""
+    return measures.final_accuracy(result, LAST)
 
 
 def _spread(values) -> tuple[float, float]:
@@ -91,7 +68,7 @@ def table1(results: dict, workers, seeds, methods, networks) -> pd.DataFrame:
                 row[f"saved time {network}"] = float(np.mean([saved_time(r, p, network) for r, p in zip(runs, plumps)]))
             row[f"saved time {networks[0]}, bytes only"] = float(np.mean(
                 [saved_time(r, p, networks[0], codec=False) for r, p in zip(runs, plumps)]))
-            row["codec ms/round"] = 1e3 * float(np.mean([codec_seconds(r) / r.config.steps for r in runs]))
+            row["codec ms/round"] = 1e3 * float(np.mean([measures.codec_seconds(r) / r.config.steps for r in runs]))
             rows[(k, method)] = row
     table = pd.DataFrame(rows).T
     table.index.names = ["K", "method"]
@@ -105,7 +82,8 @@ def speed_table(results: dict, workers, seeds, methods, networks) -> pd.DataFram
     for k in workers:
         for method in methods:
             rows[(k, method)] = {network: float(np.mean([
-                images_per_second(results[(k, method, s)], network) / images_per_second(results[(k, PLUMP, s)], network)
+                measures.images_per_second(results[(k, method, s)], network)
+                / measures.images_per_second(results[(k, PLUMP, s)], network)
                 for s in seeds])) for network in networks}
     table = pd.DataFrame(rows).T
     table.index.names = ["K", "method"]
@@ -134,7 +112,7 @@ def break_even_codec_ms(results: dict, k: int, seeds, method: str, network: str)
     slim = [results[(k, method, s)] for s in seeds]
     total_plump = np.mean([communication_time(r, network) for r in plump])
     target = np.mean([saved_time(r, p, network) for r, p in zip(slim, plump)])
-    transfer = np.mean([comm_seconds(r, network) for r in quant])
+    transfer = np.mean([measures.priced_seconds(r, network) for r in quant])
     return float(1e3 * ((1 - target) * total_plump - transfer) / quant[0].config.steps)
 
 

@@ -1,0 +1,62 @@
+"""Shared measures (experiment/measures.py), typed traffic on a Result, and the network
+as analysis: one finished run priced on any network without training again."""
+
+import pytest
+
+from thinwire.comm import network_preset
+from thinwire.experiment import RunConfig, measures, run
+
+TINY = dict(hidden=(32,), steps=8, train_samples=512, eval_every=2, eval_samples=200, batch_size=16, workers=2,
+            push_codec="qsgd(bits=4)")
+
+
+@pytest.fixture(scope="module")
+def result(tmp_path_factory):
+    return run(RunConfig(algorithm="plump_dp", **TINY), root=tmp_path_factory.mktemp("measures"))
+
+
+def test_traffic_by_phase_role_and_whole_run_adds_up_from_the_ledger(result):
+    push, pull = result.phase("push"), result.phase("pull")
+    rows = [r for r in result.ledger.rows() if r[2] != r[3]]
+    assert push.payload == sum(r[6] for r in rows if r[1] == "push")
+    assert push.bytes == sum(r[5] for r in rows if r[1] == "push") and push.framing == push.bytes - push.payload
+    assert result.total().payload == push.payload + pull.payload == measures.payload(result)
+    assert result.total().messages == len(rows)
+    assert result.role("worker").payload == push.payload and result.role("server").payload == pull.payload
+    assert measures.payload(result, ("push",), start=4) == sum(r[6] for r in rows if r[1] == "push" and r[0] >= 4)
+    assert result.phases() == ["pull", "push"]
+    with pytest.raises(KeyError, match=r"phase='ring': this result's phases are \['pull', 'push'\]"):
+        result.phase("ring")
+    with pytest.raises(KeyError, match="role='peer'"):
+        result.role("peer")
+
+
+def test_times_accuracy_and_time_to_target(result):
+    assert measures.codec_seconds(result) == pytest.approx(measures.codec_seconds(result, "worker")
+                                                           + measures.codec_seconds(result, "server"), rel=0.5)
+    assert measures.codec_seconds(result, part="encode") > 0
+    net = "ethernet_10g"
+    priced = network_preset(net).seconds_per_step(result.ledger, result.config.steps)
+    assert measures.priced_seconds(result, net, start=2) == pytest.approx(priced[2:].sum())
+    images = 2 * 16 * 8
+    assert measures.images_per_second(result, net) == pytest.approx(
+        images / (measures.measured_seconds(result, "compute_seconds") + priced.sum()))
+    accuracies = [a for a in result.metrics["test_accuracy"] if a is not None]
+    assert measures.final_accuracy(result, 2) == pytest.approx(sum(accuracies[-2:]) / 2)
+    first = next(s for s, a in enumerate(result.metrics["test_accuracy"]) if a is not None)
+    reached = measures.time_to_accuracy(result, result.metrics["test_accuracy"][first], net)
+    assert reached is not None and reached > 0
+    assert measures.time_to_accuracy(result, 1.01, net) is None
+    with pytest.raises(KeyError, match="is not a measured time"):
+        measures.measured_seconds(result, "comm_seconds")
+
+
+def test_the_network_is_priced_not_trained(tmp_path):
+    first = run(RunConfig(algorithm="plump_dp", network="ethernet_10g", **TINY), root=tmp_path)
+    other = RunConfig(algorithm="plump_dp", network="net_10mbs", **TINY)
+    assert other.key() == first.config.key()
+    again = run(other, root=tmp_path)  # a cache hit: same ledger and losses, priced on the other network
+    assert again.config.network == "net_10mbs" and again.metrics["loss"] == first.metrics["loss"]
+    assert again.provenance == first.provenance  # not retrained
+    assert again.summary["comm_seconds"] == pytest.approx(measures.priced_seconds(first, "net_10mbs"))
+    assert again.summary["comm_seconds"] > 10 * first.summary["comm_seconds"]
