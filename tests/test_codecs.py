@@ -20,6 +20,8 @@ SPECS = [
     "binquant(bits=8, coder='raw')", "binquant(bits=5, coder='huffman')", "binquant(bits=12, coder='ans')",
     "oland_raj(c=5, m=4, f=0.03, ceiling=10, coder='huffman')", "oland_raj(c=2, m=3, f=0.5, ceiling=6, coder='ans')",
     "qsgd(bits=8, bucket=512, norm='l2')", "qsgd(bits=3, bucket=7, norm='max')", "qsgd(bits=12, bucket=100)",
+    "binquant(bits=4, coder='huffman', per='column')", "binquant(bits=6, per='row')",
+    "sized(quantize(bits=8), min_numel=100)", "sized(binquant(bits=3, per='row'), min_numel=10, ndim=2, otherwise='fp16')",
 ]
 
 finite = arrays(np.float32, st.integers(0, 300),

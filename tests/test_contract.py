@@ -44,7 +44,7 @@ def test_event_ring_sends_each_tensor_only_on_some_rounds(tmp_path):
         fired = round(result.metrics["ring_sent"][step] * TINY["workers"] * tensors)
         assert messages == 2 * fired  # an event sends to both neighbours; a skip sends nothing
     assert result.summary["peer_sent_messages"] == result.summary["messages"]
-    quiet = run(RunConfig(algorithm="event_ring", event="event(threshold=1e9)", **TINY), root=tmp_path)
+    quiet = run(RunConfig(algorithm="event_ring", event="relative_change(threshold=1e9)", **TINY), root=tmp_path)
     assert quiet.summary["messages"] == 2 * TINY["workers"] * tensors  # only the first round
 
 

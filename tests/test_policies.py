@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from thinwire.codecs import CodecState, StateBook, make_codec, pair_seed
-from thinwire.policies import Decision, EntropyBits, EventTrigger, RandomBits, make_policy
+from thinwire.policies import Decision, EntropyBits, RandomBits, RelativeChange, make_policy
 
 SPARSE = ["topk(ratio=0.25)", "ef(topk(ratio=0.1))", "chain(topk(ratio=0.3), fp16)",
           "graddrop(ratio=0.8, threshold='exact', residual=False)",
@@ -90,7 +90,7 @@ def test_policies_are_seeded_and_restorable():
 
 
 def test_event_policy_skips_until_the_tensor_moves():
-    policy = EventTrigger(threshold=0.5)
+    policy = RelativeChange(threshold=0.5)
     x = torch.ones(10)
     assert policy.decide(0, "w", x).send
     policy.sent(0, "w", x)
@@ -101,8 +101,8 @@ def test_event_policy_skips_until_the_tensor_moves():
 
 
 @pytest.mark.parametrize("spec,match", [("nope()", "unknown policy"), ("entropy_bits(c=11)", "c=11"),
-                                        ("random_bits(choices=())", "choices"), ("event(threshold=-1)", "threshold"),
-                                        ("event(threshold=1, threshold=2)", "once"), ("event(seed=3)", "seed")])
+                                        ("random_bits(choices=())", "choices"), ("relative_change(threshold=-1)", "threshold"),
+                                        ("relative_change(threshold=1, threshold=2)", "once"), ("relative_change(seed=3)", "seed")])
 def test_bad_policy_specs_name_the_problem(spec, match):
     with pytest.raises(ValueError, match=match):
         make_policy(spec)

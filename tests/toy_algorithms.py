@@ -40,7 +40,7 @@ def _gather_mean(transport, local: dict[int, dict[str, torch.Tensor]], agents: i
 @dataclass(frozen=True)
 class RingSection(Section):
     lr: float = 0.1
-    event: str = "event(threshold=0.1)"      # the send policy of every peer
+    event: str = "relative_change(threshold=0.1)"      # the send policy of every peer
 
 
 class EventRing(Declared):

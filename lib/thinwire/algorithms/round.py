@@ -126,7 +126,7 @@ class Round:
         self.codec[self.side].add("encode", spent - chose)
         self.tally.add(phase, state.last)
         if policy is not None:
-            policy.sent(self.step, key, tensor)
+            policy.sent(self.step, key, tensor, decision)
         self.outbox.extend(Envelope(sender, r, key, message) for r in receivers)
         return message
 

@@ -21,6 +21,7 @@ from .quantize.oland_raj import OlandRaj
 from .quantize.qsgd import QSGD
 from .base import Codec
 from .compose.chain import Chain
+from .compose.sized import Sized
 from .errors import CorruptMessageError
 from .compose.error_feedback import ErrorFeedback
 from .sparsify.graddrop import GradDrop
@@ -35,6 +36,6 @@ from .sparsify.key_cache import KeyCache
 from .sparsify.topk import TopK
 
 __all__ = [
-    "BinQuantize", "OlandRaj", "Codec", "Chain", "GradDrop", "CorruptMessageError", "ErrorFeedback", "Float16", "Float32", "Payload",
+    "BinQuantize", "OlandRaj", "Codec", "Chain", "Sized", "GradDrop", "CorruptMessageError", "ErrorFeedback", "Float16", "Float32", "Payload",
     "QSGD", "KeyCache", "Quantize", "CODECS", "make_codec", "register", "CodecState", "StateBook", "pair_seed", "TopK",
 ]

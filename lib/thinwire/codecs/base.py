@@ -76,19 +76,21 @@ class Codec(ABC):
         return hash(self.spec())
 
     @abstractmethod
-    def compress(self, flat: torch.Tensor, state: CodecState, key: str) -> Payload:
-        """Turn a 1-D tensor into a payload."""
+    def compress(self, flat: torch.Tensor, state: CodecState, key: str, shape: tuple = ()) -> Payload:
+        """Turn a 1-D tensor into a payload. ``shape``: the tensor's shape before it was
+        flattened (``flat`` is its row-major order), for codecs that treat rows or columns
+        apart; ``()`` when unknown (read it as ``(flat.numel(),)``)."""
 
-    def compress_decided(self, flat: torch.Tensor, state: CodecState, key: str, decision) -> Payload:
+    def compress_decided(self, flat: torch.Tensor, state: CodecState, key: str, decision, shape: tuple = ()) -> Payload:
         """``compress`` under a policy's decision (bit width, keys); codecs that take one override it."""
         raise ValueError(f"{self.spec()} takes no per-message decision (bits={decision.bits!r}, "
                          f"keys={'given' if decision.keys is not None else None})")
 
     @abstractmethod
     def decompress(self, payload: Payload, numel: int, state: CodecState, key: str,
-                   out: torch.Tensor | None = None) -> torch.Tensor:
+                   out: torch.Tensor | None = None, shape: tuple = ()) -> torch.Tensor:
         """Rebuild a 1-D float tensor of ``numel`` entries from a payload (into ``out``
-        when the codec can; the caller copies otherwise)."""
+        when the codec can; the caller copies otherwise); ``shape`` as in ``compress``."""
 
     def encode(self, tensor: torch.Tensor, state: CodecState | None = None, key: str = "",
                decision=None) -> wire.Message:
@@ -108,9 +110,9 @@ class Codec(ABC):
         rng = state.generator.get_state()
         try:
             if decision is None or (decision.bits is None and decision.keys is None and decision.core is None):
-                payload = self.compress(flat, state, key)
+                payload = self.compress(flat, state, key, shape=tuple(tensor.shape))
             else:
-                payload = self.compress_decided(flat, state, key, decision)
+                payload = self.compress_decided(flat, state, key, decision, shape=tuple(tensor.shape))
             if decision is not None and decision.entropy is not None:
                 state.last.entropy = decision.entropy
             message = wire.pack(self.codec_id, self.digest, tensor.dtype, tuple(tensor.shape), payload)
@@ -153,7 +155,7 @@ class Codec(ABC):
                 raise ValueError(f"out must be contiguous {header['dtype']} of shape {shape}, "
                                  f"got {out.dtype} {tuple(out.shape)}")
             flat_out = out.view(-1) if out.dtype == torch.float32 and out.device.type == "cpu" else None
-        flat = _within_dtype(self._dense(payload, numel, state, key, flat_out), header["dtype"])
+        flat = _within_dtype(self._dense(payload, numel, state, key, flat_out, shape), header["dtype"])
         if out is None:
             return flat.to(header["dtype"]).reshape(shape)
         if flat is not flat_out:
@@ -161,15 +163,15 @@ class Codec(ABC):
         return out
 
     def _dense(self, payload: Payload, numel: int, state: CodecState, key: str,
-               out: torch.Tensor | None) -> torch.Tensor:
+               out: torch.Tensor | None, shape: tuple = ()) -> torch.Tensor:
         """The flat values of an opened message (``out``: a flat float32 host buffer or None)."""
-        flat = self._guarded(self.decompress, payload, numel, state, key, out=out)
+        flat = self._guarded(self.decompress, payload, numel, state, key, out=out, shape=shape)
         if flat.numel() != numel:
             raise CorruptMessageError(f"{self.spec()}: decoded {flat.numel()} values, header says {numel}")
         return flat
 
     def sparse_entries(self, payload: Payload, numel: int, state: CodecState,
-                       key: str) -> tuple[torch.Tensor, torch.Tensor] | None:
+                       key: str, shape: tuple = ()) -> tuple[torch.Tensor, torch.Tensor] | None:
         """(index int64, values float32) of the coordinates a sparse message carries, or
         None for a codec whose messages carry every coordinate."""
         return None
@@ -180,7 +182,7 @@ class Codec(ABC):
         header, payload, numel = self._open(message)
         if tuple(into.shape) != header["shape"] or not into.is_contiguous():
             raise ValueError(f"into must be contiguous of shape {header['shape']}, got {tuple(into.shape)}")
-        entries = self._guarded(self.sparse_entries, payload, numel, state, key)
+        entries = self._guarded(self.sparse_entries, payload, numel, state, key, shape=header["shape"])
         if entries is not None:
             index, values = entries
             if index.numel() != values.numel():
@@ -197,7 +199,8 @@ class Codec(ABC):
         state = state if state is not None else CodecState()
         payload, numel, entries = self._entries_for(message, into, state, key)
         if entries is None:
-            into.view(-1).copy_(_within_dtype(self._dense(payload, numel, state, key, None), into.dtype))
+            into.view(-1).copy_(_within_dtype(self._dense(payload, numel, state, key, None, tuple(into.shape)),
+                                            into.dtype))
             return numel
         index, values = entries
         into.view(-1)[index] = values
@@ -212,7 +215,7 @@ class Codec(ABC):
         payload, numel, entries = self._entries_for(message, into, state, key)
         if entries is None:
             usable = scratch is not None and scratch.dtype == torch.float32 and scratch.device.type == "cpu"
-            flat = self._dense(payload, numel, state, key, scratch.view(-1) if usable else None)
+            flat = self._dense(payload, numel, state, key, scratch.view(-1) if usable else None, tuple(into.shape))
             into.view(-1).add_(flat.to(device=into.device, dtype=into.dtype))
             return
         into.view(-1).index_add_(0, *entries)

@@ -12,6 +12,7 @@ from .quantize.qsgd import QSGD
 from .base import Codec
 from .compose.chain import Chain
 from .compose.error_feedback import ErrorFeedback
+from .compose.sized import Sized
 from .sparsify.graddrop import GradDrop
 from .dense.fp16 import Float16
 from .dense.fp32 import Float32
@@ -22,7 +23,7 @@ from ..spec_syntax import call_parts, parse
 
 CODECS: dict[str, type[Codec]] = {
     cls.name: cls for cls in (Float32, Float16, TopK, Quantize, ErrorFeedback, Chain, GradDrop,
-                              BinQuantize, OlandRaj, QSGD, KeyCache)
+                              BinQuantize, OlandRaj, QSGD, KeyCache, Sized)
 }
 
 

@@ -60,8 +60,10 @@ class Policy(ABC):
         is timed."""
         type(self)(**self.params(), seed=0).decide(0, "warm_up", torch.linspace(-1.0, 1.0, 1024))
 
-    def sent(self, round: int, key: str, tensor: torch.Tensor) -> None:
-        """Told after a message for ``key`` went out (event policies remember what was sent)."""
+    def sent(self, round: int, key: str, tensor: torch.Tensor, decision: Decision | None = None) -> None:
+        """Told after a message for ``key`` went out, with the decision it was sent under
+        (event policies remember what was sent; where ``decision.keys`` chose coordinates,
+        only those went out)."""
 
     def state_dict(self) -> dict:
         return {"seed": self.seed, "generator": self.generator.get_state(),

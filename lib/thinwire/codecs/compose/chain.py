@@ -8,12 +8,28 @@ float values (``carrier``); a quantizer or bit packer can only come last, which
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import torch
 
 from ..base import Codec
 from ..errors import CorruptMessageError
 from ..payload import Payload
 from ..state import CodecState
+
+
+KEY_FIELDS = ("keys", "core", "refresh")     # which coordinates: the first stage's
+BIT_FIELDS = ("bits", "levels", "entropy")   # how many bits: the later stages'
+
+
+def _part(decision, names: tuple[str, ...]):
+    """The fields ``names`` of ``decision`` (the others unset), or None when it sets none."""
+    if decision is None or all(getattr(decision, n, None) in (None, False) for n in names):
+        return None
+    fields = dict.fromkeys(KEY_FIELDS + BIT_FIELDS)
+    fields["refresh"] = False
+    fields.update({n: getattr(decision, n) for n in names})
+    return SimpleNamespace(send=True, **fields)
 
 
 class Chain(Codec):
@@ -45,12 +61,24 @@ class Chain(Codec):
         rest = self.stages[1:]
         return rest[0] if len(rest) == 1 else Chain(*rest)
 
-    def compress(self, flat, state: CodecState, key: str) -> Payload:
-        first = self.stages[0]
-        payload = first.compress(flat, state, key).materialize()
+    def compress(self, flat, state: CodecState, key: str, shape: tuple = ()) -> Payload:
+        return self._compress(flat, state, key, shape, None)
+
+    def compress_decided(self, flat, state: CodecState, key: str, decision, shape: tuple = ()) -> Payload:
+        """A decision's keys (what to send) go to the first stage, its bit width (how to write
+        the values) to the later stages: ``chain(topk(...), binquant(bits=0))`` takes both."""
+        return self._compress(flat, state, key, shape, decision)
+
+    def _compress(self, flat, state: CodecState, key: str, shape, decision) -> Payload:
+        first, rest = self.stages[0], self._rest()
+        keys, bits = _part(decision, KEY_FIELDS), _part(decision, BIT_FIELDS)
+        payload = (first.compress(flat, state, key, shape=shape) if keys is None else
+                   first.compress_decided(flat, state, key, keys, shape=shape)).materialize()
         carried = payload.parts.pop(first.carrier)
         payload.meta[f"{first.carrier}.numel"] = carried.numel()
-        payload.merge(first.carrier, self._rest().compress(carried, state, f"{key}/{first.carrier}"))
+        inner_key, inner_shape = f"{key}/{first.carrier}", (carried.numel(),)
+        payload.merge(first.carrier, rest.compress(carried, state, inner_key, shape=inner_shape) if bits is None else
+                      rest.compress_decided(carried, state, inner_key, bits, shape=inner_shape))
         return payload
 
     def _first_payload(self, payload: Payload, numel: int, state: CodecState, key: str) -> Payload:
@@ -61,11 +89,14 @@ class Chain(Codec):
         carried_numel = inner.meta.pop("numel", None)
         if not isinstance(carried_numel, int) or not 0 <= carried_numel <= numel:
             raise CorruptMessageError(f"chain: carried size {carried_numel!r} is not in [0, {numel}]")
-        payload.parts[first.carrier] = self._rest().decompress(inner, carried_numel, state, f"{key}/{first.carrier}")
+        payload.parts[first.carrier] = self._rest().decompress(inner, carried_numel, state, f"{key}/{first.carrier}",
+                                                                 shape=(carried_numel,))
         return payload
 
-    def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None) -> torch.Tensor:
-        return self.stages[0].decompress(self._first_payload(payload, numel, state, key), numel, state, key, out=out)
+    def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None, shape: tuple = ()) -> torch.Tensor:
+        return self.stages[0].decompress(self._first_payload(payload, numel, state, key), numel, state, key, out=out,
+                                         shape=shape)
 
-    def sparse_entries(self, payload: Payload, numel: int, state: CodecState, key: str):
-        return self.stages[0].sparse_entries(self._first_payload(payload, numel, state, key), numel, state, key)
+    def sparse_entries(self, payload: Payload, numel: int, state: CodecState, key: str, shape: tuple = ()):
+        return self.stages[0].sparse_entries(self._first_payload(payload, numel, state, key), numel, state, key,
+                                             shape=shape)

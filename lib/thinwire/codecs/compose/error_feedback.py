@@ -38,20 +38,28 @@ class ErrorFeedback(Codec):
     def spec(self) -> str:
         return f"ef({self.inner.spec()})"
 
-    def compress(self, flat, state: CodecState, key: str) -> Payload:
+    def compress(self, flat, state: CodecState, key: str, shape: tuple = ()) -> Payload:
+        return self._corrected_payload(flat, state, key, shape, None)
+
+    def compress_decided(self, flat, state: CodecState, key: str, decision, shape: tuple = ()) -> Payload:
+        """Steps 1-3 with the inner codec's decided compress (a policy's bit width or keys)."""
+        return self._corrected_payload(flat, state, key, shape, decision)
+
+    def _corrected_payload(self, flat, state: CodecState, key: str, shape, decision) -> Payload:
         slot = state.slot(key)
         residual = slot.get("residual")
-        corrected = flat.to(torch.float32) if residual is None else flat + residual
-        payload = self.inner.compress(corrected, state, key).materialize()
+        corrected = flat.to(torch.float32) if residual is None else flat + residual     # 1.
+        payload = (self.inner.compress(corrected, state, key, shape=shape) if decision is None else
+                   self.inner.compress_decided(corrected, state, key, decision, shape=shape)).materialize()  # 2.
         view = Payload(parts=dict(payload.parts), meta=dict(payload.meta))
-        slot["residual"] = corrected - self.inner.decompress(view, corrected.numel(), state, key)
+        slot["residual"] = corrected - self.inner.decompress(view, corrected.numel(), state, key, shape=shape)  # 3.
         return payload
 
-    def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None) -> torch.Tensor:
-        return self.inner.decompress(payload, numel, state, key, out=out)
+    def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None, shape: tuple = ()) -> torch.Tensor:
+        return self.inner.decompress(payload, numel, state, key, out=out, shape=shape)
 
-    def sparse_entries(self, payload: Payload, numel: int, state: CodecState, key: str):
-        return self.inner.sparse_entries(payload, numel, state, key)
+    def sparse_entries(self, payload: Payload, numel: int, state: CodecState, key: str, shape: tuple = ()):
+        return self.inner.sparse_entries(payload, numel, state, key, shape=shape)
 
     def residual(self, state: CodecState, key: str) -> torch.Tensor | None:
         return state.slot(key).get("residual")

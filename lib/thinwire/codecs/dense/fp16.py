@@ -18,10 +18,10 @@ class Float16(Codec):
     codec_id = 2
     carrier = "values"
 
-    def compress(self, flat, state: CodecState, key: str) -> Payload:
+    def compress(self, flat, state: CodecState, key: str, shape: tuple = ()) -> Payload:
         # cast straight into the message buffer: no intermediate half-size tensor
         return Payload(parts={"values": PartWriter(torch.float16, flat.numel(), lambda view: view.copy_(flat))})
 
-    def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None) -> torch.Tensor:
+    def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None, shape: tuple = ()) -> torch.Tensor:
         values = expect_part(payload, "values", torch.float16, numel)
         return values.to(torch.float32) if out is None else out.copy_(values)

@@ -21,9 +21,9 @@ class Float32(Codec):
     codec_id = 1
     carrier = "values"
 
-    def compress(self, flat, state: CodecState, key: str) -> Payload:
+    def compress(self, flat, state: CodecState, key: str, shape: tuple = ()) -> Payload:
         return Payload(parts={"values": flat.to(torch.float32)})
 
-    def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None) -> torch.Tensor:
+    def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None, shape: tuple = ()) -> torch.Tensor:
         values = expect_part(payload, "values", torch.float32, numel)
         return values.clone() if out is None else out.copy_(values)

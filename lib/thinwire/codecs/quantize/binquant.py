@@ -23,8 +23,12 @@ from .bin_quantize import bin_centres, bin_codes, bin_pack, bin_unpack_centres, 
 from ..errors import CorruptMessageError
 from ..payload import Payload
 from .minmax import value_range
+from .per_column import column_centres, column_codes, column_ranges
 from ..state import CodecState
 from ..entropy.symbol_coders import CODERS
+
+
+PERS = ("tensor", "column", "row")  # one range per tensor (Oland & Raj), or per column or row of a 2-D tensor
 
 
 def _check_coder(coder) -> str:
@@ -44,15 +48,20 @@ class BinQuantize(Codec):
     message carries its N, so the receiver needs nothing else."""
 
     name = "binquant"
+    per = "tensor"
     refuses_non_finite = True  # value_range refuses NaN and Inf before anything else
     codec_id = 8
 
-    def __init__(self, bits: int = 8, coder: str = "raw"):
+    def __init__(self, bits: int = 8, coder: str = "raw", per: str = "tensor"):
         self.bits = 0 if bits == 0 and not isinstance(bits, bool) else check_bits("bits", bits)
         self.coder = _check_coder(coder)
+        if per not in PERS:
+            raise ValueError(f"per={per!r} is not allowed: per must be one of {list(PERS)}")
+        self.per = per
 
     def params(self) -> dict:
-        return {"bits": self.bits, "coder": self.coder}
+        extra = {"per": self.per} if self.per != "tensor" else {}  # the default stays out of specs and keys
+        return {"bits": self.bits, "coder": self.coder, **extra}
 
     def choose_bits(self, flat: torch.Tensor, lo: float, hi: float, state: CodecState, key: str) -> int:
         if not self.bits:
@@ -65,11 +74,11 @@ class BinQuantize(Codec):
             return None
         return SimpleNamespace(send=True, bits=8, levels=None, keys=None, core=None, refresh=False, entropy=None)
 
-    def compress(self, flat, state: CodecState, key: str) -> Payload:
+    def compress(self, flat, state: CodecState, key: str, shape: tuple = ()) -> Payload:
         lo, hi = value_range(flat, key)
-        return self._quantize(flat, lo, hi, self.choose_bits(flat, lo, hi, state, key), state)
+        return self._quantize(flat, lo, hi, self.choose_bits(flat, lo, hi, state, key), state, shape=shape)
 
-    def compress_decided(self, flat, state: CodecState, key: str, decision) -> Payload:
+    def compress_decided(self, flat, state: CodecState, key: str, decision, shape: tuple = ()) -> Payload:
         if decision.keys is not None or decision.bits is None:
             return super().compress_decided(flat, state, key, decision)
         if self.bits and decision.bits != self.bits:
@@ -80,10 +89,16 @@ class BinQuantize(Codec):
         if levels is not None and not _levels_fit(levels, bits):
             raise ValueError(f"{self.spec()}: levels={levels!r} is not allowed for bits={bits}: levels must be an "
                              f"int in ({1 << (bits - 1)}, {1 << bits}]")
-        return self._quantize(flat, lo, hi, bits, state, None if levels == 1 << bits else levels)
+        return self._quantize(flat, lo, hi, bits, state, None if levels == 1 << bits else levels, shape)
 
-    def _quantize(self, flat, lo: float, hi: float, bits: int, state: CodecState, levels: int | None = None) -> Payload:
+    def _quantize(self, flat, lo: float, hi: float, bits: int, state: CodecState, levels: int | None = None,
+                  shape: tuple = ()) -> Payload:
         state.last.bits = bits if levels is None else math.log2(levels)
+        if self.per != "tensor" and len(shape) == 2:
+            if levels is not None:
+                raise ValueError(f"{self.spec()}: per-{self.per} ranges take 2^bits levels, not levels={levels}")
+            matrix = flat.reshape(shape)
+            return self._quantize_columns(matrix if self.per == "column" else matrix.t(), bits)
         if self.coder == "raw" and levels is None:  # QUANTIZE fused with the raw coder's packing (same part)
             parts, meta = {"codes": bin_pack(flat, lo, hi, bits)}, {}
         else:
@@ -93,11 +108,25 @@ class BinQuantize(Codec):
             meta["levels"] = levels
         return Payload(parts=parts, meta={"lo": lo, "hi": hi, "bits": bits, **meta})
 
-    def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None) -> torch.Tensor:
-        lo, hi = expect_range(payload, self.name)
+    def _quantize_columns(self, matrix: torch.Tensor, bits: int) -> Payload:
+        lo, hi = column_ranges(matrix)
+        codes = column_codes(matrix, lo, hi, bits)
+        parts, meta = CODERS[self.coder]().encode(codes, bits, histogram(codes, bits))
+        return Payload(parts={**parts, "lo": lo, "hi": hi}, meta={"bits": bits, **meta})
+
+    def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None, shape: tuple = ()) -> torch.Tensor:
         bits = payload.meta.get("bits")
         if not (isinstance(bits, int) and 1 <= bits <= 16):
             raise CorruptMessageError(f"{self.name}: bits {bits!r} is not an int in 1..16")
+        if "lo" in payload.parts:  # per-column (or per-row: the columns of the transpose) ranges
+            if self.per == "tensor" or len(shape) != 2:
+                raise CorruptMessageError(f"{self.spec()}: a message with column ranges for a tensor of shape {shape}")
+            if self.per == "column":
+                return self._decompress_columns(payload, numel, bits, out)
+            transposed = self._decompress_columns(payload, numel, bits, None).reshape(shape[1], shape[0])
+            values = transposed.t().reshape(-1)
+            return values if out is None else out.copy_(values)
+        lo, hi = expect_range(payload, self.name)
         levels = payload.meta.get("levels")
         if levels is not None and not _levels_fit(levels, bits):
             raise CorruptMessageError(f"{self.name}: levels {levels!r} do not fit {bits}-bit codes")
@@ -109,3 +138,14 @@ class BinQuantize(Codec):
             raise CorruptMessageError(f"{self.name}: code {int(codes.max())} out of range for "
                                       f"{levels or 1 << bits} levels")
         return bin_centres(codes, lo, hi, bits, out=out, levels=levels)
+
+    def _decompress_columns(self, payload: Payload, numel: int, bits: int, out) -> torch.Tensor:
+        lo = expect_part(payload, "lo", torch.float32)
+        hi = expect_part(payload, "hi", torch.float32, lo.numel())
+        if lo.numel() == 0 or numel % lo.numel() or not bool(torch.isfinite(lo).all() and (hi >= lo).all()):
+            raise CorruptMessageError(f"{self.name}: {lo.numel()} column ranges do not fit {numel} values")
+        parts = {k: v for k, v in payload.parts.items() if k not in ("lo", "hi")}
+        codes = CODERS[self.coder]().decode(parts, payload.meta, numel, bits)
+        if codes.size and int(codes.max()) >= 1 << bits:
+            raise CorruptMessageError(f"{self.name}: code {int(codes.max())} out of range for {bits} bits")
+        return column_centres(codes, lo, hi, bits, out=out)

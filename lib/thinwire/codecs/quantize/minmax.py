@@ -63,7 +63,7 @@ class Quantize(Codec):
     def params(self) -> dict:
         return {"bits": self.bits}
 
-    def compress(self, flat, state: CodecState, key: str) -> Payload:
+    def compress(self, flat, state: CodecState, key: str, shape: tuple = ()) -> Payload:
         n = flat.numel()
         state.last.bits = self.bits
         if n == 0:
@@ -78,7 +78,7 @@ class Quantize(Codec):
                             lambda view: uniform.quantize_packed(flat, lo, scale, self.bits, out=view))
         return Payload(parts={"codes": writer}, meta=meta)
 
-    def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None) -> torch.Tensor:
+    def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None, shape: tuple = ()) -> torch.Tensor:
         lo, hi = expect_range(payload, self.name)
         packed = expect_part(payload, "codes", torch.uint8, bitpack.packed_bytes(numel, self.bits))
         step = (hi - lo) / ((1 << self.bits) - 1)

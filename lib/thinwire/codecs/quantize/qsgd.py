@@ -65,7 +65,7 @@ class QSGD(Codec):
     def buckets(self, numel: int) -> int:
         return -(-numel // self.bucket)
 
-    def compress(self, flat, state: CodecState, key: str) -> Payload:
+    def compress(self, flat, state: CodecState, key: str, shape: tuple = ()) -> Payload:
         n = flat.numel()
         state.last.bits = self.bits
         x = float32_numpy(flat)
@@ -85,7 +85,7 @@ class QSGD(Codec):
         return Payload(parts={"codes": codes, "norms": PartWriter(torch.float32, norms.size,
                                                                    lambda view: view.copy_(torch.from_numpy(norms)))})
 
-    def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None) -> torch.Tensor:
+    def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None, shape: tuple = ()) -> torch.Tensor:
         norms = expect_part(payload, "norms", torch.float32, self.buckets(numel))
         packed = expect_part(payload, "codes", torch.uint8, bitpack.packed_bytes(numel, self.bits))
         norms_np = norms.numpy()

@@ -116,7 +116,7 @@ class GradDrop(Codec):
         return super().encode(tensor, state, key, decision)
 
     # -- sender ---------------------------------------------------------------------------
-    def compress(self, flat, state: CodecState, key: str) -> Payload:
+    def compress(self, flat, state: CodecState, key: str, shape: tuple = ()) -> Payload:
         n = flat.numel()
         slot = state.slot(key)
         segments = slot.get("segments")
@@ -214,7 +214,7 @@ class GradDrop(Codec):
         payload.parts["escapes"] = escaped
 
     # -- receiver -------------------------------------------------------------------------
-    def sparse_entries(self, payload: Payload, numel: int, state: CodecState, key: str):
+    def sparse_entries(self, payload: Payload, numel: int, state: CodecState, key: str, shape: tuple = ()):
         count = payload.meta.get("count")
         if not isinstance(count, int) or not 0 <= count <= numel:
             raise CorruptMessageError(f"graddrop: survivor count {count!r} for {numel} values")
@@ -225,8 +225,8 @@ class GradDrop(Codec):
             values = self._dequantize(payload, index, count, numel)
         return index, values
 
-    def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None) -> torch.Tensor:
-        index, values = self.sparse_entries(payload, numel, state, key)
+    def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None, shape: tuple = ()) -> torch.Tensor:
+        index, values = self.sparse_entries(payload, numel, state, key, shape=shape)
         if out is None:
             out = torch.zeros(numel, dtype=torch.float32)
         else:

@@ -40,11 +40,11 @@ class KeyCache(Codec):
     host_only = False
     carrier = None
 
-    def compress(self, flat, state: CodecState, key: str) -> Payload:
+    def compress(self, flat, state: CodecState, key: str, shape: tuple = ()) -> Payload:
         raise ValueError("keycache sends the keys a policy chose: encode with a Decision carrying the core and "
                          "explorer keys (policy core_explorer)")
 
-    def compress_decided(self, flat, state: CodecState, key: str, decision) -> Payload:
+    def compress_decided(self, flat, state: CodecState, key: str, decision, shape: tuple = ()) -> Payload:
         if decision.core is None:
             raise ValueError("keycache: the decision carries no core keys (policy core_explorer)")
         n = flat.numel()
@@ -71,7 +71,7 @@ class KeyCache(Codec):
     def warm_up(self) -> None:
         """Nothing compiled here (the explorer's sampler belongs to the policy)."""
 
-    def sparse_entries(self, payload: Payload, numel: int, state: CodecState, key: str):
+    def sparse_entries(self, payload: Payload, numel: int, state: CodecState, key: str, shape: tuple = ()):
         sig = payload.meta.get("signature")
         if not isinstance(sig, int):
             raise CorruptMessageError("keycache: the message has no key signature")
@@ -99,8 +99,8 @@ class KeyCache(Codec):
             slot["core"], slot["signature"] = core, torch.tensor(sig)
         return torch.cat([core.to(explorer.device), explorer]), values
 
-    def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None) -> torch.Tensor:
-        index, values = self.sparse_entries(payload, numel, state, key)
+    def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None, shape: tuple = ()) -> torch.Tensor:
+        index, values = self.sparse_entries(payload, numel, state, key, shape=shape)
         out = torch.zeros(numel, dtype=torch.float32) if out is None else out.zero_()
         out[index] = values
         return out

@@ -41,7 +41,7 @@ class TopK(Codec):
     def k_for(self, numel: int) -> int:
         return 0 if numel == 0 else min(numel, max(1, math.ceil(self.ratio * numel)))
 
-    def compress(self, flat, state: CodecState, key: str) -> Payload:
+    def compress(self, flat, state: CodecState, key: str, shape: tuple = ()) -> Payload:
         if flat.numel() >= 2**31:
             raise ValueError(f"topk: tensor of {flat.numel()} entries exceeds int32 indexing")
         k = self.k_for(flat.numel())
@@ -59,8 +59,24 @@ class TopK(Codec):
         state.last.kept = k
         return Payload(parts={"index": index.to(torch.int32), "values": values})
 
-    def sparse_entries(self, payload: Payload, numel: int, state: CodecState, key: str):
-        k = self.k_for(numel)
+    def compress_decided(self, flat, state: CodecState, key: str, decision, shape: tuple = ()) -> Payload:
+        """A keyed send: the entries at ``decision.keys`` (any coordinates a policy chose, e.g.
+        where a tensor moved) as (index, value) pairs; the receiver merges them."""
+        if decision.keys is None or decision.bits is not None or decision.core is not None:
+            return super().compress_decided(flat, state, key, decision, shape)
+        t0 = time.perf_counter()
+        keys = torch.as_tensor(decision.keys).reshape(-1).to(torch.int64).unique()  # sorted, no repeats
+        if keys.numel() and (int(keys[0]) < 0 or int(keys[-1]) >= flat.numel()):
+            raise ValueError(f"topk: decision keys must be in [0, {flat.numel()}) for tensor {key!r}")
+        state.last.select_seconds = time.perf_counter() - t0
+        state.last.kept = keys.numel()
+        return Payload(parts={"index": keys.to(torch.int32), "values": flat[keys].to(torch.float32)},
+                       meta={"count": keys.numel()})
+
+    def sparse_entries(self, payload: Payload, numel: int, state: CodecState, key: str, shape: tuple = ()):
+        k = payload.meta.get("count", self.k_for(numel))  # a keyed send says how many it carries
+        if not (isinstance(k, int) and 0 <= k <= numel):
+            raise CorruptMessageError(f"topk: count {k!r} is not in [0, {numel}]")
         index = expect_part(payload, "index", torch.int32, k).long()
         values = payload.parts.get("values")
         if values is None or values.numel() != k:
@@ -69,8 +85,8 @@ class TopK(Codec):
             raise CorruptMessageError("topk: index out of range")
         return index, values.to(torch.float32)
 
-    def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None) -> torch.Tensor:
-        index, values = self.sparse_entries(payload, numel, state, key)
+    def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None, shape: tuple = ()) -> torch.Tensor:
+        index, values = self.sparse_entries(payload, numel, state, key, shape=shape)
         out = torch.zeros(numel, dtype=torch.float32, device=values.device) if out is None else out.zero_()
         out[index] = values.to(torch.float32)
         return out

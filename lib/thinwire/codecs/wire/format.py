@@ -54,7 +54,7 @@ ITEMSIZE = [torch.empty((), dtype=d).element_size() for d in DTYPES]
 NAMES: tuple[str, ...] = (
     "values", "index", "codes", "levels", "segments", "offsets", "escapes", "lengths", "stream", "syncs",
     "counts", "words", "lo", "hi", "bits", "first", "sync", "count", "width", "numel", "value", "keys",
-    "signature", "norms", "signs", "mask",
+    "signature", "norms", "signs", "mask", "branch",
 )
 NAME_CODES = {n: i for i, n in enumerate(NAMES)}
 
