@@ -9,7 +9,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from thinwire.codecs import BinQuantize, CodecState, CorruptMessageError, OlandRaj, make_codec
+from thinwire.codecs import BinQuantize, CodecState, CorruptMessageError, make_codec
+from thinwire.policies import make_policy
 from thinwire.codecs.entropy import huffman_stream
 from thinwire.codecs.kernels import bitpack
 from thinwire.codecs.quantize.bin_quantize import bin_centres, bin_codes, bin_pack, entropy_bits, estimate_entropy
@@ -132,7 +133,7 @@ def test_quantizer_far_from_zero_and_over_a_subnormal_range():
 
 
 def test_constant_layer_and_nan_input():
-    for spec in ("oland_raj()", "oland_raj(coder='ans')", "binquant(bits=4)", "binquant(bits=4, coder='huffman')"):
+    for spec in ("binquant(bits=9, coder='ans')", "binquant(bits=4)", "binquant(bits=4, coder='huffman')"):
         codec = make_codec(spec)
         layer = torch.full((5, 7), -0.125)
         assert torch.equal(codec.decode(codec.encode(layer, CodecState(0), "w")), layer)
@@ -156,22 +157,19 @@ def test_adaptive_bits_follow_entropy_plus_floor_capped_at_ceiling():
     g = torch.Generator().manual_seed(0)
     uniform = torch.rand(50_000, generator=g)             # H(M=4) ~ 4 bits
     peaked = torch.randn(50_000, generator=g) ** 3        # mass in a few middle bins
-    state = CodecState(0)
-    make_codec("oland_raj(c=5, m=4, ceiling=10)").encode(uniform, state, "u")
-    assert state.last.bits == 9
-    make_codec("oland_raj(c=5, m=4, ceiling=8)").encode(uniform, state, "u")
-    assert state.last.bits == 8
-    make_codec("oland_raj(c=5, m=4)").encode(peaked, state, "p")
-    h = state.last.entropy
-    assert h < 2 and state.last.bits == math.ceil(h + 5)
+    assert make_policy("entropy_bits(c=5, m=4, ceiling=10)").decide(0, "u", uniform).bits == 9
+    assert make_policy("entropy_bits(c=5, m=4, ceiling=8)").decide(0, "u", uniform).bits == 8
+    decision = make_policy("entropy_bits(c=5, m=4)").decide(0, "p", peaked)
+    assert decision.entropy < 2 and decision.bits == math.ceil(decision.entropy + 5)
 
 
 @pytest.mark.parametrize("coder", sorted(CODERS))
 def test_package_decodes_from_bytes_alone(coder):
     w = torch.randn(392, 50, generator=torch.Generator().manual_seed(2)) * 0.1
-    codec = OlandRaj(c=5, m=4, coder=coder)
+    codec = BinQuantize(bits=0, coder=coder)
     state = CodecState(7)
-    message = bytes(codec.encode(w, state, "fc2.weight"))  # nothing else travels
+    decision = make_policy("entropy_bits(c=5, m=4)", seed=7).decide(0, "fc2.weight", w)  # Alg. 1 lines 3-5
+    message = bytes(codec.encode(w, state, "fc2.weight", decision))  # nothing else travels
     decoded = make_codec(codec.spec()).decode(message)     # a fresh codec, no state
     bits = state.last.bits
     assert 5 <= bits <= 9

@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from thinwire.codecs import CodecState, StateBook, make_codec, pair_seed
+from thinwire.policies.entropy_bits import bit_width
 from thinwire.policies import Decision, EntropyBits, RandomBits, RelativeChange, make_policy
 
 SPARSE = ["topk(ratio=0.25)", "ef(topk(ratio=0.1))", "chain(topk(ratio=0.3), fp16)",
@@ -64,16 +65,18 @@ def test_state_book_is_per_pair_and_checkpointed():
     assert torch.equal(torch.rand(4, generator=other(0, 1).generator), torch.rand(4, generator=a.generator))
 
 
-def test_entropy_policy_gives_the_codec_form_its_bits():
+def test_entropy_policy_gives_binquant_its_bits():
+    """Alg. 1 split as the paper's lines: the policy picks N (lines 3-5), binquant(bits=0)
+    quantizes to N bits and Huffman-codes (lines 6-10), the same as a fixed N-bit binquant."""
     w = torch.randn(392, 50, generator=torch.Generator().manual_seed(2)) * 0.1
-    state = CodecState(7)
-    whole = make_codec("oland_raj(c=5, m=4, f=0.03, ceiling=10, coder='huffman')")
-    reference = whole.decode(whole.encode(w, state, "w"))
     policy = make_policy("entropy_bits(c=5, m=4, f=0.03, ceiling=10)", seed=7)
     decision = policy.decide(0, "w", w)
-    assert decision.bits == state.last.bits and decision.entropy == state.last.entropy
-    split = make_codec("binquant(bits=0, coder='huffman')")
-    assert torch.equal(split.decode(split.encode(w, CodecState(0), "w", decision)), reference)
+    assert decision.bits == bit_width(decision.entropy, 5, 10)[0] and 5 <= decision.bits <= 10
+    split, state = make_codec("binquant(bits=0, coder='huffman')"), CodecState(0)
+    decoded = split.decode(split.encode(w, state, "w", decision))
+    assert state.last.bits == decision.bits and state.last.entropy == decision.entropy
+    fixed = make_codec(f"binquant(bits={decision.bits}, coder='huffman')")
+    assert torch.equal(decoded, fixed.decode(fixed.encode(w)))
     with pytest.raises(ValueError, match="policy decision"):
         split.encode(w)
 
@@ -117,7 +120,6 @@ def test_a_codec_that_takes_no_decision_says_so():
 def test_entropy_rule_readings_fractional_and_nats():
     """``rounding='fractional'``: round(2^(H + c)) bins in ceil(log2) bits; ``unit='nats'``:
     H ln 2 in place of H. Defaults stay out of the spec (old results keys hold)."""
-    from thinwire.codecs.quantize.oland_raj import bit_width
     assert bit_width(2.6, 5, 10) == (8, None)
     assert bit_width(2.6, 5, 10, unit="nats") == (7, None)           # 2.6 ln 2 = 1.80 -> ceil(6.80)
     assert bit_width(2.6, 5, 10, rounding="fractional") == (8, round(2 ** 7.6))

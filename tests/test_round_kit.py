@@ -118,13 +118,16 @@ PROBE = textwrap.dedent("""
 """)
 
 
-@pytest.fixture(scope="module")
-def fresh_process_timings(tmp_path_factory):
-    """Every built-in algorithm run in a fresh process (no kernel loaded before)."""
-    root = tmp_path_factory.mktemp("timing")
+def _probe(root) -> dict:
     done = subprocess.run([sys.executable, "-c", PROBE, str(root)], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def fresh_process_timings(tmp_path_factory):
+    """Every built-in algorithm run in a fresh process (no kernel loaded before)."""
+    return _probe(tmp_path_factory.mktemp("timing"))
 
 
 def test_every_algorithm_that_encodes_reports_codec_time_on_both_sides(fresh_process_timings):
@@ -141,10 +144,25 @@ def test_every_algorithm_that_encodes_reports_codec_time_on_both_sides(fresh_pro
         assert all(m["worker_select_seconds"][s] > 0 for s, n in enumerate(m["messages"]) if n), algorithm
 
 
-def test_no_step_after_the_first_carries_kernel_loading(fresh_process_timings):
-    """Weight averaging exchanges every second step here, so its first exchange (and first
-    use of the Huffman kernels) is in step 1; steps are compared with steps that also send."""
-    for algorithm, m in fresh_process_timings.items():
+def _slow_steps(timings: dict) -> dict:
+    """Per algorithm, the sending steps after the first when one took more than 5x their median."""
+    slow = {}
+    for algorithm, m in timings.items():
         later = [t for t, n in zip(m["wall_seconds"][1:], m["messages"][1:]) if n]
         median = sorted(later)[len(later) // 2]
-        assert max(later) <= 5 * median, (algorithm, later)
+        if max(later) > 5 * median:
+            slow[algorithm] = later
+    return slow
+
+
+def test_no_step_after_the_first_carries_kernel_loading(fresh_process_timings, tmp_path):
+    """Weight averaging exchanges every second step here, so its first exchange (and first
+    use of the Huffman kernels) is in step 1; steps are compared with steps that also send.
+    A kernel loaded in a timed step is slow in every fresh process (1.4 s against a 0.09 s
+    median when the warm-up is removed); a busy machine (the other test worker) stretches a
+    step now and then. So a slow step is measured once more in another fresh process, and
+    the test fails when the same algorithm is slow again."""
+    slow = _slow_steps(fresh_process_timings)
+    if slow:
+        slow = {a: steps for a, steps in _slow_steps(_probe(tmp_path)).items() if a in slow}
+    assert not slow, slow

@@ -14,7 +14,8 @@ from thinwire.models import MLP, Replicas
 
 TINY = dict(algorithm="weight_averaging", hidden=(16, 8), activation="tanh", loss="mse", workers=3, batch_size=8,
             steps=12, train_samples=240, lr=0.1, lr_decay=0.5, l1=1e-3, eval_every=10, eval_samples=200,
-            push_codec="oland_raj(c=3, m=4)", pull_codec="oland_raj(c=3, m=4)")
+            push_codec="binquant(bits=0, coder='huffman')", pull_codec="binquant(bits=0, coder='huffman')",
+            push_policy="entropy_bits(c=3, m=4)", pull_policy="entropy_bits(c=3, m=4)")
 
 
 def _batch(k, b=8, seed=0):
@@ -25,9 +26,10 @@ def _batch(k, b=8, seed=0):
 def test_exchange_leaves_every_worker_with_the_decoded_average():
     torch.manual_seed(0)
     model = MLP(784, (16, 8), activation="tanh")
-    codec = make_codec("oland_raj(c=3, m=4)")
+    codec = make_codec("binquant(bits=0, coder='huffman')")
     algo = WeightAveraging(model, InProcessTransport(), 3, lr=0.1, push_codec=codec, pull_codec=codec,
-                           exchange_every=2)
+                           exchange_every=2, push_policy="entropy_bits(c=3, m=4)",
+                           pull_policy="entropy_bits(c=3, m=4)")
     x, y = _batch(3)
     algo.step(0, x, y)
     assert any(not torch.equal(p[0], p[1]) for p in algo.replicas.params.values())  # local steps differ
@@ -65,9 +67,9 @@ def test_config_rejects_averaging_options_elsewhere_and_bad_values():
     with pytest.raises(ValueError, match="optimizer"):  # local steps are plain SGD: no optimizer to choose
         RunConfig(algorithm="weight_averaging", optimizer="adagrad")
     with pytest.raises(ValueError, match="coder='zip'"):
-        RunConfig(algorithm="weight_averaging", push_codec="oland_raj(coder='zip')")
+        RunConfig(algorithm="weight_averaging", push_codec="binquant(coder='zip')")
     with pytest.raises(ValueError, match="c=11"):
-        RunConfig(algorithm="weight_averaging", push_codec="oland_raj(c=11)")
+        RunConfig(algorithm="weight_averaging", push_codec="binquant(bits=0)", push_policy="entropy_bits(c=11)")
     with pytest.raises(ValueError, match="profile='huge'"):
         oland_raj_runs("huge")
 
@@ -92,7 +94,7 @@ def test_in_process_and_gloo_agree(tmp_path):
     assert local.summary["final_accuracy"] == distributed.summary["final_accuracy"]
 
 
-@pytest.mark.parametrize("codec", ["oland_raj(c=5, m=4)", "quantize(bits=8)"])
+@pytest.mark.parametrize("codec", ["binquant(bits=0, coder='huffman')", "quantize(bits=8)"])
 def test_quantized_weights_agree_bit_for_bit_across_transports(tmp_path, codec):
     """Three exchanges of quantized weights. A last-bit difference in the local steps moves
     a weight across a bin edge and changes its code: with the replicas' products batched,
@@ -100,7 +102,7 @@ def test_quantized_weights_agree_bit_for_bit_across_transports(tmp_path, codec):
     settings = dict(algorithm="weight_averaging", hidden=(64,), workers=5, batch_size=20, train_samples=5000,
                     steps=150, eval_every=50, eval_samples=2000, seed=1, push_codec=codec, pull_codec=codec,
                     loss="mse", lr=0.1)
-    if codec.startswith("oland_raj"):
+    if codec.startswith("binquant"):
         settings.update(push_policy="entropy_bits(c=5, m=4)", pull_policy="entropy_bits(c=5, m=4)")
     config = RunConfig(**settings)
     local = run(config, root=tmp_path)

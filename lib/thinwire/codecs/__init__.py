@@ -17,7 +17,6 @@ with keyed_cache():  # the compiled kernels: import them before anything else
     from .quantize import bin_quantize  # noqa: F401
 
 from .quantize.binquant import BinQuantize
-from .quantize.oland_raj import OlandRaj
 from .quantize.qsgd import QSGD
 from .base import Codec
 from .compose.chain import Chain
@@ -36,6 +35,6 @@ from .sparsify.key_cache import KeyCache
 from .sparsify.topk import TopK
 
 __all__ = [
-    "BinQuantize", "OlandRaj", "Codec", "Chain", "Sized", "GradDrop", "CorruptMessageError", "ErrorFeedback", "Float16", "Float32", "Payload",
+    "BinQuantize", "Codec", "Chain", "Sized", "GradDrop", "CorruptMessageError", "ErrorFeedback", "Float16", "Float32", "Payload",
     "QSGD", "KeyCache", "Quantize", "CODECS", "make_codec", "register", "CodecState", "StateBook", "pair_seed", "TopK",
 ]

@@ -7,7 +7,6 @@ arguments; nested codecs are positional. ``Codec.spec()`` prints the canonical f
 from __future__ import annotations
 
 from .quantize.binquant import BinQuantize
-from .quantize.oland_raj import OlandRaj
 from .quantize.qsgd import QSGD
 from .base import Codec
 from .compose.chain import Chain
@@ -23,7 +22,7 @@ from ..spec_syntax import call_parts, parse
 
 CODECS: dict[str, type[Codec]] = {
     cls.name: cls for cls in (Float32, Float16, TopK, Quantize, ErrorFeedback, Chain, GradDrop,
-                              BinQuantize, OlandRaj, QSGD, KeyCache, Sized)
+                              BinQuantize, QSGD, KeyCache, Sized)
 }
 
 

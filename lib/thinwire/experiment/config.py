@@ -87,6 +87,8 @@ class Common:
         for name, default in cnn_only.items():
             check(name, getattr(self, name), self.model == "cnn" or getattr(self, name) == default,
                   f"{default!r} unless model='cnn'")
+        check("hidden", self.hidden, self.model in ("mlp", "cnn") or self.hidden == (1024, 1024),
+              f"(1024, 1024) unless model is 'mlp' or 'cnn' (the network {self.model!r} fixes its own)")
         for name, default in {"activation": "relu", "layer_norm": False}.items():
             check(name, getattr(self, name), self.model == "mlp" or getattr(self, name) == default,
                   f"{default!r} unless model='mlp'")

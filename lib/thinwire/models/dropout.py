@@ -14,11 +14,14 @@ from torch import nn
 
 
 class SeededDropout(nn.Module):
-    def __init__(self, p: float):
+    """``channels``: drop whole feature maps (``nn.Dropout2d``'s rule: one draw per sample
+    and channel) instead of single values."""
+
+    def __init__(self, p: float, channels: bool = False):
         super().__init__()
         if not (isinstance(p, (int, float)) and not isinstance(p, bool) and 0 <= p < 1):
             raise ValueError(f"dropout={p!r} is not allowed: dropout must be a probability in [0, 1)")
-        self.p = float(p)
+        self.p, self.channels = float(p), channels
         self.mask: torch.Tensor | None = None  # set for one forward pass by the model
 
     def forward(self, x):
@@ -28,6 +31,10 @@ class SeededDropout(nn.Module):
             raise RuntimeError("SeededDropout in training mode needs a mask drawn from its agent's generator "
                                "(Replicas supplies it); call model.eval() to evaluate")
         return x * self.mask
+
+    def mask_shape(self, features: tuple[int, ...]) -> tuple[int, ...]:
+        """The shape of one sample's mask for inputs of shape ``features`` (C, H, W, ...)."""
+        return (features[0], *[1] * (len(features) - 1)) if self.channels else features
 
     def draw(self, shape: tuple[int, ...], generator: torch.Generator, device) -> torch.Tensor:
         """A scaled keep-mask (1/(1-p) where kept, 0 where dropped) of ``shape``."""

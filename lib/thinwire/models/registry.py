@@ -7,6 +7,7 @@ from typing import Callable
 import torch
 from torch import nn
 
+from .architectures import ARCHITECTURES
 from .cnn import CNN
 from .init import apply_init
 from .mlp import MLP
@@ -18,11 +19,12 @@ def _mlp(image_shape, num_classes, hidden=(1024, 1024), activation="relu", layer
 
 
 def _cnn(image_shape, num_classes, hidden=(512,), channels=(32, 64), kernel=5, dropout=0.0, lrn=False,
-         **unused) -> nn.Module:
-    return CNN(tuple(image_shape), num_classes, tuple(channels), kernel, tuple(hidden), dropout, lrn)
+         padding="same", pool=(2, 2), pool_padding=0, lrn_at=None, conv_dropout=None, **unused) -> nn.Module:
+    return CNN(tuple(image_shape), num_classes, tuple(channels), kernel, tuple(hidden), dropout, lrn, padding,
+               tuple(pool), pool_padding, lrn_at, conv_dropout)
 
 
-MODELS: dict[str, Callable[..., nn.Module]] = {"mlp": _mlp, "cnn": _cnn}
+MODELS: dict[str, Callable[..., nn.Module]] = {"mlp": _mlp, "cnn": _cnn, **ARCHITECTURES}
 
 
 def build_model(name: str, image_shape, num_classes: int, seed: int, init: str = "default", **options) -> nn.Module:

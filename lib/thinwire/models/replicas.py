@@ -70,7 +70,7 @@ class Replicas:
             shapes, hooks = {}, []
             for name, layer in self.dropouts.items():
                 hooks.append(layer.register_forward_hook(
-                    lambda m, args, out, name=name: shapes.__setitem__(name, tuple(args[0].shape[1:]))))
+                    lambda m, args, out, name=name: shapes.__setitem__(name, m.mask_shape(tuple(args[0].shape[1:])))))
             self.model.eval()
             with torch.no_grad():
                 functional_call(self.model, {n: p[0] for n, p in self.params.items()}, (x[0, :1],))

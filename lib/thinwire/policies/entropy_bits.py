@@ -6,7 +6,8 @@
 3. N = min(ceil(H + c), ceiling): the paper writes N = H + c, but N sets 2^N bins and is
    sent as a bit width, so it must be an integer; we round up, so that ``c`` stays a floor,
    and cap at ``ceiling`` (10 in the paper, Sec. 5.1)
-The codec ``binquant(bits=0, coder=...)`` then quantizes to N bits and entropy-codes.
+The codec ``binquant(bits=0, coder=...)`` then quantizes to N bits and entropy-codes
+(Alg. 1 lines 6-10). The rule lives here only: no codec repeats it.
 
 Two readings of line 3 for the ablations (``bit_width``): ``rounding="fractional"`` keeps
 N = H + c fractional (round(2^N) bins, not a power of two) and ``unit="nats"`` takes H in
@@ -16,10 +17,39 @@ stay out of the spec, so configs that predate them keep their results keys.
 
 from __future__ import annotations
 
-from ..codecs.quantize.bin_quantize import estimate_entropy
-from ..codecs.quantize.oland_raj import ROUNDINGS, UNITS, bit_width, check_entropy_rule
+import math
+
+from ..codecs.quantize.bin_quantize import check_bits, estimate_entropy
 from ..codecs.quantize.minmax import value_range
 from .base import Decision, Policy
+
+ROUNDINGS = ("ceil", "fractional")
+UNITS = ("bits", "nats")
+
+
+def bit_width(h: float, c: int, ceiling: int, rounding: str = "ceil", unit: str = "bits") -> tuple[int, int | None]:
+    """(N, levels) from an entropy estimate ``h`` in bits. ``rounding="ceil"``: Alg. 1 as we
+    read it, N = min(ceil(H + c), ceiling) and 2^N levels (``levels`` None). ``"fractional"``:
+    the paper's N = H + c taken literally, round(2^min(H + c, ceiling)) levels (at least 2)
+    sent as codes of ceil(log2 levels) bits. ``unit="nats"`` uses H in nats (H ln 2), as a
+    natural-log implementation of ESTIMATE ENTROPY would."""
+    value = h * math.log(2) if unit == "nats" else h
+    if rounding == "ceil":
+        # the 1e-9 keeps an entropy of exactly k bits (up to float error) at k + c
+        return min(ceiling, max(1, math.ceil(value + c - 1e-9))), None
+    levels = max(2, round(2.0 ** min(value + c, ceiling)))
+    return max(1, (levels - 1).bit_length()), levels
+
+
+def check_entropy_rule(c, m, f, ceiling) -> None:
+    """``ValueError`` for a bad floor ``c``, pre-quantization ``m``, fraction ``f`` or ``ceiling``."""
+    check_bits("c", c)
+    check_bits("m", m)
+    check_bits("ceiling", ceiling)
+    if not (isinstance(f, (int, float)) and not isinstance(f, bool) and 0 < f <= 1):
+        raise ValueError(f"f={f!r} is not allowed: f must be a fraction in (0, 1]")
+    if c > ceiling:
+        raise ValueError(f"c={c} is not allowed: the floor c must be <= ceiling={ceiling}")
 
 
 READING = {"rounding": "ceil", "unit": "bits"}  # the defaults: Alg. 1 line 5 as the module docstring reads it

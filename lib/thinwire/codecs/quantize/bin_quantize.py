@@ -85,7 +85,7 @@ _codes_packed_width = bitpack.width_table(_codes_packed, bitpack.NARROW + bitpac
 def bin_codes(flat: torch.Tensor, lo: float, hi: float, bits: int, out: np.ndarray | None = None,
               levels: int | None = None) -> np.ndarray:
     """i = min(floor(L (w - lo) / (hi - lo)), L - 1) for every w (0 when hi == lo), with
-    L = ``levels`` bins (a fractional bit width, ``oland_raj.bit_width``) or 2^bits."""
+    L = ``levels`` bins (a fractional bit width, ``policies.entropy_bits.bit_width``) or 2^bits."""
     n = flat.numel()
     count = levels or 1 << bits
     out = np.empty(n, dtype=code_dtype(bits)) if out is None else out

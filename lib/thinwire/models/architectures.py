@@ -1,0 +1,34 @@
+"""The papers' own networks, by name (``RunConfig(model=...)``).
+
+- ``eventgrad_mnist_cnn``: EventGraD's MNIST network (Ghosh et al. 2021, official code
+  ``dmnist``): conv 1->10 k3 valid, max-pool 2, ReLU; conv 10->20 k3 valid, channel
+  dropout 0.5, max-pool 2, ReLU; fc 500->50, ReLU, dropout 0.5; fc 50->10. 27,480
+  parameters in 8 tensors (``../shared/papers/NOTES.md``).
+- ``mqgrad_cnn``: MQGrad's CNN (Cui et al. 2018; the TensorFlow CIFAR-10 tutorial network
+  its code trains) on 28x28 inputs: conv 5x5 -> 64, ReLU, max-pool 3x3 stride 2 (TF SAME:
+  padding 1), LRN; conv 5x5 -> 64, ReLU, LRN, max-pool 3x3 / 2; fc 3136 (7 x 7 x 64) -> 384
+  -> 192 -> classes. TF's lrn(depth_radius=4, bias=1, alpha=0.001/9, beta=0.75) is
+  ``LocalResponseNorm(size=9, alpha=0.001, beta=0.75, k=1)`` (torch divides alpha by size).
+  MQGrad applies L2 weight decay 0.00175 to the two large fully connected weights only:
+  ``MQGRAD_DECAYED`` names them for ``make_optimizer(..., decay_only=...)``.
+"""
+
+from __future__ import annotations
+
+from torch import nn
+
+from .cnn import CNN
+
+
+def eventgrad_mnist_cnn(image_shape, num_classes: int = 10, **unused) -> nn.Module:
+    return CNN(tuple(image_shape), num_classes, channels=(10, 20), kernel=3, hidden=(50,), dropout=0.5,
+               padding="valid", pool=(2, 2), conv_dropout=(0.0, 0.5))
+
+
+def mqgrad_cnn(image_shape, num_classes: int = 10, **unused) -> nn.Module:
+    return CNN(tuple(image_shape), num_classes, channels=(64, 64), kernel=5, hidden=(384, 192), dropout=0.0,
+               lrn=(9, 0.001, 0.75, 1.0), padding="same", pool=(3, 2), pool_padding=1, lrn_at=("pool", "conv"))
+
+
+MQGRAD_DECAYED = ("net.9.weight", "net.12.weight")  # fc 3136->384 and 384->192
+ARCHITECTURES = {"eventgrad_mnist_cnn": eventgrad_mnist_cnn, "mqgrad_cnn": mqgrad_cnn}
