@@ -25,8 +25,10 @@ $(VENV)/.stamp: requirements.lock pyproject.toml
 
 test: setup unit golden-test golden-test-other-cpu
 
+# Tests marked ``alone`` measure step times: they run after the others, with nothing beside them.
 unit: setup
-	$(PY) -m pytest -q -n 2 tests
+	$(PY) -m pytest -q -n 2 -m "not alone" tests
+	$(PY) -m pytest -q -p no:xdist -m alone tests
 
 # Executed smoke-profile notebooks, re-run by nbval; only # NBVAL_CHECK_OUTPUT cells are compared.
 # Their float numbers are compared with the full-precision values the goldens recorded, within
