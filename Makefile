@@ -6,7 +6,9 @@ PY := $(VENV)/bin/python
 # The CPU torch wheel may be provided as a local file; pip looks there when the folder exists.
 WHEELS ?= /opt/wheels
 PIP_FLAGS := $(if $(wildcard $(WHEELS)/*.whl),--find-links $(WHEELS),)
-NOTEBOOKS := quickstart gradient_dropping oland_raj slim_dp
+# The notebooks come from the one paper list, thinwire.papers.PAPERS (read once setup has run).
+NOTEBOOKS = $(shell $(PY) -c "from thinwire.papers import PAPERS; print(*PAPERS)")
+NEED_NOTEBOOKS = @test -n "$(NOTEBOOKS)" || { echo "make: thinwire.papers.PAPERS could not be read" >&2; exit 1; }
 PROFILE ?= default
 export PYTHONHASHSEED := 0
 export THINWIRE_PROGRESS ?= 0
@@ -42,12 +44,15 @@ GOLDEN_TEST = THINWIRE_GOLDEN=$(CURDIR)/tests/golden THINWIRE_RESULTS=$$(mktemp 
 OTHER_CPU = ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 NUMBA_NUM_THREADS=1
 
 golden-test: setup
+	$(NEED_NOTEBOOKS)
 	$(GOLDEN_TEST)
 
 golden-test-other-cpu: setup
+	$(NEED_NOTEBOOKS)
 	$(OTHER_CPU) $(GOLDEN_TEST)
 
 reproduce: setup
+	$(NEED_NOTEBOOKS)
 	mkdir -p reports
 	for nb in $(NOTEBOOKS); do \
 	  $(VENV)/bin/papermill --cwd notebooks -k thinwire notebooks/$$nb.ipynb reports/$$nb.ipynb -p profile $(PROFILE) || exit 1; \
@@ -57,6 +62,7 @@ reproduce: setup
 
 # The goldens are the notebooks executed at the smoke profile; tests/test_goldens.py fails when they are stale.
 golden: setup
+	$(NEED_NOTEBOOKS)
 	for nb in $(NOTEBOOKS); do \
 	  env -u THINWIRE_GOLDEN THINWIRE_RESULTS=$$(mktemp -d) THINWIRE_REPORTS=$$(mktemp -d) $(VENV)/bin/papermill --cwd notebooks -k thinwire notebooks/$$nb.ipynb tests/golden/$$nb.ipynb -p profile smoke || exit 1; \
 	done

@@ -7,9 +7,10 @@ from pathlib import Path
 import pytest
 
 from thinwire.report import render, update_readme
+from thinwire.papers import PAPERS
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = ("quickstart", "gradient_dropping", "oland_raj", "slim_dp")
+NOTEBOOKS = PAPERS  # one list: thinwire.papers.PAPERS
 
 
 def _sources(path: Path) -> list[tuple[str, str]]:

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from thinwire.notebook_parameters import check_parameters
+from thinwire.papers import PAPERS
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = ("quickstart", "gradient_dropping", "oland_raj", "slim_dp")
+NOTEBOOKS = PAPERS  # one list: thinwire.papers.PAPERS
 DECLARED = 'profile: str = "smoke"  # smoke | default\nworkers: int = 4  # K\nlr: float = 0.1  # step size\ngloo: bool = True  # also gloo'
 
 
