@@ -5,7 +5,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from thinwire.codecs import CodecState, StateBook, make_codec, pair_seed
+from thinwire.codecs import CodecState, StateBook, make_codec
+from thinwire.seed_tree import SeedTree
 from thinwire.policies.entropy_bits import bit_width
 from thinwire.policies import Decision, EntropyBits, RandomBits, RelativeChange, make_policy
 
@@ -53,13 +54,13 @@ def test_dense_merge_overwrites_everything_and_shapes_must_match():
 
 
 def test_state_book_is_per_pair_and_checkpointed():
-    book = StateBook(pair_seed(10))
+    book = StateBook(SeedTree(10).pairs("worker", "receive"))
     a, b = book(0, 1), book(1, 0)
     assert a is book(0, 1) and a is not b and a.seed != b.seed
     a.slot("w")["copy"] = torch.ones(3)
     torch.rand(2, generator=a.generator)
     saved = book.state_dict()
-    other = StateBook(pair_seed(10))
+    other = StateBook(SeedTree(10).pairs("worker", "receive"))
     other.load_state_dict(saved)
     assert torch.equal(other(0, 1).slot("w")["copy"], torch.ones(3))
     assert torch.equal(torch.rand(4, generator=other(0, 1).generator), torch.rand(4, generator=a.generator))

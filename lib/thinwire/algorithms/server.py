@@ -29,7 +29,6 @@ class ServerAgent(Declared):
                  senders: Iterable[int], seeds: SeedTree, agent: int, role: str = "server"):
         """``agent``: this agent's id; its generators' seeds come from ``seeds`` under
         (``role``, ``agent``)."""
-        self.seeds, self.agent, self.role = seeds, agent, role
         self.params = self.declare("params", {n: p.detach().clone() for n, p in params.items()})
         self.push_codec, self.pull_codec = push_codec, pull_codec
         self.push_states = self.declare("push_states", {k: CodecState(seeds.seed(role, agent, "push_receive", k))

@@ -30,11 +30,11 @@ from .payload import Payload
 from .quantize.minmax import Quantize
 from .registry import CODECS, make_codec, register
 from .state import CodecState
-from .state_book import StateBook, pair_seed
+from .state_book import StateBook
 from .sparsify.key_cache import KeyCache
 from .sparsify.topk import TopK
 
 __all__ = [
     "BinQuantize", "Codec", "Chain", "Sized", "GradDrop", "CorruptMessageError", "ErrorFeedback", "Float16", "Float32", "Payload",
-    "QSGD", "KeyCache", "Quantize", "CODECS", "make_codec", "register", "CodecState", "StateBook", "pair_seed", "TopK",
+    "QSGD", "KeyCache", "Quantize", "CODECS", "make_codec", "register", "CodecState", "StateBook", "TopK",
 ]

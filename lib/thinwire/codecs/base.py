@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from types import SimpleNamespace
 from typing import ClassVar
 
 import torch
@@ -238,6 +239,13 @@ class Codec(ABC):
             raise
         except (KeyError, RuntimeError, IndexError, ValueError, TypeError, OverflowError) as exc:
             raise CorruptMessageError(f"{self.spec()}: payload does not decode: {exc}") from exc
+
+
+def plain_decision(**fields) -> SimpleNamespace:
+    """A decision as codecs read one (the fields of ``policies.Decision``, which sits above
+    the codecs), for a codec that makes one itself (a warm-up, a stage of a chain)."""
+    unset = dict(send=True, bits=None, levels=None, keys=None, core=None, refresh=False, entropy=None)
+    return SimpleNamespace(**{**unset, **fields})
 
 
 FLOAT32_MAX = float(torch.finfo(torch.float32).max)

@@ -3,7 +3,7 @@ receives from, each peer.
 
 A receiver's state for a sender holds what decoding needs beyond the message: the last
 copy received (EventGraD), cached keys (Slim-DP). Seeds are a function of (owner, peer),
-so every process builds the same state for the same pair, and ``state_dict`` saves the
+(``SeedTree.pairs``), so every process builds the same state for the same pair, and ``state_dict`` saves the
 states (generators included) with a checkpoint.
 """
 
@@ -33,7 +33,3 @@ class StateBook:
         for pair, saved in state.items():
             self(*pair).load_state_dict(saved)
 
-
-def pair_seed(base: int) -> Callable[[int, int], int]:
-    """Seeds ``base + 1_000_003 * owner + peer`` (distinct for agent ids below 10^6)."""
-    return lambda owner, peer: base + 1_000_003 * owner + peer

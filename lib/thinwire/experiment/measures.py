@@ -63,7 +63,7 @@ def measured_seconds(result, name: str = "compute_seconds", start: int = 0) -> f
     if name not in result.metrics or not is_measured(name):
         measured = sorted(k for k in result.metrics if is_measured(k))
         raise KeyError(f"name={name!r} is not a measured time of this result; it has {measured}")
-    return (result.config.steps - start) * median_after_warmup(result.metrics[name], start)
+    return result.seconds(name, start)
 
 
 def codec_seconds(result, side: str | None = None, part: str | None = None, start: int = 0) -> float:

@@ -15,8 +15,6 @@ from .config import RunConfig
 from .measures import traffic
 from .timing import median_after_warmup
 
-ROLE_GROUPS = ("worker_sent", "server_sent", "peer_sent")
-
 
 @dataclass
 class Result:
@@ -35,7 +33,7 @@ class Result:
     def phase(self, name: str, start: int = 0):
         """``Traffic`` (bytes, payload, framing, messages) of phase ``name`` from step ``start``
         on; ``KeyError`` naming the phases this result has."""
-        if f"{name}_messages" not in self.metrics or name in ROLE_GROUPS:
+        if name not in self.phases():
             raise KeyError(f"phase={name!r}: this result's phases are {self.phases()}")
         return traffic(self, f"{name}_", start)
 

@@ -23,7 +23,6 @@ from pathlib import Path
 
 import numpy as np
 
-TIMED = ("compute_seconds", "codec_seconds", "wall_seconds")
 MODELLED = ("comm_seconds",)   # the network model over the ledger: computed, not measured
 MAX_WARMUP = 20
 

@@ -3,7 +3,7 @@
 - ``eventgrad_mnist_cnn``: EventGraD's MNIST network (Ghosh et al. 2021, official code
   ``dmnist``): conv 1->10 k3 valid, max-pool 2, ReLU; conv 10->20 k3 valid, channel
   dropout 0.5, max-pool 2, ReLU; fc 500->50, ReLU, dropout 0.5; fc 50->10. 27,480
-  parameters in 8 tensors (``../shared/papers/NOTES.md``).
+  parameters in 8 tensors, as the official ``dmnist/event/event.cpp`` builds it.
 - ``mqgrad_cnn``: MQGrad's CNN (Cui et al. 2018; the TensorFlow CIFAR-10 tutorial network
   its code trains) on 28x28 inputs: conv 5x5 -> 64, ReLU, max-pool 3x3 stride 2 (TF SAME:
   padding 1), LRN; conv 5x5 -> 64, ReLU, LRN, max-pool 3x3 / 2; fc 3136 (7 x 7 x 64) -> 384

@@ -8,11 +8,9 @@ float values (``carrier``); a quantizer or bit packer can only come last, which
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import torch
 
-from ..base import Codec
+from ..base import Codec, plain_decision
 from ..errors import CorruptMessageError
 from ..payload import Payload
 from ..state import CodecState
@@ -26,10 +24,7 @@ def _part(decision, names: tuple[str, ...]):
     """The fields ``names`` of ``decision`` (the others unset), or None when it sets none."""
     if decision is None or all(getattr(decision, n, None) in (None, False) for n in names):
         return None
-    fields = dict.fromkeys(KEY_FIELDS + BIT_FIELDS)
-    fields["refresh"] = False
-    fields.update({n: getattr(decision, n) for n in names})
-    return SimpleNamespace(send=True, **fields)
+    return plain_decision(**{n: getattr(decision, n) for n in names})
 
 
 class Chain(Codec):

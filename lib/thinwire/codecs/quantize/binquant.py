@@ -13,11 +13,10 @@ the codes then run over L bins, are coded in N-bit symbols, and the message carr
 from __future__ import annotations
 
 import math
-from types import SimpleNamespace
 
 import torch
 
-from ..base import Codec, expect_part, expect_range
+from ..base import Codec, expect_part, expect_range, plain_decision
 from ..kernels import bitpack
 from .bin_quantize import bin_centres, bin_codes, bin_pack, bin_unpack_centres, check_bits, histogram
 from ..errors import CorruptMessageError
@@ -72,7 +71,7 @@ class BinQuantize(Codec):
     def warm_up_decision(self):
         if self.bits:
             return None
-        return SimpleNamespace(send=True, bits=8, levels=None, keys=None, core=None, refresh=False, entropy=None)
+        return plain_decision(bits=8)
 
     def compress(self, flat, state: CodecState, key: str, shape: tuple = ()) -> Payload:
         lo, hi = value_range(flat, key)
