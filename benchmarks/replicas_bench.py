@@ -23,7 +23,7 @@ def run() -> dict:
     g = torch.Generator().manual_seed(0)
     x = torch.randn(K, BATCH, 1, 28, 28, generator=g)
     y = torch.randint(0, 10, (K, BATCH), generator=g)
-    model = build_model("mlp", (1, 28, 28), 10, seed=0, hidden=(1024, 1024))
+    model = build_model("mlp(hidden=(1024, 1024))", (1, 28, 28), 10, seed=0)
     replicas = Replicas(model, K)
 
     def gradient_step():
@@ -34,7 +34,7 @@ def run() -> dict:
     def local_sgd_step():
         replicas.sgd_step(x, y, lr=0.01)
 
-    single = build_model("mlp", (1, 28, 28), 10, seed=0, hidden=(1024, 1024))
+    single = build_model("mlp(hidden=(1024, 1024))", (1, 28, 28), 10, seed=0)
     opt = torch.optim.SGD(single.parameters(), lr=0.01)
     xs, ys = x.reshape(K * BATCH, 1, 28, 28), y.reshape(-1)
 

@@ -45,14 +45,14 @@ def test_channel_dropout_drops_whole_feature_maps_from_each_agents_generator():
     assert not torch.equal(conv[0], conv[1])
 
 
-def test_a_run_trains_a_named_network_and_refuses_fields_it_fixes(tmp_path):
+def test_a_run_trains_a_named_network_and_refuses_options(tmp_path):
     result = run(RunConfig(algorithm="plump_dp", model="eventgrad_mnist_cnn", steps=4, train_samples=256,
                            eval_every=4, eval_samples=100, batch_size=16, workers=2), root=tmp_path)
     assert result.summary["final_accuracy"] is not None and result.phase("push").messages == 4 * 2 * 8
-    with pytest.raises(ValueError, match=r"hidden=\(64,\) is not allowed: hidden must be \(1024, 1024\) unless"):
-        RunConfig(model="mqgrad_cnn", hidden=(64,))
+    with pytest.raises(ValueError, match=r"unknown option\(s\) \['hidden'\]; mqgrad_cnn takes no options"):
+        RunConfig(model="mqgrad_cnn(hidden=(64,))")
     with pytest.raises(ValueError, match="padding='full' is not allowed"):
-        build_model("cnn", (1, 28, 28), 10, 0, padding="full")
+        build_model("cnn(padding='full')", (1, 28, 28), 10, 0)
 
 
 def test_weight_decay_can_apply_to_named_parameters_only():

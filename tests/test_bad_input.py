@@ -13,10 +13,13 @@ from thinwire.experiment import runner
 BAD = [
     ("workers", 0), ("workers", 2.5), ("workers", True), ("workers", 5000), ("batch_size", 0), ("batch_size", 20000),
     ("steps", 0), ("steps", -3), ("steps", "10"), ("train_samples", -1), ("train_samples", 70000),
-    ("train_samples", 10), ("hidden", 64), ("hidden", (0,)), ("hidden", (32, "a")), ("hidden", (True,)),
-    ("activation", "gelu"), ("layer_norm", 1), ("loss", "hinge"), ("dataset", "imagenet"), ("model", "resnet"),
+    ("train_samples", 10), ("model", "mlp(hidden=64)"), ("model", "mlp(hidden=(0,))"),
+    ("model", "mlp(hidden=(32, 'a'))"), ("model", "mlp(hidden=(True,))"), ("model", "mlp(activation='gelu')"),
+    ("model", "mlp(layer_norm=1)"), ("model", "mlp(dropout=0.5)"), ("model", "cnn(kernel=30)"), ("model", "cnn(lrn=(5, 1))"),
+    ("model", "cnn(channels=(4, 4, 4, 4, 4, 4))"), ("model", "mlp(hidden=[64]"), ("model", 3),
+    ("loss", "hinge"), ("dataset", "imagenet"), ("model", "resnet"),
     ("network", "5g"), ("eval_every", 0), ("eval_samples", 20000), ("seed", -1), ("seed", 2**40), ("device", "tpu"),
-    ("dropout", 0.5), ("lrn", True), ("kernel", 3), ("lr", 0.0), ("lr", True), ("lr", "0.1"), ("momentum", 1.0),
+    ("lr", 0.0), ("lr", True), ("lr", "0.1"), ("momentum", 1.0),
     ("weight_decay", -0.1), ("optimizer", "adam"), ("pull_mode", "diff"), ("adagrad_eps", 0),
     ("push_codec", "topk(ratio=3)"), ("push_codec", "topk(ratio=True)"), ("push_codec", "quantize(bits=True)"),
     ("push_codec", "chain(quantize(bits=8), topk(ratio=0.1))"), ("push_codec", "graddrop(ratio=0.9, ratio=0.5)"),
@@ -73,7 +76,7 @@ def test_equal_configs_hash_alike():
 
 
 def test_abandoned_temporary_files_are_removed_when_the_folder_is_next_opened(tmp_path):
-    config = RunConfig(hidden=(8,), steps=2, train_samples=256, eval_every=2, eval_samples=100, batch_size=8)
+    config = RunConfig(model="mlp(hidden=(8,))", steps=2, train_samples=256, eval_every=2, eval_samples=100, batch_size=8)
     folder = result_folder(config, root=tmp_path)
     folder.mkdir(parents=True)
     old, fresh = folder / ".result.json.abc.tmp", folder / ".ledger.npz.def.tmp"
@@ -85,7 +88,7 @@ def test_abandoned_temporary_files_are_removed_when_the_folder_is_next_opened(tm
 
 
 def test_runs_without_traffic_or_ending_between_exchanges_still_save(tmp_path):
-    common = dict(algorithm="weight_averaging", hidden=(8,), train_samples=256, eval_samples=100, batch_size=8,
+    common = dict(algorithm="weight_averaging", model="mlp(hidden=(8,))", train_samples=256, eval_samples=100, batch_size=8,
                   workers=2)
     short = run(RunConfig(**common, steps=5, eval_every=5), root=tmp_path)  # shorter than one epoch (16 steps)
     assert short.summary["bytes"] == 0 and short.summary["bytes_per_step"] == 0.0

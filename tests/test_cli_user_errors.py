@@ -12,7 +12,7 @@ from thinwire.cli import main
 from thinwire.experiment import RunConfig, run
 from thinwire.experiment.timing import median_after_warmup, warmup_steps
 
-TINY = ["--set", "hidden=[16]", "--set", "steps=6", "--set", "train_samples=512", "--set", "eval_samples=200",
+TINY = ["--set", "model=mlp(hidden=(16,))", "--set", "steps=6", "--set", "train_samples=512", "--set", "eval_samples=200",
         "--set", "eval_every=3", "--set", "batch_size=16"]
 
 
@@ -20,7 +20,8 @@ TINY = ["--set", "hidden=[16]", "--set", "steps=6", "--set", "train_samples=512"
     (["config", "--set", "foo.lr=0.5"], "'foo' is not a section"),
     (["config", "--set", "sharded_ps.lr=0.5"], "its section is 'plump_dp', not 'sharded_ps'"),
     (["config", "--set", "plump_dp.nolr=0.5"], "plump_dp has no parameter 'nolr'"),
-    (["config", "--set", "hidden=64"], "write hidden=[64]"),
+    (["config", "--set", "hidden=[64]"], "options of the model spec"),
+    (["config", "--set", "model=mlp(hidden=(0,))"], "hidden must be a tuple of positive ints"),
     (["run", "--set", "dataset=cifar10", "--results", "{tmp}"], "cifar10 not found"),
     (["scraps", "{tmp}/nonexist.ipynb"], "cannot read it"),
     (["run", "--config", "{tmp}/nonexist.json"], "cannot read it"),
@@ -68,7 +69,7 @@ def test_medians_after_warmup_ignore_a_slow_first_step():
 
 
 def test_new_results_carry_provenance_and_retime_keeps_bytes(tmp_path):
-    config = RunConfig(hidden=(16,), steps=6, train_samples=512, eval_samples=200, eval_every=3, batch_size=16,
+    config = RunConfig(model="mlp(hidden=(16,))", steps=6, train_samples=512, eval_samples=200, eval_every=3, batch_size=16,
                        push_codec="quantize(bits=8)")
     first = run(config, root=tmp_path)
     for key in ("git_commit", "host_cpu", "torch", "numba", "torch_threads", "date", "load_average", "thinwire"):
@@ -82,7 +83,7 @@ def test_new_results_carry_provenance_and_retime_keeps_bytes(tmp_path):
 
 def test_the_provenance_table_groups_runs_by_machine_and_code(tmp_path):
     from thinwire.experiment.timing import provenance_table
-    config = RunConfig(hidden=(16,), steps=4, train_samples=512, eval_samples=200, eval_every=2, batch_size=16)
+    config = RunConfig(model="mlp(hidden=(16,))", steps=4, train_samples=512, eval_samples=200, eval_every=2, batch_size=16)
     a, b = run(config, root=tmp_path), run(config.replace(seed=1), root=tmp_path)
     table = provenance_table({"x": [a, None], "y": {"z": b}})
     assert len(table) == 1 and table["runs"].iloc[0] == 2 and table["CPU"].iloc[0] == a.provenance["host_cpu"]

@@ -14,7 +14,7 @@ SHAPE = (1, 12, 12)
 
 
 def _model(dropout=0.5, lrn=True):
-    return build_model("cnn", SHAPE, 4, seed=0, hidden=(16,), channels=(3, 5), kernel=3, dropout=dropout, lrn=lrn)
+    return build_model(f"cnn(hidden=(16,), channels=(3, 5), kernel=3, dropout={dropout}, lrn={lrn})", SHAPE, 4, seed=0)
 
 
 def test_replicas_match_plain_autograd_with_the_same_masks():
@@ -58,7 +58,7 @@ def test_evaluation_runs_in_eval_mode():
 def test_sgd_with_momentum_and_weight_decay_matches_torch():
     model = _model(dropout=0.0)
     replicas = Replicas(model, 2)
-    reference = [build_model("cnn", SHAPE, 4, seed=0, hidden=(16,), channels=(3, 5), kernel=3, lrn=True)
+    reference = [build_model("cnn(hidden=(16,), channels=(3, 5), kernel=3, lrn=True)", SHAPE, 4, seed=0)
                  for _ in range(2)]
     optimizers = [torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9, weight_decay=0.01) for m in reference]
     g = torch.Generator().manual_seed(4)
@@ -75,14 +75,16 @@ def test_sgd_with_momentum_and_weight_decay_matches_torch():
 
 
 def test_cnn_options_are_validated():
-    with pytest.raises(ValueError, match="dropout=0.5 is not allowed"):
-        RunConfig(model="mlp", dropout=0.5)
+    with pytest.raises(ValueError, match=r"unknown option\(s\) \['dropout'\]; mlp takes keyword options"):
+        RunConfig(model="mlp(dropout=0.5)")
+    with pytest.raises(ValueError, match="options of the model spec"):
+        RunConfig(model="cnn", dropout=0.5)
     with pytest.raises(ValueError, match="channels"):
         CNN(SHAPE, channels=(4, 4, 4, 4, 4))
 
 
 def test_dropout_cnn_agrees_in_process_and_on_gloo(tmp_path):
-    config = RunConfig(model="cnn", hidden=(32,), channels=(4, 8), dropout=0.5, lrn=True, steps=6, train_samples=512,
+    config = RunConfig(model="cnn(hidden=(32,), channels=(4, 8), dropout=0.5, lrn=True)", steps=6, train_samples=512,
                        eval_every=3, eval_samples=200, batch_size=8, workers=2, push_codec="ef(topk(ratio=0.2))")
     local = run(config, root=tmp_path)
     distributed = launch(config, nprocs=3, backend="gloo", root=tmp_path)

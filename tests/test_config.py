@@ -7,7 +7,8 @@ from thinwire.experiment import RunConfig
     ("workers", 0, r"int in \[1, 1024\]"), ("workers", 2.5, "int"), ("steps", -1, "int"),
     ("lr", 0.0, r"number in \(0"), ("momentum", 1.0, r"\[0.0, 0.999\]"), ("dataset", "imagenet", "one of"),
     ("optimizer", "adam", "one of"), ("network", "5g", "one of"), ("push_codec", "topk(ratio=3)", "ratio"),
-    ("pull_mode", "diff", "one of"), ("hidden", (0,), "positive ints"), ("activation", "gelu", "one of"),
+    ("pull_mode", "diff", "one of"), ("model", "mlp(hidden=(0,))", "positive ints"),
+    ("model", "mlp(activation='gelu')", "one of"), ("model", "cnn(pool=(3,))", r"\(size, stride\)"),
     ("eval_samples", 20000, r"\[1, 10000\]"), ("train_samples", 10, "at least workers"),
 ])
 def test_bad_values_name_parameter_value_and_range(field, value, allowed):

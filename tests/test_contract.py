@@ -9,7 +9,7 @@ from thinwire.experiment import RunConfig, run
 from thinwire.experiment.launch import free_port
 from thinwire.experiment.timing import untimed
 
-TINY = dict(hidden=(24,), steps=8, train_samples=1024, eval_every=4, eval_samples=300, batch_size=16, workers=4)
+TINY = dict(model="mlp(hidden=(24,))", steps=8, train_samples=1024, eval_every=4, eval_samples=300, batch_size=16, workers=4)
 
 
 def _numbers(metrics):

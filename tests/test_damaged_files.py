@@ -11,7 +11,7 @@ from thinwire.experiment import RunConfig, result_folder, run
 from thinwire.experiment.checkpoint import Checkpoint
 from thinwire.experiment.timing import untimed
 
-TINY = dict(hidden=(16,), steps=9, train_samples=512, eval_every=3, eval_samples=200, batch_size=16)
+TINY = dict(model="mlp(hidden=(16,))", steps=9, train_samples=512, eval_every=3, eval_samples=200, batch_size=16)
 
 
 def _numbers(result):
@@ -145,8 +145,8 @@ def test_orphan_temporaries_go_at_once_on_a_cache_hit_and_live_ones_stay(tmp_pat
 
 
 @pytest.mark.parametrize("settings, message", [
-    (dict(hidden=(100_000_000,)), "GiB"),
-    (dict(workers=1024, batch_size=8, hidden=(1024, 1024)), "GiB"),
+    (dict(model="mlp(hidden=(100_000_000,))"), "GiB"),
+    (dict(workers=1024, batch_size=8, model="mlp(hidden=(1024, 1024))"), "GiB"),
 ])
 def test_a_run_that_cannot_fit_is_refused_with_the_estimate_before_data_loads(tmp_path, monkeypatch, settings, message):
     import thinwire.experiment.runner as runner

@@ -7,7 +7,7 @@ from thinwire.experiment import RunConfig, run
 from thinwire.experiment import runner
 from thinwire.experiment.device import resolve_device
 
-TINY = dict(hidden=(16,), steps=4, train_samples=512, eval_every=2, eval_samples=200, batch_size=8)
+TINY = dict(model="mlp(hidden=(16,))", steps=4, train_samples=512, eval_every=2, eval_samples=200, batch_size=8)
 
 
 def test_auto_and_cpu_resolve_to_the_cpu_without_a_gpu(monkeypatch):

@@ -15,7 +15,7 @@ import pytest
 from thinwire.experiment import RunConfig, cached, result_folder, run
 from thinwire.experiment.launch import torchrun_command, torchrun_env
 
-TINY = dict(hidden=(32,), train_samples=1024, eval_every=50, eval_samples=200, batch_size=16)
+TINY = dict(model="mlp(hidden=(32,))", train_samples=1024, eval_every=50, eval_samples=200, batch_size=16)
 
 
 def _start(config: RunConfig, tmp_path: Path, nprocs: int, **options) -> tuple[subprocess.Popen, str]:

@@ -8,7 +8,7 @@ from thinwire.experiment import RunConfig, cached, result_folder, run
 from thinwire.experiment.launch import launch
 from thinwire.experiment.timing import untimed
 
-TINY = dict(hidden=(32,), steps=12, train_samples=1024, eval_every=6, eval_samples=500, batch_size=16)
+TINY = dict(model="mlp(hidden=(32,))", steps=12, train_samples=1024, eval_every=6, eval_samples=500, batch_size=16)
 
 
 def _numbers(result):

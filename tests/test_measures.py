@@ -6,7 +6,7 @@ import pytest
 from thinwire.comm import network_preset
 from thinwire.experiment import RunConfig, measures, run
 
-TINY = dict(hidden=(32,), steps=8, train_samples=512, eval_every=2, eval_samples=200, batch_size=16, workers=2,
+TINY = dict(model="mlp(hidden=(32,))", steps=8, train_samples=512, eval_every=2, eval_samples=200, batch_size=16, workers=2,
             push_codec="qsgd(bits=4)")
 
 

@@ -9,7 +9,7 @@ def _reference(model, params, x, y):
     """Per-replica losses and gradients with plain autograd, one replica at a time."""
     losses, grads = [], {n: [] for n in params}
     for k in range(x.shape[0]):
-        copy = build_model("mlp", (1, 4, 4), 3, seed=0, hidden=model_hidden, layer_norm=model_ln)
+        copy = build_model(f"mlp(hidden={model_hidden}, layer_norm={model_ln})", (1, 4, 4), 3, seed=0)
         with torch.no_grad():
             for name, p in copy.named_parameters():
                 p.copy_(params[name][k])
@@ -25,7 +25,7 @@ def _reference(model, params, x, y):
 def test_batched_replicas_match_plain_autograd(layer_norm):
     global model_hidden, model_ln
     model_hidden, model_ln = (8, 6), layer_norm
-    model = build_model("mlp", (1, 4, 4), 3, seed=0, hidden=model_hidden, layer_norm=layer_norm)
+    model = build_model(f"mlp(hidden={model_hidden}, layer_norm={layer_norm})", (1, 4, 4), 3, seed=0)
     replicas = Replicas(model, 3)
     assert replicas.batched is not None
     g = torch.Generator().manual_seed(1)
@@ -54,7 +54,7 @@ def test_generic_models_use_vmap():
 
 @pytest.mark.parametrize("layer_norm", [False, True])
 def test_sgd_step_equals_gradients_then_update(layer_norm):
-    model = build_model("mlp", (1, 4, 4), 3, seed=0, hidden=(8, 6), layer_norm=layer_norm)
+    model = build_model(f"mlp(hidden=(8, 6), layer_norm={layer_norm})", (1, 4, 4), 3, seed=0)
     fused, plain = Replicas(model, 3), Replicas(model, 3)
     g = torch.Generator().manual_seed(2)
     with torch.no_grad():
@@ -85,10 +85,10 @@ def test_sgd_step_on_generic_models():
 
 @pytest.mark.parametrize("spec", ["normal(std=0.01)", "uniform(a=0.02)"])
 def test_init_specs_draw_small_zero_mean_weights_from_the_seed(spec):
-    a = build_model("mlp", (1, 28, 28), 10, seed=3, init=spec, hidden=(392, 50))
-    b = build_model("mlp", (1, 28, 28), 10, seed=3, init=spec, hidden=(392, 50))
-    c = build_model("mlp", (1, 28, 28), 10, seed=4, init=spec, hidden=(392, 50))
-    default = build_model("mlp", (1, 28, 28), 10, seed=3, hidden=(392, 50))
+    a = build_model("mlp(hidden=(392, 50))", (1, 28, 28), 10, seed=3, init=spec)
+    b = build_model("mlp(hidden=(392, 50))", (1, 28, 28), 10, seed=3, init=spec)
+    c = build_model("mlp(hidden=(392, 50))", (1, 28, 28), 10, seed=4, init=spec)
+    default = build_model("mlp(hidden=(392, 50))", (1, 28, 28), 10, seed=3)
     w = a.net[1].weight.detach()
     assert torch.equal(w, b.net[1].weight) and not torch.equal(w, c.net[1].weight)
     assert abs(float(w.mean())) < 1e-3 and float(a.net[1].bias.detach().abs().max()) == 0
@@ -101,7 +101,7 @@ def test_init_specs_draw_small_zero_mean_weights_from_the_seed(spec):
 
 def test_init_is_validated_and_key_neutral_at_its_default():
     from thinwire.experiment import RunConfig
-    config = RunConfig(algorithm="weight_averaging", hidden=(8,))
+    config = RunConfig(algorithm="weight_averaging", model="mlp(hidden=(8,))")
     assert config.init == "default"
     assert config.replace(init="normal(std=1e-2)").init == "normal(std=0.01)"
     assert config.replace(init="normal(std=0.01)").key() != config.key()

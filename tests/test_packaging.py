@@ -20,7 +20,7 @@ def test_an_installed_copy_runs_from_anywhere(tmp_path):
            "THINWIRE_CACHE": str(tmp_path / "cache")}
     for name in ("THINWIRE_RESULTS", "THINWIRE_REPORTS"):
         env.pop(name, None)
-    done = subprocess.run([sys.executable, "-m", "thinwire", "run", "--set", "hidden=[16]", "--set", "steps=4",
+    done = subprocess.run([sys.executable, "-m", "thinwire", "run", "--set", "model=mlp(hidden=(16,))", "--set", "steps=4",
                            "--set", "train_samples=512", "--set", "eval_samples=200", "--set", "batch_size=16",
                            "--set", "push_codec='quantize(bits=8)'"], cwd=elsewhere, env=env, capture_output=True,
                           text=True)

@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from thinwire import plots  # noqa: E402
 from thinwire.experiment import RunConfig, run  # noqa: E402
 
-TINY = dict(hidden=(16,), steps=6, train_samples=512, eval_every=2, eval_samples=200, batch_size=16)
+TINY = dict(model="mlp(hidden=(16,))", steps=6, train_samples=512, eval_every=2, eval_samples=200, batch_size=16)
 
 
 def test_a_method_keeps_its_colour_across_figures(tmp_path):

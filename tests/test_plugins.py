@@ -12,7 +12,7 @@ import pytest
 from thinwire.experiment import RunConfig, run
 
 EXAMPLE = Path(__file__).parent / "plugin_example"
-TINY = dict(hidden=(16,), steps=4, train_samples=512, eval_every=2, eval_samples=200, batch_size=16)
+TINY = dict(model="mlp(hidden=(16,))", steps=4, train_samples=512, eval_every=2, eval_samples=200, batch_size=16)
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import sys
 
 def test_three_runs_in_a_notebook_leave_one_progress_output(tmp_path):
     source = ["import os\nos.environ['THINWIRE_PROGRESS'] = '1'\nfrom thinwire.experiment import RunConfig, run\n",
-              f"for s in range(3):\n    run(RunConfig(hidden=(16,), steps=30, train_samples=512, eval_every=10, "
+              f"for s in range(3):\n    run(RunConfig(model='mlp(hidden=(16,))', steps=30, train_samples=512, eval_every=10, "
               f"eval_samples=200, batch_size=16, seed=s), root={str(tmp_path / 'r')!r})\n"]
     nb = {"cells": [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": source}],
           "metadata": {"kernelspec": {"name": "thinwire", "display_name": "thinwire (.venv)", "language": "python"}},
@@ -22,7 +22,7 @@ def test_three_runs_in_a_notebook_leave_one_progress_output(tmp_path):
 
 
 def test_the_cli_shows_no_bar_when_piped(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "thinwire", "run", "--set", "hidden=[16]", "--set", "steps=30",
+    done = subprocess.run([sys.executable, "-m", "thinwire", "run", "--set", "model=mlp(hidden=(16,))", "--set", "steps=30",
                            "--set", "train_samples=512", "--set", "eval_samples=200", "--set", "batch_size=16",
                            "--results", str(tmp_path)], capture_output=True, text=True,
                           env={**__import__("os").environ, "THINWIRE_PROGRESS": "1"})

@@ -40,9 +40,9 @@ def _generator_seeds(thing, found: list) -> None:
 @pytest.mark.parametrize("algorithm", ["plump_dp", "slim_dp", "sharded_ps", "weight_averaging"])
 def test_a_runs_generator_seeds_are_pairwise_distinct_with_64_agents(algorithm):
     extra = {"schedule": "async"} if algorithm == "sharded_ps" else {}
-    cnn = dict(hidden=(8,), channels=(2, 4), kernel=3, dropout=0.1)  # dropout: the replicas' generators
-    config = RunConfig(algorithm=algorithm, workers=K, model="cnn", batch_size=2, **cnn, **extra)
-    model = build_model("cnn", (1, 28, 28), 10, 0, **cnn)
+    cnn = "cnn(hidden=(8,), channels=(2, 4), kernel=3, dropout=0.1)"  # dropout: the replicas' generators
+    config = RunConfig(algorithm=algorithm, workers=K, model=cnn, batch_size=2, **extra)
+    model = build_model(cnn, (1, 28, 28), 10, 0)
     algo = ALGORITHMS[algorithm].from_config(model, InProcessTransport(), config, 10)
     generator = torch.Generator().manual_seed(0)
     x, y = torch.randn(K, 2, 1, 28, 28, generator=generator), torch.randint(0, 10, (K, 2), generator=generator)
@@ -77,9 +77,9 @@ def test_the_seed_tree_refuses_bad_paths_and_catches_a_collision():
 
 
 def test_declared_state_round_trips_and_names_what_is_missing():
-    config = RunConfig(algorithm="plump_dp", workers=2, hidden=(8,), batch_size=2, pull_mode="delta",
+    config = RunConfig(algorithm="plump_dp", workers=2, model="mlp(hidden=(8,))", batch_size=2, pull_mode="delta",
                        optimizer="sgd", momentum=0.9)
-    model = build_model("mlp", (1, 28, 28), 10, 0, hidden=(8,))
+    model = build_model("mlp(hidden=(8,))", (1, 28, 28), 10, 0)
     algo = ALGORITHMS["plump_dp"].from_config(model, InProcessTransport(), config, 10)
     x, y = torch.randn(2, 2, 1, 28, 28), torch.randint(0, 10, (2, 2))
     algo.step(0, x, y)
@@ -98,7 +98,7 @@ def test_declared_state_round_trips_and_names_what_is_missing():
 PROBE = textwrap.dedent("""
     import json, sys
     from thinwire.experiment import RunConfig, run
-    common = dict(hidden=(256, 256), steps=16, train_samples=2048, eval_every=16, eval_samples=200,
+    common = dict(model="mlp(hidden=(256, 256))", steps=16, train_samples=2048, eval_every=16, eval_samples=200,
                   batch_size=64, workers=4)
     runs = {
         "plump_dp": dict(push_codec="qsgd(bits=4)"),

@@ -10,7 +10,7 @@ from thinwire.experiment.launch import launch
 from thinwire.models import Replicas, build_model
 from thinwire.experiment.timing import untimed
 
-TINY = dict(hidden=(48, 40), steps=12, train_samples=1024, eval_every=6, eval_samples=500, batch_size=16,
+TINY = dict(model="mlp(hidden=(48, 40))", steps=12, train_samples=1024, eval_every=6, eval_samples=500, batch_size=16,
             workers=4, optimizer="adagrad", lr=0.005, pull_mode="delta")
 DROP = dict(push_codec="graddrop(ratio=0.9)", pull_codec="graddrop(ratio=0.9, residual=False)")
 
@@ -20,7 +20,7 @@ def _numbers(result):
 
 
 def test_flat_layout_round_trips_and_cuts_at_rows():
-    model = build_model("mlp", (1, 28, 28), 10, 0, hidden=(48, 40))
+    model = build_model("mlp(hidden=(48, 40))", (1, 28, 28), 10, 0)
     replicas = Replicas(model, 2)
     layout = FlatLayout({n: p[0] for n, p in replicas.params.items()})
     flat = layout.flatten({n: p[1] for n, p in replicas.params.items()})
@@ -78,7 +78,7 @@ def _one_step_params(schedule: str, order_check=None):
     """Two clients, lossless codecs, plain SGD: every client's model after one step."""
     from thinwire.algorithms import ShardedPS, ShardedPSSection
     from thinwire.comm import InProcessTransport
-    model = build_model("mlp", (1, 28, 28), 10, 0, hidden=(16,))
+    model = build_model("mlp(hidden=(16,))", (1, 28, 28), 10, 0)
     section = ShardedPSSection(optimizer="sgd", lr=0.5, pull_mode="delta", schedule=schedule)
     ps = ShardedPS(model, InProcessTransport(), 2, section, seed=3)
     g = torch.Generator().manual_seed(0)
@@ -107,7 +107,7 @@ def test_async_applies_each_push_on_its_own_and_each_client_pulls_its_own_delta(
 def test_async_arrival_order_is_seeded_per_step():
     from thinwire.algorithms import ShardedPS, ShardedPSSection
     from thinwire.comm import InProcessTransport
-    model = build_model("mlp", (1, 28, 28), 10, 0, hidden=(16,))
+    model = build_model("mlp(hidden=(16,))", (1, 28, 28), 10, 0)
     make = lambda seed: ShardedPS(model, InProcessTransport(), 6, ShardedPSSection(schedule="async"), seed=seed)
     a, b, c = make(0), make(0), make(1)
     orders = [a.arrival_order(s) for s in range(20)]

@@ -10,7 +10,7 @@ from thinwire.experiment.launch import launch
 from thinwire.policies import CoreExplorer, Decision, make_policy
 from thinwire.experiment.timing import untimed
 
-TINY = dict(hidden=(48, 40), steps=12, train_samples=1024, eval_every=6, eval_samples=500, batch_size=16, workers=4,
+TINY = dict(model="mlp(hidden=(48, 40))", steps=12, train_samples=1024, eval_every=6, eval_samples=500, batch_size=16, workers=4,
             lr=0.1)
 KEYCACHE = make_codec("keycache")
 

@@ -7,7 +7,7 @@ from thinwire.experiment import run
 from thinwire.papers import slim_dp as sd
 from thinwire.experiment import measures
 
-TINY = dict(hidden=(32,), steps=12, train_samples=1024, eval_every=3, eval_samples=300)
+TINY = dict(model="mlp(hidden=(32,))", steps=12, train_samples=1024, eval_every=3, eval_samples=300)
 SLIM = sd.slim_label(*sd.HEADLINE)
 
 

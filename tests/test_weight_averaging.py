@@ -12,7 +12,7 @@ from thinwire.experiment.launch import launch
 from thinwire.papers.oland_raj import bits_per_parameter, oland_raj_runs
 from thinwire.models import MLP, Replicas
 
-TINY = dict(algorithm="weight_averaging", hidden=(16, 8), activation="tanh", loss="mse", workers=3, batch_size=8,
+TINY = dict(algorithm="weight_averaging", model="mlp(hidden=(16, 8), activation='tanh')", loss="mse", workers=3, batch_size=8,
             steps=12, train_samples=240, lr=0.1, lr_decay=0.5, l1=1e-3, eval_every=10, eval_samples=200,
             push_codec="binquant(bits=0, coder='huffman')", pull_codec="binquant(bits=0, coder='huffman')",
             push_policy="entropy_bits(c=3, m=4)", pull_policy="entropy_bits(c=3, m=4)")
@@ -99,7 +99,7 @@ def test_quantized_weights_agree_bit_for_bit_across_transports(tmp_path, codec):
     """Three exchanges of quantized weights. A last-bit difference in the local steps moves
     a weight across a bin edge and changes its code: with the replicas' products batched,
     about a third of these ledger rows agreed and accuracy differed by up to 0.04."""
-    settings = dict(algorithm="weight_averaging", hidden=(64,), workers=5, batch_size=20, train_samples=5000,
+    settings = dict(algorithm="weight_averaging", model="mlp(hidden=(64,))", workers=5, batch_size=20, train_samples=5000,
                     steps=150, eval_every=50, eval_samples=2000, seed=1, push_codec=codec, pull_codec=codec,
                     loss="mse", lr=0.1)
     if codec.startswith("binquant"):

@@ -30,9 +30,6 @@ class UserError(Exception):
     """A mistake in what the user asked for: printed as one line, exit status 2."""
 
 
-LIST_FIELDS = ("hidden", "channels")
-
-
 def _parse_value(text: str):
     try:
         return ast.literal_eval(text)
@@ -62,9 +59,6 @@ def _set_values(items: list[str], algorithm: str) -> dict:
                                 f"{sorted(allowed)}")
         name = field if dot else key
         value = _parse_value(raw)
-        if name in LIST_FIELDS and isinstance(value, int):
-            raise UserError(f"--set {item!r}: {name} is a list of ints; on the command line write "
-                            f"{name}=[{value}] (or {name}=[{value},{value}] for two layers)")
         sets[name] = value
     return sets
 
@@ -219,7 +213,7 @@ def cmd_runs(args) -> int:
 def _add_config_options(p) -> None:
     p.add_argument("--config", help="JSON file of RunConfig fields (thinwire config --dump writes one)")
     p.add_argument("--set", action="append", metavar="KEY=VALUE",
-                   help="override a field: steps=50, hidden=[64], push_codec='topk(ratio=0.01)', or "
+                   help="override a field: steps=50, model='mlp(hidden=(64,))', push_codec='topk(ratio=0.01)', or "
                         "<algorithm>.<field>=VALUE for the config's own algorithm section")
 
 

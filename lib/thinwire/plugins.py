@@ -1,4 +1,4 @@
-"""Plug-ins: a user's own codecs, policies and network presets, everywhere a run goes.
+"""Plug-ins: a user's own codecs, policies, models and network presets, everywhere a run goes.
 
 A plug-in is a Python module that registers what it defines when it is imported::
 
@@ -50,7 +50,8 @@ def registering_modules() -> list[str]:
     this process: what another process (a torchrun rank) must import to know them."""
     from .codecs import CODECS
     from .comm.network import REGISTERED_BY
+    from .models import MODELS
     from .policies import POLICIES
-    found = [cls.__module__ for cls in [*CODECS.values(), *POLICIES.values()]] + sorted(REGISTERED_BY)
+    found = [cls.__module__ for cls in [*CODECS.values(), *POLICIES.values(), *MODELS.values()]] + sorted(REGISTERED_BY)
     # what __main__ (a script, a notebook) defines cannot be imported by another process
     return [m for m in dict.fromkeys(found) if m and m != "__main__" and not m.startswith("thinwire")]

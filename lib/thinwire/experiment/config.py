@@ -26,17 +26,18 @@ from ..algorithms import ALGORITHMS
 from ..codecs import CODECS
 from ..comm import canonical_network
 from ..datasets import LOADERS, TRAIN_SIZES
-from ..models import MODELS
+from ..datasets import IMAGE_SHAPES
+from ..models import check_model
 from ..models.init import check_init
-from ..models.mlp import ACTIVATIONS
 from ..models.replicas import LOSSES
-from ..validation import boolean, check, float_in, int_in, normalize_numbers, one_of
+from ..validation import check, int_in, normalize_numbers, one_of
 from .device import DEVICES
 
 IDENTIFIER = re.compile(r"\b[A-Za-z_]\w*\b(?!\s*=)")
 QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
-RESULTS_FORMAT = 4  # bump when results computed from the same config would differ (3: wire v2, sections;
+RESULTS_FORMAT = 5  # bump when results computed from the same config would differ (3: wire v2, sections;
 #                    4: seeds from a seed tree, codec time by side and part, exchange times)
+#                    5: the model as one spec
 # Fields added after results format 3 enter the key only when set away from these defaults,
 # so the results of configs written before they existed keep their keys.
 KEY_NEUTRAL = {"init": "default"}
@@ -46,14 +47,7 @@ KEY_NEUTRAL = {"init": "default"}
 class Common:
     algorithm: str = "plump_dp"        # distributed loop (see thinwire.algorithms)
     dataset: str = "mnist"             # mnist | fashion_mnist | cifar10
-    model: str = "mlp"                 # see thinwire.models
-    hidden: tuple[int, ...] = (1024, 1024)  # hidden widths of the fully connected layers
-    activation: str = "relu"           # relu | tanh (MLP)
-    layer_norm: bool = False           # LayerNorm after each hidden Linear (MLP)
-    channels: tuple[int, ...] = (32, 64)  # CNN: output channels of each conv -> ReLU -> max-pool block
-    kernel: int = 5                    # CNN: convolution kernel size
-    dropout: float = 0.0               # CNN: dropout after each hidden fully connected layer (per-agent masks)
-    lrn: bool = False                  # CNN: local response normalization after each pooling
+    model: str = "mlp"                 # a model spec: mlp(hidden=(64,)), cnn(channels=(10, 20), ...), a paper's named network
     loss: str = "cross_entropy"        # cross_entropy | mse (tanh outputs, +-1 targets)
     workers: int = 4                   # K local agents
     batch_size: int = 32               # per worker
@@ -68,30 +62,10 @@ class Common:
 
     def __post_init__(self):
         normalize_numbers(self)
-        for name in ("hidden", "channels"):
-            value = getattr(self, name)
-            object.__setattr__(self, name, tuple(value) if isinstance(value, (list, tuple)) else value)
         one_of("algorithm", self.algorithm, ALGORITHMS)
         one_of("dataset", self.dataset, LOADERS)
-        one_of("model", self.model, MODELS)
-        check("hidden", self.hidden, isinstance(self.hidden, tuple) and all(
-            isinstance(h, int) and not isinstance(h, bool) and h >= 1 for h in self.hidden), "a tuple of positive ints")
-        one_of("activation", self.activation, ACTIVATIONS)
-        boolean("layer_norm", self.layer_norm)
-        check("channels", self.channels, isinstance(self.channels, tuple) and len(self.channels) >= 1 and all(
-            isinstance(c, int) and not isinstance(c, bool) and c >= 1 for c in self.channels), "a tuple of positive ints")
-        int_in("kernel", self.kernel, 1, 15)
-        float_in("dropout", self.dropout, 0.0, 0.99)
-        boolean("lrn", self.lrn)
-        cnn_only = {"channels": (32, 64), "kernel": 5, "dropout": 0.0, "lrn": False}
-        for name, default in cnn_only.items():
-            check(name, getattr(self, name), self.model == "cnn" or getattr(self, name) == default,
-                  f"{default!r} unless model='cnn'")
-        check("hidden", self.hidden, self.model in ("mlp", "cnn") or self.hidden == (1024, 1024),
-              f"(1024, 1024) unless model is 'mlp' or 'cnn' (the network {self.model!r} fixes its own)")
-        for name, default in {"activation": "relu", "layer_norm": False}.items():
-            check(name, getattr(self, name), self.model == "mlp" or getattr(self, name) == default,
-                  f"{default!r} unless model='mlp'")
+        object.__setattr__(self, "model", check_model(self.model))
+        check_builds(self.model, IMAGE_SHAPES[self.dataset])
         one_of("loss", self.loss, LOSSES)
         int_in("workers", self.workers, 1, 1024)
         int_in("batch_size", self.batch_size, 1, 1 << 16)
@@ -116,6 +90,19 @@ class Common:
 
 
 COMMON_FIELDS = tuple(f.name for f in fields(Common))
+MODEL_OPTIONS = ("hidden", "activation", "layer_norm", "channels", "kernel", "dropout", "lrn")  # now in the model spec
+
+
+def check_builds(model: str, image_shape) -> None:
+    """Build ``model`` on the meta device (no memory) for ``image_shape``, so that a network
+    that does not fit the data (pooling below 1x1) is refused before any data is read."""
+    import torch
+    from ..models import build_model
+    try:
+        with torch.device("meta"):
+            build_model(model, image_shape, 10, 0)
+    except ValueError as exc:
+        raise ValueError(f"model={model!r} is not allowed for {image_shape[1]}x{image_shape[2]} images: {exc}") from None
 
 
 class RunConfig:
@@ -128,6 +115,10 @@ class RunConfig:
         rest = {k: v for k, v in values.items() if k not in COMMON_FIELDS}
         known = {f.name for f in fields(section_cls)}
         unknown = sorted(set(rest) - known)
+        if moved := [u for u in unknown if u in MODEL_OPTIONS]:
+            raise ValueError(f"parameter(s) {moved} are options of the model spec, not of the config: write them "
+                             f"into model, e.g. model='mlp(hidden=(64,), activation=\"tanh\")' or "
+                             f"model='cnn(channels=(10, 20), kernel=3, dropout=0.5)'")
         if unknown:
             raise ValueError(f"unknown parameter(s) {unknown} for algorithm={algorithm!r}; common parameters: "
                              f"{list(COMMON_FIELDS)}; {algorithm} parameters: {sorted(known)}")
@@ -147,6 +138,12 @@ class RunConfig:
     def __setattr__(self, name, value):
         raise AttributeError("RunConfig is frozen: use config.replace(...)")
 
+    @property
+    def model_spec(self):
+        """The model as a ``ModelSpec`` (``config.model_spec.hidden``)."""
+        from ..models import make_model
+        return make_model(self.model)
+
     def replace(self, **changes) -> RunConfig:
         """A copy with ``changes`` applied (common or section fields; a new ``algorithm``
         starts from that algorithm's default section)."""
@@ -157,7 +154,6 @@ class RunConfig:
 
     def to_dict(self) -> dict:
         d = asdict(self.common)
-        d["hidden"], d["channels"] = list(self.common.hidden), list(self.common.channels)
         d[self.algorithm] = asdict(self.section)
         return d
 

@@ -27,9 +27,7 @@ def parameter_count(config) -> int:
     from ..datasets import IMAGE_SHAPES
     from ..models import build_model
     with torch.device("meta"):
-        model = build_model(config.model, IMAGE_SHAPES[config.dataset], 10, config.seed, init="default",
-                            hidden=config.hidden, activation=config.activation, layer_norm=config.layer_norm,
-                            channels=config.channels, kernel=config.kernel, dropout=config.dropout, lrn=config.lrn)
+        model = build_model(config.model, IMAGE_SHAPES[config.dataset], 10, config.seed)
     return sum(p.numel() for p in model.parameters())
 
 

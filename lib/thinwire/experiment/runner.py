@@ -175,10 +175,7 @@ def _train(config: RunConfig, transport: Transport, backend: str, progress: bool
     torch.manual_seed(seeds.seed("run", None, "global"))  # nothing should draw from it; this only pins stray use
     data, train_x, train_y, test_x, test_y = _prepare_data(config, device, seeds)
     model = build_model(config.model, data.image_shape, data.num_classes, seeds.seed("run", None, "init"),
-                        init=config.init,
-                        hidden=config.hidden, activation=config.activation, layer_norm=config.layer_norm,
-                        channels=config.channels, kernel=config.kernel, dropout=config.dropout,
-                        lrn=config.lrn).to(device)
+                        init=config.init).to(device)
     shards = partition(len(train_y), config.workers, seeds.seed("run", None, "partition"))
     algo = ALGORITHMS[config.algorithm].from_config(model, transport, config, len(shards[0]) // config.batch_size)
     check_algorithm(algo)

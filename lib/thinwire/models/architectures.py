@@ -1,4 +1,5 @@
-"""The papers' own networks, by name (``RunConfig(model=...)``).
+"""The papers' own networks, by name (``RunConfig(model="eventgrad_mnist_cnn")``): specs
+without options, each a fixed ``cnn(...)``.
 
 - ``eventgrad_mnist_cnn``: EventGraD's MNIST network (Ghosh et al. 2021, official code
   ``dmnist``): conv 1->10 k3 valid, max-pool 2, ReLU; conv 10->20 k3 valid, channel
@@ -15,20 +16,37 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import ClassVar
+
 from torch import nn
 
-from .cnn import CNN
+from .cnn import CNNSpec
+from .spec import ModelSpec
 
 
-def eventgrad_mnist_cnn(image_shape, num_classes: int = 10, **unused) -> nn.Module:
-    return CNN(tuple(image_shape), num_classes, channels=(10, 20), kernel=3, hidden=(50,), dropout=0.5,
-               padding="valid", pool=(2, 2), conv_dropout=(0.0, 0.5))
+@dataclass(frozen=True)
+class Named(ModelSpec):
+    """A paper's network: no options; ``network`` is the spec it stands for."""
+    network: ClassVar[ModelSpec]
+
+    def build(self, image_shape, num_classes: int) -> nn.Module:
+        return self.network.build(image_shape, num_classes)
 
 
-def mqgrad_cnn(image_shape, num_classes: int = 10, **unused) -> nn.Module:
-    return CNN(tuple(image_shape), num_classes, channels=(64, 64), kernel=5, hidden=(384, 192), dropout=0.0,
-               lrn=(9, 0.001, 0.75, 1.0), padding="same", pool=(3, 2), pool_padding=1, lrn_at=("pool", "conv"))
+@dataclass(frozen=True)
+class EventGradMnistCNN(Named):
+    name: ClassVar[str] = "eventgrad_mnist_cnn"
+    network: ClassVar[ModelSpec] = CNNSpec(channels=(10, 20), kernel=3, padding="valid", conv_dropout=(0.0, 0.5),
+                                           hidden=(50,), dropout=0.5)
+
+
+@dataclass(frozen=True)
+class MQGradCNN(Named):
+    name: ClassVar[str] = "mqgrad_cnn"
+    network: ClassVar[ModelSpec] = CNNSpec(channels=(64, 64), kernel=5, pool=(3, 2), pool_padding=1,
+                                           lrn=(9, 0.001, 0.75, 1.0), lrn_at=("pool", "conv"), hidden=(384, 192))
 
 
 MQGRAD_DECAYED = ("net.9.weight", "net.12.weight")  # fc 3136->384 and 384->192
-ARCHITECTURES = {"eventgrad_mnist_cnn": eventgrad_mnist_cnn, "mqgrad_cnn": mqgrad_cnn}
+ARCHITECTURES = (EventGradMnistCNN, MQGradCNN)

@@ -1,38 +1,70 @@
-"""Models by name. Each builder takes the dataset's input shape and class count."""
+"""Model specs by name (``mlp``, ``cnn``, the papers' named networks), the parser of
+model specs and ``build_model``.
+
+    make_model("cnn(channels=(10, 20), kernel=3)")  -> CNNSpec(...)
+    build_model("mlp(hidden=(64,))", (1, 28, 28), 10, seed=0)  -> nn.Module
+
+A network of your own is a ``ModelSpec`` subclass registered with ``register_model`` (in a
+plug-in module, so that every process knows it: ``thinwire.plugins``).
+"""
 
 from __future__ import annotations
 
-from typing import Callable
+import dataclasses
 
 import torch
 from torch import nn
 
+from ..spec_syntax import call_parts, parse
 from .architectures import ARCHITECTURES
-from .cnn import CNN
+from .cnn import CNNSpec
 from .init import apply_init
-from .mlp import MLP
+from .mlp import MLPSpec
+from .spec import ModelSpec
+
+MODELS: dict[str, type[ModelSpec]] = {cls.name: cls for cls in (MLPSpec, CNNSpec, *ARCHITECTURES)}
 
 
-def _mlp(image_shape, num_classes, hidden=(1024, 1024), activation="relu", layer_norm=False, **unused) -> nn.Module:
-    c, h, w = image_shape
-    return MLP(c * h * w, tuple(hidden), num_classes, activation, layer_norm)
+def register_model(cls: type[ModelSpec]) -> type[ModelSpec]:
+    """Class decorator: make the spec class ``cls`` known to ``make_model`` under ``cls.name``."""
+    if not (isinstance(cls, type) and issubclass(cls, ModelSpec) and isinstance(cls.name, str)
+            and cls.name.isidentifier()):
+        raise ValueError(f"register_model({cls!r}) is not allowed: it takes a ModelSpec subclass with a name that "
+                         "is an identifier")
+    MODELS[cls.name] = cls
+    return cls
 
 
-def _cnn(image_shape, num_classes, hidden=(512,), channels=(32, 64), kernel=5, dropout=0.0, lrn=False,
-         padding="same", pool=(2, 2), pool_padding=0, lrn_at=None, conv_dropout=None, **unused) -> nn.Module:
-    return CNN(tuple(image_shape), num_classes, tuple(channels), kernel, tuple(hidden), dropout, lrn, padding,
-               tuple(pool), pool_padding, lrn_at, conv_dropout)
+def make_model(spec: str | ModelSpec) -> ModelSpec:
+    """The validated spec of ``spec``; ``ValueError`` names what is wrong."""
+    if isinstance(spec, ModelSpec):
+        return spec
+    try:
+        name, args, values = call_parts(parse(spec, "model"), spec, "model", MODELS)
+    except ValueError as exc:
+        raise ValueError(f"model={spec!r} is not allowed: {exc}") from None
+    cls = MODELS[name]
+    allowed = [f.name for f in dataclasses.fields(cls)]
+    unknown = sorted(set(values) - set(allowed))
+    if args or unknown:
+        what = f"unknown option(s) {unknown}" if unknown else "positional arguments"
+        raise ValueError(f"model={spec!r} is not allowed: {what}; {name} takes "
+                         + (f"keyword options {allowed}" if allowed else "no options (it is a paper's fixed network)"))
+    try:
+        return cls(**values)
+    except ValueError as exc:
+        raise ValueError(f"model={spec!r} is not allowed: {exc}") from None
 
 
-MODELS: dict[str, Callable[..., nn.Module]] = {"mlp": _mlp, "cnn": _cnn, **ARCHITECTURES}
+def check_model(spec) -> str:
+    """The canonical text of a model spec; ``ValueError`` names a bad one."""
+    return make_model(spec).spec()
 
 
-def build_model(name: str, image_shape, num_classes: int, seed: int, init: str = "default", **options) -> nn.Module:
+def build_model(spec: str | ModelSpec, image_shape, num_classes: int, seed: int, init: str = "default") -> nn.Module:
     """A freshly initialised model; initialisation (``init``, ``models/init.py``) draws from a
     generator seeded by ``seed``."""
-    if name not in MODELS:
-        raise ValueError(f"model={name!r} is not allowed: model must be one of {sorted(MODELS)}")
-    devices = torch.random.fork_rng(devices=[])
-    with devices:
+    model = make_model(spec)
+    with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        return apply_init(MODELS[name](image_shape, num_classes, **options), init)
+        return apply_init(model.build(image_shape, num_classes), init)

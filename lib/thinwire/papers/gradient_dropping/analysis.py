@@ -139,7 +139,7 @@ def paper_vs_ours(dense, drop99, drop99_index, gaps, network: str, published: di
                     + f" (Marian table). Trained twice as long the gap goes from {short['gap (last 3)']:+.4f} to "
                     f"{long['gap (last 3)']:+.4f} (training length)")
     why = {
-        "accuracy baseline": f"{epochs:.2f} epochs and hidden {config.hidden[0]} here vs 20 epochs and 4096 in the "
+        "accuracy baseline": f"{epochs:.2f} epochs and hidden {config.model_spec.hidden[0]} here vs 20 epochs and 4096 in the "
                              f"paper",
         "accuracy 99% drop": f"{setting} setting. " + accuracy_why,
         other[0]: f"{gap(other[1])} behind the dense run of its own setting (last 3)",

@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ...experiment import RunConfig
+from ...models import MLPSpec
 from ..profile import check_profile, check_steps
 from .profiles import GRADIENT_DROPPING
 
@@ -81,13 +82,14 @@ def gradient_dropping_runs(profile: str, dataset: str, workers: int, layer_norm:
     is one of ``SETTINGS`` (module docstring)."""
     size = dict(GRADIENT_DROPPING[check_profile(profile)])
     speed_steps, warmup, widths = size.pop("speed_steps"), size.pop("warmup_steps"), size.pop("quantized_bits")
+    model = MLPSpec(hidden=size.pop("hidden"), layer_norm=layer_norm)
     if check_steps(steps):
         size["steps"], size["eval_every"] = min(size["steps"], steps), min(size["eval_every"], steps)
         speed_steps = min(speed_steps, steps)
     if sampling not in ("random", "stride"):
         raise ValueError(f"sampling={sampling!r} is not allowed: sampling must be one of ['random', 'stride']")
     every, dropping = setting_options(setting, warmup)
-    sync = RunConfig(algorithm="sharded_ps", dataset=dataset, model="mlp", layer_norm=layer_norm, workers=workers,
+    sync = RunConfig(algorithm="sharded_ps", dataset=dataset, model=model, workers=workers,
                      batch_size=40, optimizer="adagrad", lr=0.005, pull_mode="delta", network=network, seed=seed,
                      device=device, **size)
     base = sync.replace(**every)
@@ -108,7 +110,7 @@ def gradient_dropping_runs(profile: str, dataset: str, workers: int, layer_norm:
     for norm in (True, False):
         for scope in ("global", "local"):
             label = f"{scope} threshold, {'with' if norm else 'no'} layer norm"
-            runs.scope[label] = with_codecs(base.replace(layer_norm=norm), dropping, ratio=0.99, scope=scope)
+            runs.scope[label] = with_codecs(base.replace(model=model.replace(layer_norm=norm)), dropping, ratio=0.99, scope=scope)
     for bits, levels in (q for q in QUANTIZED if q[0] in widths):
         runs.quantized[f"{bits}-bit, {LEVEL_NAMES[levels]}"] = with_codecs(base, dropping, ratio=0.99, bits=bits,
                                                                            levels=levels)

@@ -130,7 +130,7 @@ def mean_bit_width(result) -> float:
     bits per parameter, fractional when the rule is (``rounding='fractional'``)."""
     from ...models import build_model
     config = result.config
-    model = build_model(config.model, (1, 28, 28), 10, 0, hidden=config.hidden, activation=config.activation)
+    model = build_model(config.model, (1, 28, 28), 10, 0)
     sizes = {name: p.numel() for name, p in model.named_parameters()}
     widths = layer_series(result, "bits")
     return float(sum(sizes[n] * widths[n].mean() for n in widths) / sum(sizes[n] for n in widths))

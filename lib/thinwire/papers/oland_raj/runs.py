@@ -17,6 +17,7 @@ from ...experiment import RunConfig
 from ..profile import check_profile
 from .profiles import OLAND_RAJ
 
+MODEL = "mlp(hidden=(392, 50), activation='tanh')"  # Sec. 5: 784-392-50-10, tanh everywhere
 F = 0.03
 CEILING = 10
 PAPER_SAMPLES, PAPER_EPOCHS = 60000, 100  # Sec. 5: the whole MNIST training set, 100 epochs
@@ -74,7 +75,7 @@ def oland_raj_runs(profile: str, dataset: str = "mnist", workers: int = 5, batch
     size["long_epochs"] = long_epochs or size["long_epochs"]
     if not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed={seed!r} is not allowed: seed must be an int >= 0")
-    probe = RunConfig(algorithm="weight_averaging", dataset=dataset, hidden=(392, 50), activation="tanh",
+    probe = RunConfig(algorithm="weight_averaging", dataset=dataset, model=MODEL,
                       loss="mse", workers=workers, batch_size=batch_size, steps=1, train_samples=size["train_samples"],
                       lr=lr, lr_decay=lr_decay, l1=l1, eval_samples=size["eval_samples"], seed=seed, device=device)
     samples = probe.train_samples or 60000

@@ -16,14 +16,16 @@ METHODS = {
 
 def quickstart_configs(profile: str, dataset: str, model: str, workers: int, codec: str,
                        network: str, seed: int, device: str = "auto", steps: int = 0) -> dict[str, RunConfig]:
-    """One validated RunConfig per method (plus ``codec`` when it is not empty); ``steps`` > 0
-    caps the run length (time-capped runs of a large profile)."""
+    """One validated RunConfig per method (plus ``codec`` when it is not empty); ``model``: a
+    model spec, or "" for the profile's; ``steps`` > 0 caps the run length (time-capped runs
+    of a large profile)."""
     size = dict(QUICKSTART[check_profile(profile)])
     if check_steps(steps):
         size["steps"], size["eval_every"] = min(size["steps"], steps), min(size["eval_every"], steps)
+    size["model"] = model or size["model"]
     methods = dict(METHODS)
     if codec:
         methods[f"custom: {codec}"] = codec
-    return {label: RunConfig(dataset=dataset, model=model, workers=workers, push_codec=spec, network=network,
+    return {label: RunConfig(dataset=dataset, workers=workers, push_codec=spec, network=network,
                              seed=seed, batch_size=32, optimizer="sgd", lr=0.1, device=device, **size)
             for label, spec in methods.items()}

@@ -10,8 +10,8 @@ repeated on torch.distributed to show that the ledgers match.
 """
 
 SLIM_DP = {
-    "smoke": dict(hidden=(64,), steps=40, train_samples=4096, eval_every=10, eval_samples=1000, gloo_steps=10),
-    "default": dict(hidden=(256, 256), steps=600, train_samples=0, eval_every=50, eval_samples=10000, gloo_steps=30),
-    "paper": dict(hidden=(1024, 1024), steps=10000, train_samples=0, eval_every=500, eval_samples=10000,
+    "smoke": dict(model="mlp(hidden=(64,))", steps=40, train_samples=4096, eval_every=10, eval_samples=1000, gloo_steps=10),
+    "default": dict(model="mlp(hidden=(256, 256))", steps=600, train_samples=0, eval_every=50, eval_samples=10000, gloo_steps=30),
+    "paper": dict(model="mlp", steps=10000, train_samples=0, eval_every=500, eval_samples=10000,
                   gloo_steps=100),
 }

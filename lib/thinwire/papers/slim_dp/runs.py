@@ -83,7 +83,7 @@ def slim_dp_runs(profile: str, dataset: str, network: str, seed: int, device: st
           "an int in 2..100 (times the profile's rounds)")
     check("length_seeds", length_seeds, isinstance(length_seeds, int) and not isinstance(length_seeds, bool)
           and 1 <= length_seeds <= SEEDS, f"an int in 1..{SEEDS}")
-    common = dict(dataset=dataset, model="mlp", batch_size=32, lr=0.1, network=network, device=device, **size)
+    common = dict(dataset=dataset, batch_size=32, lr=0.1, network=network, device=device, **size)
     slim = dict(algorithm="slim_dp", refresh=refresh, selection=selection, scope=scope, local_update=local_update,
                 server_scale=server_scale)
     qsgd = f"qsgd(bits={quant_bits}, bucket=512)"
