@@ -33,6 +33,15 @@ def test_golden_was_executed_at_the_smoke_profile(name):
     assert all(c.get("outputs") is not None for c in cells if c["cell_type"] == "code")
 
 
+def test_the_readme_lists_every_registered_papers_notebook():
+    from thinwire.cli import unlisted_notebooks
+    from thinwire.papers import REGISTRY
+    text = (ROOT / "README.md").read_text()
+    assert unlisted_notebooks(text) == []
+    assert unlisted_notebooks(text.replace("| `notebooks/slim_dp.ipynb` |", "| slim |")) == ["notebooks/slim_dp.ipynb"]
+    assert all((ROOT / p.notebook).exists() and p.recipes for p in REGISTRY.values())
+
+
 def test_readme_blocks_are_filled_from_table_scraps(tmp_path):
     scrap = {"columns": ["accuracy", "bytes"], "index": ["a", "b"], "data": [[0.91234, 1234567], [None, 2.5]]}
     nb = {"cells": [{"cell_type": "code", "source": [], "outputs": [{"data": {

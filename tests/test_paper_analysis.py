@@ -12,7 +12,7 @@ TINY = dict(steps=12, train_samples=1024, eval_every=3, eval_samples=300)
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("gd")
-    built = gd.gradient_dropping_runs("smoke", "mnist", 4, True, "random", "pcie3_x16", 0)
+    built = gd.gradient_dropping_runs(profile="smoke", network="pcie3_x16")
     narrow = lambda c: c.model_spec.replace(hidden=(32, 32, 32))  # noqa: E731  (the run's own layer norm)
     pick = lambda c, **more: run(c.replace(model=narrow(c), **{**TINY, **more}), root=root)  # noqa: E731
     return {
@@ -29,8 +29,8 @@ def test_settings_put_the_figures_in_marians_setting():
     """``marian`` (default): async, eps 1e-8, and a warm-up on dropping runs only (the dense
     run is then the Marian table's, one cached run); ``sync`` keeps the ablation's configs;
     the diagnosis stays synchronous in both; speed runs drop from their first step."""
-    args = ("smoke", "mnist", 4, True, "random", "pcie3_x16", 0)
-    marian, sync = gd.gradient_dropping_runs(*args), gd.gradient_dropping_runs(*args, setting="sync")
+    args = dict(profile="smoke", network="pcie3_x16")
+    marian, sync = gd.gradient_dropping_runs(**args), gd.gradient_dropping_runs(**args, setting="sync")
     assert marian.ratios[0.99].section.schedule == "async" and marian.ratios[0.99].section.adagrad_eps == gd.MARIAN_EPS
     assert marian.ratios[0.99].section.warmup_steps == marian.warmup_steps == 5
     assert marian.ratios[0.0].section.warmup_steps == 0
@@ -43,7 +43,7 @@ def test_settings_put_the_figures_in_marians_setting():
     assert all(c.section.schedule == "sync" for c in marian.diagnosis.values())
     assert marian.longer["99%"].steps == 2 * marian.ratios[0.99].steps
     with pytest.raises(ValueError, match="setting='asynchronous' is not allowed"):
-        gd.gradient_dropping_runs(*args, setting="asynchronous")
+        gd.gradient_dropping_runs(**args, setting="asynchronous")
 
 
 def test_gaps_and_diagnosis_tables(runs):
@@ -118,7 +118,7 @@ def test_paper_vs_ours_puts_the_published_numbers_beside_ours(runs):
 
 def test_oland_raj_tables_from_smoke_runs(tmp_path):
     from thinwire.papers import oland_raj as orr
-    runs = orr.oland_raj_runs("smoke")
+    runs = orr.oland_raj_runs(profile="smoke")
     shrink = dict(train_samples=500, steps=10, eval_every=5, eval_samples=200)
     headline = {k: run(c.replace(**shrink), root=tmp_path) for k, c in runs.headline.items()}
     table = orr.paper_vs_ours(headline, [0], orr.PUBLISHED)
@@ -153,7 +153,7 @@ def test_oland_raj_tables_from_smoke_runs(tmp_path):
 
 def test_oland_raj_runs_scale_l1_to_the_paper_shrinkage():
     from thinwire.papers import oland_raj as orr
-    runs = orr.oland_raj_runs("default")
+    runs = orr.oland_raj_runs(profile="default")
     long = runs.longer[("c=5, M=4", 0)]
     assert long.steps == 26 * runs.headline[("c=5, M=4", 0)].eval_every
     paper = orr.shrinkage(60000, 100, 5, 20, 0.95)
@@ -188,8 +188,8 @@ def test_epochs_to_plateau_ignores_noise_on_a_flat_top():
 
 def test_oland_raj_long_epochs_override():
     from thinwire.papers import oland_raj as orr
-    runs = orr.oland_raj_runs("smoke", long_epochs=7)
+    runs = orr.oland_raj_runs(profile="smoke", long_epochs=7)
     assert runs.longer[("baseline", 0)].steps == 7 * runs.headline[("baseline", 0)].eval_every
     for bad in (-1, 2.5, True):
         with pytest.raises(ValueError, match="long_epochs="):
-            orr.oland_raj_runs("smoke", long_epochs=bad)
+            orr.oland_raj_runs(profile="smoke", long_epochs=bad)

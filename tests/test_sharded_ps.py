@@ -71,6 +71,18 @@ def test_in_process_and_gloo_four_processes_agree(tmp_path):
     assert distributed.summary["push_density"] == local.summary["push_density"]
 
 
+def test_ranks_import_a_papers_observer_only_for_a_run_that_names_it():
+    """Importing the papers compiles numba's parallel kernels (their recipes validate qsgd and
+    binquant), which resets OpenMP's thread count in that process: a sharded_ps rank that
+    did so computed with two threads and its loss left the in-process run's by 1e-4."""
+    from thinwire.experiment.launch import torchrun_env
+    from thinwire.papers import oland_raj  # noqa: F401  (registers its observer here)
+    plain = RunConfig(algorithm="sharded_ps", **TINY, **DROP)
+    observed = RunConfig(algorithm="weight_averaging", model="mlp(hidden=(8,))", observe="oland_raj_probes")
+    assert "thinwire.papers" not in torchrun_env(plain).get("THINWIRE_IMPORT", "")
+    assert "thinwire.papers.oland_raj.probes" in torchrun_env(observed)["THINWIRE_IMPORT"].split(",")
+
+
 ASYNC = dict(schedule="async", warmup_steps=0)
 
 

@@ -12,7 +12,7 @@ SLIM = sd.slim_label(*sd.HEADLINE)
 
 
 def test_runs_share_configs_and_cover_every_figure():
-    runs = sd.slim_dp_runs("smoke", "mnist", "ethernet_10g", 5)
+    runs = sd.slim_dp_runs(profile="smoke", seed=5)
     assert runs.seeds == (5, 6, 7)
     assert len(runs.headline) == len(sd.WORKERS) * len(runs.seeds) * len(sd.METHODS)
     first = runs.headline[(4, SLIM, 5)]
@@ -26,24 +26,24 @@ def test_runs_share_configs_and_cover_every_figure():
     [(slim, plump)] = runs.ablation[f"{sd.LONGER}x the rounds"]
     assert slim.steps == plump.steps == sd.LONGER * first.steps
     assert runs.gloo.steps <= first.steps and runs.gloo.workers == 4
-    capped = sd.slim_dp_runs("default", "mnist", "ethernet_10g", 0, steps=7)
+    capped = sd.slim_dp_runs(profile="default", steps=7)
     assert all(c.steps == 7 for c in capped.headline.values())
-    longest = sd.slim_dp_runs("smoke", "mnist", "ethernet_10g", 5, length=16, length_seeds=3).ablation["16x the rounds"]
+    longest = sd.slim_dp_runs(profile="smoke", seed=5, length=16, length_seeds=3).ablation["16x the rounds"]
     assert [(s.seed, p.seed) for s, p in longest] == [(5, 5), (6, 6), (7, 7)]
     assert all(s.steps == p.steps == 16 * first.steps for s, p in longest)
     for bad, match in ((dict(quant_bits=1), "quant_bits"), (dict(refresh=0), "refresh"), (dict(length=1), "length"),
                        (dict(length_seeds=4), "length_seeds"),
                        (dict(selection="fast"), "selection"), (dict(scope="row"), "scope")):
         with pytest.raises(ValueError, match=match):
-            sd.slim_dp_runs("smoke", "mnist", "ethernet_10g", 0, **bad)
+            sd.slim_dp_runs(profile="smoke", **bad)
     with pytest.raises(ValueError, match="profile"):
-        sd.slim_dp_runs("huge", "mnist", "ethernet_10g", 0)
+        sd.slim_dp_runs(profile="huge")
 
 
 @pytest.fixture(scope="module")
 def done(tmp_path_factory):
     root = tmp_path_factory.mktemp("slim")
-    runs = sd.slim_dp_runs("smoke", "mnist", "ethernet_10g", 0)
+    runs = sd.slim_dp_runs(profile="smoke")
     tiny = lambda c: run(c.replace(**{**TINY, "steps": c.steps // 40 * TINY["steps"]}), root=root)  # noqa: E731
     headline = {key: tiny(c) for key, c in runs.headline.items() if key[0] == 4 and key[2] == 0}
     return {"headline": headline,

@@ -9,7 +9,7 @@ from thinwire.codecs import make_codec
 from thinwire.comm import InProcessTransport
 from thinwire.experiment import RunConfig, run
 from thinwire.experiment.launch import launch
-from thinwire.papers.oland_raj import bits_per_parameter, oland_raj_runs
+from thinwire.papers.oland_raj import OlandRajProbes, bits_per_parameter, oland_raj_runs
 from thinwire.models import MLP, Replicas
 
 TINY = dict(algorithm="weight_averaging", model="mlp(hidden=(16, 8), activation='tanh')", loss="mse", workers=3, batch_size=8,
@@ -29,7 +29,7 @@ def test_exchange_leaves_every_worker_with_the_decoded_average():
     codec = make_codec("binquant(bits=0, coder='huffman')")
     algo = WeightAveraging(model, InProcessTransport(), 3, lr=0.1, push_codec=codec, pull_codec=codec,
                            exchange_every=2, push_policy="entropy_bits(c=3, m=4)",
-                           pull_policy="entropy_bits(c=3, m=4)")
+                           pull_policy="entropy_bits(c=3, m=4)", observer=OlandRajProbes())
     x, y = _batch(3)
     algo.step(0, x, y)
     assert any(not torch.equal(p[0], p[1]) for p in algo.replicas.params.values())  # local steps differ
@@ -39,6 +39,22 @@ def test_exchange_leaves_every_worker_with_the_decoded_average():
     extra = metrics.extra
     assert {"bits/net.1.weight", "entropy/net.1.weight", "grad_rms/net.1.weight", "probe_payload/raw"} <= set(extra)
     assert 4 <= extra["bits/net.1.weight"] <= 7  # N = ceil(H + 3), H <= M = 4
+
+
+def test_the_probes_observe_without_changing_the_run(tmp_path):
+    """Oland & Raj's probes sit behind the observer hook: the same losses, ledger and
+    weights with them as without, and their numbers in ``extra`` only."""
+    plain = run(RunConfig(**TINY), root=tmp_path)
+    probed = run(RunConfig(**TINY, observe="oland_raj_probes(entropy_grid=True)"), root=tmp_path)
+    assert plain.metrics["loss"] == probed.metrics["loss"] and plain.ledger.rows() == probed.ledger.rows()
+    assert plain.metrics["test_accuracy"] == probed.metrics["test_accuracy"]
+    assert not any(k.startswith(("grad_rms/", "probe_payload/", "entropy_m")) for k in plain.metrics)
+    keys = set(probed.metrics)
+    assert {"grad_rms/net.1.weight", "probe_payload/raw", "probe_payload/ans", "entropy_m4_f0.03/net.1.weight"} <= keys
+    with pytest.raises(ValueError, match=r"observe='nope' is not allowed: .*unknown observer 'nope'"):
+        RunConfig(**TINY, observe="nope")
+    with pytest.raises(ValueError, match=r"coders=\('zip',\) is not allowed"):
+        RunConfig(**TINY, observe="oland_raj_probes(coders=('zip',))")
 
 
 def test_local_step_is_sgd_with_decayed_rate_and_l1():
@@ -71,11 +87,11 @@ def test_config_rejects_averaging_options_elsewhere_and_bad_values():
     with pytest.raises(ValueError, match="c=11"):
         RunConfig(algorithm="weight_averaging", push_codec="binquant(bits=0)", push_policy="entropy_bits(c=11)")
     with pytest.raises(ValueError, match="profile='huge'"):
-        oland_raj_runs("huge")
+        oland_raj_runs(profile="huge")
 
 
 def test_bits_come_from_the_messages_and_probes_match_what_was_sent(tmp_path):
-    result = run(RunConfig(**TINY), root=tmp_path)
+    result = run(RunConfig(**TINY, observe="oland_raj_probes"), root=tmp_path)
     rates = bits_per_parameter(result)
     assert len(rates["sent"]) == 12 // (240 // 3 // 8)
     torch.testing.assert_close(torch.tensor(rates["huffman"]), torch.tensor(rates["sent"]))

@@ -159,12 +159,22 @@ def cmd_scraps(args) -> int:
     return 0
 
 
+def unlisted_notebooks(readme_text: str) -> list[str]:
+    """The registered papers' notebooks that the README's table does not name."""
+    from .papers import REGISTRY
+    return [p.notebook for p in REGISTRY.values() if f"| `{p.notebook}` |" not in readme_text]
+
+
 def cmd_readme(args) -> int:
     from .paths import reports_dir, source_checkout
     from .report import update_readme
     readme = Path(args.readme) if args.readme else (source_checkout() or Path.cwd()) / "README.md"
     reports = Path(args.reports) if args.reports else reports_dir()
     text, problems = update_readme(readme, reports)
+    if unlisted := unlisted_notebooks(text):
+        print(f"the README's notebook table lists no row for {', '.join(unlisted)} (thinwire.papers.PAPERS)",
+              file=sys.stderr)
+        return 1
     wrong = [p for p in problems if "profile" in p]
     if wrong:
         print(f"refused, executed at another profile: {'; '.join(wrong)}", file=sys.stderr)

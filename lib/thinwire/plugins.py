@@ -1,4 +1,4 @@
-"""Plug-ins: a user's own codecs, policies, models and network presets, everywhere a run goes.
+"""Plug-ins: a user's own codecs, policies, models, observers and network presets, everywhere a run goes.
 
 A plug-in is a Python module that registers what it defines when it is imported::
 
@@ -48,10 +48,23 @@ def load_plugins(modules: list[str] | tuple[str, ...] = ()) -> list[str]:
 def registering_modules() -> list[str]:
     """Modules outside thinwire whose codecs, policies or network presets are registered in
     this process: what another process (a torchrun rank) must import to know them."""
+    from .algorithms.observers import OBSERVERS
     from .codecs import CODECS
     from .comm.network import REGISTERED_BY
     from .models import MODELS
     from .policies import POLICIES
-    found = [cls.__module__ for cls in [*CODECS.values(), *POLICIES.values(), *MODELS.values()]] + sorted(REGISTERED_BY)
-    # what __main__ (a script, a notebook) defines cannot be imported by another process
+    found = [cls.__module__ for cls in [*CODECS.values(), *POLICIES.values(), *MODELS.values(),
+                                        *OBSERVERS.values()]] + sorted(REGISTERED_BY)
+    # what __main__ (a script, a notebook) defines cannot be imported by another process; thinwire's own
+    # modules are imported with it (a paper's observer reaches the ranks through ``observer_modules``)
     return [m for m in dict.fromkeys(found) if m and m != "__main__" and not m.startswith("thinwire")]
+
+
+def observer_modules(config) -> list[str]:
+    """The module that registers the observer ``config`` names (a paper's package), for its ranks.
+    Only then: importing the papers validates their recipes, which compiles numba's parallel
+    kernels, and numba's first parallel kernel resets the process's OpenMP thread count, which
+    torch shares; a rank of another run would compute with other threads than it does alone."""
+    from .algorithms.observers import OBSERVERS, make_observer
+    spec = getattr(config.section, "observe", "")
+    return [type(make_observer(spec)).__module__] if spec else []

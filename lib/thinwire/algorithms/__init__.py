@@ -2,16 +2,15 @@
 
 from .contract import ROLES, Algorithm, check_algorithm
 from .optimizers import OPTIMIZERS, make_optimizer
-from .plump_dp import PlumpDP
+from .plump_dp import PULL_MODES, ParameterServerSection, PlumpDP
 from .declared import Declared
 from .report import CodecTimes, PhaseTally, StepReport, Tally
 from .round import Round, local_gradients, ready
-from .sections import (PULL_MODES, SCHEDULES, SCOPES, SERVER_SCALES, ParameterServerSection, Section, ShardedPSSection,
-                       SlimDPSection, WeightAveragingSection)
+from .section import Section
 from .server import ServerAgent
-from .sharded_ps import ShardedPS
-from .slim_dp import SlimDP
-from .weight_averaging import WeightAveraging
+from .sharded_ps import SCHEDULES, ShardedPS, ShardedPSSection
+from .slim_dp import SCOPES, SERVER_SCALES, SlimDP, SlimDPSection
+from .weight_averaging import WeightAveraging, WeightAveragingSection
 
 ALGORITHMS: dict[str, type] = {"plump_dp": PlumpDP, "sharded_ps": ShardedPS, "slim_dp": SlimDP,
                                "weight_averaging": WeightAveraging}

@@ -19,6 +19,8 @@ batched ``Replicas``; a process hosts the agents ``transport.is_local`` says it 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch import nn
 
@@ -26,12 +28,38 @@ from ..codecs import CodecState, StateBook, make_codec
 from ..comm import Envelope, Transport
 from ..models import Replicas
 from .declared import Declared
-from .optimizers import make_optimizer
+from .optimizers import OPTIMIZERS, make_optimizer
 from .report import StepReport
 from ..seed_tree import SeedTree
 from .round import Round, local_gradients, ready, worker_seeds
-from .sections import ParameterServerSection
+from ..validation import codec_under_policy, float_in, one_of
+from .section import Section
 from .server import ServerAgent
+
+PULL_MODES = ("params", "delta")
+
+
+@dataclass(frozen=True)
+class ParameterServerSection(Section):
+    """Plump-DP's center agent and the sharded parameter server (gradient dropping)."""
+
+    optimizer: str = "sgd"             # sgd | adagrad, applied by the server(s)
+    lr: float = 0.1
+    momentum: float = 0.0              # SGD momentum (server side)
+    weight_decay: float = 0.0          # L2 weight decay (server side)
+    adagrad_eps: float = 1e-10         # AdaGrad's epsilon (torch's default)
+    pull_mode: str = "params"          # params | delta (changes since the copy the workers hold)
+
+    def __post_init__(self):
+        super().__post_init__()
+        for name in ("push_codec", "pull_codec"):  # these servers ask no policy: the codecs decide alone
+            codec_under_policy(name, getattr(self, name))
+        one_of("optimizer", self.optimizer, OPTIMIZERS)
+        float_in("lr", self.lr, 0.0, 100.0, lo_open=True)
+        float_in("momentum", self.momentum, 0.0, 0.999)
+        float_in("weight_decay", self.weight_decay, 0.0, 1.0)
+        float_in("adagrad_eps", self.adagrad_eps, 0.0, 1.0, lo_open=True)
+        one_of("pull_mode", self.pull_mode, PULL_MODES)
 
 
 class CenterAgent(ServerAgent):

@@ -41,6 +41,8 @@ fetches (``PUSH_WARMUP``, ``FETCH_WARMUP`` in ``graph_group_async_drop.h``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch import nn
 
@@ -53,8 +55,25 @@ from .optimizers import make_optimizer
 from .report import StepReport
 from ..seed_tree import SeedTree
 from .round import Round, local_gradients, ready, worker_seeds
-from .sections import ShardedPSSection
+from ..validation import int_in, one_of
+from .plump_dp import ParameterServerSection
 from .server import ServerAgent
+
+SCHEDULES = ("sync", "async")
+
+
+@dataclass(frozen=True)
+class ShardedPSSection(ParameterServerSection):
+    """The sharded parameter server of gradient dropping: the server fields plus the two
+    settings of Marian's asynchronous implementation (``sharded_ps.py`` says how each works)."""
+
+    schedule: str = "sync"             # sync: one averaged update per step | async: one update per push
+    warmup_steps: int = 0              # first steps sent dense (float32) before the codecs apply; Marian: 100
+
+    def __post_init__(self):
+        super().__post_init__()
+        one_of("schedule", self.schedule, SCHEDULES)
+        int_in("warmup_steps", self.warmup_steps, 0, 10**9)
 
 
 def shard_key(j: int) -> str:

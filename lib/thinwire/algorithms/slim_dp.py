@@ -37,6 +37,8 @@ and core-selection", Sec. 4.3.1).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch import nn
 
@@ -50,8 +52,46 @@ from .optimizers import make_optimizer
 from .report import StepReport
 from ..seed_tree import SeedTree
 from .round import Round, local_gradients, ready, worker_seeds
-from .sections import SlimDPSection
+from ..policies.core_explorer import check_core_explorer
+from ..validation import boolean, float_in, one_of
+from .section import Section
 from .server import ServerAgent
+
+SCOPES = ("global", "tensor")
+SERVER_SCALES = ("mean", "sum")
+
+
+@dataclass(frozen=True)
+class SlimDPSection(Section):
+    """Slim-DP's local and center agents (``slim_dp.py``): the communication set (alpha),
+    the explorer (epsilon), the core refresh period (q) and how the center applies pushes."""
+
+    push_codec: str = "keycache"       # Slim-DP's wire: cached core keys + explorer (key, value) pairs
+    pull_codec: str = "keycache"
+    alpha: float = 0.3                 # communication set: alpha * N coordinates per message
+    epsilon: float = 0.15              # explorer: epsilon * N random coordinates outside the core (epsilon <= alpha)
+    refresh: int = 10                  # q: rounds between core selections (the core's keys are cached between)
+    selection: str = "exact"           # exact (top-k) | sampled (threshold from a random sample)
+    scope: str = "global"              # global: one selection over the whole model | tensor: one per parameter tensor
+    lr: float = 0.1                    # eta: local SGD step and the center's step
+    momentum: float = 0.0              # the center's SGD momentum
+    weight_decay: float = 0.0          # the center's L2 weight decay
+    server_scale: str = "mean"         # the center adds lr * (mean | sum) of the pushed gradients
+    local_update: bool = True          # local agents keep their own SGD step on coordinates they did not pull
+
+    def __post_init__(self):
+        super().__post_init__()
+        for name in ("push_codec", "pull_codec"):
+            if getattr(self, name) != "keycache":
+                raise ValueError(f"{name}={getattr(self, name)!r} is not allowed: Slim-DP sends through the key "
+                                 "cache, so it must be 'keycache'")
+        check_core_explorer(self.alpha, self.epsilon, self.refresh, self.selection)
+        one_of("scope", self.scope, SCOPES)
+        float_in("lr", self.lr, 0.0, 100.0, lo_open=True)
+        float_in("momentum", self.momentum, 0.0, 0.999)
+        float_in("weight_decay", self.weight_decay, 0.0, 1.0)
+        one_of("server_scale", self.server_scale, SERVER_SCALES)
+        boolean("local_update", self.local_update)
 
 
 def make_core_explorer(section: SlimDPSection, seed: int) -> CoreExplorer:

@@ -14,40 +14,62 @@ the data, and one averaging agent (id K; the paper's "master node"). Each step:
 4. every worker replaces its weights by the decoded average: all K end the exchange
    with the exact same weights, which are the model we evaluate.
 
-Measurements at each exchange, for the paper's figures, go in the step's ``extra``:
-the bit width and entropy estimate per tensor (mean over workers), the RMS of each
-tensor's loss gradient on the last batch (Fig. 2), and the payload bytes the pushes would take
-with the other coders (``probe_coders``: the same quantization, encoded for real with
-raw packing or ANS; Fig. 5 and the ANS comparison). ``probe_entropy`` adds the
-entropy estimate of worker 0's weights for a grid of (M, F) (Fig. 3).
+At each exchange the step's ``extra`` holds the bit width and entropy estimate the push
+codec reports per tensor (mean over workers). An observer (``observe``, ``observers.py``)
+adds its own measurements, untimed: Oland & Raj's figure probes live in
+``papers/oland_raj/probes.py``.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 from torch import nn
 
-from ..codecs import Codec, CodecState, Float32, StateBook, make_codec, wire
-from ..codecs.quantize.binquant import BinQuantize
-from ..codecs.quantize.bin_quantize import estimate_entropy
-from ..codecs.quantize.minmax import value_range
+from ..codecs import Codec, CodecState, Float32, StateBook, make_codec
 from ..comm import Envelope, Transport
 from ..models import Replicas
 from ..policies import make_policy
 from .declared import Declared
+from .observers import Observer, check_observer, make_observer
 from .report import StepReport
 from ..seed_tree import SeedTree
 from .round import Round, ready, worker_seeds
-from .sections import WeightAveragingSection
+from ..validation import codec_under_policy, float_in, int_in, policy_spec
+from .section import Section
 from .server import ServerAgent
 
-PROBE_M = (2, 4, 6, 8)
-PROBE_F = (0.01, 0.03, 0.1, 1.0)
 
+@dataclass(frozen=True)
+class WeightAveragingSection(Section):
+    """Oland & Raj's averaging workers: local SGD, compressed exchanges."""
 
-def _with_coder(codec: Codec, coder: str) -> Codec:
-    return ready(type(codec)(**{**codec.params(), "coder": coder}))
+    lr: float = 0.1
+    momentum: float = 0.0              # local SGD momentum, per worker
+    weight_decay: float = 0.0          # local L2 weight decay, per worker
+    lr_decay: float = 1.0              # lr * lr_decay ** epoch
+    l1: float = 0.0                    # L1 regularization strength on weight matrices
+    exchange_every: int = 0            # steps between weight exchanges; 0 = once per epoch
+    observe: str = ""                  # an observer spec (observers.py): measurements for a paper's figures
+    push_policy: str = "always"        # what each worker sends: always | entropy_bits(c=.., m=.., f=.., ceiling=..) | ...
+    pull_policy: str = "always"        # how the averaging agent decides on its re-compressed average
+
+    def __post_init__(self):
+        super().__post_init__()
+        for name in ("push_policy", "pull_policy"):
+            object.__setattr__(self, name, policy_spec(name, getattr(self, name)))
+        for side in ("push", "pull"):
+            codec_under_policy(f"{side}_codec", getattr(self, f"{side}_codec"), f"{side}_policy",
+                               getattr(self, f"{side}_policy"))
+        float_in("lr", self.lr, 0.0, 100.0, lo_open=True)
+        float_in("momentum", self.momentum, 0.0, 0.999)
+        float_in("weight_decay", self.weight_decay, 0.0, 1.0)
+        float_in("lr_decay", self.lr_decay, 0.0, 1.0, lo_open=True)
+        float_in("l1", self.l1, 0.0, 1.0)
+        int_in("exchange_every", self.exchange_every, 0)
+        object.__setattr__(self, "observe", check_observer(self.observe))
 
 
 class AveragingAgent(ServerAgent):
@@ -82,8 +104,7 @@ class WeightAveraging(Declared):
     def __init__(self, model: nn.Module, transport: Transport, workers: int, lr: float = 0.1,
                  push_codec: Codec | None = None, pull_codec: Codec | None = None, seed: int = 0,
                  exchange_every: int = 1, lr_decay: float = 1.0, l1: float = 0.0, loss: str = "mse",
-                 probe_coders: tuple[str, ...] = ("raw", "huffman", "ans"), probe_entropy: bool = False,
-                 push_policy: str = "always", pull_policy: str = "always", momentum: float = 0.0,
+                 observer: Observer | None = None, push_policy: str = "always", pull_policy: str = "always", momentum: float = 0.0,
                  weight_decay: float = 0.0):
         if exchange_every < 1:
             raise ValueError(f"exchange_every={exchange_every!r} is not allowed: it must be an int >= 1")
@@ -92,9 +113,7 @@ class WeightAveraging(Declared):
         self.momentum, self.weight_decay = momentum, weight_decay
         self.push_codec = ready(push_codec or Float32())
         self.pull_codec = ready(pull_codec or Float32())
-        self.probes = ({c: _with_coder(self.push_codec, c) for c in probe_coders}
-                       if isinstance(self.push_codec, BinQuantize) else {})
-        self.probe_entropy = probe_entropy
+        self.observer = observer
         self.local_workers = [k for k in range(workers) if transport.is_local(k)]
         self.seeds = seeds = SeedTree(seed)
         self.replicas = self.declare("replicas", Replicas(
@@ -105,7 +124,6 @@ class WeightAveraging(Declared):
         self.push_policies = self.declare("push_policies", {
             k: ready(make_policy(push_policy, seeds.seed("worker", k, "push_policy"))) for k in self.local_workers})
         self.pull_states = self.declare("pull_states", StateBook(seeds.pairs("worker", "pull_receive")))
-        self.probe_state = CodecState(seeds.seed("worker", None, "probe_coders"))  # loaded from a push state each use
         self.center = self.declare("center", AveragingAgent(model, self.push_codec, self.pull_codec, workers, seeds,
                                                             pull_policy)
                                    if transport.is_local(self.center_id) else None)
@@ -119,7 +137,7 @@ class WeightAveraging(Declared):
         return cls(model, transport, config.workers, lr=section.lr, push_codec=make_codec(section.push_codec),
                    pull_codec=make_codec(section.pull_codec), seed=config.seed,
                    exchange_every=section.exchange_every or steps_per_epoch, lr_decay=section.lr_decay,
-                   l1=section.l1, loss=config.loss, probe_entropy=section.probe_entropy,
+                   l1=section.l1, loss=config.loss, observer=make_observer(section.observe),
                    push_policy=section.push_policy, pull_policy=section.pull_policy, momentum=section.momentum,
                    weight_decay=section.weight_decay)
 
@@ -131,18 +149,18 @@ class WeightAveraging(Declared):
         losses, correct = self.local_step(x, y, self.learning_rate(step))      # 1. local SGD step, L1
         if (step + 1) % self.exchange_every:
             return rnd.report(losses, correct, y, len(self.local_workers))
-        extra, probes = {}, {}
-        if self.local_workers:
+        sent = {}
+        if self.observer is not None and self.local_workers:
             with rnd.untimed():                                                 # the figures' measurements
-                extra = self.measure(x, y)
+                self.observer.exchange(self, x, y)
         for i, k in enumerate(self.local_workers):                              # 2. compress, push (Alg. 1)
             for name, p in self.replicas.params.items():
-                self.push(rnd, k, name, p[i], probes)
+                self.push(rnd, k, name, p[i], sent)
         inbox = rnd.exchange("push")
         if self.center is not None:
             self.center.average(rnd.as_server(), inbox)                         # 3. average, compress afresh, pull
         self.replace(rnd, rnd.as_worker().exchange("pull"))                     # 4. every worker takes the average
-        return rnd.report(losses, correct, y, len(self.local_workers), extra={**extra, **self.summarize(probes)})
+        return rnd.report(losses, correct, y, len(self.local_workers), extra=self.summarize(sent))
 
     def local_step(self, x: torch.Tensor, y: torch.Tensor, lr: float):
         """Step 1 for every local worker: w -= lr * (grad + momentum, decay) + lr * l1 * sign(w)."""
@@ -157,30 +175,25 @@ class WeightAveraging(Declared):
                 self.replicas.params[name].sub_(self._sign[name], alpha=lr * self.l1)
         return losses, correct
 
-    def push(self, rnd: Round, k: int, name: str, w: torch.Tensor, probes: dict) -> None:
-        """Step 2 for one tensor of worker k; the probe coders encode the same decision from
-        the same generator state first (their bytes are measurements, not traffic)."""
+    def push(self, rnd: Round, k: int, name: str, w: torch.Tensor, sent: dict) -> None:
+        """Step 2 for one tensor of worker k; the observer sees the decision first."""
         decision = rnd.decide(self.push_policies[k], name, w)
-        if decision.send and self.probes:
+        if decision.send and self.observer is not None:
             with rnd.untimed():
-                for coder, codec in self.probes.items():
-                    self.probe_state.load_state_dict(self.push_states[k].state_dict())
-                    size = wire.measure(codec.encode(w, self.probe_state, name, decision))[0]
-                    probes[f"probe_payload/{coder}"] = probes.get(f"probe_payload/{coder}", 0) + size
+                self.observer.before_push(self, k, name, w, decision, self.push_states[k])
         if rnd.send("push", k, [self.center_id], name, w, self.push_codec, self.push_states[k],
                     self.push_policies[k], decision) is not None:
             stats = self.push_states[k].last
             for field, value in (("bits", stats.bits), ("entropy", stats.entropy)):
                 if value is not None:
-                    probes.setdefault(f"{field}/{name}", []).append(value)
+                    sent.setdefault(f"{field}/{name}", []).append(value)
 
-    def summarize(self, probes: dict) -> dict:
-        """Per exchange: probe payloads per worker, bit widths and entropies (means over workers)."""
-        workers = max(1, len(self.local_workers))
+    def summarize(self, sent: dict) -> dict:
+        """Per exchange: bit widths and entropies (means over workers), then the observer's."""
         out = {"parameters": sum(p[0].numel() for p in self.replicas.params.values())} if self.local_workers else {}
-        out.update({f"probe_payload/{c}": 0 for c in self.probes} if self.local_workers else {})
-        for key, value in probes.items():
-            out[key] = value / workers if key.startswith("probe_payload/") else float(np.mean(value))
+        out.update({key: float(np.mean(value)) for key, value in sent.items()})
+        if self.observer is not None:
+            out.update(self.observer.collect())
         return out
 
     def replace(self, rnd: Round, inbox: list[Envelope]) -> None:
@@ -193,31 +206,6 @@ class WeightAveraging(Declared):
                 decoded[id(env.message)] = rnd.decode(self.pull_codec, env, self.pull_states(env.receiver, env.sender),
                                                       like=target)
             target.copy_(decoded[id(env.message)])
-
-    def measure(self, x, y) -> dict:
-        """Gradient RMS per tensor (Fig. 2) and, when asked, worker 0's entropy grid (Fig. 3)."""
-        out = self._gradient_rms(x, y)
-        if self.probe_entropy and 0 in self.local_workers:
-            out.update(self._entropy_grid())
-        return out
-
-    def _gradient_rms(self, x, y) -> dict:
-        """RMS of each tensor's loss gradient on the last batch, mean over local workers (Fig. 2)."""
-        _, _, grads = self.replicas.loss_and_grads(x, y)
-        return {f"grad_rms/{n}": float(g.reshape(g.shape[0], -1).square().mean(1).sqrt().mean())
-                for n, g in grads.items()}
-
-    def _entropy_grid(self) -> dict:
-        """Worker 0's entropy estimate per weight matrix for each (M, F) of the grid (Fig. 3)."""
-        out = {}
-        gen = torch.Generator().manual_seed(12345)
-        for name in self.matrices:
-            w = self.replicas.params[name][self.local_workers.index(0)].reshape(-1).cpu()  # numba kernels: host
-            lo, hi = value_range(w, name)
-            for m in PROBE_M:
-                for f in PROBE_F:
-                    out[f"entropy_m{m}_f{f}/{name}"] = estimate_entropy(w, lo, hi, m, f, gen)
-        return out
 
     def global_params(self) -> dict[str, torch.Tensor] | None:
         """The averaged weights every worker holds after the last exchange."""

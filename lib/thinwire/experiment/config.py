@@ -1,7 +1,7 @@
 """RunConfig: everything that determines a run's numbers, frozen and validated.
 
 A config is the fields every run has (``Common``: data, model, workers, steps, network,
-device, ...) plus one section of the algorithm's own parameters (``algorithms/sections.py``,
+device, ...) plus one section of the algorithm's own parameters (each algorithm module's ``Section``,
 chosen by ``algorithm``). Keyword construction routes each field to where it belongs:
 
     RunConfig(algorithm="sharded_ps", workers=4, optimizer="adagrad", lr=0.005)

@@ -42,11 +42,13 @@ def torchrun_command(config_file: Path, nprocs: int, backend: str = "gloo", root
     return cmd
 
 
-def torchrun_env() -> dict:
+def torchrun_env(config: RunConfig | None = None) -> dict:
     """The ranks' environment: one OpenMP thread each, no progress bars, and the plug-in
-    modules registered in this process (``THINWIRE_IMPORT``), so a user's codecs reach them."""
-    from ..plugins import ENV, registering_modules
+    modules registered in this process (``THINWIRE_IMPORT``), so a user's codecs reach them,
+    with the module of the observer ``config`` names."""
+    from ..plugins import ENV, observer_modules, registering_modules
     modules = [m for m in os.environ.get(ENV, "").split(",") if m] + registering_modules()
+    modules += observer_modules(config) if config is not None else []
     return dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"), THINWIRE_PROGRESS="0",
                 **{ENV: ",".join(dict.fromkeys(modules))})
 
@@ -72,7 +74,7 @@ def launch(config: RunConfig, nprocs: int, backend: str = "gloo", root=None, reu
         cfg = Path(tmp) / "config.json"
         cfg.write_text(json.dumps(config.to_dict()))
         cmd = torchrun_command(cfg, nprocs, backend, root, collective_timeout_s, checkpoint_every)
-        done = subprocess.run(cmd, env=torchrun_env(), capture_output=True, text=True, timeout=timeout_s)
+        done = subprocess.run(cmd, env=torchrun_env(config), capture_output=True, text=True, timeout=timeout_s)
         if done.returncode != 0:
             raise RuntimeError(f"torchrun failed ({done.returncode}):\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}")
     result = cached(config, backend, root)

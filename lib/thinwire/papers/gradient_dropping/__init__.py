@@ -4,7 +4,12 @@ from .analysis import (LAST, accuracy_gaps, data_reduction, density_error, diagn
                        paper_vs_ours)
 from .profiles import GRADIENT_DROPPING
 from .published import PUBLISHED
-from .runs import LEVEL_NAMES, MARIAN_EPS, QUANTIZED, RATIOS, SETTINGS, GradientDroppingRuns, drop_codecs, setting_options, gradient_dropping_runs
+from ..record import Paper
+from .runs import (LEVEL_NAMES, MARIAN_EPS, QUANTIZED, RATIOS, SETTINGS, GradientDroppingRuns, drop_codecs,
+                   gradient_dropping_recipes, gradient_dropping_runs, setting_options)
 
-__all__ = ["accuracy_gaps", "diagnosis_table", "marian_table", "paper_vs_ours", "MARIAN_EPS", "GRADIENT_DROPPING", "GradientDroppingRuns", "LEVEL_NAMES", "PUBLISHED", "QUANTIZED", "SETTINGS", "setting_options",
+PAPER = Paper(name="gradient_dropping", title="Aji & Heafield 2017, Sparse Communication for Distributed Gradient "
+              "Descent", order=5, recipes=gradient_dropping_recipes())
+
+__all__ = ["PAPER", "gradient_dropping_recipes", "accuracy_gaps", "diagnosis_table", "marian_table", "paper_vs_ours", "MARIAN_EPS", "GRADIENT_DROPPING", "GradientDroppingRuns", "LEVEL_NAMES", "PUBLISHED", "QUANTIZED", "SETTINGS", "setting_options",
            "LAST", "RATIOS", "data_reduction", "density_error", "drop_codecs", "length_table", "gradient_dropping_runs"]

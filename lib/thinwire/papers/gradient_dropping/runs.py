@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from ...experiment import RunConfig
 from ...models import MLPSpec
 from ..profile import check_profile, check_steps
+from ..recipe import Recipe, recipes
 from .profiles import GRADIENT_DROPPING
 
 RATIOS = (0.0, 0.9, 0.99, 0.999)
@@ -55,6 +56,18 @@ def setting_options(setting: str, warmup: int) -> tuple[dict, dict]:
     return dict(schedule="async", adagrad_eps=MARIAN_EPS), dict(warmup_steps=warmup)
 
 
+def gradient_dropping_recipes(*, setting: str = "marian", warmup: int = 100, sampling: str = "random",
+                              ratio: float = 0.99) -> dict[str, Recipe]:
+    """The sharded server with AdaGrad (lr 0.005, delta pulls), dense and dropping ``ratio``,
+    in ``setting`` (module docstring) with ``warmup`` dense steps before dropping."""
+    every, dropping = setting_options(setting, warmup)
+    server = dict(optimizer="adagrad", lr=0.005, pull_mode="delta", **every)
+    push, pull = drop_codecs(ratio, sampling=sampling)
+    return recipes("gradient_dropping", {
+        "no dropping": ("sharded_ps", server),
+        f"{ratio:.0%} dropping": ("sharded_ps", dict(server, **dropping, push_codec=push, pull_codec=pull))})
+
+
 @dataclass
 class GradientDroppingRuns:
     ratios: dict[float, RunConfig] = field(default_factory=dict)       # Fig. 2, 6; Table 1
@@ -74,9 +87,9 @@ class GradientDroppingRuns:
                 "longer": self.longer}
 
 
-def gradient_dropping_runs(profile: str, dataset: str, workers: int, layer_norm: bool, sampling: str,
-                           network: str, seed: int, device: str = "auto", steps: int = 0,
-                           setting: str = "marian") -> GradientDroppingRuns:
+def gradient_dropping_runs(*, profile: str, dataset: str = "mnist", workers: int = 4, layer_norm: bool = True,
+                           sampling: str = "random", network: str = "ethernet_10g", seed: int = 0,
+                           device: str = "auto", steps: int = 0, setting: str = "marian") -> GradientDroppingRuns:
     """Validated configs for every figure and table; ``ValueError`` names a bad parameter.
     ``steps`` > 0 caps every run's length (time-capped runs of a large profile); ``setting``
     is one of ``SETTINGS`` (module docstring)."""
@@ -89,9 +102,9 @@ def gradient_dropping_runs(profile: str, dataset: str, workers: int, layer_norm:
     if sampling not in ("random", "stride"):
         raise ValueError(f"sampling={sampling!r} is not allowed: sampling must be one of ['random', 'stride']")
     every, dropping = setting_options(setting, warmup)
-    sync = RunConfig(algorithm="sharded_ps", dataset=dataset, model=model, workers=workers,
-                     batch_size=40, optimizer="adagrad", lr=0.005, pull_mode="delta", network=network, seed=seed,
-                     device=device, **size)
+    common = dict(dataset=dataset, model=model, workers=workers, batch_size=40, network=network, seed=seed,
+                  device=device, **size)
+    sync = gradient_dropping_recipes(setting="sync", sampling=sampling)["no dropping"].apply(common)
     base = sync.replace(**every)
 
     def with_codecs(config, extra=None, **kwargs):

@@ -15,9 +15,13 @@ from dataclasses import dataclass, field
 
 from ...experiment import RunConfig
 from ..profile import check_profile
+from ..recipe import Recipe, recipes
+from .probes import OlandRajProbes
 from .profiles import OLAND_RAJ
 
 MODEL = "mlp(hidden=(392, 50), activation='tanh')"  # Sec. 5: 784-392-50-10, tanh everywhere
+PROBES = OlandRajProbes().spec()                           # Fig. 2 gradient RMS, Fig. 5 coders
+PROBES_GRID = OlandRajProbes(entropy_grid=True).spec()      # and Fig. 3's (M, F) entropy grid
 F = 0.03
 CEILING = 10
 PAPER_SAMPLES, PAPER_EPOCHS = 60000, 100  # Sec. 5: the whole MNIST training set, 100 epochs
@@ -42,6 +46,14 @@ HEADLINE = {"baseline": dict(push_codec="fp32", pull_codec="fp32"), "c=5, M=4": 
             "c=6, M=4": adaptive(6, 4), "fixed 8 bits": fixed(8)}
 
 
+def oland_raj_recipes(*, lr: float = 0.1, lr_decay: float = 0.95, l1: float = 1e-5) -> dict[str, Recipe]:
+    """The headline transmissions as recipes: weight averaging with local SGD (``lr``,
+    exponential ``lr_decay`` per epoch, L1 ``l1``) and the figure probes."""
+    return recipes("oland_raj", {label: ("weight_averaging", dict(transmission, lr=lr, lr_decay=lr_decay, l1=l1,
+                                                                  observe=PROBES))
+                                 for label, transmission in HEADLINE.items()})
+
+
 @dataclass
 class OlandRajRuns:
     headline: dict[tuple[str, int], RunConfig] = field(default_factory=dict)   # (label, seed): table, Fig. 5
@@ -63,7 +75,7 @@ class OlandRajRuns:
         return list(seen.values())
 
 
-def oland_raj_runs(profile: str, dataset: str = "mnist", workers: int = 5, batch_size: int = 20, lr: float = 0.1,
+def oland_raj_runs(*, profile: str, dataset: str = "mnist", workers: int = 5, batch_size: int = 20, lr: float = 0.1,
                    lr_decay: float = 0.95, l1: float = 1e-5, seed: int = 0, device: str = "auto",
                    long_epochs: int = 0) -> OlandRajRuns:
     """Validated configs for every figure and the table; ``ValueError`` names a bad parameter.
@@ -77,7 +89,8 @@ def oland_raj_runs(profile: str, dataset: str = "mnist", workers: int = 5, batch
         raise ValueError(f"seed={seed!r} is not allowed: seed must be an int >= 0")
     probe = RunConfig(algorithm="weight_averaging", dataset=dataset, model=MODEL,
                       loss="mse", workers=workers, batch_size=batch_size, steps=1, train_samples=size["train_samples"],
-                      lr=lr, lr_decay=lr_decay, l1=l1, eval_samples=size["eval_samples"], seed=seed, device=device)
+                      lr=lr, lr_decay=lr_decay, l1=l1, eval_samples=size["eval_samples"], seed=seed, device=device,
+                      observe=PROBES)
     samples = probe.train_samples or 60000
     steps_per_epoch = samples // workers // batch_size
     base = probe.replace(steps=steps_per_epoch * size["epochs"], eval_every=steps_per_epoch)
@@ -88,10 +101,10 @@ def oland_raj_runs(profile: str, dataset: str = "mnist", workers: int = 5, batch
     runs = OlandRajRuns()
     for s in size["seeds"]:
         for label, transmission in HEADLINE.items():
-            runs.headline[(label, s)] = config(transmission, s, probe_entropy=label == "baseline")
+            runs.headline[(label, s)] = config(transmission, s, observe=PROBES_GRID if label == "baseline" else PROBES)
         runs.baseline[s] = runs.headline[("baseline", s)]
     for s in size["sweep_seeds"]:
-        runs.baseline.setdefault(s, config(HEADLINE["baseline"], s, probe_entropy=True))
+        runs.baseline.setdefault(s, config(HEADLINE["baseline"], s, observe=PROBES_GRID))
         for bits in size["fixed_bits"]:
             runs.fixed[(bits, s)] = config(fixed(bits), s)
         for c in size["floors_ceiling10"]:

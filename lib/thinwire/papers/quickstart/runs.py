@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ...experiment import RunConfig
 from ..profile import check_profile, check_steps
+from ..recipe import Recipe, recipes
 from .profiles import QUICKSTART
 
 METHODS = {
@@ -14,18 +15,22 @@ METHODS = {
 }
 
 
-def quickstart_configs(profile: str, dataset: str, model: str, workers: int, codec: str,
-                       network: str, seed: int, device: str = "auto", steps: int = 0) -> dict[str, RunConfig]:
-    """One validated RunConfig per method (plus ``codec`` when it is not empty); ``model``: a
-    model spec, or "" for the profile's; ``steps`` > 0 caps the run length (time-capped runs
-    of a large profile)."""
+def quickstart_recipes(codec: str = "") -> dict[str, Recipe]:
+    """Each method as a recipe: Plump-DP with SGD at lr 0.1 and the method's push codec
+    (plus ``codec`` when it is not empty)."""
+    methods = dict(METHODS, **({f"custom: {codec}": codec} if codec else {}))
+    return recipes("quickstart", {label: ("plump_dp", dict(push_codec=spec, optimizer="sgd", lr=0.1))
+                                  for label, spec in methods.items()})
+
+
+def quickstart_configs(*, profile: str, dataset: str = "mnist", model: str = "", workers: int = 4, codec: str = "",
+                       network: str = "ethernet_10g", seed: int = 0, device: str = "auto",
+                       steps: int = 0) -> dict[str, RunConfig]:
+    """One validated RunConfig per method; ``model``: a model spec, or "" for the profile's;
+    ``steps`` > 0 caps the run length (time-capped runs of a large profile)."""
     size = dict(QUICKSTART[check_profile(profile)])
     if check_steps(steps):
         size["steps"], size["eval_every"] = min(size["steps"], steps), min(size["eval_every"], steps)
     size["model"] = model or size["model"]
-    methods = dict(METHODS)
-    if codec:
-        methods[f"custom: {codec}"] = codec
-    return {label: RunConfig(dataset=dataset, workers=workers, push_codec=spec, network=network,
-                             seed=seed, batch_size=32, optimizer="sgd", lr=0.1, device=device, **size)
-            for label, spec in methods.items()}
+    common = dict(dataset=dataset, workers=workers, network=network, seed=seed, batch_size=32, device=device, **size)
+    return {label: recipe.apply(common) for label, recipe in quickstart_recipes(codec).items()}

@@ -6,10 +6,14 @@ from .analysis import (ablation_table, break_even_codec_ms, communication_time, 
                        table1)
 from .profiles import SLIM_DP
 from .published import PUBLISHED
+from ..record import Paper
 from .runs import (EPSILONS, HEADLINE, LONGER, METHODS, PLUMP, QUANT, REFRESHES, SETTINGS, WORKERS, SlimDPRuns,
-                   slim_dp_runs, slim_label)
+                   slim_dp_recipes, slim_dp_runs, slim_label)
 
-__all__ = ["EPSILONS", "HEADLINE", "LONGER", "METHODS", "PLUMP", "PUBLISHED", "QUANT", "REFRESHES", "SETTINGS",
+PAPER = Paper(name="slim_dp", title="Sun et al. 2018, Slim-DP: A Multi-Agent System for Communication-Efficient "
+              "Distributed Deep Learning", order=1, recipes=slim_dp_recipes())
+
+__all__ = ["PAPER", "slim_dp_recipes", "EPSILONS", "HEADLINE", "LONGER", "METHODS", "PLUMP", "PUBLISHED", "QUANT", "REFRESHES", "SETTINGS",
            "SLIM_DP", "SlimDPRuns", "WORKERS", "ablation_table", "break_even_codec_ms", "communication_time",
            "final_accuracy", "ordering", "paper_vs_ours", "refresh_table", "refresh_words", "saved_bytes", "saved_time", "slim_dp_runs", "slim_label",
            "speed_table", "sweep_table", "table1"]

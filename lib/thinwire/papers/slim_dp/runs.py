@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from ...experiment import RunConfig
 from ...validation import check
 from ..profile import check_profile, check_steps
+from ..recipe import Recipe, recipes
 from .profiles import SLIM_DP
 
 PLUMP, QUANT = "Plump-DP", "Quant-DP"
@@ -64,8 +65,23 @@ class SlimDPRuns:
         return [done["headline"][(k, method, s)] for s in self.seeds]
 
 
-def slim_dp_runs(profile: str, dataset: str, network: str, seed: int, device: str = "auto", steps: int = 0,
-                 refresh: int = 10, selection: str = "exact", scope: str = "global", local_update: bool = True,
+def slim_dp_recipes(*, refresh: int = 10, selection: str = "exact", scope: str = "global", local_update: bool = True,
+                    server_scale: str = "mean", quant_bits: int = 8) -> dict[str, Recipe]:
+    """Plump-DP, Quant-DP and Slim-DP at each of ``SETTINGS`` as recipes (SGD, lr 0.1); the
+    options are Slim-DP's (``SlimDPSection``) and Quant-DP's bit width."""
+    check("quant_bits", quant_bits, isinstance(quant_bits, int) and not isinstance(quant_bits, bool)
+          and 2 <= quant_bits <= 16, "an int in 2..16")
+    qsgd = f"qsgd(bits={quant_bits}, bucket=512)"
+    slim = dict(refresh=refresh, selection=selection, scope=scope, local_update=local_update,
+                server_scale=server_scale, lr=0.1)
+    return recipes("slim_dp", {
+        PLUMP: ("plump_dp", dict(optimizer="sgd", lr=0.1)),
+        QUANT: ("plump_dp", dict(optimizer="sgd", lr=0.1, push_codec=qsgd, pull_codec=qsgd, pull_mode="delta")),
+        **{slim_label(a, e): ("slim_dp", dict(slim, alpha=a, epsilon=e)) for a, e in SETTINGS}})
+
+
+def slim_dp_runs(*, profile: str, dataset: str = "mnist", network: str = "ethernet_10g", seed: int = 0,
+                 device: str = "auto", steps: int = 0, refresh: int = 10, selection: str = "exact", scope: str = "global", local_update: bool = True,
                  server_scale: str = "mean", quant_bits: int = 8, length: int = LONGER,
                  length_seeds: int = 1) -> SlimDPRuns:
     """Validated configs for every figure and table; ``ValueError`` names a bad parameter
@@ -77,26 +93,18 @@ def slim_dp_runs(profile: str, dataset: str, network: str, seed: int, device: st
     gloo_steps = size.pop("gloo_steps")
     if check_steps(steps):
         size["steps"], size["eval_every"] = min(size["steps"], steps), min(size["eval_every"], steps)
-    check("quant_bits", quant_bits, isinstance(quant_bits, int) and not isinstance(quant_bits, bool)
-          and 2 <= quant_bits <= 16, "an int in 2..16")
+    methods = slim_dp_recipes(refresh=refresh, selection=selection, scope=scope, local_update=local_update,
+                              server_scale=server_scale, quant_bits=quant_bits)
     check("length", length, isinstance(length, int) and not isinstance(length, bool) and 2 <= length <= 100,
           "an int in 2..100 (times the profile's rounds)")
     check("length_seeds", length_seeds, isinstance(length_seeds, int) and not isinstance(length_seeds, bool)
           and 1 <= length_seeds <= SEEDS, f"an int in 1..{SEEDS}")
-    common = dict(dataset=dataset, batch_size=32, lr=0.1, network=network, device=device, **size)
-    slim = dict(algorithm="slim_dp", refresh=refresh, selection=selection, scope=scope, local_update=local_update,
-                server_scale=server_scale)
-    qsgd = f"qsgd(bits={quant_bits}, bucket=512)"
+    common = dict(dataset=dataset, batch_size=32, network=network, device=device, **size)
     runs = SlimDPRuns(seeds=tuple(seed + i for i in range(SEEDS)))
     for k in WORKERS:
         for s in runs.seeds:
-            base = dict(common, workers=k, seed=s)
-            runs.headline[(k, PLUMP, s)] = RunConfig(algorithm="plump_dp", optimizer="sgd", **base)
-            runs.headline[(k, QUANT, s)] = RunConfig(algorithm="plump_dp", optimizer="sgd", push_codec=qsgd,
-                                                     pull_codec=qsgd, pull_mode="delta", **base)
-            for alpha, epsilon in SETTINGS:
-                runs.headline[(k, slim_label(alpha, epsilon), s)] = RunConfig(**slim, alpha=alpha, epsilon=epsilon,
-                                                                              **base)
+            for label, recipe in methods.items():
+                runs.headline[(k, label, s)] = recipe.apply(common, workers=k, seed=s)
     first = runs.headline[(WORKERS[0], slim_label(*HEADLINE), seed)]
     for epsilon in EPSILONS:
         runs.epsilon[epsilon] = first.replace(epsilon=epsilon)
