@@ -65,6 +65,6 @@ def observer_modules(config) -> list[str]:
     Only then: importing the papers validates their recipes, which compiles numba's parallel
     kernels, and numba's first parallel kernel resets the process's OpenMP thread count, which
     torch shares; a rank of another run would compute with other threads than it does alone."""
-    from .algorithms.observers import OBSERVERS, make_observer
+    from .algorithms.observers import make_observer
     spec = getattr(config.section, "observe", "")
     return [type(make_observer(spec)).__module__] if spec else []

@@ -38,3 +38,25 @@ def call_parts(node: ast.AST, spec: str, what: str, known) -> tuple[str, list[as
     except ValueError:
         raise ValueError(f"{what} spec {spec!r}: keyword values must be literals") from None
     return name, list(args), values
+
+
+def dataclass_call(spec, what: str, known: dict):
+    """(class, keyword values) of a spec naming a dataclass in ``known`` whose fields are
+    its options (models, observers); ``ValueError`` for positional or unknown options."""
+    import dataclasses
+    name, args, values = call_parts(parse(spec, what), spec, what, known)
+    cls = known[name]
+    allowed = [f.name for f in dataclasses.fields(cls)]
+    unknown = sorted(set(values) - set(allowed))
+    if args or unknown:
+        raise ValueError((f"unknown option(s) {unknown}" if unknown else "positional arguments") + f"; {name} takes "
+                         + (f"keyword options {allowed}" if allowed else f"no options (it is a fixed {what})"))
+    return cls, values
+
+
+def dataclass_text(name: str, obj) -> str:
+    """The canonical text of a dataclass spec: ``name``, with the fields that differ from
+    their defaults, in field order."""
+    import dataclasses
+    args = [f"{f.name}={getattr(obj, f.name)!r}" for f in dataclasses.fields(obj) if getattr(obj, f.name) != f.default]
+    return f"{name}({', '.join(args)})" if args else name

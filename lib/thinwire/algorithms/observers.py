@@ -14,11 +14,10 @@ imported, and ``launch`` passes that module to its ranks (``plugins.registering_
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..spec_syntax import call_parts, parse
+from ..spec_syntax import dataclass_call, dataclass_text
 
 
 @dataclass
@@ -37,9 +36,7 @@ class Observer:
         return {}
 
     def spec(self) -> str:
-        args = [f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self)
-                if getattr(self, f.name) != f.default]
-        return f"{self.name}({', '.join(args)})" if args else self.name
+        return dataclass_text(self.name, self)
 
 
 OBSERVERS: dict[str, type[Observer]] = {}
@@ -58,11 +55,9 @@ def make_observer(spec: str) -> Observer | None:
     if spec == "":
         return None
     try:
-        name, args, values = call_parts(parse(spec, "observer"), spec, "observer", OBSERVERS)
-        if args:
-            raise ValueError("options are keywords")
-        return OBSERVERS[name](**values)
-    except (ValueError, TypeError) as exc:
+        cls, values = dataclass_call(spec, "observer", OBSERVERS)
+        return cls(**values)
+    except ValueError as exc:
         raise ValueError(f"observe={spec!r} is not allowed: {exc}") from None
 
 

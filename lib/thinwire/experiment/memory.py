@@ -12,7 +12,6 @@ the machine has available, on the CPU only.
 
 from __future__ import annotations
 
-import os
 import tempfile
 from pathlib import Path
 

@@ -10,12 +10,10 @@ plug-in module, so that every process knows it: ``thinwire.plugins``).
 
 from __future__ import annotations
 
-import dataclasses
-
 import torch
 from torch import nn
 
-from ..spec_syntax import call_parts, parse
+from ..spec_syntax import dataclass_call
 from .architectures import ARCHITECTURES
 from .cnn import CNNSpec
 from .init import apply_init
@@ -40,17 +38,7 @@ def make_model(spec: str | ModelSpec) -> ModelSpec:
     if isinstance(spec, ModelSpec):
         return spec
     try:
-        name, args, values = call_parts(parse(spec, "model"), spec, "model", MODELS)
-    except ValueError as exc:
-        raise ValueError(f"model={spec!r} is not allowed: {exc}") from None
-    cls = MODELS[name]
-    allowed = [f.name for f in dataclasses.fields(cls)]
-    unknown = sorted(set(values) - set(allowed))
-    if args or unknown:
-        what = f"unknown option(s) {unknown}" if unknown else "positional arguments"
-        raise ValueError(f"model={spec!r} is not allowed: {what}; {name} takes "
-                         + (f"keyword options {allowed}" if allowed else "no options (it is a paper's fixed network)"))
-    try:
+        cls, values = dataclass_call(spec, "model", MODELS)
         return cls(**values)
     except ValueError as exc:
         raise ValueError(f"model={spec!r} is not allowed: {exc}") from None

@@ -16,6 +16,8 @@ from typing import ClassVar
 
 from torch import nn
 
+from ..spec_syntax import dataclass_text
+
 
 @dataclass(frozen=True)
 class ModelSpec:
@@ -41,9 +43,7 @@ class ModelSpec:
         return dataclasses.replace(self, **changes)
 
     def spec(self) -> str:
-        args = [f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self)
-                if getattr(self, f.name) != f.default]
-        return f"{self.name}({', '.join(args)})" if args else self.name
+        return dataclass_text(self.name, self)
 
     def __str__(self) -> str:
         return self.spec()
