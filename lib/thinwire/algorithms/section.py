@@ -26,3 +26,7 @@ class Section:
         normalize_numbers(self)
         for name in ("push_codec", "pull_codec"):
             object.__setattr__(self, name, codec_spec(name, getattr(self, name)))
+
+    def check_common(self, common) -> None:
+        """Rules that tie this section to the common fields (``RunConfig``'s ``Common``: a
+        ring needs at least three peers); ``ValueError`` naming the parameter. None here."""

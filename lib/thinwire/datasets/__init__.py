@@ -2,9 +2,9 @@
 
 from .checked_file import DatasetChecksumError, DatasetMissingError
 from .dataset import Dataset
-from .partition import BatchStream, partition
+from .partition import SAMPLINGS, BatchStream, partition
 from .registry import IMAGE_SHAPES, LOADERS, TRAIN_SIZES, load_dataset
 from .transforms import normalize, random_crop_flip
 
-__all__ = ["DatasetChecksumError", "DatasetMissingError", "Dataset", "BatchStream", "partition",
+__all__ = ["DatasetChecksumError", "DatasetMissingError", "Dataset", "BatchStream", "partition", "SAMPLINGS",
            "IMAGE_SHAPES", "LOADERS", "TRAIN_SIZES", "load_dataset", "normalize", "random_crop_flip"]

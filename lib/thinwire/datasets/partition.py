@@ -5,31 +5,42 @@ from __future__ import annotations
 import torch
 
 
-def partition(num_samples: int, workers: int, seed: int) -> list[torch.Tensor]:
-    """Disjoint, equally sized index shards (the remainder is dropped), seeded."""
+SAMPLINGS = ("shuffled", "sequential")
+
+
+def partition(num_samples: int, workers: int, seed: int, sampling: str = "shuffled") -> list[torch.Tensor]:
+    """Disjoint, equally sized index shards (the remainder is dropped): seeded
+    (``"shuffled"``), or contiguous ranges in data-set order (``"sequential"``: worker k
+    gets samples [k n, (k + 1) n), as libtorch's ``DistributedSequentialSampler`` does)."""
     if workers < 1 or workers > num_samples:
         raise ValueError(f"workers must be in 1..{num_samples}, got {workers}")
-    order = torch.randperm(num_samples, generator=torch.Generator().manual_seed(seed))
+    if sampling not in SAMPLINGS:
+        raise ValueError(f"sampling={sampling!r} is not allowed: sampling must be one of {list(SAMPLINGS)}")
+    order = (torch.randperm(num_samples, generator=torch.Generator().manual_seed(seed)) if sampling == "shuffled"
+             else torch.arange(num_samples))
     per = num_samples // workers
     return [order[k * per:(k + 1) * per].clone() for k in range(workers)]
 
 
 class BatchStream:
-    """Endless mini-batches of one shard, reshuffled every epoch with its own generator."""
+    """Endless mini-batches of one shard, reshuffled every epoch with its own generator
+    (``shuffle``), or in the shard's own order every epoch."""
 
-    def __init__(self, shard: torch.Tensor, batch_size: int, seed: int):
+    def __init__(self, shard: torch.Tensor, batch_size: int, seed: int, shuffle: bool = True):
         if batch_size < 1 or batch_size > shard.numel():
             raise ValueError(f"batch_size must be in 1..{shard.numel()} (the shard size), got {batch_size}")
         self.shard = shard
         self.batch_size = batch_size
         self.generator = torch.Generator().manual_seed(seed)
+        self.shuffle = shuffle
         self.batches_per_epoch = shard.numel() // batch_size
         self._order = torch.empty(0, dtype=torch.long)
         self._next = self.batches_per_epoch
 
     def next_indices(self) -> torch.Tensor:
         if self._next >= self.batches_per_epoch:
-            self._order = self.shard[torch.randperm(self.shard.numel(), generator=self.generator)]
+            self._order = (self.shard[torch.randperm(self.shard.numel(), generator=self.generator)] if self.shuffle
+                           else self.shard)
             self._next = 0
         b = self._next * self.batch_size
         self._next += 1

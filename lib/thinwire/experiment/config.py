@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from ..algorithms import ALGORITHMS
 from ..codecs import CODECS
 from ..comm import canonical_network
-from ..datasets import LOADERS, TRAIN_SIZES
+from ..datasets import LOADERS, SAMPLINGS, TRAIN_SIZES
 from ..datasets import IMAGE_SHAPES
 from ..models import check_model
 from ..models.init import check_init
@@ -40,7 +40,7 @@ RESULTS_FORMAT = 5  # bump when results computed from the same config would diff
 #                    5: the model as one spec
 # Fields added after results format 3 enter the key only when set away from these defaults,
 # so the results of configs written before they existed keep their keys.
-KEY_NEUTRAL = {"init": "default"}
+KEY_NEUTRAL = {"init": "default", "sampling": "shuffled"}
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,7 @@ class Common:
     seed: int = 0
     device: str = "auto"               # auto | cpu | cuda: where models, batches and codec tensor work live
     init: str = "default"              # weight initialisation: default | normal(std=s) | uniform(a=r) (models/init.py)
+    sampling: str = "shuffled"         # shuffled: seeded shards, reshuffled every epoch | sequential: contiguous shards, same order
 
     def __post_init__(self):
         normalize_numbers(self)
@@ -87,6 +88,7 @@ class Common:
         int_in("seed", self.seed, 0, 2**31 - 1)
         one_of("device", self.device, DEVICES)
         object.__setattr__(self, "init", check_init(self.init))
+        one_of("sampling", self.sampling, SAMPLINGS)
 
 
 COMMON_FIELDS = tuple(f.name for f in fields(Common))
@@ -126,7 +128,9 @@ class RunConfig:
             raise ValueError(f"section={section!r} is not allowed: algorithm={algorithm!r} takes a "
                              f"{section_cls.__name__}")
         section = replace(section, **rest) if section is not None else section_cls(**rest)
-        object.__setattr__(self, "common", Common(algorithm=algorithm, **common))
+        common = Common(algorithm=algorithm, **common)
+        section.check_common(common)
+        object.__setattr__(self, "common", common)
         object.__setattr__(self, "section", section)
 
     def __getattr__(self, name: str):

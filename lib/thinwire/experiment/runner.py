@@ -176,10 +176,11 @@ def _train(config: RunConfig, transport: Transport, backend: str, progress: bool
     data, train_x, train_y, test_x, test_y = _prepare_data(config, device, seeds)
     model = build_model(config.model, data.image_shape, data.num_classes, seeds.seed("run", None, "init"),
                         init=config.init).to(device)
-    shards = partition(len(train_y), config.workers, seeds.seed("run", None, "partition"))
+    shards = partition(len(train_y), config.workers, seeds.seed("run", None, "partition"), config.sampling)
     algo = ALGORITHMS[config.algorithm].from_config(model, transport, config, len(shards[0]) // config.batch_size)
     check_algorithm(algo)
-    streams = {k: BatchStream(shards[k], config.batch_size, seeds.seed("worker", k, "batches")) for k in algo.local_workers}
+    streams = {k: BatchStream(shards[k], config.batch_size, seeds.seed("worker", k, "batches"),
+                              shuffle=config.sampling == "shuffled") for k in algo.local_workers}
     batches_per_epoch = len(shards[0]) // config.batch_size
 
     rows, start = [], 0

@@ -5,9 +5,10 @@ from .base import Decision, Policy
 from .controller import Controller
 from .core_explorer import CoreExplorer
 from .entropy_bits import EntropyBits
+from .event_trigger import EventTrigger
 from .relative_change import RelativeChange
 from .registry import POLICIES, make_policy, register
 from .schedule import RandomBits
 
-__all__ = ["Always", "Controller", "CoreExplorer", "Decision", "EntropyBits", "POLICIES", "Policy", "RandomBits", "RelativeChange",
+__all__ = ["Always", "Controller", "CoreExplorer", "Decision", "EntropyBits", "EventTrigger", "POLICIES", "Policy", "RandomBits", "RelativeChange",
            "make_policy", "register"]

@@ -6,11 +6,13 @@ from .always import Always
 from .base import Policy
 from .core_explorer import CoreExplorer
 from .entropy_bits import EntropyBits
+from .event_trigger import EventTrigger
 from .relative_change import RelativeChange
 from .schedule import RandomBits
 from ..spec_syntax import call_parts, parse
 
-POLICIES: dict[str, type[Policy]] = {cls.name: cls for cls in (Always, CoreExplorer, EntropyBits, RandomBits, RelativeChange)}
+POLICIES: dict[str, type[Policy]] = {cls.name: cls for cls in (Always, CoreExplorer, EntropyBits, EventTrigger, RandomBits,
+                                                               RelativeChange)}
 
 
 def register(cls: type[Policy]) -> type[Policy]:
