@@ -211,3 +211,14 @@ def test_in_process_and_gloo_agree(tmp_path, policy, codec):
     assert local.metrics["test_accuracy"] == distributed.metrics["test_accuracy"]
     torch.testing.assert_close(torch.tensor(local.metrics["loss"]), torch.tensor(distributed.metrics["loss"]),
                                atol=1e-6, rtol=1e-6)
+
+
+def test_random_send_draws_every_round_and_forces_the_first():
+    policy = make_policy("random_send(p=0.25, forced=3)", seed=7)
+    sends = [policy.decide(r, "w", torch.zeros(3)).send for r in range(4000)]
+    assert sends[:3] == [True] * 3
+    assert abs(sum(sends[3:]) / 3997 - 0.25) < 0.03
+    again = make_policy("random_send(p=0.25, forced=3)", seed=7)
+    assert [again.decide(r, "w", torch.ones(3)).send for r in range(4000)] == sends  # the tensor plays no part
+    with pytest.raises(ValueError, match="p=1.5 is not allowed"):
+        make_policy("random_send(p=1.5)")

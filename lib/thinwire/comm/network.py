@@ -71,6 +71,13 @@ PRESETS: dict[str, NetworkModel] = {
     "infiniband_56g": NetworkModel("56 Gb/s InfiniBand FDR", 56e9 / 8, 2e-6),
     "pcie3_x16": NetworkModel("PCIe 3.0 x16 (15.75 GB/s)", 15.75e9, 5e-6),
     "net_10mbs": NetworkModel("10 MB/s network", 10e6, 100e-6),
+    # With a cost per message (sources, not measurements here): application-to-application
+    # latency of small messages over TCP on 10 GbE, about 20 us (Hurwitz & Feng, "Initial
+    # end-to-end performance evaluation of 10-Gigabit Ethernet", HOT Interconnects 2003);
+    # MPI's one-way small-message latency on InfiniBand, about 1 us (osu_latency, the OSU
+    # micro-benchmarks); EDR is 100 Gb/s, the fabric of EventGraD's cluster (Sec. 7).
+    "ethernet_10g_tcp": NetworkModel("10 Gb/s Ethernet, TCP, 20 us per message", 10e9 / 8, 20e-6, 20e-6),
+    "infiniband_edr_mpi": NetworkModel("100 Gb/s InfiniBand EDR, MPI, 1 us per message", 100e9 / 8, 1e-6, 1e-6),
 }
 
 

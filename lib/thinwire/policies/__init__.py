@@ -6,9 +6,10 @@ from .controller import Controller
 from .core_explorer import CoreExplorer
 from .entropy_bits import EntropyBits
 from .event_trigger import EventTrigger
+from .random_send import RandomSend
 from .relative_change import RelativeChange
 from .registry import POLICIES, make_policy, register
 from .schedule import RandomBits
 
-__all__ = ["Always", "Controller", "CoreExplorer", "Decision", "EntropyBits", "EventTrigger", "POLICIES", "Policy", "RandomBits", "RelativeChange",
+__all__ = ["Always", "Controller", "CoreExplorer", "Decision", "EntropyBits", "EventTrigger", "POLICIES", "Policy", "RandomBits", "RandomSend", "RelativeChange",
            "make_policy", "register"]

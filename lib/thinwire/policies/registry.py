@@ -7,11 +7,12 @@ from .base import Policy
 from .core_explorer import CoreExplorer
 from .entropy_bits import EntropyBits
 from .event_trigger import EventTrigger
+from .random_send import RandomSend
 from .relative_change import RelativeChange
 from .schedule import RandomBits
 from ..spec_syntax import call_parts, parse
 
-POLICIES: dict[str, type[Policy]] = {cls.name: cls for cls in (Always, CoreExplorer, EntropyBits, EventTrigger, RandomBits,
+POLICIES: dict[str, type[Policy]] = {cls.name: cls for cls in (Always, CoreExplorer, EntropyBits, EventTrigger, RandomBits, RandomSend,
                                                                RelativeChange)}
 
 

@@ -1,0 +1,73 @@
+"""The EventGraD paper package: its runs and the numbers its notebook reports, from real
+(tiny) runs."""
+
+import numpy as np
+import pytest
+
+from thinwire.experiment import run
+from thinwire.papers import eventgrad as eg
+from thinwire.papers import paper
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """Each method at 4 and 3 peers, 12 iterations, 3 forced; a sweep of two horizons."""
+    root = tmp_path_factory.mktemp("results")
+    base = eg.eventgrad_runs(profile="smoke").headline[("D-PSGD", 4, 0)].replace(
+        train_samples=1536, steps=12, eval_every=6, eval_samples=300)
+    headline = {}
+    for k in (4, 3):
+        for label, settings in eg.methods(forced=3).items():
+            headline[(label, k, 0)] = run(base.replace(workers=k, **settings), root=root)
+    sweep = {("paper", 1.0): headline[("EventGraD", 4, 0)],
+             ("code", 0.5): run(base.replace(**eg.methods(0.5, "code", 3)["EventGraD"]), root=root)}
+    return headline, sweep
+
+
+def test_runs_follow_the_profile_and_the_official_setup():
+    runs = eg.eventgrad_runs(profile="default")
+    assert runs.peers == (4, 8, 16) and runs.seeds == (0, 1, 2)
+    c = runs.headline[("EventGraD", 8, 0)]
+    assert (c.model, c.batch_size, c.lr, c.sampling, c.workers) == ("eventgrad_mnist_cnn", 64, 0.05, "sequential", 8)
+    assert c.steps == 60000 // 8 // 64 * 3 and c.eval_every == 60000 // 8 // 64
+    assert runs.headline[("EventGraD Top-10%", 4, 0)].push_codec == "topk(ratio=0.1)"
+    assert runs.sweep[("paper", 1.0)] is runs.headline[("EventGraD", 4, 0)]
+    assert ("code", 0.9) in runs.sweep and runs.gloo.steps == 60
+    assert eg.eventgrad_runs(profile="default", steps=100).headline[("D-PSGD", 16, 0)].steps == 100
+    with pytest.raises(ValueError, match="profile='huge' is not allowed"):
+        eg.eventgrad_runs(profile="huge")
+    with pytest.raises(ValueError, match="horizon=-1.0 is not allowed"):
+        eg.eventgrad_runs(profile="smoke", horizon=-1.0)
+    assert set(paper("eventgrad").recipes) == set(eg.LABELS)
+
+
+def test_tables_count_messages_and_elements_from_the_ledgers(tiny):
+    headline, sweep = tiny
+    dpsgd, event, topk = (headline[(label, 4, 0)] for label in eg.LABELS)
+    assert eg.messages(dpsgd) == 2 * 8 * 4 * 12 == len(dpsgd.ledger)
+    t1, t2 = eg.table1(headline, (4, 3)), eg.table2(headline, (4, 3))
+    assert t1.loc[4, "% messages"] == pytest.approx(100 * len(event.ledger) / len(dpsgd.ledger))
+    payload = lambda r: sum(row[6] for row in r.ledger.rows())
+    assert t2.loc[4, "% communication (elements)"] == pytest.approx(100 * payload(topk) / payload(dpsgd))
+    assert t2.loc[4, "% communication (wire bytes)"] > t2.loc[4, "% communication (elements)"]  # framing weighs more
+    assert t1.loc[3, "D-PSGD accuracy"] == pytest.approx(100 * headline[("D-PSGD", 3, 0)].summary["final_accuracy"])
+    frame = eg.framing_table({"D-PSGD": dpsgd, "Top": topk})
+    assert frame.loc["D-PSGD", "payload/message"] == pytest.approx(4 * 27480 / 8)
+    times = eg.time_table({"D-PSGD": dpsgd, "EventGraD": event}, ("ethernet_10g_tcp",))
+    assert times.loc["D-PSGD", ("ethernet_10g_tcp", "speed-up")] == 1.0
+    table = eg.sweep_table(sweep, dpsgd)
+    assert list(table.index) == [("code", 0.5), ("paper", 1.0)]
+    comparison = eg.paper_vs_ours(t1, t2, table, eg.PUBLISHED, 1.0)
+    assert comparison.loc["4 peers: % of messages, EventGraD (Table 1)", "paper"] == 43.24
+    assert comparison.loc["3 peers: % of messages, EventGraD (Table 1)", "paper"] is None or \
+        np.isnan(comparison.loc["3 peers: % of messages, EventGraD (Table 1)", "paper"])
+
+
+def test_traces_and_epoch_losses(tiny):
+    headline, _ = tiny
+    event = headline[("EventGraD", 4, 0)]
+    traces = eg.traces(event)
+    assert set(traces) == set(eg.tensor_sizes(event))  # 8 tensors, all traced
+    norm, threshold = traces["net.0.bias"]
+    assert len(norm) == 12 and threshold[0] == 0.0 and (norm > 0).all()
+    assert eg.epoch_losses(event).shape == (2,)
