@@ -54,7 +54,7 @@ def test_tables_count_messages_and_elements_from_the_ledgers(tiny):
     frame = eg.framing_table({"D-PSGD": dpsgd, "Top": topk})
     assert frame.loc["D-PSGD", "payload/message"] == pytest.approx(4 * 27480 / 8)
     times = eg.time_table({"D-PSGD": dpsgd, "EventGraD": event}, ("ethernet_10g_tcp",))
-    assert times.loc["D-PSGD", ("ethernet_10g_tcp", "speed-up")] == 1.0
+    assert times.loc["D-PSGD", "ethernet_10g_tcp: speed-up"] == 1.0
     table = eg.sweep_table(sweep, dpsgd)
     assert list(table.index) == [("code", 0.5), ("paper", 1.0)]
     comparison = eg.paper_vs_ours(t1, t2, table, eg.PUBLISHED, 1.0)

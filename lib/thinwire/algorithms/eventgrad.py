@@ -53,7 +53,8 @@ class EventGradSection(Section):
     """Ring peers: what triggers a send, how it is written, and the local SGD."""
 
     push_codec: str = "fp32"           # fp32: whole tensors | topk: the entries an event(topk=...) policy chose
-    push_policy: str = "event(horizon=1.0)"  # always: D-PSGD | event(horizon=, history=2, rule='paper'|'code', forced=29, topk=0.0)
+    # always: D-PSGD | event(horizon=, history=2, rule='paper'|'code', forced=29, topk=0.0): EventGraD
+    push_policy: str = "event(horizon=1.0)"
     lr: float = 0.05                   # SGD step of every peer
     momentum: float = 0.0              # SGD momentum, kept per peer
     weight_decay: float = 0.0          # L2 weight decay, per peer
@@ -109,7 +110,8 @@ class EventGraD(Declared):
             j: ready(make_policy(section.push_policy, seeds.seed("peer", j, "push_policy"))) for j in self.local_workers})
         names = list(params)
         count = min(section.trace, len(names))
-        self.traced = [names[round(i * (len(names) - 1) / max(1, count - 1))] for i in range(count)] if count else []
+        spacing = (len(names) - 1) / max(1, count - 1)
+        self.traced = [names[round(i * spacing)] for i in range(count)] if count else []
         self.roles = {j: "peer" for j in range(peers)}
 
     @classmethod

@@ -1,9 +1,10 @@
 """Ghosh, Aquino & Gupta 2021, EventGraD: Event-Triggered Communication in Parallel Machine
 Learning (Neurocomputing)."""
 
-from .analysis import (accuracy, accuracy_by_epoch, communication_pct, epoch_losses, framing_table, iteration_seconds, mean_accuracy,
-                       messages, messages_pct, network_notes, paper_vs_ours, per_tensor_messages, share_after_forced, sweep_table, table1, table2, tensor_sizes, time_table, trigger_table,
-                       traces)
+from .analysis import (accuracy, accuracy_by_epoch, communication_pct, epoch_losses, framing_table,
+                      iteration_seconds, mean_accuracy, messages, messages_pct, network_notes, paper_vs_ours,
+                      per_tensor_messages, share_after_forced, sweep_table, table1, table2, tensor_sizes,
+                      time_table, traces, trigger_table)
 from .profiles import EVENTGRAD
 from .published import PUBLISHED
 from ..record import Paper
@@ -13,7 +14,8 @@ from .runs import (BATCH, FORCED, HORIZON, LABELS, LR, MODEL, TOPK, EventGradRun
 PAPER = Paper(name="eventgrad", title="Ghosh, Aquino & Gupta 2021, EventGraD: Event-Triggered Communication in "
               "Parallel Machine Learning", order=2, recipes=eventgrad_recipes())
 
-__all__ = ["BATCH", "EVENTGRAD", "EventGradRuns", "FORCED", "HORIZON", "LABELS", "LR", "MODEL", "PAPER", "PUBLISHED",
-           "TOPK", "accuracy", "accuracy_by_epoch", "communication_pct", "epoch_losses", "event", "eventgrad_recipes", "eventgrad_runs",
-           "framing_table", "iteration_seconds", "mean_accuracy", "messages", "messages_pct", "methods",
-           "network_notes", "paper_vs_ours", "per_tensor_messages", "share_after_forced", "sweep_table", "table1", "table2", "tensor_sizes", "time_table", "traces", "trigger_table"]
+__all__ = ["BATCH", "EVENTGRAD", "EventGradRuns", "FORCED", "HORIZON", "LABELS", "LR", "MODEL", "PAPER",
+           "PUBLISHED", "TOPK", "accuracy", "accuracy_by_epoch", "communication_pct", "epoch_losses", "event",
+           "eventgrad_recipes", "eventgrad_runs", "framing_table", "iteration_seconds", "mean_accuracy", "messages",
+           "messages_pct", "methods", "network_notes", "paper_vs_ours", "per_tensor_messages", "share_after_forced",
+           "sweep_table", "table1", "table2", "tensor_sizes", "time_table", "traces", "trigger_table"]

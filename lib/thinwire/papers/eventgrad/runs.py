@@ -57,10 +57,11 @@ class EventGradRuns:
     peers: tuple[int, ...] = ()
     epochs: int = 0
     gloo: RunConfig | None = None         # a short EventGraD run, 4 peers: in-process vs one gloo rank per peer
+    longer: dict[str, RunConfig] = field(default_factory=dict)  # D-PSGD and EventGraD, 4 peers, 1st seed, twice as long
 
     def all(self) -> list[RunConfig]:
         seen = {}
-        for config in [*self.headline.values(), *self.sweep.values()]:
+        for config in [*self.headline.values(), *self.sweep.values(), *self.longer.values()]:
             seen.setdefault(config.key(), config)
         return list(seen.values())
 
@@ -95,6 +96,9 @@ def eventgrad_runs(*, profile: str, dataset: str = "mnist", horizon: float = HOR
                 runs.headline[(label, peers, s)] = config(settings, peers, s)
     first = size["seeds"][0]
     event4 = runs.headline[("EventGraD", 4, first)]
+    for label in LABELS[:2]:
+        config4 = runs.headline[(label, 4, first)]
+        runs.longer[label] = config4.replace(steps=2 * config4.steps)
     runs.gloo = event4.replace(steps=min(event4.steps, GLOO_STEPS), eval_every=min(event4.steps, GLOO_STEPS))
     runs.sweep[("paper", horizon)] = runs.headline[("EventGraD", 4, first)]
     for rule, horizons in size["sweep"].items():
