@@ -32,8 +32,9 @@ def test_traffic_by_phase_role_and_whole_run_adds_up_from_the_ledger(result):
 
 
 def test_times_accuracy_and_time_to_target(result):
-    assert measures.codec_seconds(result) == pytest.approx(measures.codec_seconds(result, "worker")
-                                                           + measures.codec_seconds(result, "server"), rel=0.5)
+    m = result.metrics  # each step's codec time is its sides' (exact); medians of noisy 8-step runs need not add up
+    assert m["codec_seconds"] == pytest.approx([w + s for w, s in zip(m["worker_codec_seconds"], m["server_codec_seconds"])])
+    assert measures.codec_seconds(result) == result.seconds("codec_seconds")
     assert measures.codec_seconds(result, part="encode") > 0
     net = "ethernet_10g"
     priced = network_preset(net).seconds_per_step(result.ledger, result.config.steps)

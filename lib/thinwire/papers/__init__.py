@@ -3,6 +3,7 @@ helpers, used by the paper's notebook (``notebooks/<paper>.ipynb``).
 
     quickstart          Plump-DP vs top-k with error feedback vs 8-bit quantization
     slim_dp             Sun et al. 2018, core + explorer subsets with key caching; Quant-DP (QSGD)
+    eventgrad           Ghosh et al. 2021, event-triggered ring SGD vs D-PSGD; Top-K events
     oland_raj           Oland & Raj 2015, entropy-adaptive quantization + Huffman coding
     gradient_dropping   Aji & Heafield 2017, sparse communication with a residual
 

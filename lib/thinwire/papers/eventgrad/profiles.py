@@ -6,13 +6,17 @@ The official MNIST code trains 10 epochs at batch 64 per peer; the paper's CIFAR
 seed, 4 peers, as long as the headline runs; horizon 1 is the headline's, where the rules agree); the
 default profile is sized to stay under 10 minutes on 2 cores. ``forced``: the forced
 iterations (the code's 29; 5 at the smoke profile, whose runs are 12-24 iterations long).
+``topk_sweep``: Top-K fractions beyond the paper's 10% (4 peers, first seed): how much of a
+tensor an event must carry.
 """
 
 EVENTGRAD = {
     "smoke": dict(train_samples=3072, epochs=2, eval_samples=1000, seeds=(0,), peers=(4, 8), scale_seeds=(0,),
-                  sweep={"paper": (0.5,), "code": (0.9,)}, forced=5),
+                  sweep={"paper": (0.5,), "code": (0.9,)}, forced=5, topk_sweep=(0.3,)),
     "default": dict(train_samples=0, epochs=3, eval_samples=10000, seeds=(0, 1, 2), peers=(4, 8, 16),
-                    scale_seeds=(0,), sweep={"paper": (0.5, 2.0), "code": (0.5, 0.9, 0.99)}, forced=29),
+                    scale_seeds=(0,), sweep={"paper": (0.5, 2.0), "code": (0.5, 0.9, 0.99)}, forced=29,
+                    topk_sweep=(0.3, 0.5)),
     "paper": dict(train_samples=0, epochs=10, eval_samples=10000, seeds=(0, 1, 2), peers=(4, 8, 16),
-                  scale_seeds=(0, 1, 2), sweep={"paper": (0.25, 0.5, 2.0, 4.0), "code": (0.5, 0.9, 0.95, 0.99)}, forced=29),
+                  scale_seeds=(0, 1, 2), sweep={"paper": (0.25, 0.5, 2.0, 4.0), "code": (0.5, 0.9, 0.95, 0.99)}, forced=29,
+                  topk_sweep=(0.3, 0.5)),
 }

@@ -58,10 +58,12 @@ class EventGradRuns:
     epochs: int = 0
     gloo: RunConfig | None = None         # a short EventGraD run, 4 peers: in-process vs one gloo rank per peer
     longer: dict[str, RunConfig] = field(default_factory=dict)  # D-PSGD and EventGraD, 4 peers, 1st seed, twice as long
+    topk: dict[float, RunConfig] = field(default_factory=dict)    # Top-K fraction -> EventGraD Top-K, 4 peers, 1st seed
 
     def all(self) -> list[RunConfig]:
         seen = {}
-        for config in [*self.headline.values(), *self.sweep.values(), *self.longer.values()]:
+        for config in [*self.headline.values(), *self.sweep.values(), *self.longer.values(),
+                       *self.topk.values()]:
             seen.setdefault(config.key(), config)
         return list(seen.values())
 
@@ -96,6 +98,10 @@ def eventgrad_runs(*, profile: str, dataset: str = "mnist", horizon: float = HOR
                 runs.headline[(label, peers, s)] = config(settings, peers, s)
     first = size["seeds"][0]
     event4 = runs.headline[("EventGraD", 4, first)]
+    runs.topk[TOPK] = runs.headline[("EventGraD Top-10%", 4, first)]
+    for fraction in size["topk_sweep"]:
+        runs.topk[fraction] = runs.topk[TOPK].replace(push_policy=event(horizon, topk=fraction, forced=size["forced"]),
+                                                      push_codec=f"topk(ratio={fraction})")
     for label in LABELS[:2]:
         config4 = runs.headline[(label, 4, first)]
         runs.longer[label] = config4.replace(steps=2 * config4.steps)
