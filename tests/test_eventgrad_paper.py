@@ -51,6 +51,11 @@ def test_tables_count_messages_and_elements_from_the_ledgers(tiny):
     assert t2.loc[4, "% communication (elements)"] == pytest.approx(100 * payload(topk) / payload(dpsgd))
     assert t2.loc[4, "% communication (wire bytes)"] > t2.loc[4, "% communication (elements)"]  # framing weighs more
     assert t1.loc[3, "D-PSGD accuracy"] == pytest.approx(100 * headline[("D-PSGD", 3, 0)].summary["final_accuracy"])
+    shares = eg.per_tensor_messages({"EventGraD": event, "D-PSGD": dpsgd}, dpsgd)
+    assert (shares["% messages D-PSGD"] == 100.0).all()
+    assert shares.loc["net.0.bias", "framing share, D-PSGD"] > 0.2 > 0.01 > shares.loc["net.8.weight", "framing share, D-PSGD"]
+    assert shares.loc["size-weighted", "% messages EventGraD"] == pytest.approx(
+        sum(row[6] for row in event.ledger.rows()) / sum(row[6] for row in dpsgd.ledger.rows()) * 100)
     frame = eg.framing_table({"D-PSGD": dpsgd, "Top": topk})
     assert frame.loc["D-PSGD", "payload/message"] == pytest.approx(4 * 27480 / 8)
     times = eg.time_table({"D-PSGD": dpsgd, "EventGraD": event}, ("ethernet_10g_tcp",))

@@ -106,19 +106,27 @@ def tensor_sizes(result) -> dict[str, int]:
 
 
 def per_tensor_messages(results: dict, dpsgd) -> "pd.DataFrame":
-    """Per tensor: its parameters and, per method, its messages as % of D-PSGD's; the last
-    row weighs each tensor by its size (the share of elements a whole-tensor send moves)."""
+    """Per tensor: its parameters, the framing share of one of its D-PSGD messages (header
+    and checksum over the whole message) and, per method, its messages as % of D-PSGD's;
+    the last row weighs each tensor by its size (the share of elements a whole-tensor send
+    moves; the framing share there is the whole wire's)."""
     import pandas as pd
     from collections import Counter
     sizes = tensor_sizes(dpsgd)
-    base = Counter(row[4] for row in dpsgd.ledger.rows())
-    frame = pd.DataFrame({"parameters": sizes})
+    rows = dpsgd.ledger.rows()
+    base = Counter(row[4] for row in rows)
+    wire, payload = Counter(), Counter()
+    for row in rows:
+        wire[row[4]] += row[5]
+        payload[row[4]] += row[6]
+    frame = pd.DataFrame({"parameters": sizes,
+                          "framing share, D-PSGD": {n: 1 - payload[n] / wire[n] for n in sizes}})
     for label, r in results.items():
         count = Counter(row[4] for row in r.ledger.rows())
         frame[f"% messages {label}"] = [100.0 * count[n] / base[n] for n in sizes]
     weights = frame["parameters"] / frame["parameters"].sum()
-    frame.loc["size-weighted"] = [frame["parameters"].sum(),
-                                  *[(frame[c] * weights).sum() for c in frame.columns[1:]]]
+    frame.loc["size-weighted"] = [frame["parameters"].sum(), 1 - sum(payload.values()) / sum(wire.values()),
+                                  *[(frame[c] * weights).sum() for c in frame.columns[2:]]]
     return frame
 
 
