@@ -222,3 +222,21 @@ def test_random_send_draws_every_round_and_forces_the_first():
     assert [again.decide(r, "w", torch.ones(3)).send for r in range(4000)] == sends  # the tensor plays no part
     with pytest.raises(ValueError, match="p=1.5 is not allowed"):
         make_policy("random_send(p=1.5)")
+
+
+def test_heartbeat_sends_a_tensor_left_unsent_for_max_gap_iterations():
+    plain, beat = EventTrigger(horizon=1.0, forced=2), EventTrigger(horizon=1.0, forced=2, max_gap=4)
+    x = torch.randn(20)
+    sends = {}
+    for name, policy in (("plain", plain), ("beat", beat)):
+        sends[name] = []
+        for r in range(14):
+            decision = policy.decide(r, "w", x)
+            sends[name].append(decision.send)
+            if decision.send:
+                policy.sent(r, "w", x, decision)
+    assert sends["plain"] == [True, True] + [False] * 12
+    assert [r + 1 for r, s in enumerate(sends["beat"]) if s] == [1, 2, 6, 10, 14]  # every 4 iterations after the last
+    assert "max_gap" not in plain.spec() and beat.spec().endswith("max_gap=4)")
+    with pytest.raises(ValueError, match="max_gap=-1 is not allowed"):
+        make_policy("event(max_gap=-1)")

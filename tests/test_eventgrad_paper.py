@@ -33,6 +33,9 @@ def test_runs_follow_the_profile_and_the_official_setup():
     assert runs.headline[("EventGraD Top-10%", 4, 0)].push_codec == "topk(ratio=0.1)"
     assert runs.sweep[("paper", 1.0)] is runs.headline[("EventGraD", 4, 0)]
     assert ("code", 0.9) in runs.sweep and runs.gloo.steps == 60
+    assert runs.heartbeat[25].push_policy.endswith("max_gap=25)") and set(runs.topk) == {0.1, 0.3, 0.5}
+    assert runs.longer["EventGraD"].steps == \
+        2 * runs.headline[("EventGraD", 4, 0)].steps
     assert eg.eventgrad_runs(profile="default", steps=100).headline[("D-PSGD", 16, 0)].steps == 100
     with pytest.raises(ValueError, match="profile='huge' is not allowed"):
         eg.eventgrad_runs(profile="huge")
@@ -76,3 +79,6 @@ def test_traces_and_epoch_losses(tiny):
     norm, threshold = traces["net.0.bias"]
     assert len(norm) == 12 and threshold[0] == 0.0 and (norm > 0).all()
     assert eg.epoch_losses(event).shape == (2,)
+    last = eg.last_events(event)
+    assert set(last) == set(traces) and max(last.values()) <= 12
+    assert all(step + 1 <= last[tensor] for step, _, sender, _, tensor, _, _ in event.ledger.rows() if sender == 0)

@@ -36,6 +36,11 @@ Decisions this module makes where the paper and the code are silent or differ:
   as well (a tensor whose norm is unchanged has nothing new to say). The two differ only
   when a norm is bit-for-bit unchanged; horizon = 0 then sends every tensor whose norm
   moved, which in training is every tensor at every iteration (D-PSGD, tested).
+- **A heartbeat** (``max_gap``, off by default, not in the paper): a tensor unsent for
+  ``max_gap`` iterations is sent. Under the paper's rule a threshold stays fixed until the
+  next event, so a tensor whose norm settles within its threshold (a bias on a plateau) is
+  never sent again while its values may still move; the EventGraD notebook tests what that
+  costs.
 - **The last-sent copy starts** as the first tensor this policy sees: every peer starts
   from the same initial model, which the receivers' copies hold too (the code gives its
   copies their own random initialisations, a quirk).
@@ -67,7 +72,7 @@ def check_event_trigger(horizon, history, rule, forced, topk) -> None:
 
 
 class EventTrigger(Policy):
-    """``event(horizon=1.0, history=2, rule='paper', forced=29, topk=0.0)``; see the module docstring.
+    """``event(horizon=1.0, history=2, rule='paper', forced=29, topk=0.0, max_gap=0)``; see the module docstring.
 
     Per tensor it keeps [last-sent norm, last-sent iteration, threshold, slopes...] and,
     with ``topk``, the last-sent copy; ``trace[key]`` holds the (norm, threshold) of the
@@ -77,17 +82,20 @@ class EventTrigger(Policy):
     name = "event"
 
     def __init__(self, horizon: float = 1.0, history: int = 2, rule: str = "paper", forced: int = 29,
-                 topk: float = 0.0, seed: int = 0):
+                 topk: float = 0.0, max_gap: int = 0, seed: int = 0):
         check_event_trigger(horizon, history, rule, forced, topk)
+        if not isinstance(max_gap, int) or isinstance(max_gap, bool) or max_gap < 0:
+            raise ValueError(f"max_gap={max_gap!r} is not allowed: max_gap must be an int >= 0 (0: no heartbeat)")
         super().__init__(seed)
         self.horizon, self.history, self.rule = float(horizon), history, rule
-        self.forced, self.topk = forced, float(topk)
+        self.forced, self.topk, self.max_gap = forced, float(topk), max_gap
         self.trace: dict[str, tuple[float, float]] = {}
         self._pending: dict[str, float] = {}
 
     def params(self) -> dict:
+        heartbeat = {"max_gap": self.max_gap} if self.max_gap else {}  # not in the paper: in the spec only when set
         return {"horizon": self.horizon, "history": self.history, "rule": self.rule, "forced": self.forced,
-                "topk": self.topk}
+                "topk": self.topk, **heartbeat}
 
     def _row(self, key: str) -> torch.Tensor:
         row = self.memory.get(f"{key}/state")
@@ -105,6 +113,8 @@ class EventTrigger(Policy):
         threshold = float(row[2])
         self.trace[key] = (norm, threshold)
         send = t <= self.forced or (moved > 0.0 and moved >= threshold)     # 2. the event test
+        if self.max_gap and t - float(row[1]) >= self.max_gap:              #    (a heartbeat, not the paper's)
+            send = True
         if not send:
             return Decision(send=False)
         self._pending[key] = norm

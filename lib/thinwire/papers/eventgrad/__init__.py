@@ -2,9 +2,9 @@
 Learning (Neurocomputing)."""
 
 from .analysis import (accuracy, accuracy_by_epoch, communication_pct, epoch_losses, framing_table,
-                      iteration_seconds, mean_accuracy, messages, messages_pct, network_notes, paper_vs_ours,
-                      per_tensor_messages, share_after_forced, sweep_table, table1, table2, tensor_sizes,
-                      time_table, traces, trigger_table)
+                      iteration_seconds, last_events, mean_accuracy, messages, messages_pct, network_notes,
+                      paper_vs_ours, per_tensor_messages, share_after_forced, sweep_table, table1, table2,
+                      tensor_sizes, time_table, traces, trigger_table)
 from .profiles import EVENTGRAD
 from .published import PUBLISHED
 from ..record import Paper
@@ -16,6 +16,7 @@ PAPER = Paper(name="eventgrad", title="Ghosh, Aquino & Gupta 2021, EventGraD: Ev
 
 __all__ = ["BATCH", "EVENTGRAD", "EventGradRuns", "FORCED", "HORIZON", "LABELS", "LR", "MODEL", "PAPER",
            "PUBLISHED", "TOPK", "accuracy", "accuracy_by_epoch", "communication_pct", "epoch_losses", "event",
-           "eventgrad_recipes", "eventgrad_runs", "framing_table", "iteration_seconds", "mean_accuracy", "messages",
-           "messages_pct", "methods", "network_notes", "paper_vs_ours", "per_tensor_messages", "share_after_forced",
-           "sweep_table", "table1", "table2", "tensor_sizes", "time_table", "traces", "trigger_table"]
+           "eventgrad_recipes", "eventgrad_runs", "framing_table", "iteration_seconds", "last_events",
+           "mean_accuracy", "messages", "messages_pct", "methods", "network_notes", "paper_vs_ours",
+           "per_tensor_messages", "share_after_forced", "sweep_table", "table1", "table2", "tensor_sizes",
+           "time_table", "traces", "trigger_table"]

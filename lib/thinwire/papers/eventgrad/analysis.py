@@ -130,6 +130,15 @@ def per_tensor_messages(results: dict, dpsgd) -> "pd.DataFrame":
     return frame
 
 
+def last_events(result, peer: int = 0) -> dict[str, int]:
+    """Per tensor: the last iteration (1-based) at which ``peer`` sent it."""
+    last: dict[str, int] = {}
+    for step, _, sender, _, tensor, _, _ in result.ledger.rows():
+        if sender == peer:
+            last[tensor] = max(last.get(tensor, 0), step + 1)
+    return last
+
+
 def iteration_seconds(result, network: str) -> float:
     """Modelled seconds per iteration: the median measured compute step plus the ledger's
     communication priced on ``network`` (latency per phase and per message, bandwidth)."""
@@ -201,12 +210,13 @@ def _topk_why(fractions, ours_msgs: float, msgs) -> str:
 
 
 def paper_vs_ours(t1, t2, sweep_frame, published: dict, horizon: float, trigger=None,
-                  by_epoch=None, longer=None, fractions=None) -> "pd.DataFrame":
+                  by_epoch=None, longer=None, fractions=None, heartbeat=None) -> "pd.DataFrame":
     """The notebook's "paper vs ours" table: Table 1-2 at each ring size we ran, and the
     official MNIST claim; the "why" column quotes the sweep, the trigger ablation
     (``trigger_table``: the last row is the random trigger), the gap by epoch and in the
     longer runs (a frame with a ``gap EventGraD`` column) and the Top-K fractions
-    (``trigger_table`` rows D-PSGD, EventGraD, then Top-K by growing fraction)."""
+    (``trigger_table`` rows D-PSGD, EventGraD, then Top-K by growing fraction) and the
+    heartbeat runs (``trigger_table`` rows D-PSGD, EventGraD, then each max_gap)."""
     import pandas as pd
     rows = []
     evidence = ""
@@ -216,6 +226,9 @@ def paper_vs_ours(t1, t2, sweep_frame, published: dict, horizon: float, trigger=
                      f"{trigger['gap to D-PSGD'].iloc[1]:+.2f} (first seed)")
     if by_epoch is not None and "gap EventGraD" in by_epoch:
         evidence += "; gap by epoch at 4 peers: " + ", ".join(f"{g:+.2f}" for g in by_epoch["gap EventGraD"])
+    if heartbeat is not None:
+        evidence += "; with a heartbeat (first seed): " + ", ".join(
+            f"{label} {row['gap to D-PSGD']:+.2f} at {row['% messages']:.1f}%" for label, row in heartbeat.iloc[2:].iterrows())
     if longer is not None:
         evidence += "; twice as long (first seed): " + ", ".join(f"{g:+.2f}" for g in longer["gap EventGraD"])
     span = (f"the horizon sets the share: across the sweep {sweep_frame['% messages'].min():.1f}-"

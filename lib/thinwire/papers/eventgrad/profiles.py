@@ -7,16 +7,18 @@ seed, 4 peers, as long as the headline runs; horizon 1 is the headline's, where 
 default profile is sized to stay under 10 minutes on 2 cores. ``forced``: the forced
 iterations (the code's 29; 5 at the smoke profile, whose runs are 12-24 iterations long).
 ``topk_sweep``: Top-K fractions beyond the paper's 10% (4 peers, first seed): how much of a
-tensor an event must carry.
+tensor an event must carry. ``max_gaps``: EventGraD with a heartbeat (a tensor unsent for that
+many iterations is sent; not in the paper), 4 peers, first seed.
 """
 
 EVENTGRAD = {
     "smoke": dict(train_samples=3072, epochs=2, eval_samples=1000, seeds=(0,), peers=(4, 8), scale_seeds=(0,),
-                  sweep={"paper": (0.5,), "code": (0.9,)}, forced=5, topk_sweep=(0.3,)),
+                  sweep={"paper": (0.5,), "code": (0.9,)}, forced=5, topk_sweep=(0.3,),
+                  max_gaps=(4,)),
     "default": dict(train_samples=0, epochs=3, eval_samples=10000, seeds=(0, 1, 2), peers=(4, 8, 16),
                     scale_seeds=(0,), sweep={"paper": (0.5, 2.0), "code": (0.5, 0.9, 0.99)}, forced=29,
-                    topk_sweep=(0.3, 0.5)),
+                    topk_sweep=(0.3, 0.5), max_gaps=(25, 100)),
     "paper": dict(train_samples=0, epochs=10, eval_samples=10000, seeds=(0, 1, 2), peers=(4, 8, 16),
                   scale_seeds=(0, 1, 2), sweep={"paper": (0.25, 0.5, 2.0, 4.0), "code": (0.5, 0.9, 0.95, 0.99)}, forced=29,
-                  topk_sweep=(0.3, 0.5)),
+                  topk_sweep=(0.3, 0.5), max_gaps=(25, 100)),
 }

@@ -30,9 +30,11 @@ GLOO_STEPS = 60     # length of the torch.distributed comparison
 LABELS = ("D-PSGD", "EventGraD", "EventGraD Top-10%")
 
 
-def event(horizon: float = HORIZON, rule: str = "paper", topk: float = 0.0, forced: int = FORCED) -> str:
+def event(horizon: float = HORIZON, rule: str = "paper", topk: float = 0.0, forced: int = FORCED,
+          max_gap: int = 0) -> str:
     """The event policy's spec (``policies/event_trigger.py``)."""
-    return f"event(horizon={float(horizon)!r}, rule={rule!r}, topk={float(topk)!r}, forced={forced})"
+    heartbeat = f", max_gap={max_gap}" if max_gap else ""
+    return f"event(horizon={float(horizon)!r}, rule={rule!r}, topk={float(topk)!r}, forced={forced}{heartbeat})"
 
 
 def methods(horizon: float = HORIZON, rule: str = "paper", forced: int = FORCED) -> dict[str, dict]:
@@ -59,11 +61,12 @@ class EventGradRuns:
     gloo: RunConfig | None = None         # a short EventGraD run, 4 peers: in-process vs one gloo rank per peer
     longer: dict[str, RunConfig] = field(default_factory=dict)  # D-PSGD and EventGraD, 4 peers, 1st seed, twice as long
     topk: dict[float, RunConfig] = field(default_factory=dict)    # Top-K fraction -> EventGraD Top-K, 4 peers, 1st seed
+    heartbeat: dict[int, RunConfig] = field(default_factory=dict)  # max_gap -> EventGraD with a heartbeat, 4 peers, 1st seed
 
     def all(self) -> list[RunConfig]:
         seen = {}
         for config in [*self.headline.values(), *self.sweep.values(), *self.longer.values(),
-                       *self.topk.values()]:
+                       *self.topk.values(), *self.heartbeat.values()]:
             seen.setdefault(config.key(), config)
         return list(seen.values())
 
@@ -102,6 +105,8 @@ def eventgrad_runs(*, profile: str, dataset: str = "mnist", horizon: float = HOR
     for fraction in size["topk_sweep"]:
         runs.topk[fraction] = runs.topk[TOPK].replace(push_policy=event(horizon, topk=fraction, forced=size["forced"]),
                                                       push_codec=f"topk(ratio={fraction})")
+    for gap in size["max_gaps"]:
+        runs.heartbeat[gap] = event4.replace(push_policy=event(horizon, forced=size["forced"], max_gap=gap))
     for label in LABELS[:2]:
         config4 = runs.headline[(label, 4, first)]
         runs.longer[label] = config4.replace(steps=2 * config4.steps)
