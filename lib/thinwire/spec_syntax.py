@@ -54,6 +54,16 @@ def dataclass_call(spec, what: str, known: dict):
     return cls, values
 
 
+def dataclass_build(spec, what: str, known: dict, param: str):
+    """The dataclass a spec names, built from its options; any ``ValueError`` (a bad
+    option, or one the class's own checks refuse) is re-raised naming ``param=spec``."""
+    try:
+        cls, values = dataclass_call(spec, what, known)
+        return cls(**values)
+    except ValueError as exc:
+        raise ValueError(f"{param}={spec!r} is not allowed: {exc}") from None
+
+
 def dataclass_text(name: str, obj) -> str:
     """The canonical text of a dataclass spec: ``name``, with the fields that differ from
     their defaults, in field order."""

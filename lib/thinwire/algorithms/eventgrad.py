@@ -101,8 +101,6 @@ class EventGraD(Declared):
         # the receiver's state: each local peer's copies of its left and right neighbours (K_local, ...)
         self.left = self.declare("left", {n: p.clone().contiguous() for n, p in params.items()})
         self.right = self.declare("right", {n: p.clone().contiguous() for n, p in params.items()})
-        self.velocity = self.declare("velocity", {n: torch.zeros_like(p) for n, p in params.items()}
-                                     if section.momentum else {})
         self.push_states = self.declare("push_states", {j: CodecState(seeds.seed("peer", j, "push_codec"))
                                                         for j in self.local_workers})
         self.receive_states = self.declare("receive_states", StateBook(seeds.pairs("peer", "push_receive")))
@@ -135,7 +133,8 @@ class EventGraD(Declared):
         with torch.no_grad():
             for name, p in self.replicas.params.items():                       # 4. theta = (theta + left + right) / 3
                 p.add_(self.left[name]).add_(self.right[name]).div_(3.0)
-            self.descend(grads)                                                # 5. theta -= lr g (before averaging)
+            self.replicas.descend(grads, self.lr, self.momentum,               # 5. theta -= lr g (before averaging)
+                                  self.weight_decay)
         return rnd.report(losses, correct, y, len(self.local_workers), extra=self.measurements(sent))
 
     def receive(self, rnd: Round, inbox: list[Envelope]) -> None:
@@ -146,16 +145,6 @@ class EventGraD(Declared):
             copies = self.left if env.sender == left else self.right
             rnd.merge(self.codec, env, copies[env.tensor][index[env.receiver]],
                       self.receive_states(env.receiver, env.sender))
-
-    def descend(self, grads: dict[str, torch.Tensor]) -> None:
-        """Step 5 for every local peer, torch.optim.SGD's rule per peer."""
-        for name, p in self.replicas.params.items():
-            g = grads[name]
-            if self.weight_decay:
-                g = g.add(p, alpha=self.weight_decay)
-            if self.momentum:
-                g = self.velocity[name].mul_(self.momentum).add_(g)
-            p.sub_(g, alpha=self.lr)
 
     def measurements(self, sent: dict[int, int]) -> dict[str, float]:
         """Peer 0's norm and threshold per traced tensor (Figs. 4-5); the share of tensors sent."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..spec_syntax import dataclass_call, dataclass_text
+from ..spec_syntax import dataclass_build, dataclass_text
 
 
 @dataclass
@@ -54,11 +54,7 @@ def make_observer(spec: str) -> Observer | None:
     """The observer of ``spec`` ("" for none); ``ValueError`` names what is wrong."""
     if spec == "":
         return None
-    try:
-        cls, values = dataclass_call(spec, "observer", OBSERVERS)
-        return cls(**values)
-    except ValueError as exc:
-        raise ValueError(f"observe={spec!r} is not allowed: {exc}") from None
+    return dataclass_build(spec, "observer", OBSERVERS, "observe")
 
 
 def check_observer(spec) -> str:

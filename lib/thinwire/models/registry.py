@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..spec_syntax import dataclass_call
+from ..spec_syntax import dataclass_build
 from .architectures import ARCHITECTURES
 from .cnn import CNNSpec
 from .init import apply_init
@@ -37,11 +37,7 @@ def make_model(spec: str | ModelSpec) -> ModelSpec:
     """The validated spec of ``spec``; ``ValueError`` names what is wrong."""
     if isinstance(spec, ModelSpec):
         return spec
-    try:
-        cls, values = dataclass_call(spec, "model", MODELS)
-        return cls(**values)
-    except ValueError as exc:
-        raise ValueError(f"model={spec!r} is not allowed: {exc}") from None
+    return dataclass_build(spec, "model", MODELS, "model")
 
 
 def check_model(spec) -> str:

@@ -119,19 +119,7 @@ class Replicas:
         """
         if self.batched is None or momentum or weight_decay:
             losses, correct, grads = self.loss_and_grads(x, y)
-            with torch.no_grad():
-                for name, p in self.params.items():
-                    g = grads[name]
-                    if weight_decay:
-                        g = g.add(p, alpha=weight_decay)
-                    if momentum:
-                        v = self.velocity.get(name)
-                        if v is None:
-                            v = self.velocity[name] = g.clone()
-                        else:
-                            v.mul_(momentum).add_(g)
-                        g = v
-                    p.sub_(g, alpha=lr)
+            self.descend(grads, lr, momentum, weight_decay)
             return losses, correct
         fused = set(self.batched.fused_names)
         leaves = {n: p.requires_grad_(n not in fused) for n, p in self.params.items()}
@@ -146,6 +134,24 @@ class Replicas:
             for name, g in zip(rest, grads):
                 self.params[name].sub_(g, alpha=lr)
         return losses.detach(), correct
+
+    @torch.no_grad()
+    def descend(self, grads: dict[str, torch.Tensor], lr: float, momentum: float = 0.0,
+                weight_decay: float = 0.0) -> None:
+        """Apply ``grads`` (name -> (K, ...)) to every replica with torch.optim.SGD's rule
+        (g += wd p; v = momentum v + g; p -= lr v), velocities kept in ``velocity``."""
+        for name, p in self.params.items():
+            g = grads[name]
+            if weight_decay:
+                g = g.add(p, alpha=weight_decay)
+            if momentum:
+                v = self.velocity.get(name)
+                if v is None:
+                    v = self.velocity[name] = g.clone()
+                else:
+                    v.mul_(momentum).add_(g)
+                g = v
+            p.sub_(g, alpha=lr)
 
     def _match_layout(self, grads: dict[str, torch.Tensor]) -> None:
         """Store each parameter in the memory layout its gradient comes out in (under
