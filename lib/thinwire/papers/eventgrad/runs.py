@@ -70,10 +70,6 @@ class EventGradRuns:
             seen.setdefault(config.key(), config)
         return list(seen.values())
 
-    def of(self, label: str, peers: int) -> dict[int, RunConfig]:
-        """{seed: config} of one method at ``peers``."""
-        return {s: c for (name, k, s), c in self.headline.items() if name == label and k == peers}
-
 
 def eventgrad_runs(*, profile: str, dataset: str = "mnist", horizon: float = HORIZON, lr: float = LR,
                    seed: int = 0, device: str = "auto", steps: int = 0) -> EventGradRuns:
