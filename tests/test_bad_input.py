@@ -17,7 +17,7 @@ BAD = [
     ("model", "mlp(hidden=(32, 'a'))"), ("model", "mlp(hidden=(True,))"), ("model", "mlp(activation='gelu')"),
     ("model", "mlp(layer_norm=1)"), ("model", "mlp(dropout=0.5)"), ("model", "cnn(kernel=30)"), ("model", "cnn(lrn=(5, 1))"),
     ("model", "cnn(channels=(4, 4, 4, 4, 4, 4))"), ("model", "mlp(hidden=[64]"), ("model", 3),
-    ("loss", "hinge"), ("dataset", "imagenet"), ("model", "resnet"),
+    ("loss", "hinge"), ("dataset", "imagenet"), ("model", "vgg"),
     ("network", "5g"), ("eval_every", 0), ("eval_samples", 20000), ("seed", -1), ("seed", 2**40), ("device", "tpu"),
     ("lr", 0.0), ("lr", True), ("lr", "0.1"), ("momentum", 1.0),
     ("weight_decay", -0.1), ("optimizer", "adam"), ("pull_mode", "diff"), ("adagrad_eps", 0),

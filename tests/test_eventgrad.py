@@ -14,6 +14,8 @@ from thinwire.experiment.launch import launch
 from thinwire.models import build_model
 from thinwire.policies import EventTrigger, make_policy
 
+from same_run import assert_same_run
+
 NORMS = [1.0, 1.5, 1.6, 2.0, 2.1, 3.0, 3.5, 4.0]
 TINY = dict(algorithm="eventgrad", model="eventgrad_mnist_cnn", workers=4, batch_size=16, steps=40,
             train_samples=2560, eval_every=20, eval_samples=500, sampling="sequential", lr=0.05)
@@ -207,10 +209,7 @@ def test_in_process_and_gloo_agree(tmp_path, policy, codec):
     config = RunConfig(**TINY, push_policy=policy, push_codec=codec)
     local = run(config, root=tmp_path)
     distributed = launch(config, nprocs=4, backend="gloo", root=tmp_path)
-    assert local.ledger.rows() == distributed.ledger.rows()
-    assert local.metrics["test_accuracy"] == distributed.metrics["test_accuracy"]
-    torch.testing.assert_close(torch.tensor(local.metrics["loss"]), torch.tensor(distributed.metrics["loss"]),
-                               atol=1e-6, rtol=1e-6)
+    assert_same_run(local, distributed)
 
 
 def test_random_send_draws_every_round_and_forces_the_first():

@@ -33,9 +33,12 @@ def test_runs_follow_the_profile_and_the_official_setup():
     assert runs.headline[("EventGraD Top-10%", 4, 0)].push_codec == "topk(ratio=0.1)"
     assert runs.sweep[("paper", 1.0)] is runs.headline[("EventGraD", 4, 0)]
     assert ("code", 0.9) in runs.sweep and runs.gloo.steps == 60
-    assert runs.heartbeat[25].push_policy.endswith("max_gap=25)") and set(runs.topk) == {0.1, 0.3, 0.5}
-    assert runs.longer["EventGraD"].steps == \
-        2 * runs.headline[("EventGraD", 4, 0)].steps
+    assert runs.heartbeat[25].push_policy.endswith("max_gap=25)") and set(runs.topk) == {0.1, 0.5}
+    assert all(runs.longer[label].steps == 2 * runs.headline[(label, 4, 0)].steps for label in eg.LABELS)
+    assert runs.topk_every.push_policy.startswith("event(horizon=0.0") and runs.topk_every.push_codec == "topk(ratio=0.1)"
+    sgd = runs.cifar_optimizer["EventGraD Top-10%"]
+    assert (sgd.lr, sgd.momentum) == (0.01, 0.9) and sgd.replace(lr=0.05, momentum=0.0) == \
+        runs.headline[("EventGraD Top-10%", 4, 0)]
     assert eg.eventgrad_runs(profile="default", steps=100).headline[("D-PSGD", 16, 0)].steps == 100
     with pytest.raises(ValueError, match="profile='huge' is not allowed"):
         eg.eventgrad_runs(profile="huge")
@@ -65,7 +68,15 @@ def test_tables_count_messages_and_elements_from_the_ledgers(tiny):
     assert times.loc["D-PSGD", "ethernet_10g_tcp: speed-up"] == 1.0
     table = eg.sweep_table(sweep, dpsgd)
     assert list(table.index) == [("code", 0.5), ("paper", 1.0)]
-    comparison = eg.paper_vs_ours(t1, t2, table, eg.PUBLISHED, 1.0)
+    optimizer = eg.optimizer_table({"plain": {label: headline[(label, 4, 0)] for label in eg.LABELS},
+                                    "again": {label: headline[(label, 3, 0)] for label in eg.LABELS}})
+    assert optimizer.loc["D-PSGD", "gap, plain"] == 0.0 and optimizer.loc["EventGraD", "% messages, again"] == \
+        pytest.approx(t1.loc[3, "% messages"])
+    assert optimizer.loc["EventGraD Top-10%", "% communication, plain"] == \
+        pytest.approx(t2.loc[4, "% communication (elements)"])
+    comparison = eg.paper_vs_ours(t1, t2, table, eg.PUBLISHED, 1.0, optimizer=optimizer)
+    why = comparison.loc["4 peers: accuracy gap, Top-10% - D-PSGD (Table 2, points)", "why"]
+    assert f"again {optimizer.loc['EventGraD Top-10%', 'gap, again']:+.2f}" in why
     assert comparison.loc["4 peers: % of messages, EventGraD (Table 1)", "paper"] == 43.24
     assert comparison.loc["3 peers: % of messages, EventGraD (Table 1)", "paper"] is None or \
         np.isnan(comparison.loc["3 peers: % of messages, EventGraD (Table 1)", "paper"])

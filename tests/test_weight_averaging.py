@@ -12,6 +12,8 @@ from thinwire.experiment.launch import launch
 from thinwire.papers.oland_raj import OlandRajProbes, bits_per_parameter, oland_raj_runs
 from thinwire.models import MLP, Replicas
 
+from same_run import assert_same_run
+
 TINY = dict(algorithm="weight_averaging", model="mlp(hidden=(16, 8), activation='tanh')", loss="mse", workers=3, batch_size=8,
             steps=12, train_samples=240, lr=0.1, lr_decay=0.5, l1=1e-3, eval_every=10, eval_samples=200,
             push_codec="binquant(bits=0, coder='huffman')", pull_codec="binquant(bits=0, coder='huffman')",
@@ -123,10 +125,7 @@ def test_quantized_weights_agree_bit_for_bit_across_transports(tmp_path, codec):
     config = RunConfig(**settings)
     local = run(config, root=tmp_path)
     distributed = launch(config, nprocs=5, backend="gloo", root=tmp_path)
-    assert local.ledger.rows() == distributed.ledger.rows()
-    assert local.metrics["test_accuracy"] == distributed.metrics["test_accuracy"]
-    torch.testing.assert_close(torch.tensor(local.metrics["loss"]), torch.tensor(distributed.metrics["loss"]),
-                               atol=1e-6, rtol=1e-6)  # the reported mean adds per-rank parts in another order
+    assert_same_run(local, distributed)
 
 
 def test_per_replica_products_give_each_replica_the_same_bits_for_any_count():

@@ -16,7 +16,9 @@ received (the receiver's state). Each iteration (x_{k+1} = W x_k - lr g(x_k)):
 5. and applies the gradient of step 1 (computed before the averaging): theta -= lr v, with
    v = g (+ weight decay) or SGD momentum kept per peer (the CIFAR-10 setting).
 The evaluated model is the mean of the peers' parameters (as the official code's final
-all-reduce): it is not communication and is not in the ledger.
+all-reduce): it is not communication and is not in the ledger. Batch-norm running
+statistics (the CIFAR-10 ResNet) are never sent or averaged: each peer keeps its own, and
+the evaluated model takes peer 0's, as the code's rank 0 evaluates with its own.
 
 Delivery is synchronous: every message of a round arrives in that round. The official
 code (soumyadipghosh/eventgrad) writes with one-sided MPI puts that land asynchronously
@@ -96,7 +98,7 @@ class EventGraD(Declared):
         self.seeds = seeds = SeedTree(seed)
         self.replicas = self.declare("replicas", Replicas(
             model, max(1, len(self.local_workers)), loss=loss, seeds=worker_seeds(seeds, self.local_workers, "dropout"),
-            per_replica=True))  # an MLP's replicas compute the same bits as one rank's
+            per_replica=True, buffers=True))  # the same bits as one rank's; batch-norm statistics stay per peer
         params = self.replicas.params
         # the receiver's state: each local peer's copies of its left and right neighbours (K_local, ...)
         self.left = self.declare("left", {n: p.clone().contiguous() for n, p in params.items()})
@@ -159,14 +161,16 @@ class EventGraD(Declared):
         return out
 
     def global_params(self) -> dict[str, torch.Tensor] | None:
-        """The mean of every peer's parameters, on rank 0 (collective on torch.distributed)."""
+        """The mean of every peer's parameters, with peer 0's buffers (batch-norm
+        statistics), on rank 0 (collective on torch.distributed; rank 0 holds peer 0)."""
         params = self.replicas.params
+        own = {n: b[0] for n, b in self.replicas.buffers.items()} if 0 in self.local_workers else {}
         if self.transport.world_size == 1:
-            return {n: p.mean(0) for n, p in params.items()}
+            return {**{n: p.mean(0) for n, p in params.items()}, **own}
         mine = {j: {n: p[i].cpu() for n, p in params.items()} for i, j in enumerate(self.local_workers)}
         gathered = self.transport.all_gather_object(mine)
         if self.transport.rank != 0:
             return None
         every = {j: t for part in gathered for j, t in part.items()}
         device = next(iter(params.values())).device
-        return {n: torch.stack([every[j][n] for j in range(self.peers)]).to(device).mean(0) for n in params}
+        return {**{n: torch.stack([every[j][n] for j in range(self.peers)]).to(device).mean(0) for n in params}, **own}

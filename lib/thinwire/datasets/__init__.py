@@ -4,7 +4,7 @@ from .checked_file import DatasetChecksumError, DatasetMissingError
 from .dataset import Dataset
 from .partition import SAMPLINGS, BatchStream, partition
 from .registry import IMAGE_SHAPES, LOADERS, TRAIN_SIZES, load_dataset
-from .transforms import normalize, random_crop_flip
+from .transforms import AUGMENTS, normalize, random_crop_flip
 
-__all__ = ["DatasetChecksumError", "DatasetMissingError", "Dataset", "BatchStream", "partition", "SAMPLINGS",
+__all__ = ["AUGMENTS", "DatasetChecksumError", "DatasetMissingError", "Dataset", "BatchStream", "partition", "SAMPLINGS",
            "IMAGE_SHAPES", "LOADERS", "TRAIN_SIZES", "load_dataset", "normalize", "random_crop_flip"]

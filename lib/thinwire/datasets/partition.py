@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import torch
 
+from .transforms import AUGMENTS, random_crop_flip
+
+CROP_PADDING = 4  # pixels on each side before the random crop (the CIFAR-10 recipe)
 
 SAMPLINGS = ("shuffled", "sequential")
 
@@ -24,9 +27,16 @@ def partition(num_samples: int, workers: int, seed: int, sampling: str = "shuffl
 
 class BatchStream:
     """Endless mini-batches of one shard, reshuffled every epoch with its own generator
-    (``shuffle``), or in the shard's own order every epoch."""
+    (``shuffle``), or in the shard's own order every epoch; ``augment`` draws each batch's
+    crops and flips from a second generator (``augment_seed``), padding with ``fill``."""
 
-    def __init__(self, shard: torch.Tensor, batch_size: int, seed: int, shuffle: bool = True):
+    def __init__(self, shard: torch.Tensor, batch_size: int, seed: int, shuffle: bool = True, augment: str = "none",
+                 augment_seed: int = 0, fill: torch.Tensor | None = None):
+        if augment not in AUGMENTS:
+            raise ValueError(f"augment={augment!r} is not allowed: augment must be one of {list(AUGMENTS)}")
+        self.augment = augment
+        self.fill = fill
+        self.augment_generator = torch.Generator().manual_seed(augment_seed)
         if batch_size < 1 or batch_size > shard.numel():
             raise ValueError(f"batch_size must be in 1..{shard.numel()} (the shard size), got {batch_size}")
         self.shard = shard
@@ -46,10 +56,19 @@ class BatchStream:
         self._next += 1
         return self._order[b:b + self.batch_size]
 
+    def augmented(self, images: torch.Tensor) -> torch.Tensor:
+        """A batch's images as training sees them: as they are, or cropped and flipped."""
+        if self.augment == "none":
+            return images
+        return random_crop_flip(images, CROP_PADDING, self.augment_generator, self.fill)
+
     def state_dict(self) -> dict:
-        return {"generator": self.generator.get_state(), "order": self._order.clone(), "next": self._next}
+        return {"generator": self.generator.get_state(), "order": self._order.clone(), "next": self._next,
+                "augment_generator": self.augment_generator.get_state()}
 
     def load_state_dict(self, state: dict) -> None:
         self.generator.set_state(state["generator"])
+        if "augment_generator" in state:
+            self.augment_generator.set_state(state["augment_generator"])
         self._order = state["order"].clone()
         self._next = state["next"]

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from ..algorithms import ALGORITHMS
 from ..codecs import CODECS
 from ..comm import canonical_network
-from ..datasets import LOADERS, SAMPLINGS, TRAIN_SIZES
+from ..datasets import AUGMENTS, LOADERS, SAMPLINGS, TRAIN_SIZES
 from ..datasets import IMAGE_SHAPES
 from ..models import check_model
 from ..models.init import check_init
@@ -40,7 +40,7 @@ RESULTS_FORMAT = 5  # bump when results computed from the same config would diff
 #                    5: the model as one spec
 # Fields added after results format 3 enter the key only when set away from these defaults,
 # so the results of configs written before they existed keep their keys.
-KEY_NEUTRAL = {"init": "default", "sampling": "shuffled"}
+KEY_NEUTRAL = {"init": "default", "sampling": "shuffled", "augment": "none"}
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,7 @@ class Common:
     device: str = "auto"               # auto | cpu | cuda: where models, batches and codec tensor work live
     init: str = "default"              # weight initialisation: default | normal(std=s) | uniform(a=r) (models/init.py)
     sampling: str = "shuffled"         # shuffled: seeded shards, reshuffled every epoch | sequential: contiguous shards, same order
+    augment: str = "none"              # none | crop_flip: pad 4 with black, random crop, random flip (per worker, seeded)
 
     def __post_init__(self):
         normalize_numbers(self)
@@ -89,6 +90,7 @@ class Common:
         one_of("device", self.device, DEVICES)
         object.__setattr__(self, "init", check_init(self.init))
         one_of("sampling", self.sampling, SAMPLINGS)
+        one_of("augment", self.augment, AUGMENTS)
 
 
 COMMON_FIELDS = tuple(f.name for f in fields(Common))

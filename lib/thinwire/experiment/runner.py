@@ -179,8 +179,11 @@ def _train(config: RunConfig, transport: Transport, backend: str, progress: bool
     shards = partition(len(train_y), config.workers, seeds.seed("run", None, "partition"), config.sampling)
     algo = ALGORITHMS[config.algorithm].from_config(model, transport, config, len(shards[0]) // config.batch_size)
     check_algorithm(algo)
+    black = -torch.tensor(data.mean) / torch.tensor(data.std)  # a black pixel after normalisation: the padding
     streams = {k: BatchStream(shards[k], config.batch_size, seeds.seed("worker", k, "batches"),
-                              shuffle=config.sampling == "shuffled") for k in algo.local_workers}
+                              shuffle=config.sampling == "shuffled", augment=config.augment,
+                              augment_seed=seeds.seed("worker", k, "augment"), fill=black)
+               for k in algo.local_workers}
     batches_per_epoch = len(shards[0]) // config.batch_size
 
     rows, start = [], 0
@@ -196,7 +199,8 @@ def _train(config: RunConfig, transport: Transport, backend: str, progress: bool
             bar.update(1)
         t0 = time.perf_counter()
         idx = [streams[k].next_indices().to(device) for k in algo.local_workers]
-        x = torch.stack([train_x[i] for i in idx]) if idx else train_x[:0]
+        x = (torch.stack([streams[k].augmented(train_x[i]) for k, i in zip(algo.local_workers, idx)]) if idx
+             else train_x[:0])
         y = torch.stack([train_y[i] for i in idx]) if idx else train_y[:0]
         local = algo.step(step, x, y)
         synchronize(device)

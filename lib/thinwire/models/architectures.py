@@ -12,6 +12,10 @@ without options, each a fixed ``cnn(...)``.
   ``LocalResponseNorm(size=9, alpha=0.001, beta=0.75, k=1)`` (torch divides alpha by size).
   MQGrad applies L2 weight decay 0.00175 to the two large fully connected weights only:
   ``MQGRAD_DECAYED`` names them for ``make_optimizer(..., decay_only=...)``.
+- ``eventgrad_resnet18``: the "ResNet-18" of EventGraD's CIFAR-10 code
+  (``dcifar10/common/resnet.hpp``), which builds 3 BasicBlocks per stage: 86 parameter
+  tensors, 17,444,682 parameters (``resnet.py``). The standard one is
+  ``resnet(blocks=(2, 2, 2, 2))``.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from typing import ClassVar
 from torch import nn
 
 from .cnn import CNNSpec
+from .resnet import ResNetSpec
 from .spec import ModelSpec
 
 
@@ -48,5 +53,11 @@ class MQGradCNN(Named):
                                            lrn=(9, 0.001, 0.75, 1.0), lrn_at=("pool", "conv"), hidden=(384, 192))
 
 
+@dataclass(frozen=True)
+class EventGradResNet18(Named):
+    name: ClassVar[str] = "eventgrad_resnet18"
+    network: ClassVar[ModelSpec] = ResNetSpec(blocks=(3, 3, 3, 3))
+
+
 MQGRAD_DECAYED = ("net.9.weight", "net.12.weight")  # fc 3136->384 and 384->192
-ARCHITECTURES = (EventGradMnistCNN, MQGradCNN)
+ARCHITECTURES = (EventGradMnistCNN, MQGradCNN, EventGradResNet18)

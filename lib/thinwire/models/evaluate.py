@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import torch
+from torch import nn
 from torch.func import functional_call
 
 from .replicas import sample_losses

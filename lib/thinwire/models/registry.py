@@ -1,4 +1,4 @@
-"""Model specs by name (``mlp``, ``cnn``, the papers' named networks), the parser of
+"""Model specs by name (``mlp``, ``cnn``, ``resnet``, the papers' named networks), the parser of
 model specs and ``build_model``.
 
     make_model("cnn(channels=(10, 20), kernel=3)")  -> CNNSpec(...)
@@ -18,9 +18,10 @@ from .architectures import ARCHITECTURES
 from .cnn import CNNSpec
 from .init import apply_init
 from .mlp import MLPSpec
+from .resnet import ResNetSpec
 from .spec import ModelSpec
 
-MODELS: dict[str, type[ModelSpec]] = {cls.name: cls for cls in (MLPSpec, CNNSpec, *ARCHITECTURES)}
+MODELS: dict[str, type[ModelSpec]] = {cls.name: cls for cls in (MLPSpec, CNNSpec, ResNetSpec, *ARCHITECTURES)}
 
 
 def register_model(cls: type[ModelSpec]) -> type[ModelSpec]:

@@ -28,26 +28,34 @@ class Replicas:
     the tanh output layer and squared error of Oland & Raj (Sec. 3.2)."""
 
     def __init__(self, model: nn.Module, count: int, loss: str = "cross_entropy", seeds: list[int] | None = None,
-                 per_replica: bool = False):
+                 per_replica: bool = False, buffers: bool = False):
         """``seeds``: one per replica, for the generators that draw its dropout masks
         (needed when the model has dropout). ``per_replica``: each replica's numbers are
         the same bits whatever ``count`` is, as on a rank that holds one replica: an
         MLP's products run one replica at a time (``batched_mlp.py``); any other model
         runs its forward pass once per replica (a batched convolution adds in another
-        order, about 3e-8 apart), at some 10% more time."""
+        order, about 3e-8 apart), at some 10% more time. ``buffers``: keep the model's
+        buffers (batch-norm running statistics) per replica in ``buffers``, updated by
+        every training pass of that replica alone; without it a model with buffers is
+        refused, since the algorithm would not know how to evaluate them."""
         if loss not in LOSSES:
             raise ValueError(f"loss={loss!r} is not allowed: loss must be one of {list(LOSSES)}")
         self.loss = loss
         if count < 1:
             raise ValueError(f"replica count must be >= 1, got {count}")
-        if any(True for _ in model.buffers()):
-            raise ValueError("Replicas supports models without buffers (no batch norm statistics)")
+        if not buffers and any(True for _ in model.buffers()):
+            raise ValueError("this algorithm supports models without buffers (no batch norm statistics); "
+                             "the ring peers of 'eventgrad' keep them per peer")
         self.model = model
         self.count = count
         self.per_replica = per_replica
         self.params: dict[str, torch.Tensor] = {
             name: p.detach().unsqueeze(0).repeat(count, *([1] * p.dim())).contiguous()
             for name, p in model.named_parameters()
+        }
+        self.buffers: dict[str, torch.Tensor] = {
+            name: b.detach().unsqueeze(0).repeat(count, *([1] * b.dim())).contiguous()
+            for name, b in model.named_buffers()
         }
         self.batched = None
         if isinstance(model, MLP):
@@ -61,7 +69,7 @@ class Replicas:
         self._mask_shapes: dict[str, tuple[int, ...]] | None = None
         self.velocity: dict[str, torch.Tensor] = {}  # SGD momentum buffers, per replica
 
-    def _loss(self, params, x, y, masks):
+    def _loss(self, params, x, y, masks):  # params: parameters and buffers
         logits = functional_call(self.model, params, (x,), {"masks": masks} if masks else {})
         return sample_losses(logits, y, self.loss).mean(), (logits.argmax(-1) == y).sum()
 
@@ -97,11 +105,12 @@ class Replicas:
             losses, correct = _batched_loss(self.batched.logits(leaves, x), y, self.loss)
         elif self.per_replica and self.count > 1:
             masks = self._masks(x)
-            parts = [vmap(self._loss)({n: p[k:k + 1] for n, p in leaves.items()}, x[k:k + 1], y[k:k + 1],
+            tensors = {**leaves, **self.buffers}
+            parts = [vmap(self._loss)({n: p[k:k + 1] for n, p in tensors.items()}, x[k:k + 1], y[k:k + 1],
                                       {n: m[k:k + 1] for n, m in masks.items()}) for k in range(self.count)]
             losses, correct = torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
         else:
-            losses, correct = vmap(self._loss)(leaves, x, y, self._masks(x))
+            losses, correct = vmap(self._loss)({**leaves, **self.buffers}, x, y, self._masks(x))
         grads = dict(zip(leaves, torch.autograd.grad(losses.sum(), list(leaves.values()))))
         for p in leaves.values():
             p.requires_grad_(False)
@@ -165,12 +174,15 @@ class Replicas:
 
     def state_dict(self) -> dict:
         return {"params": {n: p.clone() for n, p in self.params.items()},
+                "buffers": {n: b.clone() for n, b in self.buffers.items()},
                 "velocity": {n: v.clone() for n, v in self.velocity.items()},
                 "generators": [g.get_state() for g in self.generators]}
 
     def load_state_dict(self, state: dict) -> None:
         for name, p in self.params.items():
             p.copy_(state["params"][name])
+        for name, b in self.buffers.items():
+            b.copy_(state["buffers"][name])
         self.velocity = {n: v.clone() for n, v in state["velocity"].items()}
         for g, s in zip(self.generators, state["generators"]):
             g.set_state(s)

@@ -3,20 +3,20 @@ Learning (Neurocomputing)."""
 
 from .analysis import (accuracy, accuracy_by_epoch, communication_pct, epoch_losses, framing_table,
                       iteration_seconds, last_events, mean_accuracy, messages, messages_pct, network_notes,
-                      paper_vs_ours, per_tensor_messages, share_after_forced, sweep_table, table1, table2,
+                      optimizer_table, paper_vs_ours, per_tensor_messages, share_after_forced, sweep_table, table1, table2,
                       tensor_sizes, time_table, traces, trigger_table)
-from .profiles import EVENTGRAD
+from .profiles import EVENTGRAD, EVENTGRAD_CIFAR10
 from .published import PUBLISHED
 from ..record import Paper
-from .runs import (BATCH, FORCED, HORIZON, LABELS, LR, MODEL, TOPK, EventGradRuns, event, eventgrad_recipes,
+from .runs import (BATCH, FORCED, HORIZON, LABELS, LR, MODEL, SETUPS, TOPK, EventGradRuns, event, eventgrad_recipes,
                    eventgrad_runs, methods)
 
 PAPER = Paper(name="eventgrad", title="Ghosh, Aquino & Gupta 2021, EventGraD: Event-Triggered Communication in "
               "Parallel Machine Learning", order=2, recipes=eventgrad_recipes())
 
-__all__ = ["BATCH", "EVENTGRAD", "EventGradRuns", "FORCED", "HORIZON", "LABELS", "LR", "MODEL", "PAPER",
-           "PUBLISHED", "TOPK", "accuracy", "accuracy_by_epoch", "communication_pct", "epoch_losses", "event",
+__all__ = ["BATCH", "EVENTGRAD", "EVENTGRAD_CIFAR10", "EventGradRuns", "FORCED", "HORIZON", "LABELS", "LR", "MODEL", "PAPER",
+           "PUBLISHED", "SETUPS", "TOPK", "accuracy", "accuracy_by_epoch", "communication_pct", "epoch_losses", "event",
            "eventgrad_recipes", "eventgrad_runs", "framing_table", "iteration_seconds", "last_events",
-           "mean_accuracy", "messages", "messages_pct", "methods", "network_notes", "paper_vs_ours",
+           "mean_accuracy", "messages", "messages_pct", "methods", "network_notes", "optimizer_table", "paper_vs_ours",
            "per_tensor_messages", "share_after_forced", "sweep_table", "table1", "table2", "tensor_sizes",
            "time_table", "traces", "trigger_table"]

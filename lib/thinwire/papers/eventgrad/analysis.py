@@ -201,22 +201,39 @@ def _closest(sweep_frame, target_pct: float) -> str:
     return f"{rule} rule, horizon {h:g}: {row['% messages']:.1f}% of messages, gap {row['gap to D-PSGD']:+.2f}"
 
 
-def _topk_why(fractions, ours_msgs: float, msgs) -> str:
+def _optimizer_evidence(optimizer, label: str) -> str:
+    """The gap of ``label`` under each SGD setting of ``optimizer_table``."""
+    if optimizer is None or label not in optimizer.index:
+        return ""
+    names = [c[len("gap, "):] for c in optimizer.columns if c.startswith("gap, ")]
+    return "; by SGD setting (first seed): " + ", ".join(
+        f"{name} {optimizer.loc[label, f'gap, {name}']:+.2f} at {optimizer.loc[label, f'% messages, {name}']:.1f}% "
+        "of messages" for name in names)
+
+
+def _topk_why(fractions, ours_msgs: float, msgs, longer=None) -> str:
     text = f"Top-K sends {ours_msgs:.1f}% of messages (paper {msgs}), 10% of a tensor's entries per event"
     if fractions is None:
         return text + "; open: no experiment here explains the gap yet"
     steps = ", ".join(f"{label} {row['gap to D-PSGD']:+.2f}" for label, row in fractions.iloc[1:].iterrows())
-    return text + f"; first seed, gap to D-PSGD as each event carries more of the tensor: {steps}"
+    text += f"; first seed, gap to D-PSGD without the trigger and as each event carries more of the tensor: {steps}"
+    column = "gap EventGraD Top-10%"
+    if longer is not None and column in longer:
+        text += "; twice as long, by epoch: " + ", ".join(f"{g:+.2f}" for g in longer[column])
+    return text
 
 
 def paper_vs_ours(t1, t2, sweep_frame, published: dict, horizon: float, trigger=None,
-                  by_epoch=None, longer=None, fractions=None, heartbeat=None) -> "pd.DataFrame":
+                  by_epoch=None, longer=None, fractions=None, heartbeat=None,
+                  dataset: str = "mnist", optimizer=None) -> "pd.DataFrame":
     """The notebook's "paper vs ours" table: Table 1-2 at each ring size we ran, and the
     official MNIST claim; the "why" column quotes the sweep, the trigger ablation
     (``trigger_table``: the last row is the random trigger), the gap by epoch and in the
-    longer runs (a frame with a ``gap EventGraD`` column) and the Top-K fractions
-    (``trigger_table`` rows D-PSGD, EventGraD, then Top-K by growing fraction) and the
-    heartbeat runs (``trigger_table`` rows D-PSGD, EventGraD, then each max_gap)."""
+    longer runs (a frame with ``gap EventGraD`` and ``gap EventGraD Top-10%`` columns) and
+    the Top-K runs (``trigger_table`` rows D-PSGD, EventGraD, then Top-K without a trigger
+    and by growing fraction) and the heartbeat runs (``trigger_table`` rows D-PSGD,
+    EventGraD, then each max_gap) and the methods under two SGD settings
+    (``optimizer_table``)."""
     import pandas as pd
     rows = []
     evidence = ""
@@ -234,7 +251,8 @@ def paper_vs_ours(t1, t2, sweep_frame, published: dict, horizon: float, trigger=
     span = (f"the horizon sets the share: across the sweep {sweep_frame['% messages'].min():.1f}-"
             f"{sweep_frame['% messages'].max():.1f}% of messages with gaps {sweep_frame['gap to D-PSGD'].min():+.2f} to "
             f"{sweep_frame['gap to D-PSGD'].max():+.2f} points; the paper's horizon was lost in extraction (we run "
-            f"{horizon:g}); CIFAR-10 / ResNet-18 is not run here, so model and data remain open as causes")
+            f"{horizon:g}); " + ("the paper's CIFAR-10 setting, synchronous delivery" if dataset == "cifar10" else
+                                 "CIFAR-10 / ResNet-18 is not run here, so model and data remain open as causes"))
     for k in t1.index:
         regular, event, pct = published["table1"].get(int(k), (None, None, None))
         rows.append({"quantity": f"{k} peers: % of messages, EventGraD (Table 1)", "paper": pct,
@@ -243,7 +261,8 @@ def paper_vs_ours(t1, t2, sweep_frame, published: dict, horizon: float, trigger=
                      "paper": None if regular is None else event - regular,
                      "ours": t1.loc[k, "gap (EventGraD - D-PSGD)"],
                      "why": f"messages buy accuracy along the sweep; closest to the paper's share: "
-                            f"{_closest(sweep_frame, pct or 43.0)}" + evidence})
+                            f"{_closest(sweep_frame, pct or 43.0)}" + evidence
+                            + _optimizer_evidence(optimizer, "EventGraD")})
     for k in t2.index:
         acc, msgs, comm = published["table2"].get(int(k), (None, None, None))
         regular = published["table1"].get(int(k), (None,))[0]
@@ -256,7 +275,8 @@ def paper_vs_ours(t1, t2, sweep_frame, published: dict, horizon: float, trigger=
                             f"nothing); the wire with framing: {t2.loc[k, '% communication (wire bytes)']:.2f}%"})
         rows.append({"quantity": f"{k} peers: accuracy gap, Top-10% - D-PSGD (Table 2, points)",
                      "paper": None if acc is None else acc - regular, "ours": t2.loc[k, "gap to D-PSGD"],
-                     "why": _topk_why(fractions, ours_msgs, msgs)})
+                     "why": _topk_why(fractions, ours_msgs, msgs, longer)
+                            + _optimizer_evidence(optimizer, "EventGraD Top-10%")})
     rows.append({"quantity": "MNIST: % of messages saved at 4 peers (official README)",
                  "paper": published["mnist_messages_saved"], "ours": 100.0 - t1.loc[t1.index[0], "% messages"],
                  "why": "the README gives no horizon, ring size or accuracy; " + span.split(";")[0]})
@@ -281,3 +301,17 @@ def trigger_table(results: dict, dpsgd) -> "pd.DataFrame":
     import pandas as pd
     return pd.DataFrame({label: {"accuracy": accuracy(r), "gap to D-PSGD": accuracy(r) - accuracy(dpsgd),
                                  "% messages": messages_pct(r, dpsgd)} for label, r in results.items()}).T
+
+
+def optimizer_table(settings: dict) -> "pd.DataFrame":
+    """{SGD setting: {method label: result}} (each with its own D-PSGD) -> per method and
+    setting the accuracy, the gap to that setting's D-PSGD, % messages and % communication."""
+    import pandas as pd
+    columns = {}
+    for name, group in settings.items():
+        dpsgd = group["D-PSGD"]
+        columns[f"accuracy, {name}"] = {label: accuracy(r) for label, r in group.items()}
+        columns[f"gap, {name}"] = {label: accuracy(r) - accuracy(dpsgd) for label, r in group.items()}
+        columns[f"% messages, {name}"] = {label: messages_pct(r, dpsgd) for label, r in group.items()}
+        columns[f"% communication, {name}"] = {label: communication_pct(r, dpsgd) for label, r in group.items()}
+    return pd.DataFrame(columns)

@@ -8,20 +8,36 @@ initial model on every peer (one seeded model, copied). Methods (``METHODS``): D
 tensor to both neighbours every iteration), EventGraD (the event trigger, horizon 1 by
 default: the paper's Table 1 horizon was lost in extraction and the repository's example
 uses 1) and EventGraD with Top-10% (``TOPK``; 7.3% = 2 x 10% x 36.6% in Table 2).
+
+CIFAR-10 (``dataset="cifar10"``, read from ``data/cifar10``), the paper's Tables 1-2 and the
+official ``dcifar10`` code: the code's "ResNet-18" (``eventgrad_resnet18``: 3 BasicBlocks
+per stage, 86 tensors; ``model="resnet(blocks=(2, 2, 2, 2))"`` is the standard one, 62
+tensors), a global batch of 256 split over the peers, SGD lr 0.01 with momentum 0.9 kept
+per peer, seeded shards reshuffled every epoch (libtorch's ``DistributedRandomSampler``),
+pad-4 crop and flip, 20 epochs at the paper profile. The code feeds raw 0-255 pixels;
+here inputs are standardised per channel as everywhere else in the workbench (the batch
+norm after the stem absorbs a scale). Batch-norm statistics stay with each peer.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ...datasets import TRAIN_SIZES
 from ...experiment import RunConfig
 from ..profile import check_profile, check_steps
 from ..recipe import Recipe, recipes
-from .profiles import EVENTGRAD
+from .profiles import EVENTGRAD, EVENTGRAD_CIFAR10
 
 MODEL = "eventgrad_mnist_cnn"
 BATCH = 64          # per peer
 LR = 0.05
+SETUPS = {          # per dataset: the official code's network and training settings
+    "mnist": dict(model=MODEL, batch=BATCH, lr=LR, momentum=0.0, sampling="sequential", augment="none"),
+    "fashion_mnist": dict(model=MODEL, batch=BATCH, lr=LR, momentum=0.0, sampling="sequential", augment="none"),
+    "cifar10": dict(model="eventgrad_resnet18", global_batch=256, lr=0.01, momentum=0.9, sampling="shuffled",
+                    augment="crop_flip"),
+}
 HORIZON = 1.0
 TOPK = 0.1
 TOPK_CODEC = f"topk(ratio={TOPK})"  # keyed sends: the policy names the entries; the ratio matches its k
@@ -58,39 +74,54 @@ class EventGradRuns:
     scale_seeds: tuple[int, ...] = ()     # the seeds at 8 and 16 peers
     peers: tuple[int, ...] = ()
     epochs: int = 0
+    forced: int = 0                       # the forced iterations of every EventGraD run
     gloo: RunConfig | None = None         # a short EventGraD run, 4 peers: in-process vs one gloo rank per peer
-    longer: dict[str, RunConfig] = field(default_factory=dict)  # D-PSGD and EventGraD, 4 peers, 1st seed, twice as long
+    longer: dict[str, RunConfig] = field(default_factory=dict)  # each method, 4 peers, 1st seed, twice as long
     topk: dict[float, RunConfig] = field(default_factory=dict)    # Top-K fraction -> EventGraD Top-K, 4 peers, 1st seed
+    topk_every: RunConfig | None = None   # Top-10% whenever a norm moves at all (horizon 0): no trigger, 4 peers, 1st seed
+    cifar_optimizer: dict[str, RunConfig] = field(default_factory=dict)  # each method with the CIFAR-10 SGD, 4 peers, 1st seed
     heartbeat: dict[int, RunConfig] = field(default_factory=dict)  # max_gap -> EventGraD with a heartbeat, 4 peers, 1st seed
 
     def all(self) -> list[RunConfig]:
         seen = {}
         for config in [*self.headline.values(), *self.sweep.values(), *self.longer.values(),
-                       *self.topk.values(), *self.heartbeat.values()]:
+                       *self.topk.values(), *self.heartbeat.values(), *filter(None, [self.topk_every]),
+                       *self.cifar_optimizer.values()]:
             seen.setdefault(config.key(), config)
         return list(seen.values())
 
 
-def eventgrad_runs(*, profile: str, dataset: str = "mnist", horizon: float = HORIZON, lr: float = LR,
-                   seed: int = 0, device: str = "auto", steps: int = 0) -> EventGradRuns:
+def eventgrad_runs(*, profile: str, dataset: str = "mnist", horizon: float = HORIZON, lr: float = 0.0,
+                   seed: int = 0, device: str = "auto", steps: int = 0, model: str = "") -> EventGradRuns:
     """Validated configs of every table and figure; ``ValueError`` names a bad parameter.
+    ``lr`` 0 and ``model`` "" take the official code's for ``dataset`` (``SETUPS``);
     ``steps`` > 0 caps every run at that many steps (time-capped GPU runs)."""
-    size = EVENTGRAD[check_profile(profile)]
+    check_profile(profile)
+    if dataset not in SETUPS:
+        raise ValueError(f"dataset={dataset!r} is not allowed: dataset must be one of {list(SETUPS)}")
+    size = (EVENTGRAD_CIFAR10 if dataset == "cifar10" else EVENTGRAD)[profile]
+    setup = SETUPS[dataset]
     check_steps(steps)
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise ValueError(f"seed={seed!r} is not allowed: seed must be an int >= 0")
-    samples = size["train_samples"] or 60000
+    if not isinstance(lr, (int, float)) or isinstance(lr, bool) or lr < 0:
+        raise ValueError(f"lr={lr!r} is not allowed: lr must be a number > 0, or 0 for the official code's")
+    if not isinstance(model, str):
+        raise ValueError(f"model={model!r} is not allowed: model must be a model spec, or '' for the official code's")
+    samples = size["train_samples"] or TRAIN_SIZES[dataset]
 
     def config(settings: dict, peers: int, s: int) -> RunConfig:
-        per_epoch = samples // peers // BATCH
+        batch = setup["global_batch"] // peers if "global_batch" in setup else setup["batch"]
+        per_epoch = samples // peers // batch
         length = per_epoch * size["epochs"]
-        return RunConfig("eventgrad", dataset=dataset, model=MODEL, workers=peers, batch_size=BATCH,
-                         steps=min(steps, length) if steps else length, eval_every=per_epoch,
+        return RunConfig("eventgrad", dataset=dataset, model=model or setup["model"], workers=peers,
+                         batch_size=batch, steps=min(steps, length) if steps else length, eval_every=per_epoch,
                          train_samples=size["train_samples"], eval_samples=size["eval_samples"], seed=seed + s,
-                         device=device, sampling="sequential", lr=lr, **settings)
+                         device=device, sampling=setup["sampling"], augment=setup["augment"],
+                         lr=lr or setup["lr"], momentum=setup["momentum"], **settings)
 
     runs = EventGradRuns(seeds=size["seeds"], scale_seeds=size["scale_seeds"], peers=size["peers"],
-                         epochs=size["epochs"])
+                         epochs=size["epochs"], forced=size["forced"])
     for peers in size["peers"]:
         for s in size["seeds"] if peers == 4 else size["scale_seeds"]:
             for label, settings in methods(horizon, forced=size["forced"]).items():
@@ -103,8 +134,11 @@ def eventgrad_runs(*, profile: str, dataset: str = "mnist", horizon: float = HOR
                                                       push_codec=f"topk(ratio={fraction})")
     for gap in size["max_gaps"]:
         runs.heartbeat[gap] = event4.replace(push_policy=event(horizon, forced=size["forced"], max_gap=gap))
-    for label in LABELS[:2]:
+    runs.topk_every = runs.topk[TOPK].replace(push_policy=event(0.0, topk=TOPK, forced=size["forced"]))
+    cifar = SETUPS["cifar10"]
+    for label in LABELS:
         config4 = runs.headline[(label, 4, first)]
+        runs.cifar_optimizer[label] = config4.replace(lr=cifar["lr"], momentum=cifar["momentum"])
         runs.longer[label] = config4.replace(steps=2 * config4.steps)
     runs.gloo = event4.replace(steps=min(event4.steps, GLOO_STEPS), eval_every=min(event4.steps, GLOO_STEPS))
     runs.sweep[("paper", horizon)] = runs.headline[("EventGraD", 4, first)]
