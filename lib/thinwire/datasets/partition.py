@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from .transforms import AUGMENTS, random_crop_flip
-
-CROP_PADDING = 4  # pixels on each side before the random crop (the CIFAR-10 recipe)
+from .transforms import AUGMENTS, CROP_PADDING, random_crop_flip
 
 SAMPLINGS = ("shuffled", "sequential")
 

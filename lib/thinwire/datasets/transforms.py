@@ -14,6 +14,7 @@ def normalize(images: torch.Tensor, mean: tuple[float, ...], std: tuple[float, .
 
 
 AUGMENTS = ("none", "crop_flip")
+CROP_PADDING = 4  # pixels on each side before the random crop (the CIFAR-10 recipe)
 
 
 def random_crop_flip(images: torch.Tensor, padding: int, generator: torch.Generator,
@@ -23,11 +24,9 @@ def random_crop_flip(images: torch.Tensor, padding: int, generator: torch.Genera
     channel (default 0); offsets and flips are drawn on the CPU from ``generator``, one per
     image, so a batch gets the same draws on every device."""
     n, c, h, w = images.shape
-    if fill is None:
-        padded = torch.nn.functional.pad(images, (padding,) * 4)
-    else:
-        padded = fill.to(images).view(1, c, 1, 1).expand(n, c, h + 2 * padding, w + 2 * padding).clone()
-        padded[:, :, padding:padding + h, padding:padding + w] = images
+    fill = torch.zeros(c) if fill is None else fill
+    padded = fill.to(images).view(1, c, 1, 1).expand(n, c, h + 2 * padding, w + 2 * padding).clone()
+    padded[:, :, padding:padding + h, padding:padding + w] = images
     dy = torch.randint(0, 2 * padding + 1, (n,), generator=generator).to(images.device)
     dx = torch.randint(0, 2 * padding + 1, (n,), generator=generator).to(images.device)
     flip = (torch.rand(n, generator=generator) < 0.5).to(images.device)

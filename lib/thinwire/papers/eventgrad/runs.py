@@ -32,9 +32,10 @@ from .profiles import EVENTGRAD, EVENTGRAD_CIFAR10
 MODEL = "eventgrad_mnist_cnn"
 BATCH = 64          # per peer
 LR = 0.05
+MNIST_SETUP = dict(model=MODEL, batch=BATCH, lr=LR, momentum=0.0, sampling="sequential", augment="none")
 SETUPS = {          # per dataset: the official code's network and training settings
-    "mnist": dict(model=MODEL, batch=BATCH, lr=LR, momentum=0.0, sampling="sequential", augment="none"),
-    "fashion_mnist": dict(model=MODEL, batch=BATCH, lr=LR, momentum=0.0, sampling="sequential", augment="none"),
+    "mnist": MNIST_SETUP,
+    "fashion_mnist": MNIST_SETUP,
     "cifar10": dict(model="eventgrad_resnet18", global_batch=256, lr=0.01, momentum=0.9, sampling="shuffled",
                     augment="crop_flip"),
 }
