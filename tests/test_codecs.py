@@ -21,6 +21,7 @@ SPECS = [
     "qsgd(bits=8, bucket=512, norm='l2')", "qsgd(bits=3, bucket=7, norm='max')", "qsgd(bits=12, bucket=100)",
     "binquant(bits=4, coder='huffman', per='column')", "binquant(bits=6, per='row')",
     "sized(quantize(bits=8), min_numel=100)", "sized(binquant(bits=3, per='row'), min_numel=10, ndim=2, otherwise='fp16')",
+    "colquant(bits=2)", "colquant(bits=8, eps=0.0)", "colquant(bits=11, max_floor=True)",
 ]
 
 finite = arrays(np.float32, st.integers(0, 300),

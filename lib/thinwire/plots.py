@@ -70,7 +70,7 @@ def modelled_time(result) -> np.ndarray:
     """Cumulative modelled seconds: the median measured compute per step (after a warm-up,
     ``experiment/timing.py``) + the modelled communication of each step."""
     steps = len(result.metrics["comm_seconds"])
-    per_step = result.seconds("compute_seconds") / max(1, result.config.steps)
+    per_step = result.seconds("compute_seconds") / max(1, result.steps)
     return per_step * np.arange(1, steps + 1) + np.cumsum(result.metrics["comm_seconds"])
 
 

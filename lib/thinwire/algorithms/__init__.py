@@ -5,6 +5,7 @@ from .optimizers import OPTIMIZERS, make_optimizer
 from .plump_dp import PULL_MODES, ParameterServerSection, PlumpDP
 from .declared import Declared
 from .eventgrad import EventGraD, EventGradSection
+from .mqgrad import MQGrad, MQGradSection
 from .report import CodecTimes, PhaseTally, StepReport, Tally
 from .round import Round, local_gradients, ready
 from .section import Section
@@ -13,7 +14,7 @@ from .sharded_ps import SCHEDULES, ShardedPS, ShardedPSSection
 from .slim_dp import SCOPES, SERVER_SCALES, SlimDP, SlimDPSection
 from .weight_averaging import WeightAveraging, WeightAveragingSection
 
-ALGORITHMS: dict[str, type] = {"eventgrad": EventGraD, "plump_dp": PlumpDP, "sharded_ps": ShardedPS, "slim_dp": SlimDP,
+ALGORITHMS: dict[str, type] = {"eventgrad": EventGraD, "mqgrad": MQGrad, "plump_dp": PlumpDP, "sharded_ps": ShardedPS, "slim_dp": SlimDP,
                                "weight_averaging": WeightAveraging}
 
 
@@ -29,6 +30,6 @@ def register_algorithm(name: str, cls: type) -> type:
     return cls
 
 
-__all__ = ["ALGORITHMS", "Algorithm", "CodecTimes", "Declared", "EventGraD", "EventGradSection", "Round", "local_gradients", "ready", "OPTIMIZERS", "PULL_MODES", "ROLES", "ParameterServerSection", "PhaseTally",
+__all__ = ["ALGORITHMS", "Algorithm", "CodecTimes", "Declared", "EventGraD", "EventGradSection", "MQGrad", "MQGradSection", "Round", "local_gradients", "ready", "OPTIMIZERS", "PULL_MODES", "ROLES", "ParameterServerSection", "PhaseTally",
            "PlumpDP", "SCHEDULES", "SCOPES", "SERVER_SCALES", "Section", "SlimDP", "SlimDPSection", "ServerAgent", "ShardedPS", "ShardedPSSection", "StepReport", "Tally", "WeightAveraging",
            "WeightAveragingSection", "check_algorithm", "make_optimizer", "register_algorithm"]

@@ -31,6 +31,8 @@ class Algorithm(Protocol):
     local_workers: list[int]     # the agents on this process that train on data: step() gets their batches
     # An algorithm whose training reads ``config.network`` (e.g. to schedule by link speed)
     # sets the class attribute ``reads_network = True``: the network then enters its results key.
+    # An algorithm that may end a run before ``config.steps`` (a time budget) sets
+    # ``stops_early = True`` and returns ``StepReport.stop`` on the step after which it ends.
 
     def step(self, step: int, x: torch.Tensor, y: torch.Tensor) -> StepReport:
         """One synchronous step. x, y: the batches of ``local_workers`` stacked (len, B, ...)."""

@@ -113,3 +113,4 @@ class StepReport:
     exchange_seconds: dict[str, float] = field(default_factory=dict)  # phase -> measured time in the transport
     tally: Tally = field(default_factory=Tally)          # codec and policy statistics by phase
     extra: dict[str, float] = field(default_factory=dict)  # algorithm measurements, mean over local workers
+    stop: bool = False             # the algorithm's run is over after this step (a time budget spent)

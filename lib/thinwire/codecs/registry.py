@@ -7,6 +7,7 @@ arguments; nested codecs are positional. ``Codec.spec()`` prints the canonical f
 from __future__ import annotations
 
 from .quantize.binquant import BinQuantize
+from .quantize.column_minmax import ColumnQuantize
 from .quantize.qsgd import QSGD
 from .base import Codec
 from .compose.chain import Chain
@@ -22,7 +23,7 @@ from ..spec_syntax import call_parts, parse
 
 CODECS: dict[str, type[Codec]] = {
     cls.name: cls for cls in (Float32, Float16, TopK, Quantize, ErrorFeedback, Chain, GradDrop,
-                              BinQuantize, QSGD, KeyCache, Sized)
+                              BinQuantize, QSGD, KeyCache, Sized, ColumnQuantize)
 }
 
 

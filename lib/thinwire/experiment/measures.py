@@ -80,7 +80,7 @@ def codec_seconds(result, side: str | None = None, part: str | None = None, star
 def priced_per_step(result, network: str) -> np.ndarray:
     """Communication seconds of each step on ``network`` (a preset, a registered or a
     ``link(...)`` spec), from the run's ledger."""
-    return network_preset(network).seconds_per_step(result.ledger, result.config.steps)
+    return network_preset(network).seconds_per_step(result.ledger, result.steps)
 
 
 def priced_seconds(result, network: str, start: int = 0) -> float:
@@ -91,7 +91,7 @@ def priced_seconds(result, network: str, start: int = 0) -> float:
 def images_per_second(result, network: str | None = None, start: int = 0) -> float:
     """Images / (measured compute + communication priced on ``network``) from step ``start``
     on; without a network, images / measured wall time."""
-    images = result.config.workers * result.config.batch_size * (result.config.steps - start)
+    images = result.config.workers * result.config.batch_size * (result.steps - start)
     if network is None:
         return images / measured_seconds(result, "wall_seconds", start)
     return images / (measured_seconds(result, "compute_seconds", start) + priced_seconds(result, network, start))

@@ -25,10 +25,15 @@ class Result:
     ledger: Ledger
     provenance: dict = field(default_factory=dict)  # where and when the times were taken (timing.py)
 
+    @property
+    def steps(self) -> int:
+        """The steps run: ``config.steps``, or fewer when the algorithm ended the run early."""
+        return len(self.metrics["loss"])
+
     def seconds(self, name: str = "compute_seconds", start: int = 0) -> float:
         """A timed metric (``compute_seconds``, ``codec_seconds``, ``wall_seconds``) for the
         steps from ``start`` on: their number times the median step after a warm-up."""
-        return (self.config.steps - start) * median_after_warmup(self.metrics[name], start)
+        return (self.steps - start) * median_after_warmup(self.metrics[name], start)
 
     def phase(self, name: str, start: int = 0):
         """``Traffic`` (bytes, payload, framing, messages) of phase ``name`` from step ``start``

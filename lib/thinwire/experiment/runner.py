@@ -68,7 +68,7 @@ def priced(result: Result, config: RunConfig) -> Result:
     if result.config.network == config.network:
         return result
     metrics = {**result.metrics, "comm_seconds": network_preset(config.network).seconds_per_step(
-        result.ledger, config.steps).tolist()}
+        result.ledger, result.steps).tolist()}
     return Result(config, result.backend, metrics, _summarize(config, metrics), result.ledger, result.provenance)
 
 
@@ -205,25 +205,30 @@ def _train(config: RunConfig, transport: Transport, backend: str, progress: bool
         local = algo.step(step, x, y)
         synchronize(device)
         local.extra["wall_seconds"] = time.perf_counter() - t0
-        evaluated = (step + 1) % config.eval_every == 0 or step + 1 == config.steps
+        # an algorithm that may end early (a time budget) says so on one rank: all must agree
+        stop = getattr(algo, "stops_early", False) and any(transport.all_gather_object(local.stop))
+        evaluated = (step + 1) % config.eval_every == 0 or step + 1 == config.steps or stop
         params = algo.global_params() if evaluated else None  # may be collective: every rank calls it
         if params is not None:
             local.extra["test_loss"], local.extra["test_accuracy"] = evaluate(model, params, test_x, test_y,
                                                                               loss=config.loss)
-        due = checkpoint is not None and step + 1 < config.steps and checkpoint.due(step + 1)
+        due = checkpoint is not None and step + 1 < config.steps and not stop and checkpoint.due(step + 1)
         gathered = transport.all_gather_object((local, due))  # rank 0's ``due`` decides for all
         rows.append(_combine(step, [part for part, _ in gathered], batches_per_epoch))
         if gathered[0][1]:
             checkpoint.save({"step": step + 1, "rows": rows, "algorithm": algo.state_dict(),
                              "streams": {k: s.state_dict() for k, s in streams.items()},
                              "ledger": transport.ledger.to_arrays()})
+        if stop:
+            break
 
+    steps = len(rows)  # config.steps, or fewer when the algorithm ended the run
     ledger = transport.merged_ledger()
     network = network_preset(config.network)
-    comm = network.seconds_per_step(ledger, config.steps)
+    comm = network.seconds_per_step(ledger, steps)
     keys = list(dict.fromkeys(k for r in rows for k in r))
     metrics = {k: [r.get(k) for r in rows] for k in keys}
-    for name, values in ledger.per_step(config.steps, algo.phases, algo.roles).items():
+    for name, values in ledger.per_step(steps, algo.phases, algo.roles).items():
         metrics[name] = values.tolist()
     metrics["comm_seconds"] = comm.tolist()
     return Result(config, backend, metrics, _summarize(config, metrics), ledger, taken)
@@ -307,11 +312,12 @@ def _summarize(config: RunConfig, m: dict) -> dict:
     reported them. Times are medians after a warm-up (``timing.py``): ``<name>_per_step``,
     and the run's ``compute_seconds``, ``codec_seconds`` and ``wall_seconds`` are that
     median times the steps; communication is the network model over the whole ledger."""
+    steps = len(m["loss"])  # the steps run: config.steps unless the algorithm ended the run early
     medians = step_medians(m)
-    compute = medians["compute_seconds_per_step"] * config.steps
+    compute = medians["compute_seconds_per_step"] * steps
     comm = float(np.sum(m["comm_seconds"]))
-    wall = medians["wall_seconds_per_step"] * config.steps
-    images = config.workers * config.batch_size * config.steps
+    wall = medians["wall_seconds_per_step"] * steps
+    images = config.workers * config.batch_size * steps
     counted = [k for k in m if k.endswith(("_bytes", "_payload", "_messages")) or k in ("bytes", "messages")]
     summary = {k: int(np.sum(m[k])) for k in counted}
     stats = [k for k in m if k.endswith(("_density", "_tied", "_bits", "_entropy", "_sent"))]
@@ -327,9 +333,9 @@ def _summarize(config: RunConfig, m: dict) -> dict:
         "payload_per_step": float(np.mean(m["payload_bytes"])),
         "framing_per_step": float(np.mean(m["framing_bytes"])),
         **medians,
-        "timing_warmup_steps": warmup_steps(config.steps),
+        "timing_warmup_steps": warmup_steps(steps),
         "compute_seconds": compute,
-        "codec_seconds": medians["codec_seconds_per_step"] * config.steps,
+        "codec_seconds": medians["codec_seconds_per_step"] * steps,
         "comm_seconds": comm,
         "images_per_second_modelled": images / (compute + comm) if compute + comm > 0 else None,
         "wall_seconds": wall,

@@ -179,8 +179,12 @@ class Replicas:
                 "generators": [g.get_state() for g in self.generators]}
 
     def load_state_dict(self, state: dict) -> None:
-        for name, p in self.params.items():
-            p.copy_(state["params"][name])
+        for name, p in list(self.params.items()):
+            saved = state["params"][name]
+            if saved.stride() != p.stride() and _dense(saved):  # the layout ``_match_layout`` chose: a resumed
+                # run computes in the same order, so its numbers are the uninterrupted run's
+                self.params[name] = p = torch.empty_strided(p.shape, saved.stride(), dtype=p.dtype, device=p.device)
+            p.copy_(saved)
         for name, b in self.buffers.items():
             b.copy_(state["buffers"][name])
         self.velocity = {n: v.clone() for n, v in state["velocity"].items()}

@@ -9,7 +9,8 @@ from .event_trigger import EventTrigger
 from .random_send import RandomSend
 from .relative_change import RelativeChange
 from .registry import POLICIES, make_policy, register
+from .sarsa_bits import SarsaBits
 from .schedule import RandomBits
 
-__all__ = ["Always", "Controller", "CoreExplorer", "Decision", "EntropyBits", "EventTrigger", "POLICIES", "Policy", "RandomBits", "RandomSend", "RelativeChange",
+__all__ = ["Always", "Controller", "CoreExplorer", "Decision", "EntropyBits", "EventTrigger", "POLICIES", "Policy", "RandomBits", "RandomSend", "RelativeChange", "SarsaBits",
            "make_policy", "register"]

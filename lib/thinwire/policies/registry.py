@@ -9,11 +9,12 @@ from .entropy_bits import EntropyBits
 from .event_trigger import EventTrigger
 from .random_send import RandomSend
 from .relative_change import RelativeChange
+from .sarsa_bits import SarsaBits
 from .schedule import RandomBits
 from ..spec_syntax import call_parts, parse
 
 POLICIES: dict[str, type[Policy]] = {cls.name: cls for cls in (Always, CoreExplorer, EntropyBits, EventTrigger, RandomBits, RandomSend,
-                                                               RelativeChange)}
+                                                               RelativeChange, SarsaBits)}
 
 
 def register(cls: type[Policy]) -> type[Policy]:

@@ -1,0 +1,115 @@
+"""MQGrad's gradient quantizer (Cui et al. 2018, Sec. 4.1 and footnote 1; official code
+``quantization/util/any_level.cc``, ``quantize_gradient_according_column``):
+``colquant(bits=K)``.
+
+One range per column of the TensorFlow weight [in, out], which is one range per *row* of
+a torch ``Linear`` weight [out, in]; a tensor that is not 2-D has one range. For each row r:
+
+1. lo_r = min(row), hi_r = max(row)            (two float32 values per row on the wire)
+2. i = min(floor(2^K (w - lo_r) / (hi_r + eps - lo_r)), 2^K - 1)   (eps = 1e-6: the
+   code's; the clamp catches the top value when eps is 0)
+3. the K-bit codes, bit-packed (``kernels/bitpack.py``)
+4. decode at the bin centres of the range without eps, as the code's decoder does:
+   w' = lo_r + (i + 1/2) (hi_r - lo_r) / 2^K
+so |w - w'| <= (hi_r - lo_r + eps) / 2^(K+1) + eps. A constant row decodes to its value
+plus (hi - lo) / 2^(K+1) = 0, exactly.
+
+``bits=0`` takes K from each encode's decision (MQGrad's agent broadcasts it); every
+message carries its K. ``max_floor=True`` starts each row's maximum at FLT_MIN, as the
+code does (``std::numeric_limits<float>::min()``, the smallest *positive* float): an
+all-negative row then gets hi = 1.2e-38 instead of its maximum, a wider range and coarser
+bins. Off by default: the paper does not describe it, and it reads as a slip. Steps 1-2
+run as a few vectorized tensor operations in float64 (the code computes in float32;
+they can differ only for a value on a bin edge).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..base import Codec, expect_part, plain_decision
+from ..errors import CorruptMessageError
+from ..kernels import bitpack
+from ..payload import Payload
+from ..state import CodecState
+from .bin_quantize import check_bits
+
+FLT_MIN = 1.1754943508222875e-38  # std::numeric_limits<float>::min()
+EPS = 1e-6
+
+
+def _rows(flat: torch.Tensor, shape: tuple) -> torch.Tensor:
+    return flat.reshape(shape) if len(shape) == 2 else flat.reshape(1, -1)
+
+
+class ColumnQuantize(Codec):
+    name = "colquant"
+    codec_id = 13
+    refuses_non_finite = True  # its own first pass refuses NaN and Inf, before any state changes
+
+    def __init__(self, bits: int = 0, eps: float = EPS, max_floor: bool = False):
+        self.bits = 0 if bits == 0 and not isinstance(bits, bool) else check_bits("bits", bits)
+        if not (isinstance(eps, (int, float)) and not isinstance(eps, bool) and 0 <= eps <= 1):
+            raise ValueError(f"eps={eps!r} is not allowed: eps must be a number in [0, 1]")
+        if not isinstance(max_floor, bool):
+            raise ValueError(f"max_floor={max_floor!r} is not allowed: max_floor must be True or False")
+        self.eps, self.max_floor = float(eps), max_floor
+
+    def params(self) -> dict:
+        extra = {"max_floor": True} if self.max_floor else {}
+        return {"bits": self.bits, "eps": self.eps, **extra}
+
+    def warm_up_decision(self):
+        return None if self.bits else plain_decision(bits=8)
+
+    def compress(self, flat, state: CodecState, key: str, shape: tuple = ()) -> Payload:
+        if not self.bits:
+            raise ValueError(f"{self.spec()} takes its bit width from a policy decision: "
+                             "encode(..., decision=Decision(bits=K))")
+        return self._quantize(flat, self.bits, state, shape)
+
+    def compress_decided(self, flat, state: CodecState, key: str, decision, shape: tuple = ()) -> Payload:
+        if decision.keys is not None or decision.bits is None:
+            return super().compress_decided(flat, state, key, decision, shape)
+        if self.bits and decision.bits != self.bits:
+            raise ValueError(f"{self.spec()} sends {self.bits} bits; a decision of {decision.bits} needs bits=0")
+        return self._quantize(flat, check_bits("bits", decision.bits), state, shape)
+
+    def _quantize(self, flat: torch.Tensor, bits: int, state: CodecState, shape: tuple) -> Payload:
+        state.last.bits = bits
+        rows = _rows(flat.to(torch.float32), shape)
+        if rows.numel() == 0:
+            lo = hi = torch.zeros(rows.shape[0], dtype=torch.float32)
+            return Payload(parts={"codes": torch.empty(0, dtype=torch.uint8), "lo": lo, "hi": hi}, meta={"bits": bits})
+        if not bool(torch.isfinite(rows).all()):
+            raise ValueError(f"{self.spec()}: the tensor contains NaN or Inf: it cannot be quantized")
+        lo, hi = rows.amin(1), rows.amax(1)                                   # 1.
+        if self.max_floor:
+            hi = hi.clamp_min(FLT_MIN)
+        lo64 = lo.to(torch.float64)[:, None]
+        span = hi.to(torch.float64)[:, None] + self.eps - lo64
+        scale = torch.where(span > 0, (1 << bits) / span, torch.zeros_like(span))
+        codes = ((rows.to(torch.float64) - lo64) * scale).floor_().clamp_(0, (1 << bits) - 1)  # 2.
+        kind = torch.uint8 if bits <= 8 else torch.int32
+        return Payload(parts={"codes": bitpack.pack(codes.to(kind).reshape(-1), bits),            # 3.
+                              "lo": lo.contiguous(), "hi": hi.contiguous()}, meta={"bits": bits})
+
+    def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None,
+                   shape: tuple = ()) -> torch.Tensor:
+        bits = payload.meta.get("bits")
+        if not (isinstance(bits, int) and 1 <= bits <= 16) or (self.bits and bits != self.bits):
+            raise CorruptMessageError(f"{self.spec()}: bits {bits!r} is not an int in 1..16 (or not this codec's)")
+        rows = shape[0] if len(shape) == 2 else 1
+        lo = expect_part(payload, "lo", torch.float32, rows if numel else None)
+        hi = expect_part(payload, "hi", torch.float32, lo.numel())
+        if not bool(torch.isfinite(lo).all() and torch.isfinite(hi).all() and (hi >= lo).all()):
+            raise CorruptMessageError(f"{self.spec()}: row ranges are not finite intervals")
+        packed = expect_part(payload, "codes", torch.uint8, bitpack.packed_bytes(numel, bits))
+        if numel == 0:
+            values = torch.empty(0, dtype=torch.float32)
+            return values if out is None else out
+        codes = bitpack.unpack(packed, numel, bits).to(torch.float64).reshape(lo.numel(), -1)   # 4.
+        lo64 = lo.to(torch.float64)[:, None]
+        step = (hi.to(torch.float64)[:, None] - lo64) / (1 << bits)
+        values = (lo64 + (codes + 0.5) * step).to(torch.float32).reshape(-1)
+        return values if out is None else out.copy_(values)

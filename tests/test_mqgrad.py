@@ -1,0 +1,273 @@
+"""MQGrad (Cui et al. 2018): the per-column quantizer, the SARSA agent's reward, update and
+bounds, the loss and bit-width messages, the time budget, resuming, and gloo."""
+
+import math
+
+import pytest
+import torch
+
+from thinwire.codecs import CodecState, make_codec
+from thinwire.experiment import RunConfig, result_folder, run
+from thinwire.experiment.launch import launch
+from thinwire.policies import Decision, make_policy
+from thinwire.policies.sarsa_bits import SarsaBits, slope, smoothed
+
+from same_run import assert_same_run
+
+SMALL = "cnn(channels=(4, 4), kernel=5, pool=(3, 2), pool_padding=1, lrn=(9, 0.001, 0.75, 1.0), " \
+        "lrn_at=('pool', 'conv'), hidden=(64, 32))"
+TINY = dict(algorithm="mqgrad", model=SMALL, workers=3, batch_size=8, steps=30, train_samples=960, eval_every=10,
+            eval_samples=300, network="net_10mbs", push_codec="sized(colquant(bits=0), min_numel=1000, ndim=2)",
+            pull_codec="sized(colquant(bits=0), min_numel=1000, ndim=2)", decay_over=1000)
+
+
+# -- the quantizer ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("bits", [2, 3, 8, 11])
+def test_each_row_round_trips_within_half_a_bin(bits):
+    """A torch Linear weight [out, in]: one range per row (the TF weight's column)."""
+    g = torch.Generator().manual_seed(bits)
+    x = torch.randn(40, 300, generator=g) * torch.logspace(-4, 1, 40)[:, None]  # rows of very different spans
+    codec = make_codec(f"colquant(bits={bits})")
+    y = codec.decode(codec.encode(x, CodecState(0), "w"), CodecState(0), "w")
+    span = (x.amax(1) - x.amin(1))[:, None]
+    bound = (span + 1e-6) / 2 ** (bits + 1) + 1e-6
+    assert bool(((y - x).abs() <= bound * (1 + 1e-5)).all())
+    assert bool(((y - x).abs() > span / 2 ** (bits + 2)).any())  # ... and is not exact
+
+
+def test_the_code_bins_and_centres_on_a_hand_computed_row():
+    """lo 0, hi 1, 2 bits, eps 1e-6: scale 4 / 1.000001; 1.0 -> floor(3.999996) = 3;
+    0.5 -> 1; 0.25 -> 0 (0.99999 < 1); centres lo + (i + 1/2) / 4."""
+    x = torch.tensor([[0.0, 0.25, 0.5, 1.0]])
+    codec = make_codec("colquant(bits=2)")
+    y = codec.decode(codec.encode(x, CodecState(0), "w"), CodecState(0), "w")
+    assert y.tolist() == [[0.125, 0.125, 0.375, 0.875]]
+    exact = make_codec("colquant(bits=2, eps=0.0)")  # without eps 1.0 lands on 4 and is clamped to 3
+    assert exact.decode(exact.encode(x, CodecState(0), "w"), CodecState(0), "w").tolist() == [[0.125, 0.375, 0.625, 0.875]]
+
+
+def test_the_code_max_floor_widens_an_all_negative_row():
+    x = torch.tensor([[-4.0, -3.0, -2.0], [1.0, 2.0, 3.0]])
+    plain, floor = make_codec("colquant(bits=8)"), make_codec("colquant(bits=8, max_floor=True)")
+    y_plain = plain.decode(plain.encode(x, CodecState(0), "w"), CodecState(0), "w")
+    y_floor = floor.decode(floor.encode(x, CodecState(0), "w"), CodecState(0), "w")
+    assert float((y_floor[0] - x[0]).abs().max()) > float((y_plain[0] - x[0]).abs().max())
+    assert torch.equal(y_floor[1], y_plain[1])  # a row with a positive maximum is unchanged
+
+
+def test_the_column_filter_quantizes_only_big_matrices():
+    codec = make_codec("sized(colquant(bits=0), min_numel=105001, ndim=2)")
+    sizes = {(300, 351): True, (300, 350): False, (105000, 1): False, (105001,): False, (10, 10500): False, (10, 10501): True}
+    for shape, quantized in sizes.items():
+        x = torch.randn(shape)
+        message = codec.encode(x, CodecState(0), "w", Decision(bits=2))
+        assert (len(message) < x.numel()) == quantized, shape
+
+
+def test_a_bit_width_comes_from_the_decision_or_the_spec():
+    x = torch.randn(8, 16)
+    with pytest.raises(ValueError, match="takes its bit width from a policy decision"):
+        make_codec("colquant(bits=0)").encode(x)
+    with pytest.raises(ValueError, match="a decision of 3 needs bits=0"):
+        make_codec("colquant(bits=4)").encode(x, CodecState(0), "w", Decision(bits=3))
+
+
+# -- the agent ----------------------------------------------------------------------------
+
+def test_slope_and_smoothing_follow_eq_1_and_the_regression():
+    assert slope(torch.tensor([5.0, 4.0, 3.0, 2.0, 1.0])) == pytest.approx(-1.0)
+    assert slope(torch.tensor([1.0, 1.0, 1.0])) == 0.0
+    assert smoothed(torch.tensor([2.0, 4.0]), 0.0, 0.5).tolist() == [1.0, 2.5]
+
+
+def _agent(**kw):
+    return SarsaBits(window=2, time="code", **kw)
+
+
+def _feed(agent, losses, start=0):
+    """One loss per iteration, a decision at every window start; the bits sent."""
+    sent = []
+    for m, loss in enumerate(losses, start):
+        agent.observe(m, {"loss": loss})
+        sent.append(agent.decide(m, "bits", torch.zeros(0)).bits)
+    return sent
+
+
+def test_a_falling_loss_rewards_and_a_rising_loss_punishes():
+    for losses, sign in (([3.0, 2.0, 1.0], 1), ([1.0, 2.0, 3.0], -1)):
+        agent = _agent(smoothing=1.0, epsilon=0.0)
+        _feed(agent, losses)
+        trace = agent.trace()
+        # slope of the last window (2 losses, 1 apart) is -+1; c = 5 + 5 * (bits sent in it) ms
+        assert trace["reward"][-1] == pytest.approx(sign * 1.0 * 300 / (5 + 5 * trace["bits"][0]))
+
+
+def test_one_sarsa_update_against_a_hand_computed_example():
+    """Q(s, level) = w2[level] . act(W1 s + b1) + b2[level]; one TD step on the sent level."""
+    agent = _agent(smoothing=1.0, epsilon=0.0, low=2, high=4, hidden=3, step=0.1, discount=0.9)
+    before = {n: p.detach().clone() for n, p in agent.q.named_parameters()}
+    _feed(agent, [2.0, 1.5, 1.0])   # decisions at m = 0 (first) and m = 2 (with the update)
+    trace = agent.trace()
+    first_bits, bits = int(trace["bits"][0]), int(trace["bits"][1])
+    s0 = torch.tensor([2.0, 2.0], dtype=torch.float64)
+    s1 = torch.tensor([1.5, 1.0], dtype=torch.float64)
+
+    def q(params, s, level):
+        h = torch.relu(params["0.weight"] @ s + params["0.bias"])
+        return params["2.weight"][level - 2] @ h + params["2.bias"][level - 2]
+
+    reward = -(-0.5) * 300 / (5 + 5 * first_bits)
+    delta = reward + 0.9 * float(q(before, s1, bits)) - float(q(before, s0, first_bits))
+    h0 = torch.relu(before["0.weight"] @ s0 + before["0.bias"])
+    expected = {n: p.clone() for n, p in before.items()}
+    i = first_bits - 2
+    expected["2.weight"][i] += 0.1 * delta * h0
+    expected["2.bias"][i] += 0.1 * delta
+    active = (before["0.weight"] @ s0 + before["0.bias"] > 0).to(torch.float64)
+    expected["0.weight"] += 0.1 * delta * torch.outer(before["2.weight"][i] * active, s0)
+    expected["0.bias"] += 0.1 * delta * before["2.weight"][i] * active
+    for name, p in agent.q.named_parameters():
+        torch.testing.assert_close(p.detach(), expected[name], rtol=1e-12, atol=1e-12)
+    assert trace["reward"][1] == pytest.approx(reward)
+
+
+def test_bits_stay_within_the_range_and_never_fall():
+    for seed in range(5):
+        agent = SarsaBits(window=1, time="code", epsilon=0.5, low=3, high=6, initial=3, seed=seed)
+        sent = _feed(agent, torch.linspace(3.0, 0.1, 200).tolist())
+        assert set(sent) <= set(range(3, 7))
+        levels = agent.trace()["level"]
+        assert levels == sorted(levels) and min(levels) == 3  # n_t never decreases
+    agent = SarsaBits(window=1, time="code", epsilon=0.5, low=3, high=4, initial=3, transition="taken", seed=0)
+    sent = _feed(agent, torch.linspace(3.0, 0.1, 50).tolist())
+    top = sent.index(4)  # the first +1 taken moves the state to the top, where only keep is left
+    assert set(sent[:top]) <= {3} and set(sent[top:]) == {4}
+
+
+def test_greedy_transition_drops_an_exploratory_step_and_taken_keeps_it():
+    def run_one(transition):
+        agent = SarsaBits(window=1, time="code", epsilon=1.0, explore="up", ties="keep", init="code",
+                          transition=transition, seed=3)
+        return _feed(agent, [1.0] * 6)
+    # epsilon 1 with explore="up": every greedy keep becomes +1 for one window
+    greedy, taken = run_one("greedy"), run_one("taken")
+    assert taken == sorted(taken) and taken[-1] > greedy[-1]
+    assert max(greedy) - min(greedy) <= 1 + sum(1 for b in greedy if b > greedy[0])
+
+
+def test_the_first_decision_keeps_the_initial_bits_under_the_code_option():
+    agent = SarsaBits(window=5, time="code", epsilon=1.0, first="keep", initial=4)
+    assert _feed(agent, [1.0])[0] == 4
+    assert math.isnan(agent.trace()["reward"][0])
+
+
+def test_bad_agent_settings_name_the_parameter():
+    for spec, match in (("sarsa_bits(low=5, high=4)", "low=5, high=4"), ("sarsa_bits(time='hours')", "time='hours'"),
+                        ("sarsa_bits(initial=9)", "initial=9"), ("sarsa_bits(epsilon=2)", "epsilon=2")):
+        with pytest.raises(ValueError, match=match.replace("(", r"\(")):
+            make_policy(spec)
+
+
+def test_the_agent_resumes_from_its_state_dict():
+    a, b = SarsaBits(window=2, time="code", epsilon=0.3, seed=5), SarsaBits(window=2, time="code", epsilon=0.3, seed=5)
+    losses = torch.linspace(2.0, 0.5, 40).tolist()
+    _feed(a, losses[:17])
+    b.load_state_dict(a.state_dict())
+    assert _feed(a, losses[17:], 17) == _feed(b, losses[17:], 17)
+    torch.testing.assert_close(a.memory["trace"], b.memory["trace"], rtol=0, atol=0, equal_nan=True)
+
+
+# -- the loop -----------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def sarsa_run(tmp_path_factory):
+    config = RunConfig(**TINY, bits_policy="sarsa_bits(epsilon=0.5)")
+    return config, run(config, root=tmp_path_factory.mktemp("mqgrad"))
+
+
+def test_loss_and_bit_messages_are_in_the_ledger(sarsa_run):
+    config, result = sarsa_run
+    rows = result.ledger.rows()
+    server = config.workers
+    loss = [r for r in rows if r[1] == "loss"]
+    bits = [r for r in rows if r[1] == "bits"]
+    assert len(loss) == len(bits) == config.workers * config.steps
+    assert {(r[2], r[3]) for r in loss} == {(k, server) for k in range(config.workers)}
+    assert {(r[2], r[3]) for r in bits} == {(server, k) for k in range(config.workers)}
+    assert {r[6] for r in loss + bits} == {4}  # one float32 each: the loss, K
+    sent = [b for b in result.metrics["sarsa_bits"] if b is not None]
+    assert len(sent) == config.steps // 5 and set(sent) <= set(range(2, 9))
+    assert result.summary["push_bits"] > 2  # the quantized tensors went at the agent's K
+
+
+def test_fixed_bits_send_no_loss_or_bit_messages_and_cost_less_at_fewer_bits(tmp_path):
+    def quantized(b):
+        return f"sized(colquant(bits={b}), min_numel=1000, ndim=2)"
+    fixed = {b: run(RunConfig(**{**TINY, "push_codec": quantized(b), "pull_codec": quantized(b), "steps": 6},
+                              bits_policy="none"), root=tmp_path) for b in (2, 8)}
+    for b, r in fixed.items():
+        assert {row[1] for row in r.ledger.rows()} == {"push", "pull"}
+        assert r.summary["push_bits"] == b
+    assert fixed[2].summary["bytes"] < fixed[8].summary["bytes"] / 2
+    assert sum(fixed[2].metrics["modelled_time"]) < sum(fixed[8].metrics["modelled_time"])
+
+
+def test_workers_apply_what_the_server_applied(tmp_path):
+    from thinwire.algorithms import MQGrad
+    from thinwire.comm import InProcessTransport
+    from thinwire.models import build_model
+    config = RunConfig(**TINY, bits_policy="entropy_bits(c=5, m=4, f=0.03, ceiling=8)")
+    model = build_model(SMALL, (1, 28, 28), 10, 0)
+    algo = MQGrad(model, InProcessTransport(), 3, config.section, 0, network="net_10mbs")
+    g = torch.Generator().manual_seed(0)
+    for step in range(3):
+        algo.step(step, torch.randn(3, 8, 1, 28, 28, generator=g), torch.randint(0, 10, (3, 8), generator=g))
+    for name, p in algo.server.params.items():
+        for k in range(3):
+            assert torch.equal(algo.replicas.params[name][k], p), name
+
+
+def test_a_time_budget_ends_the_run_after_the_iteration_that_spends_it(tmp_path):
+    short = {**TINY, "steps": 12}
+    full = run(RunConfig(**short, bits_policy="sarsa_bits(epsilon=0.5)"), root=tmp_path)
+    spent = torch.tensor(full.metrics["modelled_time"], dtype=torch.float64).cumsum(0)
+    budget = float(spent[6]) - 1e-9  # reached during iteration 6
+    cut = run(RunConfig(**short, bits_policy="sarsa_bits(epsilon=0.5)", time_budget=budget), root=tmp_path)
+    assert cut.steps == 7 and cut.metrics["loss"] == full.metrics["loss"][:7]
+    assert cut.metrics["test_accuracy"][-1] is not None  # evaluated where it ended
+    assert len(cut.metrics["comm_seconds"]) == 7 and cut.summary["comm_seconds"] < full.summary["comm_seconds"]
+
+
+def test_resume_mid_run_gives_the_same_decisions(tmp_path, interrupt_at, sarsa_run):
+    config, whole = sarsa_run
+    resume = interrupt_at(17)
+    with pytest.raises(KeyboardInterrupt):
+        run(config, root=tmp_path, checkpoint_every=5)
+    resume()
+    assert (result_folder(config, root=tmp_path) / "checkpoint.pt").exists()
+    again = run(config, root=tmp_path, checkpoint_every=5)
+    assert again.metrics["sarsa_bits"] == whole.metrics["sarsa_bits"]
+    assert again.metrics["sarsa_reward"] == whole.metrics["sarsa_reward"]
+    assert again.ledger.rows() == whole.ledger.rows() and again.metrics["loss"] == whole.metrics["loss"]
+
+
+def test_in_process_and_gloo_agree_with_the_same_decisions(tmp_path, sarsa_run):
+    config, local = sarsa_run
+    distributed = launch(config, nprocs=2, backend="gloo", root=tmp_path)
+    assert_same_run(local, distributed)
+    assert distributed.metrics["sarsa_bits"] == local.metrics["sarsa_bits"]
+    # one rank computes its workers' gradients with 1 thread, the process with 2: the losses, and
+    # the rewards made of them, may differ in their last digits, not the decisions
+    rewards = [(a, b) for a, b in zip(local.metrics["sarsa_reward"], distributed.metrics["sarsa_reward"]) if a is not None]
+    assert len(rewards) == config.steps // 5 - 1
+    assert [b for _, b in rewards] == pytest.approx([a for a, _ in rewards], rel=1e-5, abs=1e-9)
+
+
+def test_bad_sections_name_the_parameter():
+    with pytest.raises(ValueError, match="bits_policy='none' is not allowed"):
+        RunConfig(algorithm="mqgrad", bits_policy="none")  # colquant(bits=0) needs a decision
+    with pytest.raises(ValueError, match="lr=0"):
+        RunConfig(algorithm="mqgrad", lr=0)
+    with pytest.raises(ValueError, match="time_budget=-1"):
+        RunConfig(algorithm="mqgrad", time_budget=-1)
