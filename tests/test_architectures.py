@@ -24,11 +24,11 @@ def test_eventgrads_mnist_network_has_27480_parameters_in_8_tensors():
 def test_mqgrads_network_on_28x28_inputs():
     model = build_model("mqgrad_cnn", (3, 28, 28), 10, 0)
     shapes = [tuple(p.shape) for p in model.parameters()]
-    assert shapes == [(64, 3, 5, 5), (64,), (64, 64, 5, 5), (64,), (384, 3136), (384,), (192, 384), (192,),
-                      (10, 192), (10,)]
-    assert sum(p.numel() for p in model.parameters()) == 1_387_786
+    assert shapes == [(64, 3, 5, 5), (64,), (64, 64, 5, 5), (64,), (2304, 3136), (2304,), (3840, 2304), (3840,),
+                      (10, 3840), (10,)]
+    assert sum(p.numel() for p in model.parameters()) == 16_224_586  # the paper's 16.2 M
     named = dict(model.named_parameters())
-    assert [tuple(named[n].shape) for n in MQGRAD_DECAYED] == [(384, 3136), (192, 384)]
+    assert [tuple(named[n].shape) for n in MQGRAD_DECAYED] == [(2304, 3136), (3840, 2304)]
     lrn = [m for m in model.modules() if isinstance(m, torch.nn.LocalResponseNorm)]
     assert [(m.size, m.alpha, m.beta, m.k) for m in lrn] == [(9, 0.001, 0.75, 1.0)] * 2
     layers = [type(m).__name__ for m in model.net]

@@ -271,3 +271,36 @@ def test_bad_sections_name_the_parameter():
         RunConfig(algorithm="mqgrad", lr=0)
     with pytest.raises(ValueError, match="time_budget=-1"):
         RunConfig(algorithm="mqgrad", time_budget=-1)
+
+
+def test_the_codes_initialisation_draws_truncated_normals_per_layer():
+    from thinwire.models import build_model
+    from thinwire.papers.mqgrad.runs import CODE_INIT, MODELS
+    model = build_model(MODELS["narrow"], (1, 28, 28), 10, 0, init=CODE_INIT)
+    layers = [m for m in model.modules() if isinstance(m, (torch.nn.Linear, torch.nn.Conv2d))]
+    for layer, std, bias in zip(layers, (0.05, 0.05, 0.03, 0.04, 1 / 960), (0.0, 0.1, 0.1, 0.1, 0.0)):
+        w = layer.weight.detach()
+        assert float(w.abs().max()) <= 2 * std * (1 + 1e-6)  # cut at two std, as TensorFlow's initializer
+        assert 0.8 * std < float(w.std()) < 0.95 * std       # a normal truncated at 2 std keeps 0.88 of its std
+        assert torch.equal(layer.bias.detach(), torch.full_like(layer.bias, bias))
+    with pytest.raises(ValueError, match="it has 5 Linear/Conv layers, the spec gives 2"):
+        build_model(MODELS["narrow"], (1, 28, 28), 10, 0, init="layers(std=(0.1, 0.1), bias=(0, 0))")
+    with pytest.raises(ValueError, match="of equal length"):
+        RunConfig(init="layers(std=(0.1,), bias=(0, 0))")
+
+
+def test_the_analysis_reads_budgets_and_losses_off_the_modelled_time(sarsa_run):
+    from thinwire.papers import mqgrad as mq
+    config, result = sarsa_run
+    t = mq.elapsed(result)
+    assert t[-1] == pytest.approx(sum(result.metrics["modelled_time"])) and (t[1:] > t[:-1]).all()
+    evaluated = [i for i, a in enumerate(result.metrics["test_accuracy"]) if a is not None]  # 9, 19, 29
+    assert mq.accuracy_at(result, t[evaluated[0]] * 0.999) is None          # before the first evaluation
+    assert mq.accuracy_at(result, t[evaluated[1]]) == 100 * result.metrics["test_accuracy"][evaluated[1]]
+    assert mq.accuracy_at(result, (t[evaluated[1]] + t[evaluated[2]]) / 2) == 100 * result.metrics["test_accuracy"][evaluated[1]]
+    assert mq.accuracy_at(result, t[-1] * 1.01) is None                     # the run had ended (N/A)
+    smooth = mq.smoothed_loss(result, window=3)
+    assert smooth[5] == pytest.approx(sum(result.metrics["loss"][3:6]) / 3)
+    assert mq.time_ratio(result, result) == pytest.approx(mq.time_to_loss(result, mq.smoothed_loss(result)[-1]) / t[-1])
+    # the runner priced the same ledger the server priced while training, plus the compute parameter
+    assert t[-1] == pytest.approx(result.summary["comm_seconds"] + config.steps * config.compute_seconds)

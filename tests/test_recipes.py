@@ -7,17 +7,18 @@ import pytest
 from thinwire.experiment import RunConfig
 from thinwire.papers import PAPERS, REGISTRY, Recipe, paper
 from thinwire.papers import gradient_dropping as gd
+from thinwire.papers import mqgrad as mq
 from thinwire.papers import oland_raj as orr
 from thinwire.papers import quickstart as qs
 from thinwire.papers import slim_dp as sd
 
 
 def test_the_registry_finds_every_paper_package_in_order():
-    assert PAPERS == ("quickstart", "slim_dp", "eventgrad", "oland_raj", "gradient_dropping")
+    assert PAPERS == ("quickstart", "slim_dp", "eventgrad", "oland_raj", "mqgrad", "gradient_dropping")
     assert [paper(p).order for p in PAPERS] == sorted(paper(p).order for p in PAPERS)
     assert all(paper(p).notebook == f"notebooks/{p}.ipynb" for p in PAPERS)
-    with pytest.raises(ValueError, match=r"paper='mqgrad' is not allowed: paper must be one of \['quickstart'"):
-        paper("mqgrad")
+    with pytest.raises(ValueError, match=r"paper='terngrad' is not allowed: paper must be one of \['quickstart'"):
+        paper("terngrad")
 
 
 def test_every_recipe_applies_to_one_shared_common():
@@ -45,8 +46,11 @@ def test_the_builders_use_the_recipes_and_take_keywords_only():
     assert all(qs.PAPER.recipes[label].apply(c) == c for label, c in quick.items())
     head = orr.oland_raj_runs(profile="smoke").headline[("c=5, M=4", 0)]
     assert orr.PAPER.recipes["c=5, M=4"].apply(head) == head
+    mq_runs = mq.mqgrad_runs(profile="smoke")
+    assert all(mq.PAPER.recipes[label].apply(c) == c for (label, _), c in mq_runs.methods.items())
     for builder in (sd.slim_dp_runs, qs.quickstart_configs, orr.oland_raj_runs, gd.gradient_dropping_runs,
-                    sd.slim_dp_recipes, gd.gradient_dropping_recipes, orr.oland_raj_recipes):
+                    sd.slim_dp_recipes, gd.gradient_dropping_recipes, orr.oland_raj_recipes, mq.mqgrad_runs,
+                    mq.mqgrad_recipes):
         assert all(p.kind == p.KEYWORD_ONLY for p in inspect.signature(builder).parameters.values()), builder
     with pytest.raises(TypeError):
         sd.slim_dp_runs("smoke")

@@ -1,0 +1,116 @@
+"""Every run of the MQGrad reproduction (Cui et al. 2018), as configs.
+
+Set-up (Sec. 4.1 and the official code, cuiguoxin/MQGrad): the paper's CNN
+(``models/architectures.py``) initialised as the code does (``CODE_INIT``), batch 32 per worker, the server's SGD step lr 0.2 applied to
+the de-quantized average, L2 0.00175 on the two large fully connected weights, gradients
+quantized per column (``colquant``) when a tensor is 2-D with more than 105,000 entries,
+both directions, on the ``net_10mbs`` network (the paper's 10 MB/s). The workbench feeds
+28x28 inputs as they are (MNIST, Fashion-MNIST) and standardises them per channel; the
+code's central crop of CIFAR-10 with per-image standardisation is not reproduced.
+
+Methods (``METHODS``): Fix(2), Fix(4), Fix(8) (``colquant(bits=K)``), Adaptive (Oland &
+Raj's entropy rule on each gradient tensor, c = 5, M = 4, F = 0.03, capped at 8 bits: the
+official code has no adaptive baseline and the paper's description is loose, so this rule
+is an assumption) and MQGrad (``sarsa_bits``, the paper's text by default).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ...experiment import RunConfig
+from ..profile import check_profile, check_steps
+from ..recipe import Recipe, recipes
+from .profiles import MQGRAD
+
+SHAPE = "kernel=5, pool=(3, 2), pool_padding=1, lrn=(9, 0.001, 0.75, 1.0), lrn_at=('pool', 'conv')"
+MODELS = {
+    "paper": "mqgrad_cnn",                                         # 16.2 M parameters (CIFAR-10)
+    "narrow": f"cnn(channels=(8, 8), {SHAPE}, hidden=(576, 960))",  # convs / 8, fc / 4: 98.4% in the two fc
+    "small": f"cnn(channels=(4, 4), {SHAPE}, hidden=(540, 200))",   # smoke: fc 196x540, 540x200 (> 105,000)
+}
+BATCH = 32
+LR = 0.2
+# The code's initialisation (input/cifar10/create_primary_model_using_gradient_descent.py): truncated normals of
+# std 5e-2 (convolutions), 0.03 and 0.04 (the two large fully connected layers), 1/fan_in (the output layer);
+# biases 0, 0.1, 0.1, 0.1, 0
+CODE_INIT = "layers(std=(0.05, 0.05, 0.03, 0.04, 0.0), bias=(0.0, 0.1, 0.1, 0.1, 0.0))"
+NETWORK = "net_10mbs"
+QUANTIZED_OVER = 105000   # the code's threshold: 2-D tensors with more entries are quantized
+FIXED = (2, 4, 8)
+ADAPTIVE = "entropy_bits(c=5, m=4, f=0.03, ceiling=8)"
+AGENT = "sarsa_bits()"            # the paper's agent
+# The official code's agent: each departure from the paper's text (policies/sarsa_bits.py)
+CODE_AGENT = ("sarsa_bits(hidden=30, activation='tanh', init='code', step=0.05, smoothing=0.1, prior=16.0, "
+              "time='code', first='keep', ties='up', explore='up')")
+LABELS = ("Fix(2)", "Fix(4)", "Fix(8)", "Adaptive", "MQGrad")
+
+
+def quantizer(bits: int = 0) -> str:
+    """The code's filter around the per-column quantizer; ``bits`` 0: K from a decision."""
+    return f"sized(colquant(bits={bits}), min_numel={QUANTIZED_OVER + 1}, ndim=2)"
+
+
+def methods() -> dict[str, dict]:
+    """{label: mqgrad section settings}."""
+    out = {f"Fix({b})": dict(push_codec=quantizer(b), pull_codec=quantizer(b), bits_policy="none") for b in FIXED}
+    out["Adaptive"] = dict(push_codec=quantizer(), pull_codec=quantizer(), bits_policy=ADAPTIVE)
+    out["MQGrad"] = dict(push_codec=quantizer(), pull_codec=quantizer(), bits_policy=AGENT)
+    return out
+
+
+def mqgrad_recipes() -> dict[str, Recipe]:
+    """The five methods as recipes (a parameter server, lr 0.2, the 10 MB/s network in the config)."""
+    return recipes("mqgrad", {label: ("mqgrad", settings) for label, settings in methods().items()})
+
+
+@dataclass
+class MQGradRuns:
+    methods: dict[tuple[str, int], RunConfig] = field(default_factory=dict)   # (label, seed): the baselines at the
+    #                                                                            first seed, MQGrad at every seed
+    learning: dict[str, RunConfig] = field(default_factory=dict)  # what the learning does: MQGrad variants, 1st seed
+    seeds: tuple[int, ...] = ()
+    gloo: RunConfig | None = None   # a short MQGrad run: in-process vs gloo ranks
+
+    def all(self) -> list[RunConfig]:
+        seen = {}
+        for config in [*self.methods.values(), *self.learning.values()]:
+            seen.setdefault(config.key(), config)
+        return list(seen.values())
+
+
+LEARNING = {  # label -> the agent's spec: how much of MQGrad's behaviour the learned Q makes
+    "epsilon 0 (greedy only)": "sarsa_bits(epsilon=0.0)",
+    "transition follows the action taken": "sarsa_bits(transition='taken')",
+    "the official code's agent": CODE_AGENT,
+}
+GLOO_STEPS = 20
+
+
+def mqgrad_runs(*, profile: str, dataset: str = "mnist", seed: int = 0, device: str = "auto", steps: int = 0,
+                model: str = "", network: str = NETWORK) -> MQGradRuns:
+    """Validated configs of every table and figure; ``ValueError`` names a bad parameter.
+    ``model`` "" takes the profile's; ``steps`` > 0 caps every run (time-capped GPU runs)."""
+    check_profile(profile)
+    check_steps(steps)
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise ValueError(f"seed={seed!r} is not allowed: seed must be an int >= 0")
+    size = MQGRAD[profile]
+    length = min(steps, size["steps"]) if steps else size["steps"]
+
+    def config(settings: dict, s: int) -> RunConfig:
+        return RunConfig("mqgrad", dataset=dataset, model=model or MODELS[size["model"]], workers=size["workers"],
+                         batch_size=BATCH, steps=length, eval_every=min(size["eval_every"], length),
+                         train_samples=size["train_samples"], eval_samples=size["eval_samples"], seed=seed + s,
+                         device=device, network=network, lr=LR, init=CODE_INIT, **settings)
+
+    runs = MQGradRuns(seeds=size["seeds"])
+    first = size["seeds"][0]
+    for label, settings in methods().items():
+        for s in size["seeds"] if label == "MQGrad" else (first,):
+            runs.methods[(label, s)] = config(settings, s)
+    mq = runs.methods[("MQGrad", first)]
+    for label in size["learning"]:
+        runs.learning[label] = mq.replace(bits_policy=LEARNING[label])
+    runs.gloo = mq.replace(steps=min(length, GLOO_STEPS), eval_every=min(length, GLOO_STEPS))
+    return runs
