@@ -18,18 +18,20 @@ plus (hi - lo) / 2^(K+1) = 0, exactly.
 message carries its K. ``max_floor=True`` starts each row's maximum at FLT_MIN, as the
 code does (``std::numeric_limits<float>::min()``, the smallest *positive* float): an
 all-negative row then gets hi = 1.2e-38 instead of its maximum, a wider range and coarser
-bins. Off by default: the paper does not describe it, and it reads as a slip. Steps 1-2
-run as a few vectorized tensor operations in float64 (the code computes in float32;
-they can differ only for a value on a bin edge).
+bins. Off by default: the paper does not describe it, and it reads as a slip. Steps 2 and
+4 are compiled kernels over the rows (``kernels/rows.py``) computing in float64 (the code
+computes in float32; they can differ only for a value on a bin edge).
 """
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from ..base import Codec, expect_part, plain_decision
 from ..errors import CorruptMessageError
 from ..kernels import bitpack
+from ..kernels.rows import row_codes, row_values
 from ..payload import Payload
 from ..state import CodecState
 from .bin_quantize import check_bits
@@ -86,13 +88,11 @@ class ColumnQuantize(Codec):
         lo, hi = rows.amin(1), rows.amax(1)                                   # 1.
         if self.max_floor:
             hi = hi.clamp_min(FLT_MIN)
-        lo64 = lo.to(torch.float64)[:, None]
-        span = hi.to(torch.float64)[:, None] + self.eps - lo64
-        scale = torch.where(span > 0, (1 << bits) / span, torch.zeros_like(span))
-        codes = ((rows.to(torch.float64) - lo64) * scale).floor_().clamp_(0, (1 << bits) - 1)  # 2.
-        kind = torch.uint8 if bits <= 8 else torch.int32
-        return Payload(parts={"codes": bitpack.pack(codes.to(kind).reshape(-1), bits),            # 3.
-                              "lo": lo.contiguous(), "hi": hi.contiguous()}, meta={"bits": bits})
+        lo, hi = lo.contiguous(), hi.contiguous()
+        codes = np.empty(tuple(rows.shape), dtype=np.uint8 if bits <= 8 else np.int32)
+        row_codes(rows.contiguous().numpy(), lo.numpy(), hi.numpy(), self.eps, 1 << bits, codes)  # 2.
+        return Payload(parts={"codes": bitpack.pack(torch.from_numpy(codes).reshape(-1), bits),    # 3.
+                              "lo": lo, "hi": hi}, meta={"bits": bits})
 
     def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None,
                    shape: tuple = ()) -> torch.Tensor:
@@ -108,8 +108,8 @@ class ColumnQuantize(Codec):
         if numel == 0:
             values = torch.empty(0, dtype=torch.float32)
             return values if out is None else out
-        codes = bitpack.unpack(packed, numel, bits).to(torch.float64).reshape(lo.numel(), -1)   # 4.
-        lo64 = lo.to(torch.float64)[:, None]
-        step = (hi.to(torch.float64)[:, None] - lo64) / (1 << bits)
-        values = (lo64 + (codes + 0.5) * step).to(torch.float32).reshape(-1)
+        codes = bitpack.unpack(packed, numel, bits).reshape(lo.numel(), -1).numpy()               # 4.
+        values = np.empty(codes.shape, dtype=np.float32)
+        row_values(codes, lo.contiguous().numpy(), hi.contiguous().numpy(), 1 << bits, values)
+        values = torch.from_numpy(values).reshape(-1)
         return values if out is None else out.copy_(values)
