@@ -122,22 +122,16 @@ class Server(ServerAgent):
                   for env in sorted(inbox, key=lambda e: e.sender)]
         return sum(losses) / self.workers
 
-    def update(self, rnd: Round, pushes: list[Envelope], decision: Decision | None) -> dict[str, torch.Tensor]:
-        """Step 4: the average, re-quantized, applied here and addressed to every worker;
-        returns what the workers will decode (and the server applied)."""
+    def update(self, rnd: Round, pushes: list[Envelope], policy=None, decision: Decision | None = None) -> None:
+        """Step 4: the average, re-quantized (under a per-tensor ``policy`` or the agent's
+        ``decision``), applied here as the workers will decode it, and addressed to them."""
         total = self.sum_pushes(rnd, pushes)
-        applied = {}
         for name, p in self.params.items():
             mean = total[name].div_(self.workers)
             message = rnd.send("pull", self.workers, range(self.workers), name, mean, self.pull_codec,
-                               self.pull_state, self.policy if self.per_tensor else None,
-                               decision if not self.per_tensor else None)
+                               self.pull_state, policy, decision)
             with rnd.timed("decode"):
-                applied[name] = self.pull_codec.decode(message, None, name, like=p)
-            p.sub_(applied[name], alpha=self.lr)
-        return applied
-
-    per_tensor = False  # set by MQGrad: the policy decides per encode
+                p.sub_(self.pull_codec.decode(message, None, name, like=p), alpha=self.lr)
 
 
 FLOAT32 = Float32()
@@ -176,8 +170,6 @@ class MQGrad(Declared):
         server_policy = ready(make_policy(spec, seeds.seed("server", workers, "policy"))) if probe is not None else None
         self.server = self.declare("server", Server(model, section, self.push_codec, self.pull_codec, workers, seeds,
                                                     server_policy) if transport.is_local(self.server_id) else None)
-        if self.server is not None:
-            self.server.per_tensor = self.per_tensor
         self.roles = {**{k: "worker" for k in range(workers)}, self.server_id: "server"}
 
     @classmethod
@@ -191,7 +183,7 @@ class MQGrad(Declared):
         losses, correct, grads = local_gradients(self.replicas, x, y)             # 1. gradients and losses
         losses = self._regularized(losses, grads)
         priced: dict[str, list] = {}
-        decision, extra = None, {}
+        extra = {}
         if self.controlled:                                                       # 2. losses in, K out
             for i, k in enumerate(self.local_workers):
                 rnd.send("loss", k, [self.server_id], "loss", losses[i:i + 1], FLOAT32, self.push_states[k])
@@ -213,8 +205,8 @@ class MQGrad(Declared):
                 rnd.send("push", k, [self.server_id], name, g[i], self.push_codec, self.push_states[k], policy, decision)
         inbox = self._exchange(rnd, "push", priced)
         if self.server is not None:                                               # 4. average, re-quantize, apply
-            server_decision = self.server.policy.choice if self.controlled else None
-            self.server.update(rnd.as_server(), inbox, server_decision)
+            self.server.update(rnd.as_server(), inbox, self.server.policy if self.per_tensor else None,
+                               self.server.policy.choice if self.controlled else None)
         pulls = self._exchange(rnd.as_worker(), "pull", priced)
         index = {k: i for i, k in enumerate(self.local_workers)}
         for env in pulls:                                                         # 5. apply

@@ -196,7 +196,7 @@ class SarsaBits(Controller):
             if self.explore == "either" or greedy == 0:
                 action, explored = 1 - greedy, True
         if not first:                                                                            # 4.
-            self._update(reward, m["last_state"], int(m["last_level"]), state, n + action)
+            self._update(reward, m["last_state"], int(m["last_level"]), float(q[n + action - self.low]))
         bits = n + action                                                                        # 5.
         m["level"] = torch.tensor(n + (greedy if self.transition == "greedy" else action))
         m["last_state"], m["last_level"] = state.clone(), torch.tensor(bits)
@@ -217,9 +217,10 @@ class SarsaBits(Controller):
             raise RuntimeError(f"{self.name}(time={self.time!r}): no iteration times were observed in the window")
         return 1e3 * float(seconds[-self.window:].sum())
 
-    def _update(self, reward: float, old_state: torch.Tensor, old_level: int, state: torch.Tensor, level: int) -> None:
-        """v <- v + step [r + discount Q(s_t, a_t) - Q(s_{t-1}, a_{t-1})] dQ(s_{t-1}, a_{t-1})/dv."""
-        target = reward + self.discount * float(self.q_values(state)[level - self.low])
+    def _update(self, reward: float, old_state: torch.Tensor, old_level: int, q_next: float) -> None:
+        """v <- v + step [r + discount Q(s_t, a_t) - Q(s_{t-1}, a_{t-1})] dQ(s_{t-1}, a_{t-1})/dv,
+        ``q_next`` = Q(s_t, a_t) before the step."""
+        target = reward + self.discount * q_next
         value = self.q(old_state)[old_level - self.low]
         grads = torch.autograd.grad(value, list(self.q.parameters()))
         delta = target - float(value.detach())
