@@ -81,3 +81,45 @@ def test_normalize_and_augment_whole_batches():
     assert a.shape == x.shape and torch.equal(a, b)
     unpadded = random_crop_flip(x, 0, torch.Generator().manual_seed(1))
     assert all(torch.equal(u, v) or torch.equal(u, v.flip(-1)) for u, v in zip(unpadded, x))
+
+
+def test_central_crop_and_per_image_standardisation():
+    """MQGrad's inputs: the central 28x28 of a 32x32 image, then TF's per_image_standardization
+    (mean 0, std 1 per image; a flat image divided by 1/sqrt(C*H*W), not by its zero std)."""
+    from thinwire.datasets import central_crop, prepare
+    x = torch.arange(2 * 3 * 32 * 32).reshape(2, 3, 32, 32).remainder(251).to(torch.uint8)
+    crop = central_crop(x, 28)
+    assert crop.shape == (2, 3, 28, 28) and torch.equal(crop, x[:, :, 2:30, 2:30])
+    assert central_crop(x, 0) is x and central_crop(x, 32) is x
+    with pytest.raises(ValueError, match="crop=33 is not allowed"):
+        central_crop(x, 33)
+    y = prepare(x, (0.5,) * 3, (0.25,) * 3, crop=28, standardize="image")
+    flat = y.reshape(2, -1)
+    torch.testing.assert_close(flat.mean(1), torch.zeros(2), atol=1e-5, rtol=0)
+    torch.testing.assert_close(flat.std(1, correction=0), torch.ones(2))
+    raw = crop[0].to(torch.float64)
+    torch.testing.assert_close(y[0].double(), (raw - raw.mean()) / raw.std(correction=0), rtol=1e-5, atol=1e-5)
+    flat_image = torch.full((1, 1, 28, 28), 7, dtype=torch.uint8)
+    assert prepare(flat_image, (0.5,), (0.25,), standardize="image").abs().max() == 0
+    one = torch.zeros(1, 1, 28, 28, dtype=torch.uint8)
+    one[0, 0, 0, 0] = 255
+    z = prepare(one, (0.5,), (0.25,), standardize="image")
+    torch.testing.assert_close(z.std(correction=0), torch.tensor(1.0))  # std 255/28 > 1/28: divided by the std
+    with pytest.raises(ValueError, match="standardize='mean' is not allowed"):
+        prepare(x, (0.5,) * 3, (0.25,) * 3, standardize="mean")
+    torch.testing.assert_close(prepare(x, (0.5,) * 3, (0.25,) * 3), normalize(x, (0.5,) * 3, (0.25,) * 3))
+
+
+def test_crop_and_standardize_in_the_config():
+    from thinwire.experiment import RunConfig
+    c = RunConfig("mqgrad", dataset="cifar10", model="mqgrad_cnn", crop=28, standardize="image", workers=2)
+    assert c.input_shape == (3, 28, 28)
+    plain = RunConfig("mqgrad", dataset="mnist", model="mlp", workers=2)
+    assert plain.input_shape == (1, 28, 28)
+    assert plain.key() == RunConfig("mqgrad", dataset="mnist", model="mlp", workers=2, crop=0).key()
+    assert plain.key() != plain.replace(crop=28).key() != plain.replace(standardize="image").key()
+    for bad, match in ((dict(crop=33), r"crop=33 is not allowed: crop must be an int in \[0, 32\]"),
+                       (dict(standardize="pixel"), "standardize='pixel' is not allowed"),
+                       (dict(standardize="image", augment="crop_flip"), "augment='crop_flip' is not allowed")):
+        with pytest.raises(ValueError, match=match):
+            RunConfig("plump_dp", dataset="cifar10", model="mlp", **bad)

@@ -304,3 +304,78 @@ def test_the_analysis_reads_budgets_and_losses_off_the_modelled_time(sarsa_run):
     assert mq.time_ratio(result, result) == pytest.approx(mq.time_to_loss(result, mq.smoothed_loss(result)[-1]) / t[-1])
     # the runner priced the same ledger the server priced while training, plus the compute parameter
     assert t[-1] == pytest.approx(result.summary["comm_seconds"] + config.steps * config.compute_seconds)
+
+
+def test_the_paper_profile_feeds_the_codes_inputs_on_cifar10():
+    """The code's input pipeline: CIFAR-10's central 28x28 pixels, each image standardised on
+    its own, into the 16.2 M-parameter network (3136 = 7 x 7 x 64 inputs to the first fc)."""
+    from thinwire.experiment.memory import parameter_count
+    from thinwire.papers import mqgrad as mq
+    runs = mq.mqgrad_runs(profile="paper", dataset="cifar10")
+    configs = [*runs.methods.values(), *runs.learning.values()]
+    assert {(c.crop, c.standardize, c.input_shape, c.workers) for c in configs} == {(28, "image", (3, 28, 28), 17)}
+    assert parameter_count(configs[0]) == 16_224_586
+    assert {c.input_shape for c in mq.mqgrad_runs(profile="smoke").methods.values()} == {(1, 28, 28)}
+
+
+class _Fake:
+    """A result's shape as the analysis reads it: per-iteration modelled time, push bits,
+    losses and (every other iteration) test accuracy."""
+
+    def __init__(self, seed, seconds_per_iteration, accuracy, bits, loss=None):
+        n = len(accuracy)
+        self.config = RunConfig(algorithm="mqgrad", seed=seed, workers=2, steps=n)
+        self.steps = n
+        self.metrics = {"modelled_time": [seconds_per_iteration] * n, "push_bits": [bits] * n,
+                        "test_accuracy": [a if i % 2 else None for i, a in enumerate(accuracy)],
+                        "loss": loss or [2.0] * n}
+
+
+def test_the_gap_splits_into_iterations_and_learning_per_iteration():
+    """Two seeds, 8 iterations. Fix(8) sets the budgets (8 s); Fix(4) is the best baseline at
+    3/8 (3 s: it did 6 iterations at 0.5 s, MQGrad 3 at 1 s). MQGrad(3) - Fix(4)(6) splits
+    into Fix(4)(3) - Fix(4)(6) (iterations) and MQGrad(3) - Fix(4)(3) (per iteration)."""
+    from thinwire.papers import mqgrad as mq
+    ramp = [0.1 * (i + 1) for i in range(8)]
+    methods = {}
+    for seed in (0, 1):
+        up = 0.02 * seed
+        methods[("Fix(2)", seed)] = _Fake(seed, 0.25, [0.05] * 8, 2.0)
+        methods[("Fix(4)", seed)] = _Fake(seed, 0.5, [a + up for a in ramp], 4.0)
+        methods[("Fix(8)", seed)] = _Fake(seed, 1.0, [0.05] * 8, 8.0)
+        methods[("Adaptive", seed)] = _Fake(seed, 1.0, [0.05] * 8, 6.0)
+        methods[("MQGrad", seed)] = _Fake(seed, 1.0, [a - 0.05 + 3 * up for a in ramp], 8.0)
+    assert mq.iterations_by(methods[("Fix(4)", 0)], 3.0) == 6 and mq.iterations_by(methods[("MQGrad", 0)], 3.0) == 3
+    assert mq.accuracy_after(methods[("Fix(4)", 0)], 3) == pytest.approx(20.0)  # evaluations at iterations 2, 4, ...
+    gaps = mq.budget_gaps(methods)
+    row = gaps.loc["0.375 of Fix(8)"]
+    assert row["best baseline"] == "Fix(4)"
+    assert row["baseline %"] == pytest.approx(61.0) and row["MQGrad %"] == pytest.approx(18.0)  # means of 60, 62 / 15, 21
+    assert row["from iterations"] == pytest.approx(21.0 - 61.0)       # Fix(4) after 3 minus after 6
+    assert row["per iteration"] == pytest.approx(18.0 - 21.0)         # MQGrad minus Fix(4), both after 3
+    assert row["from iterations"] + row["per iteration"] == pytest.approx(row["MQGrad - baseline"])
+    assert row["MQGrad iterations"] == 3 and row["baseline iterations"] == 6 and row["MQGrad mean bits so far"] == 8
+    # seed by seed: differences -45 and -41: mean -43, standard error 2.83 / sqrt(2) = 2, resolved
+    assert row["standard error"] == pytest.approx(2.0) and bool(row["resolved"])
+    assert mq.resolution([1.0, 2.0], [1.5, 1.5]) == {"standard error": pytest.approx(0.5), "resolved": False}
+    assert mq.resolution([1.0], [2.0])["resolved"] is None
+    per = mq.equal_iterations_table(methods, marks=(0.5, 1.0))
+    assert per.loc["MQGrad", "after 4"] == pytest.approx(100 * (0.4 - 0.05 + 0.03))
+    assert per.loc["Fix(4)", "spread 8"] == pytest.approx(2.0)
+
+
+def test_stability_counts_collapsed_and_never_learned_runs():
+    from thinwire.papers import mqgrad as mq
+    def twice(values):  # _Fake evaluates every other iteration
+        return [v for v in values for _ in (0, 1)]
+    learned = _Fake(0, 1.0, twice([0.3, 0.6, 0.7, 0.9]), 4.0, loss=twice([2.0, 3.0, 1.0, 0.5]))
+    dropped = _Fake(1, 1.0, twice([0.3, 0.6, 0.7, 0.11]), 4.0, loss=twice([2.0, 7.0, 1.0, 3.0]))
+    flat = _Fake(2, 1.0, twice([0.1, 0.12, 0.1, 0.1]), 4.0)
+    assert not mq.collapsed(learned) and mq.collapsed(dropped) and not mq.collapsed(flat)
+    assert mq.never_learned(flat) and not mq.never_learned(dropped)
+    table = mq.stability({"a": [learned, dropped, flat]})
+    assert table.loc["a", "collapsed"] == 1 and table.loc["a", "never learned"] == 1 and table.loc["a", "runs"] == 3
+    assert table.loc["a", "worst loss"] == pytest.approx((3.0 + 7.0 + 2.0) / 3)
+    assert table.loc["a", "per seed"] == "90.0, 11.0, 10.0"
+    assert mq.swing(learned) == pytest.approx(20.0) and mq.swing(dropped) == pytest.approx(59.0)  # |0.9 - 0.7|, ...
+    assert table.loc["a", "swing (pts)"] == pytest.approx((20.0 + 59.0 + 0.0) / 3)

@@ -47,7 +47,9 @@ def test_the_builders_use_the_recipes_and_take_keywords_only():
     head = orr.oland_raj_runs(profile="smoke").headline[("c=5, M=4", 0)]
     assert orr.PAPER.recipes["c=5, M=4"].apply(head) == head
     mq_runs = mq.mqgrad_runs(profile="smoke")
-    assert all(mq.PAPER.recipes[label].apply(c) == c for (label, _), c in mq_runs.methods.items())
+    # the recipe carries the paper's lr 0.2; the profiles below the paper's step at 0.1
+    assert {c.lr for c in mq_runs.methods.values()} == {0.1} and mq.PAPER.recipes["MQGrad"].apply(RunConfig()).lr == 0.2
+    assert all(mq.PAPER.recipes[label].apply(c, lr=0.1) == c for (label, _), c in mq_runs.methods.items())
     for builder in (sd.slim_dp_runs, qs.quickstart_configs, orr.oland_raj_runs, gd.gradient_dropping_runs,
                     sd.slim_dp_recipes, gd.gradient_dropping_recipes, orr.oland_raj_recipes, mq.mqgrad_runs,
                     mq.mqgrad_recipes):

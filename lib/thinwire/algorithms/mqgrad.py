@@ -226,9 +226,9 @@ class MQGrad(Declared):
         losses = losses.clone()
         for name in self.decayed:
             w = self.replicas.params[name]
-            grads[name] = grads[name].add(w, alpha=wd)
-            # row-major and float64: the same sum whatever layout the replicas keep w in
-            losses += (0.5 * wd * w.contiguous().reshape(w.shape[0], -1).double().pow(2).sum(1)).to(losses.dtype)
+            grads[name].add_(w, alpha=wd)  # the gradients are this step's own tensors
+            # row-major: the same sum whatever layout the replicas keep w in
+            losses += 0.5 * wd * torch.linalg.vector_norm(w.contiguous().reshape(w.shape[0], -1), dim=1).square()
         return losses
 
     def _exchange(self, rnd: Round, phase: str, priced: dict) -> list[Envelope]:

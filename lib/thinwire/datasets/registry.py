@@ -20,6 +20,12 @@ LOADERS: dict[str, Callable] = {
 }
 
 
+def input_shape(name: str, crop: int = 0) -> tuple[int, int, int]:
+    """The (C, H, W) a model of data set ``name`` sees after a central ``crop`` (0: none)."""
+    c, h, w = IMAGE_SHAPES[name]
+    return (c, crop, crop) if crop else (c, h, w)
+
+
 @lru_cache(maxsize=None)
 def load_dataset(name: str) -> Dataset:
     """The dataset ``name`` (one of ``LOADERS``) from ``paths.data_dir()``."""

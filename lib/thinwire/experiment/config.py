@@ -25,8 +25,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from ..algorithms import ALGORITHMS
 from ..codecs import CODECS
 from ..comm import canonical_network
-from ..datasets import AUGMENTS, LOADERS, SAMPLINGS, TRAIN_SIZES
-from ..datasets import IMAGE_SHAPES
+from ..datasets import AUGMENTS, IMAGE_SHAPES, LOADERS, SAMPLINGS, STANDARDIZE, TRAIN_SIZES, input_shape
 from ..models import check_model
 from ..models.init import check_init
 from ..models.replicas import LOSSES
@@ -40,7 +39,7 @@ RESULTS_FORMAT = 5  # bump when results computed from the same config would diff
 #                    5: the model as one spec
 # Fields added after results format 3 enter the key only when set away from these defaults,
 # so the results of configs written before they existed keep their keys.
-KEY_NEUTRAL = {"init": "default", "sampling": "shuffled", "augment": "none"}
+KEY_NEUTRAL = {"init": "default", "sampling": "shuffled", "augment": "none", "crop": 0, "standardize": "channel"}
 
 
 @dataclass(frozen=True)
@@ -61,13 +60,18 @@ class Common:
     init: str = "default"              # weight initialisation: default | normal(std=s) | uniform(a=r) (models/init.py)
     sampling: str = "shuffled"         # shuffled: seeded shards, reshuffled every epoch | sequential: contiguous shards, same order
     augment: str = "none"              # none | crop_flip: pad 4 with black, random crop, random flip (per worker, seeded)
+    crop: int = 0                      # 0 | n: the central n x n pixels of every image, train and test (datasets/transforms.py)
+    standardize: str = "channel"       # channel: the data set's mean and std per channel | image: TF's per-image standardisation
 
     def __post_init__(self):
         normalize_numbers(self)
         one_of("algorithm", self.algorithm, ALGORITHMS)
         one_of("dataset", self.dataset, LOADERS)
         object.__setattr__(self, "model", check_model(self.model))
-        check_builds(self.model, IMAGE_SHAPES[self.dataset])
+        side = min(IMAGE_SHAPES[self.dataset][1:])
+        int_in("crop", self.crop, 0, side)
+        one_of("standardize", self.standardize, STANDARDIZE)
+        check_builds(self.model, self.input_shape)
         one_of("loss", self.loss, LOSSES)
         int_in("workers", self.workers, 1, 1024)
         int_in("batch_size", self.batch_size, 1, 1 << 16)
@@ -91,6 +95,13 @@ class Common:
         object.__setattr__(self, "init", check_init(self.init))
         one_of("sampling", self.sampling, SAMPLINGS)
         one_of("augment", self.augment, AUGMENTS)
+        check("augment", self.augment, self.augment == "none" or self.standardize == "channel",
+              "'none' with standardize='image' (the padding is black on the per-channel scale only)")
+
+    @property
+    def input_shape(self) -> tuple[int, int, int]:
+        """(C, H, W) of the images the model sees (after ``crop``)."""
+        return input_shape(self.dataset, self.crop)
 
 
 COMMON_FIELDS = tuple(f.name for f in fields(Common))
@@ -134,6 +145,10 @@ class RunConfig:
         section.check_common(common)
         object.__setattr__(self, "common", common)
         object.__setattr__(self, "section", section)
+
+    @property
+    def input_shape(self) -> tuple[int, int, int]:
+        return self.common.input_shape
 
     def __getattr__(self, name: str):
         for part in (object.__getattribute__(self, "common"), object.__getattribute__(self, "section")):

@@ -23,10 +23,9 @@ DATA_BYTES = 4 * 70000 * 3 * 32 * 32  # the largest dataset as float32, once
 
 
 def parameter_count(config) -> int:
-    from ..datasets import IMAGE_SHAPES
     from ..models import build_model
     with torch.device("meta"):
-        model = build_model(config.model, IMAGE_SHAPES[config.dataset], 10, config.seed)
+        model = build_model(config.model, config.input_shape, 10, config.seed)
     return sum(p.numel() for p in model.parameters())
 
 

@@ -30,7 +30,7 @@ from ..algorithms import ALGORITHMS
 from ..algorithms.contract import check_algorithm
 from ..algorithms.report import CODEC_PARTS, StepReport, Tally
 from ..comm import InProcessTransport, Ledger, Transport, network_preset
-from ..datasets import BatchStream, load_dataset, normalize, partition
+from ..datasets import BatchStream, load_dataset, partition, prepare
 from ..models import build_model, evaluate
 from ..paths import results_dir
 from ..seed_tree import SeedTree
@@ -163,8 +163,9 @@ def _prepare_data(config: RunConfig, device: torch.device, seeds: SeedTree):
         keep = torch.randperm(len(labels), generator=torch.Generator().manual_seed(seeds.seed("run", None, "subset")))
         keep = keep[: config.train_samples]
         images, labels = images[keep], labels[keep]
-    train_x = normalize(images, data.mean, data.std).to(device)
-    test_x = normalize(data.test_images[: config.eval_samples], data.mean, data.std).to(device)
+    train_x = prepare(images, data.mean, data.std, config.crop, config.standardize).to(device)
+    test_x = prepare(data.test_images[: config.eval_samples], data.mean, data.std, config.crop,
+                     config.standardize).to(device)
     return data, train_x, labels.to(device), test_x, data.test_labels[: config.eval_samples].to(device)
 
 
@@ -174,7 +175,7 @@ def _train(config: RunConfig, transport: Transport, backend: str, progress: bool
     seeds = SeedTree(config.seed)  # the runner's generators; each algorithm derives its own from config.seed
     torch.manual_seed(seeds.seed("run", None, "global"))  # nothing should draw from it; this only pins stray use
     data, train_x, train_y, test_x, test_y = _prepare_data(config, device, seeds)
-    model = build_model(config.model, data.image_shape, data.num_classes, seeds.seed("run", None, "init"),
+    model = build_model(config.model, config.input_shape, data.num_classes, seeds.seed("run", None, "init"),
                         init=config.init).to(device)
     shards = partition(len(train_y), config.workers, seeds.seed("run", None, "partition"), config.sampling)
     algo = ALGORITHMS[config.algorithm].from_config(model, transport, config, len(shards[0]) // config.batch_size)

@@ -76,8 +76,8 @@ def by_label(methods: dict) -> dict[str, list]:
 
 
 def accuracy_table(methods: dict) -> "pd.DataFrame":
-    """Table 1-2 analogue: accuracy (%) at each budget, the mean over seeds (MQGrad's
-    three; a budget past a run's end is N/A, as in the paper), with MQGrad's spread."""
+    """Table 1-2 analogue: accuracy (%) at each budget, the mean over seeds (a budget past
+    a run's end is N/A, as in the paper), with the spread over seeds (maximum minus minimum)."""
     import pandas as pd
     runs = by_label(methods)
     marks = budgets(runs["Fix(8)"][0])
@@ -90,7 +90,9 @@ def accuracy_table(methods: dict) -> "pd.DataFrame":
             if len(values) > 1 and None not in values:
                 row[f"{f:g} spread"] = float(max(values) - min(values))
         rows[label] = row
-    return pd.DataFrame(rows).T
+    table = pd.DataFrame(rows).T
+    order = [f"{f:g} of Fix(8)" for f in FRACTIONS] + [f"{f:g} spread" for f in FRACTIONS]
+    return table[[c for c in order if c in table.columns]]
 
 
 def time_to_loss(result, target: float) -> float | None:
@@ -184,20 +186,3 @@ def relative_table(methods: dict) -> "pd.DataFrame":
     return pd.DataFrame({label: {c: (None if best[c] is None or table.loc[label, c] is None
                                      or table.loc[label, c] != table.loc[label, c] else float(table.loc[label, c] - best[c]))
                                  for c in columns} for label in LABELS}).T
-
-
-def why(methods: dict, learning: dict, steps: int, dataset: str) -> dict[str, str]:
-    """The "why" column of ``paper_vs_ours``: what the notebook's runs show for each method."""
-    rel = relative_table(methods)
-    learn = learning_table(learning)
-    level = (f"the paper trains CIFAR-10 with 16.2 M parameters for 40 h; here {dataset} with the profile's CNN for "
-             f"{steps} iterations, so levels differ (CIFAR-10 at the paper's scale needs data/cifar10 and a GPU: "
-             "not run here, open)")
-    out = {}
-    for label in LABELS:
-        gaps = ", ".join("n/a" if v is None or v != v else f"{v:+.1f}" for v in rel.loc[label])
-        out[label] = f"{level}; {label} minus the best baseline at the four budgets: {gaps} points"
-    rows = "; ".join(f"{name}: mean bits {row['mean bits']:.2f}, final {row['final accuracy %']:.1f}%"
-                     for name, row in learn.iterrows())
-    out["MQGrad"] += f"; what the learning does (first seed): {rows}"
-    return out
