@@ -57,8 +57,9 @@ reproduce: setup
 	for nb in $(NOTEBOOKS); do \
 	  $(VENV)/bin/papermill --cwd notebooks -k thinwire notebooks/$$nb.ipynb reports/$$nb.ipynb -p profile $(PROFILE) || exit 1; \
 	done
+	$(PY) -m thinwire tidy reports/*.ipynb
 	$(PY) -m thinwire readme
-	@echo "executed notebooks and figures are in reports/; README tables rewritten from them"
+	@echo "executed notebooks (committed) and figures are in reports/; README tables rewritten from them"
 
 # The goldens are the notebooks executed at the smoke profile; tests/test_goldens.py fails when they are stale.
 golden: setup
@@ -77,4 +78,4 @@ data-cifar10: setup
 	$(PY) -m thinwire.datasets.download_cifar10 data/cifar10
 
 clean:
-	rm -rf $(VENV) results reports
+	rm -rf $(VENV) results reports/figures

@@ -26,6 +26,7 @@ TINY = ["--set", "model=mlp(hidden=(16,))", "--set", "steps=6", "--set", "train_
     (["scraps", "{tmp}/nonexist.ipynb"], "cannot read it"),
     (["run", "--config", "{tmp}/nonexist.json"], "cannot read it"),
     (["runs", "--results", "{tmp}", "--remove", "zz"], "at least 4 hex digits"),
+    (["tidy", "{tmp}/nonexist.ipynb"], "no such executed notebook"),
 ])
 def test_user_errors_are_one_line_and_exit_2(tmp_path, capsys, argv, message):
     assert main([a.replace("{tmp}", str(tmp_path)) for a in argv]) == 2

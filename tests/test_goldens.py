@@ -115,3 +115,55 @@ def test_a_golden_fails_when_a_checked_float_moves_beyond_its_tolerance(tmp_path
 def test_every_notebook_names_the_one_kernel(name):
     spec = json.loads((ROOT / "notebooks" / f"{name}.ipynb").read_text())["metadata"]["kernelspec"]
     assert spec == {"display_name": "thinwire (.venv)", "language": "python", "name": "thinwire"}
+
+
+def test_readme_tables_are_the_committed_executed_notebooks():
+    """Every results block of the README is what its committed executed notebook gives
+    (reports/, long-runs/, gpu-runs/), and names that notebook."""
+    from thinwire.report import BLOCK
+    readme = ROOT / "README.md"
+    text, problems = update_readme(readme, ROOT / "reports", root=ROOT)
+    assert problems == [] and text == readme.read_text()
+    blocks = BLOCK.findall(text)
+    assert blocks and all("<sub>From `" in body for *_, body, _ in blocks)
+
+
+def test_tidy_keeps_results_and_drops_widgets(tmp_path):
+    import base64
+    import io
+
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from PIL import Image
+
+    from thinwire.scraps import read_scraps
+    from thinwire.tidy import WIDGET, tidy
+    fig, ax = plt.subplots(figsize=(4, 3))
+    ax.plot(range(50), [i * i for i in range(50)], color="C1")
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
+    plt.close(fig)
+    png = base64.b64encode(buf.getvalue()).decode()
+    scrap = {"name": "t", "value": {"columns": ["a"], "index": ["x"], "data": [[1.5]]}}
+    nb = {"metadata": {"widgets": {"state": {"k": 1}}}, "nbformat": 4, "nbformat_minor": 5, "cells": [
+        {"cell_type": "code", "source": ["x"], "metadata": {}, "outputs": [
+            {"output_type": "display_data", "data": {WIDGET: {"model_id": "m"}, "text/plain": ["bar"]}, "metadata": {}},
+            {"output_type": "display_data", "data": {WIDGET: {"model_id": "n"}}, "metadata": {}},
+            {"output_type": "display_data", "data": {"image/png": png, "text/plain": ["<Figure>"]}, "metadata": {}},
+            {"output_type": "display_data", "data": {"application/vnd.thinwire.scrap+json": scrap}, "metadata": {}},
+            {"output_type": "stream", "name": "stdout", "text": ["1.234\n"]}]}]}
+    path = tmp_path / "r.ipynb"
+    path.write_text(json.dumps(nb))
+    before, after = tidy(path)
+    out = json.loads(path.read_text())
+    assert after < before and "widgets" not in out["metadata"]
+    outputs = out["cells"][0]["outputs"]
+    assert [list(o.get("data", {})) for o in outputs] == [["text/plain"], ["image/png", "text/plain"],
+                                                          ["application/vnd.thinwire.scrap+json"], []]
+    assert outputs[-1]["text"] == ["1.234\n"] and read_scraps(path)["t"] == scrap["value"]
+    small = base64.b64decode(outputs[1]["data"]["image/png"])
+    assert len(small) < len(buf.getvalue())
+    with Image.open(io.BytesIO(small)) as image, Image.open(io.BytesIO(buf.getvalue())) as original:
+        assert image.size == original.size and image.mode == "P"
+    assert tidy(path)[1] == after  # tidying twice changes nothing

@@ -1,4 +1,4 @@
-"""Command line: ``python -m thinwire run|config|runs|scraps|readme|presets``.
+"""Command line: ``python -m thinwire run|config|runs|scraps|readme|tidy|presets``.
 
     python -m thinwire config --dump [--set steps=50 ...] > cfg.json   # a config --config reads
     python -m thinwire run --config cfg.json [--set steps=50 ...] [--backend inprocess|gloo|nccl]
@@ -7,6 +7,7 @@
     python -m thinwire runs [--csv runs.csv] [--remove KEY ...]
     python -m thinwire scraps notebooks/quickstart.ipynb
     python -m thinwire readme          # README tables from reports/ (after make reproduce)
+    python -m thinwire tidy reports/*.ipynb   # executed notebooks small enough to commit
 
 A user's mistake (a bad value, a missing file or dataset, a closed pipe) ends with one line
 on stderr and exit status 2, never a traceback.
@@ -194,6 +195,17 @@ def cmd_readme(args) -> int:
     return 0
 
 
+def cmd_tidy(args) -> int:
+    from .tidy import tidy
+    for name in args.notebooks:
+        path = Path(name)
+        if not path.is_file():
+            raise UserError(f"{name}: no such executed notebook")
+        before, after = tidy(path)
+        print(f"{name}: {before:,} -> {after:,} bytes")
+    return 0
+
+
 def cmd_presets(args) -> int:
     from .comm import PRESETS
     for key, p in PRESETS.items():
@@ -279,6 +291,9 @@ def _main(argv=None) -> int:
     p.add_argument("--readme", default=None, help="README to update (default the repository's)")
     p.add_argument("--check", action="store_true", help="only report whether the tables are up to date")
     p.set_defaults(func=cmd_readme)
+    p = sub.add_parser("tidy", help="strip widgets and palette-encode figures of executed notebooks, in place")
+    p.add_argument("notebooks", nargs="+")
+    p.set_defaults(func=cmd_tidy)
     p = sub.add_parser("presets", help="list network presets")
     p.set_defaults(func=cmd_presets)
     args = parser.parse_args(argv)

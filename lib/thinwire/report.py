@@ -13,6 +13,12 @@ executed at that profile: a smoke run in reports/ is refused, naming it. A noteb
 a folder (``gpu-runs/quickstart_paper_gpu``) is read from the repository instead: executed
 notebooks kept from runs on other machines. ``python -m thinwire readme`` runs after
 ``make reproduce``; nothing in those blocks is typed by hand.
+
+Every block ends with a line naming the executed notebook it was read from and that
+notebook's profile. The executed notebooks are committed (``reports/``, ``long-runs/``,
+``gpu-runs/``, tidied by ``tidy.py``), so every number in those blocks can be checked
+against the notebook that computed it; ``tests/test_goldens.py`` checks that the README's
+blocks are what the committed notebooks give.
 """
 
 from __future__ import annotations
@@ -73,6 +79,15 @@ def render(table: dict) -> str:
     return head + rule + rows
 
 
+def source_line(path: Path, root: Path, profile: str | None) -> str:
+    """The block's last line: the notebook it was read from, relative to the repository."""
+    try:
+        shown = Path(path).resolve().relative_to(Path(root).resolve())
+    except ValueError:
+        shown = Path(path)
+    return f"<sub>From `{shown.as_posix()}`" + (f", {profile} profile" if profile else "") + ".</sub>\n"
+
+
 def update_readme(readme: Path, reports: Path, root: Path | None = None) -> tuple[str, list[str]]:
     """(new README text, problems: blocks that had no executed notebook or scrap, and
     notebooks executed at another profile than their section's)."""
@@ -92,6 +107,6 @@ def update_readme(readme: Path, reports: Path, root: Path | None = None) -> tupl
         if not isinstance(table, dict) or "columns" not in table:
             missing.append(f"{notebook}/{name}")
             return m.group(0)
-        return m.group(1) + render(table) + m.group(5)
+        return m.group(1) + render(table) + "\n" + source_line(path, root or readme.parent, ran) + m.group(5)
 
     return BLOCK.sub(fill, text), missing
