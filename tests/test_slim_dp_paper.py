@@ -86,6 +86,24 @@ def test_tables_and_paper_vs_ours(done):
     assert speed.loc[(4, sd.PLUMP), "ethernet_10g"] == 1.0
     order = sd.ordering(table, "ethernet_10g")[4]
     assert order["Slim-DP ahead"][SLIM] == (order[SLIM] > order["Quant-DP"])
+    # the paper's accounting leaves Slim-DP's index generation (the select part) out; Quant-DP selects nothing
+    slim, quant = headline[(4, SLIM, 0)], headline[(4, sd.QUANT, 0)]
+    index = measures.codec_seconds(slim, part="select")
+    assert index > 0 and measures.codec_seconds(quant, part="select") == 0
+    assert sd.codec_time(slim, "paper") == pytest.approx(measures.codec_seconds(slim) - index)
+    assert sd.codec_time(quant, "paper") == sd.codec_time(quant, "ours")
+    assert table.loc[(4, SLIM), "saved time ethernet_10g, paper's accounting"] > table.loc[(4, SLIM), "saved time ethernet_10g"]
+    assert table.loc[(4, sd.QUANT), "saved time ethernet_10g, paper's accounting"] == pytest.approx(
+        table.loc[(4, sd.QUANT), "saved time ethernet_10g"])
+    assert table.loc[(4, SLIM), "index generation ms/round"] == pytest.approx(1e3 * index / slim.config.steps)
+    paper_order = sd.ordering(table, "infiniband_56g", accounting="paper")[4]
+    assert paper_order[SLIM] == table.loc[(4, SLIM), "saved time infiniband_56g, paper's accounting"]
+    both = sd.ordering_table(table, ("infiniband_56g",))
+    assert both.loc[("paper", "infiniband_56g", 4, SLIM), "Slim-DP saved time"] == paper_order[SLIM]
+    assert set(both.index.get_level_values("accounting")) == {"ours", "paper"}
+    assert set(both["ahead"]) <= {"Slim-DP", "Quant-DP"}
+    with pytest.raises(ValueError, match="accounting='caffe' is not allowed"):
+        sd.codec_time(slim, "caffe")
     plump = headline[(4, sd.PLUMP, 0)]
     epsilon = sd.sweep_table(done["epsilon"], plump, "epsilon")
     assert list(epsilon.index) == [0.0, 0.15] and epsilon.loc[0.15, "saved bytes"] == pytest.approx(
