@@ -2,6 +2,7 @@
 on small real runs."""
 
 import pytest
+from pandas import isna as pd_isna
 
 from thinwire.experiment import run
 from thinwire.papers import slim_dp as sd
@@ -119,6 +120,11 @@ def test_tables_and_paper_vs_ours(done):
     assert row["ours"] == pytest.approx(table.loc[(4, SLIM), "saved time ethernet_10g"])
     assert comparison.loc[f"words per round / N, {SLIM}", "paper"] == pytest.approx(0.45)
     assert all(isinstance(w, str) and w for w in comparison["why"])
+    assert pd_isna(comparison.loc["epsilon = alpha = 0.3: accuracy minus Plump-DP (points)", "ours"])  # not in the tiny sweep
+    full = sd.sweep_table({**done["epsilon"], 0.3: done["epsilon"][0.15]}, plump, "epsilon")
+    again = sd.paper_vs_ours(table, refresh, ablation, full, sd.PUBLISHED, "ethernet_10g", 10, even)
+    assert again.loc["epsilon = alpha = 0.3: accuracy minus Plump-DP (points)", "ours"] == pytest.approx(
+        100 * full.loc[0.3, "gap to Plump-DP"])
     vgg = sd.slim_label(0.2, 0.1)
     assert comparison.loc[f"saved comm. time, {vgg} minus Quant-DP, K = 4", "ours"] == pytest.approx(
         table.loc[(4, vgg), "saved time ethernet_10g"] - table.loc[(4, sd.QUANT), "saved time ethernet_10g"])
