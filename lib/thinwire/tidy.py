@@ -18,8 +18,6 @@ from __future__ import annotations
 import base64
 import io
 import json
-import os
-import tempfile
 from pathlib import Path
 
 WIDGET = "application/vnd.jupyter.widget-view+json"
@@ -61,9 +59,7 @@ def tidy(path: Path) -> tuple[int, int]:
     """Tidy the executed notebook at ``path`` in place; (bytes before, bytes after)."""
     path = Path(path)
     before = path.stat().st_size
+    from .experiment.result import atomic_write
     text = json.dumps(tidy_notebook(json.loads(path.read_text())), indent=1, ensure_ascii=False) + "\n"
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    atomic_write(path, lambda f: f.write(text.encode()))
     return before, path.stat().st_size

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .analysis import FRACTIONS, accuracy_at, budgets, by_label, elapsed, learning_table, relative_table
+from .analysis import FRACTIONS, _mean, accuracy_at, budgets, by_label, elapsed, learning_table, relative_table
 from .runs import LABELS
 
 if TYPE_CHECKING:
@@ -45,11 +45,6 @@ def accuracy_after(result, iterations: int) -> float | None:
 def iterations_by(result, seconds: float) -> int:
     """Iterations done within ``seconds`` of modelled time."""
     return int(np.searchsorted(elapsed(result), seconds * (1 + 1e-12), side="right"))
-
-
-def _mean(values) -> float | None:
-    known = [v for v in values if v is not None]
-    return float(np.mean(known)) if known and len(known) == len(values) else None
 
 
 def equal_iterations_table(methods: dict, marks: tuple[float, ...] = (0.25, 0.5, 0.75, 1.0)) -> "pd.DataFrame":
@@ -125,21 +120,26 @@ def resolution(a: list, b: list) -> dict[str, float | None]:
     return {"standard error": se, "resolved": bool(abs(d.mean()) > 2 * se)}
 
 
+def _evaluations(result) -> np.ndarray:
+    """The run's test accuracies (%), evaluation by evaluation."""
+    return np.asarray([100.0 * a for a in result.metrics["test_accuracy"] if a is not None], dtype=np.float64)
+
+
 def collapsed(result) -> bool:
     """The run had learned (an evaluation at ``LEARNED`` % or more) and ended at chance."""
-    acc = [100.0 * a for a in result.metrics["test_accuracy"] if a is not None]
-    return bool(acc) and max(acc) >= LEARNED and acc[-1] <= CHANCE
+    acc = _evaluations(result)
+    return bool(acc.size) and acc.max() >= LEARNED and acc[-1] <= CHANCE
 
 
 def never_learned(result) -> bool:
-    acc = [100.0 * a for a in result.metrics["test_accuracy"] if a is not None]
-    return not acc or max(acc) < LEARNED
+    acc = _evaluations(result)
+    return not acc.size or acc.max() < LEARNED
 
 
 def swing(result) -> float:
     """The median change (points) between consecutive evaluations over the second half of
     the run: how far one evaluation is from the next while the model trains."""
-    acc = np.asarray([100.0 * a for a in result.metrics["test_accuracy"] if a is not None])
+    acc = _evaluations(result)
     late = acc[acc.size // 2:]
     return float(np.median(np.abs(np.diff(late)))) if late.size > 1 else float("nan")
 

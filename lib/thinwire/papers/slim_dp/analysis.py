@@ -46,6 +46,11 @@ def saved_bytes(result, plump) -> float:
     return 1.0 - measures.payload(result) / measures.payload(plump)
 
 
+def saved_time_column(network: str, accounting: str = "ours") -> str:
+    """Table 1's column of the saved time on ``network`` under ``accounting``."""
+    return f"saved time {network}" + (", paper's accounting" if accounting == "paper" else "")
+
+
 def communication_time(result, network: str, codec: bool = True, accounting: str = "ours") -> float:
     """Table 1's communication time: transfer priced on ``network`` + (``codec``) measured
     codec work under ``accounting``."""
@@ -84,11 +89,10 @@ def table1(results: dict, workers, seeds, methods, networks) -> pd.DataFrame:
                    "gap to Plump-DP": float(np.mean([final_accuracy(r) - final_accuracy(p)
                                                      for r, p in zip(runs, plumps)])),
                    "saved bytes": float(np.mean([saved_bytes(r, p) for r, p in zip(runs, plumps)]))}
-            for network in networks:
-                row[f"saved time {network}"] = float(np.mean([saved_time(r, p, network) for r, p in zip(runs, plumps)]))
-            for network in networks:
-                row[f"saved time {network}, paper's accounting"] = float(np.mean(
-                    [saved_time(r, p, network, accounting="paper") for r, p in zip(runs, plumps)]))
+            for accounting in ACCOUNTINGS:
+                for network in networks:
+                    row[saved_time_column(network, accounting)] = float(np.mean(
+                        [saved_time(r, p, network, accounting=accounting) for r, p in zip(runs, plumps)]))
             row[f"saved time {networks[0]}, bytes only"] = float(np.mean(
                 [saved_time(r, p, networks[0], codec=False) for r, p in zip(runs, plumps)]))
             row["codec ms/round"] = 1e3 * float(np.mean([measures.codec_seconds(r) / r.config.steps for r in runs]))
@@ -118,7 +122,7 @@ def speed_table(results: dict, workers, seeds, methods, networks) -> pd.DataFram
 def ordering(table, network: str, accounting: str = "ours") -> dict[int, dict]:
     """Per K: Slim-DP's and Quant-DP's saved time on ``network`` (codec counted under
     ``accounting``) and which saves more, for every Slim-DP setting in ``table``."""
-    column = f"saved time {network}" + (", paper's accounting" if accounting == "paper" else "")
+    column = saved_time_column(network, accounting)
     out = {}
     for k in table.index.get_level_values("K").unique():
         quant = float(table.loc[(k, QUANT), column])
@@ -229,7 +233,7 @@ def paper_vs_ours(table, refresh: pd.DataFrame, ablation: pd.DataFrame, epsilon:
     import pandas as pd
     from .runs import HEADLINE, slim_label
     paper, ours, why = {}, {}, {}
-    col = f"saved time {network}"
+    col = saved_time_column(network)
     plump_ms = {k: float(table.loc[(k, PLUMP), "codec ms/round"]) for k in table.index.get_level_values("K").unique()}
     for model, (alpha, epsilon_) in published["settings"].items():
         method = slim_label(alpha, epsilon_)
@@ -241,7 +245,7 @@ def paper_vs_ours(table, refresh: pd.DataFrame, ablation: pd.DataFrame, epsilon:
                          f"{1 - refresh_words(alpha, epsilon_, q):.1%}); codec time {row['codec ms/round']:.2f} ms/round "
                          f"against Plump-DP's {plump_ms[k]:.2f}, of it {row['index generation ms/round']:.2f} index "
                          f"generation: bytes alone save {row[col + ', bytes only']:.1%}, without index generation (the "
-                         f"paper's accounting) {row[col + ', paper' + chr(39) + 's accounting']:.1%}. Whether the "
+                         f"paper's accounting) {row[saved_time_column(network, 'paper')]:.1%}. Whether the "
                          "paper's 13M-140M-parameter models on GPUs change the ratio of codec work to transfer is not "
                          "tested here (open)")
     for k in plump_ms:
