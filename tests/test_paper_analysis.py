@@ -21,6 +21,7 @@ def runs(tmp_path_factory):
         "diagnosis": {k: pick(c) for k, c in built.diagnosis.items() if k[0] == "adagrad"},
         "marian": {k: pick(c) for k, c in built.marian.items()},
         "longer": {k: pick(c, steps=2 * TINY["steps"]) for k, c in built.longer.items()},
+        "seed_runs": {k: pick(c, **({"warmup_steps": 1} if k[0] == "99%" else {})) for k, c in built.seed_runs.items()},
         "warmup": built.warmup_steps,
     }
 
@@ -98,8 +99,9 @@ def test_paper_vs_ours_puts_the_published_numbers_beside_ours(runs):
     gaps = gd.accuracy_gaps(dense, runs["ratios"])
     diagnosis, marian = gd.diagnosis_table(runs["diagnosis"]), gd.marian_table(runs["marian"])
     length = gd.length_table(runs["longer"], {"no dropping": dense, "99%": drop})
+    seeds = gd.seeds_table(runs["seed_runs"])
     table = gd.paper_vs_ours(dense, drop, index, gaps, "pcie3_x16", gd.PUBLISHED, diagnosis, marian, length,
-                             "marian", w)
+                             "marian", w, seeds)
     assert table.loc["accuracy baseline", "paper"] == gd.PUBLISHED["accuracy_baseline"]
     assert table.loc["data reduction 99% (offset-value)", "ours"] == pytest.approx(gd.data_reduction(dense, drop, w))
     assert table.loc["data reduction 99% (index-value, 8 bytes per survivor)", "ours"] == pytest.approx(
@@ -111,9 +113,54 @@ def test_paper_vs_ours_puts_the_published_numbers_beside_ours(runs):
     assert f"{length.loc['twice as long', 'gap (last 3)']:+.4f}" in why and why.startswith("marian setting")
     row = table.loc["accuracy 99% drop, synchronous"]
     assert row["ours"] == marian.loc[("sync", "99%"), "final accuracy"]
-    other = gd.paper_vs_ours(dense, drop, index, gaps, "pcie3_x16", gd.PUBLISHED, diagnosis, marian, length, "sync", w)
+    other = gd.paper_vs_ours(dense, drop, index, gaps, "pcie3_x16", gd.PUBLISHED, diagnosis, marian, length, "sync", w,
+                             seeds)
     assert other.loc["accuracy 99% drop, Marian's setting", "ours"] == marian.loc[
         ("async", "99%, all three (Marian)"), "final accuracy"]
+    row = table.loc["accuracy gap no dropping - 99%, over seeds"]
+    assert row["paper"] == pytest.approx(gd.PUBLISHED["accuracy_baseline"] - gd.PUBLISHED["accuracy_drop99"])
+    assert row["ours"] == seeds.loc["mean", "gap (last 3)"] and "mean of 2 seeds" in row["why"]
+    assert "Width: not run" in table.loc["accuracy baseline", "why"]
+    wide = gd.width_table({"hidden 32": dense, "hidden 64": dense})
+    with_width = gd.paper_vs_ours(dense, drop, index, gaps, "pcie3_x16", gd.PUBLISHED, diagnosis, marian, length,
+                                  "marian", w, seeds, wide)
+    assert "Width: at hidden 32 (same 12 steps and seed)" in with_width.loc["accuracy baseline", "why"]
+
+
+def test_seed_runs_keep_the_warm_up_a_small_share():
+    """The gap over seeds: dense and 99% on every profile seed, the warm-up the paper
+    profile's share of the run (1.3%) unless given; the first seed's dense run is the
+    ratio table's (one cached run); the paper's width on request."""
+    runs = gd.gradient_dropping_runs(profile="default", seed=4)
+    assert sorted(runs.seed_runs) == sorted((label, s) for label in ("no dropping", "99%") for s in (4, 5, 6))
+    assert runs.seed_runs[("no dropping", 4)].key() == runs.ratios[0.0].key()
+    drop = runs.seed_runs[("99%", 5)]
+    assert drop.section.warmup_steps == 6 == round(450 * gd.paper_warmup_share()) and drop.seed == 5
+    assert drop.section.warmup_steps / drop.steps <= 0.02 and not runs.width
+    long = gd.gradient_dropping_runs(profile="default", seed_steps=7500, paper_width=True)
+    assert {c.steps for c in long.seed_runs.values()} == {7500}
+    assert long.seed_runs[("99%", 0)].section.warmup_steps == 100 and long.seed_runs[("99%", 0)].eval_every == 750
+    assert [c.model_spec.hidden for c in long.width.values()] == [(512,) * 3, (4096,) * 3]
+    assert long.width["hidden 512"].key() == long.ratios[0.0].key()
+    assert gd.gradient_dropping_runs(profile="smoke", seed_warmup=0).seed_runs[("99%", 0)].section.warmup_steps == 0
+    sync = gd.gradient_dropping_runs(profile="smoke", setting="sync")
+    assert all(c.section.warmup_steps == 0 for c in sync.seed_runs.values())
+    for bad, match in ((dict(seed_steps=-1), "seed_steps=-1"), (dict(seed_warmup=-2), "seed_warmup=-2"),
+                       (dict(seed_warmup=30), r"seed_warmup=30 .* 0\.\.29"), (dict(paper_width="yes"), "paper_width")):
+        with pytest.raises(ValueError, match=match):
+            gd.gradient_dropping_runs(profile="smoke", **bad)
+
+
+def test_seeds_table_means_and_spread(runs):
+    seeds = gd.seeds_table(runs["seed_runs"])
+    assert list(seeds.index) == ["seed 0", "seed 1", "mean", "sd"]
+    per_seed = seeds.loc[["seed 0", "seed 1"], "gap (last 3)"]
+    first = runs["seed_runs"][("no dropping", 0)], runs["seed_runs"][("99%", 0)]
+    assert per_seed.iloc[0] == pytest.approx(measures.final_accuracy(first[0], gd.LAST)
+                                             - measures.final_accuracy(first[1], gd.LAST))
+    assert seeds.loc["mean", "gap (last 3)"] == pytest.approx(per_seed.mean())
+    assert seeds.loc["sd", "gap (last 3)"] == pytest.approx(per_seed.std(ddof=1))
+    assert seeds.loc["seed 1", "warm-up share"] == pytest.approx(1 / 12)
 
 
 def test_oland_raj_tables_from_smoke_runs(tmp_path):

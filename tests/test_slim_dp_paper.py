@@ -27,6 +27,11 @@ def test_runs_share_configs_and_cover_every_figure():
     [(slim, plump)] = runs.ablation[f"{sd.LONGER}x the rounds"]
     assert slim.steps == plump.steps == sd.LONGER * first.steps
     assert runs.gloo.steps <= first.steps and runs.gloo.workers == 4
+    elias = runs.elias[8]
+    assert elias.push_codec == elias.pull_codec == "qsgd(bits=8, bucket=512, norm='l2', coding='elias')"
+    assert elias.replace(push_codec=quant.push_codec, pull_codec=quant.pull_codec, steps=quant.steps,
+                         eval_every=quant.eval_every, seed=6).key() == quant.key()
+    assert elias.steps == 10 and runs.in_process()["elias"] is runs.elias and runs.scale_sizes == ()
     capped = sd.slim_dp_runs(profile="default", steps=7)
     assert all(c.steps == 7 for c in capped.headline.values())
     longest = sd.slim_dp_runs(profile="smoke", seed=5, length=16, length_seeds=3).ablation["16x the rounds"]
@@ -50,7 +55,8 @@ def done(tmp_path_factory):
     return {"headline": headline,
             "epsilon": {e: tiny(c) for e, c in runs.epsilon.items() if e in (0.0, 0.15)},
             "refresh": {q: tiny(c) for q, c in runs.refresh.items()},
-            "ablation": {key: tiny(c) for key, c in runs.in_process()["ablation"].items()}}
+            "ablation": {key: tiny(c) for key, c in runs.in_process()["ablation"].items()},
+            "elias": {4: run(runs.elias[4].replace(**{**TINY, "steps": 6, "eval_every": 6}), root=root)}}
 
 
 def test_saved_bytes_follow_the_wire_formula(done):
@@ -133,3 +139,48 @@ def test_tables_and_paper_vs_ours(done):
     at_even = 1 - (measures.priced_seconds(quant, "ethernet_10g") + even[4] / 1e3 * quant.config.steps) / sd.communication_time(
         plump, "ethernet_10g")
     assert at_even == pytest.approx(table.loc[(4, vgg), "saved time ethernet_10g"])
+
+
+def test_elias_table_counts_the_same_rounds(done):
+    """Quant-DP's first rounds in QSGD's own coding: the same training, its bytes beside the
+    fixed-width run's over the same rounds."""
+    headline = done["headline"]
+    table = sd.elias_table(done["elias"], headline, 0)
+    row = table.loc[4]
+    fixed, coded, plump = headline[(4, sd.QUANT, 0)], done["elias"][4], headline[(4, sd.PLUMP, 0)]
+    assert row["rounds"] == 6 and row["same losses"]
+    first = lambda r: measures.payload(r) - measures.payload(r, start=6)  # noqa: E731
+    assert row["payload/round Elias"] == pytest.approx(measures.payload(coded) / 6)
+    assert row["payload/round fixed-width"] == pytest.approx(first(fixed) / 6)
+    assert row["saved bytes Elias"] == pytest.approx(1 - measures.payload(coded) / first(plump))
+    assert row["Elias / fixed-width"] < 1  # a 32-wide layer's buckets hold small levels
+
+
+def test_scale_measures_codec_work_and_prices_a_round():
+    """Codec work alone at a size, priced per round as the runs count it."""
+    from thinwire.comm import PRESETS
+    from thinwire.papers.slim_dp import scale
+    work = sd.codec_work(20_000, ((0.2, 0.1),), refresh=2, cycles=1, repeats=2)
+    slim = work[sd.slim_label(0.2, 0.1)]
+    assert set(work) == {sd.PLUMP, sd.QUANT, sd.slim_label(0.2, 0.1)}
+    assert slim["select"] > 0 and work[sd.QUANT]["select"] == 0
+    # a refresh cycle of 2 rounds: one message carries the core's keys, one does not
+    core, explorer = 2000, 2000
+    assert slim["bytes"] == pytest.approx(4 * (core + 2 * explorer) + 4 * core / 2, rel=0.01)
+    assert work[sd.QUANT]["bytes"] / work[sd.PLUMP]["bytes"] == pytest.approx(0.25 + 1 / 512, abs=2e-3)
+    link = PRESETS["ethernet_10g"]
+    seconds = scale.round_seconds(slim, 4, "ethernet_10g")
+    assert seconds["transfer"] == pytest.approx(2 * (link.latency_s + 4 * slim["bytes"] / link.bandwidth_bytes_per_s))
+    assert seconds["codec"] == pytest.approx(2 * slim["select"] + 2 * slim["encode"] + 5 * slim["decode"])
+    assert scale.round_seconds(slim, 4, "ethernet_10g", "paper")["codec"] == pytest.approx(
+        seconds["codec"] - 2 * slim["select"])
+    table = sd.scale_table({(sd.size_label(20_000, 20_000), 20_000): work}, (4,), ("ethernet_10g",))
+    row = table.loc[("0.02M, the runs' model", sd.slim_label(0.2, 0.1))]
+    assert row["saved K=4 ethernet_10g"] == pytest.approx(scale.saved_time(slim, work[sd.PLUMP], 4, "ethernet_10g"))
+    assert row["saved K=4 ethernet_10g, paper's accounting"] > row["saved K=4 ethernet_10g"]
+    order = sd.scale_ordering(table)
+    best = table["saved K=4 ethernet_10g"].astype(float).idxmax()[1]
+    assert order.loc["0.02M, the runs' model", "saved K=4 ethernet_10g"] == best
+    assert sd.size_label(13_000_000) == "13M, GoogLeNet's" and sd.size_label(12345) == "12,345"
+    with pytest.raises(ValueError, match="accounting='gpu' is not allowed"):
+        scale.round_seconds(slim, 4, "ethernet_10g", "gpu")

@@ -12,6 +12,12 @@ For each bucket v of ``bucket`` consecutive values (the last may be shorter):
 5. decode: v'_i = sign_i * level_i * norm / s. E[v'] = v: unbiased; with the L2 norm the
    variance is at most min(d / s^2, sqrt(d) / s) ||v||^2 per bucket of d values (Lemma 3.1).
 
+``coding="elias"`` writes the codes in QSGD's own variable-length coding (Sec. 3.2: the
+Elias code of each non-zero level's position gap and of its level, and a sign bit;
+``kernels/elias.py``) instead of fixed-width, bit-packed codes: the same values arrive, in
+fewer bytes when most levels are small. The default, ``"fixed"``, is what Quant-DP's runs
+send (and is left out of the spec, so their results keep their keys).
+
 The u_i come from the sender state's own generator: one 64-bit key per message, expanded
 by a counter-based hash (``kernels/qsgd.py``), so a message depends only on the seed and
 the messages before it. Steps 1-4 are one compiled pass that writes into the message
@@ -25,7 +31,7 @@ import math
 import numpy as np
 import torch
 
-from ..kernels import bitpack, qsgd
+from ..kernels import bitpack, elias, qsgd
 from ..kernels.uniform import float32_numpy
 from ..base import Codec, expect_part
 from ..errors import CorruptMessageError
@@ -33,6 +39,7 @@ from ..payload import PartWriter, Payload
 from ..state import CodecState
 
 NORMS = ("l2", "max")
+CODINGS = ("fixed", "elias")
 KEY_SPAN = 2**62  # message keys are drawn in [0, KEY_SPAN)
 
 
@@ -44,7 +51,7 @@ class QSGD(Codec):
     codec_id = 10
     carrier = None  # bit-packed codes: no codec compresses them further
 
-    def __init__(self, bits: int = 8, bucket: int = 512, norm: str = "l2"):
+    def __init__(self, bits: int = 8, bucket: int = 512, norm: str = "l2", coding: str = "fixed"):
         if not (isinstance(bits, int) and not isinstance(bits, bool) and 2 <= bits <= 16):
             raise ValueError(f"qsgd: bits={bits!r} is not allowed: bits must be an int in 2..16 "
                              "(one sign bit and at least one level bit)")
@@ -52,7 +59,9 @@ class QSGD(Codec):
             raise ValueError(f"qsgd: bucket={bucket!r} is not allowed: bucket must be an int in 1..{2**24}")
         if norm not in NORMS:
             raise ValueError(f"qsgd: norm={norm!r} is not allowed: norm must be one of {list(NORMS)}")
-        self.bits, self.bucket, self.norm = bits, bucket, norm
+        if coding not in CODINGS:
+            raise ValueError(f"qsgd: coding={coding!r} is not allowed: coding must be one of {list(CODINGS)}")
+        self.bits, self.bucket, self.norm, self.coding = bits, bucket, norm, coding
 
     @property
     def levels(self) -> int:
@@ -60,7 +69,8 @@ class QSGD(Codec):
         return (1 << (self.bits - 1)) - 1
 
     def params(self) -> dict:
-        return {"bits": self.bits, "bucket": self.bucket, "norm": self.norm}
+        coding = {} if self.coding == "fixed" else {"coding": self.coding}
+        return {"bits": self.bits, "bucket": self.bucket, "norm": self.norm, **coding}
 
     def buckets(self, numel: int) -> int:
         return -(-numel // self.bucket)
@@ -81,13 +91,27 @@ class QSGD(Codec):
                                  f"1e19 and more, squared and summed): scale the tensor, or use norm='max'")
 
         # the codes part is written first: its kernel computes the norms the next part copies
+        if self.coding == "elias":
+            packed = torch.empty(bitpack.packed_bytes(n, self.bits), dtype=torch.uint8)
+            fill_codes(packed)
+            codes = bitpack.unpack(packed, n, self.bits).numpy()
+            stream = np.empty((elias.stream_bits(codes, self.bucket, self.bits) + 7) // 8, np.uint8)
+            elias.encode(codes, self.bucket, self.bits, stream)
+            return Payload(parts={"stream": torch.from_numpy(stream), "norms": torch.from_numpy(norms)})
         codes = PartWriter(torch.uint8, bitpack.packed_bytes(n, self.bits), fill_codes)
         return Payload(parts={"codes": codes, "norms": PartWriter(torch.float32, norms.size,
                                                                    lambda view: view.copy_(torch.from_numpy(norms)))})
 
     def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None, shape: tuple = ()) -> torch.Tensor:
         norms = expect_part(payload, "norms", torch.float32, self.buckets(numel))
-        packed = expect_part(payload, "codes", torch.uint8, bitpack.packed_bytes(numel, self.bits))
+        if self.coding == "elias":
+            codes = np.empty(numel, np.uint8 if self.bits <= 8 else np.int32)
+            if elias.decode(expect_part(payload, "stream", torch.uint8).contiguous().numpy(), numel, self.bucket,
+                            self.bits, codes) != 0:
+                raise CorruptMessageError("qsgd: the Elias-coded levels are inconsistent with the tensor's size")
+            packed = bitpack.pack(torch.from_numpy(codes), self.bits)
+        else:
+            packed = expect_part(payload, "codes", torch.uint8, bitpack.packed_bytes(numel, self.bits))
         norms_np = norms.numpy()
         if not (np.isfinite(norms_np).all() and (norms_np >= 0).all()):
             raise CorruptMessageError("qsgd: bucket norms must be finite and non-negative")

@@ -15,6 +15,13 @@ Settings (``SETTINGS``) of the figure and table runs:
 - ``"sync"``: one averaged AdaGrad step per step with torch's eps and no warm-up.
 The pull diagnosis stays synchronous (it explains the synchronous gap) and the
 Marian table holds both (each of Marian's settings alone, then all three).
+
+The gap over seeds (``seed_runs``) reruns the dense run and 99% of the notebook's setting on
+the profile's seeds with a warm-up that is a small share of the run: by default the paper
+profile's share (100 of 7,500 steps, 1.3%), so that the warm-up does not close the gap by
+itself (at the default's 450 steps, Marian's 100 steps are 22% of the run). ``paper_width``
+adds one dense run at the paper's width (3 x 4096) beside the profile's, at the profile's
+length, to test what width does to the baseline's accuracy.
 """
 
 from __future__ import annotations
@@ -78,23 +85,29 @@ class GradientDroppingRuns:
     diagnosis: dict[tuple[str, str], RunConfig] = field(default_factory=dict)  # (optimizer, codecs) -> config
     marian: dict[tuple[str, str], RunConfig] = field(default_factory=dict)     # (schedule, setting) -> config
     longer: dict[str, RunConfig] = field(default_factory=dict)         # dense and 99% trained twice as long
+    seed_runs: dict[tuple[str, int], RunConfig] = field(default_factory=dict)  # (dense | 99%, seed): the gap over seeds
+    width: dict[str, RunConfig] = field(default_factory=dict)          # dense at the profile's and the paper's width
     setting: str = "marian"
     warmup_steps: int = 0                                             # of the dropping runs in ``ratios``
 
     def in_process(self) -> dict[str, dict]:
         return {"ratios": self.ratios, "index_value": self.index_value, "scope": self.scope,
                 "quantized": self.quantized, "diagnosis": self.diagnosis, "marian": self.marian,
-                "longer": self.longer}
+                "longer": self.longer, "seed_runs": self.seed_runs, "width": self.width}
 
 
 def gradient_dropping_runs(*, profile: str, dataset: str = "mnist", workers: int = 4, layer_norm: bool = True,
                            sampling: str = "random", network: str = "ethernet_10g", seed: int = 0,
-                           device: str = "auto", steps: int = 0, setting: str = "marian") -> GradientDroppingRuns:
+                           device: str = "auto", steps: int = 0, setting: str = "marian", seed_steps: int = 0,
+                           seed_warmup: int = -1, paper_width: bool = False) -> GradientDroppingRuns:
     """Validated configs for every figure and table; ``ValueError`` names a bad parameter.
     ``steps`` > 0 caps every run's length (time-capped runs of a large profile); ``setting``
-    is one of ``SETTINGS`` (module docstring)."""
+    is one of ``SETTINGS`` (module docstring). The gap over seeds runs ``seed_steps`` steps (0:
+    the profile's) with ``seed_warmup`` dense steps first (-1: ``paper_warmup_share`` of the
+    run); ``paper_width`` adds the dense run at the paper's width."""
     size = dict(GRADIENT_DROPPING[check_profile(profile)])
     speed_steps, warmup, widths = size.pop("speed_steps"), size.pop("warmup_steps"), size.pop("quantized_bits")
+    seeds = tuple(seed + s for s in size.pop("seeds"))
     model = MLPSpec(hidden=size.pop("hidden"), layer_norm=layer_norm)
     if check_steps(steps):
         size["steps"], size["eval_every"] = min(size["steps"], steps), min(size["eval_every"], steps)
@@ -147,4 +160,42 @@ def gradient_dropping_runs(*, profile: str, dataset: str = "mnist", workers: int
     for label, ratio in (("no dropping", 0.0), ("99%", 0.99)):
         config = runs.ratios[ratio]
         runs.longer[label] = config.replace(steps=2 * config.steps)
+    # the gap over seeds, with a warm-up that is a small share of the run
+    length = check_seed_steps(seed_steps)
+    length = min(length or size["steps"], steps or length or size["steps"])
+    evaluate = dict(steps=length, eval_every=max(1, size["eval_every"] * length // size["steps"]))
+    warm = dict(warmup_steps=check_seed_warmup(seed_warmup, length)) if setting == "marian" else {}
+    for s in seeds:
+        runs.seed_runs[("no dropping", s)] = runs.ratios[0.0].replace(seed=s, **evaluate)
+        runs.seed_runs[("99%", s)] = runs.ratios[0.99].replace(seed=s, **evaluate, **warm)
+    if not isinstance(paper_width, bool):
+        raise ValueError(f"paper_width={paper_width!r} is not allowed: paper_width must be True or False")
+    if paper_width:
+        for hidden in (model.hidden, PAPER_HIDDEN):
+            runs.width[f"hidden {hidden[0]}"] = runs.ratios[0.0].replace(model=model.replace(hidden=hidden))
     return runs
+
+
+PAPER_HIDDEN = GRADIENT_DROPPING["paper"]["hidden"]
+
+
+def paper_warmup_share() -> float:
+    """The paper profile's warm-up share: Marian's 100 dense steps of its 7,500 (20 epochs)."""
+    paper = GRADIENT_DROPPING["paper"]
+    return paper["warmup_steps"] / paper["steps"]
+
+
+def check_seed_steps(seed_steps) -> int:
+    if not isinstance(seed_steps, int) or isinstance(seed_steps, bool) or seed_steps < 0:
+        raise ValueError(f"seed_steps={seed_steps!r} is not allowed: seed_steps must be 0 (the profile's) or a "
+                         "positive int")
+    return seed_steps
+
+
+def check_seed_warmup(seed_warmup, length: int) -> int:
+    """The dense warm-up of the runs over seeds: ``seed_warmup``, or -1 for the paper
+    profile's share of ``length`` steps (at least one step)."""
+    if not isinstance(seed_warmup, int) or isinstance(seed_warmup, bool) or not -1 <= seed_warmup < length:
+        raise ValueError(f"seed_warmup={seed_warmup!r} is not allowed: seed_warmup must be -1 (the paper profile's "
+                         f"share, {paper_warmup_share():.2%} of the run) or an int in 0..{length - 1}")
+    return max(1, round(paper_warmup_share() * length)) if seed_warmup == -1 else seed_warmup

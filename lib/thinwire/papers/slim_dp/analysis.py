@@ -222,14 +222,54 @@ def ablation_table(results: dict) -> pd.DataFrame:
     return table
 
 
+def elias_table(elias: dict, headline: dict, seed: int) -> pd.DataFrame:
+    """Quant-DP's messages in QSGD's own Elias coding against the fixed-width codes:
+    ``elias`` is ``{K: Result}`` of the first rounds of the seed-``seed`` Quant-DP run with
+    ``coding='elias'``; the fixed-width run and Plump-DP are that seed's headline runs,
+    counted over the same first rounds. The coding is lossless, so the two Quant-DP runs
+    train alike (``same losses``)."""
+    import pandas as pd
+    rows = {}
+    for k, coded in elias.items():
+        fixed, plump = headline[(k, QUANT, seed)], headline[(k, PLUMP, seed)]
+        rounds = coded.config.steps
+
+        def first(result):
+            return measures.payload(result) - measures.payload(result, start=rounds)
+        rows[k] = {"rounds": rounds, "same losses": coded.metrics["loss"] == fixed.metrics["loss"][:rounds],
+                   "payload/round fixed-width": first(fixed) / rounds, "payload/round Elias": first(coded) / rounds,
+                   "Elias / fixed-width": first(coded) / first(fixed),
+                   "saved bytes fixed-width": 1 - first(fixed) / first(plump),
+                   "saved bytes Elias": 1 - first(coded) / first(plump),
+                   "codec ms/round fixed-width": 1e3 * measures.codec_seconds(fixed) / fixed.config.steps,
+                   "codec ms/round Elias": 1e3 * measures.codec_seconds(coded) / rounds}
+    table = pd.DataFrame(rows).T
+    table.index.name = "K"
+    return table
+
+
+def scale_why(scale: pd.DataFrame | None, method: str, k: int, network: str) -> str:
+    """What the codec-only measurement at the paper's sizes says about ``method`` against
+    Quant-DP (``scale.scale_table``), or that it did not run."""
+    if scale is None:
+        return "Codec work at the paper's sizes was not measured in this run"
+    ours, paper = f"saved K={k} {network}", f"saved K={k} {network}, paper's accounting"
+    parts = []
+    for size in scale.index.get_level_values("size").unique():
+        row, quant = scale.loc[(size, method)], scale.loc[(size, QUANT)]
+        parts.append(f"{size}: {row[ours]:.1%} ({row[paper]:.1%} without index generation) against Quant-DP's "
+                     f"{quant[ours]:.1%}")
+    return "Codec work alone on this CPU at other sizes (scale table), K = " + str(k) + ": " + "; ".join(parts)
+
+
 def paper_vs_ours(table, refresh: pd.DataFrame, ablation: pd.DataFrame, epsilon: pd.DataFrame, published: dict,
-                  network: str, q: int, break_even: dict[int, float]) -> pd.DataFrame:
+                  network: str, q: int, break_even: dict[int, float], scale: pd.DataFrame | None = None) -> pd.DataFrame:
     """The notebook's "paper vs ours" table: paper, ours, gap and why. Saved time is Table 1's
     (codec time counted) on ``network``; each "why" cites the run that measures the cause:
     the bytes (``refresh_table``), the measured codec time (``table1``), the codec time at
     which Quant-DP would fall behind Slim-DP (0.2, 0.1) (``break_even``: K -> ms per round,
     ``break_even_codec_ms``), the gap ablation (``ablation_table``) and the epsilon sweep
-    (``sweep_table``)."""
+    (``sweep_table``), and the codec work at the paper's sizes (``scale``, optional)."""
     import pandas as pd
     from .runs import HEADLINE, slim_label
     paper, ours, why = {}, {}, {}
@@ -245,9 +285,8 @@ def paper_vs_ours(table, refresh: pd.DataFrame, ablation: pd.DataFrame, epsilon:
                          f"{1 - refresh_words(alpha, epsilon_, q):.1%}); codec time {row['codec ms/round']:.2f} ms/round "
                          f"against Plump-DP's {plump_ms[k]:.2f}, of it {row['index generation ms/round']:.2f} index "
                          f"generation: bytes alone save {row[col + ', bytes only']:.1%}, without index generation (the "
-                         f"paper's accounting) {row[saved_time_column(network, 'paper')]:.1%}. Whether the "
-                         "paper's 13M-140M-parameter models on GPUs change the ratio of codec work to transfer is not "
-                         "tested here (open)")
+                         f"paper's accounting) {row[saved_time_column(network, 'paper')]:.1%}. "
+                         + scale_why(scale, method, k, network) + ". On the paper's GPUs: not measured")
     for k in plump_ms:
         row = table.loc[(k, QUANT)]
         for model in ("VGG-16", "GoogLeNet"):

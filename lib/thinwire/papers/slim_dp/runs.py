@@ -52,13 +52,16 @@ class SlimDPRuns:
     refresh: dict[int, RunConfig] = field(default_factory=dict)                    # q sweep at HEADLINE, K 4
     ablation: dict[str, list[tuple[RunConfig, RunConfig]]] = field(default_factory=dict)  # [(Slim-DP, Plump-DP)]
     gloo: RunConfig | None = None                                                   # the same on torch.distributed
+    elias: dict[int, RunConfig] = field(default_factory=dict)                       # K -> Quant-DP, Elias-coded, first rounds
+    scale_sizes: tuple[int, ...] = ()                                               # N of the codec-only measurement
     workers: tuple[int, ...] = WORKERS
     seeds: tuple[int, ...] = ()
 
     def in_process(self) -> dict[str, dict]:
         pairs = {(label, role, i): c for label, seeded in self.ablation.items() for i, pair in enumerate(seeded)
                  for role, c in zip(("slim", "plump"), pair)}
-        return {"headline": self.headline, "epsilon": self.epsilon, "refresh": self.refresh, "ablation": pairs}
+        return {"headline": self.headline, "epsilon": self.epsilon, "refresh": self.refresh, "ablation": pairs,
+                "elias": self.elias}
 
     def results_of(self, done: dict, k: int, method: str) -> list:
         """The headline results of ``method`` at K = ``k``, one per seed."""
@@ -90,7 +93,7 @@ def slim_dp_runs(*, profile: str, dataset: str = "mnist", network: str = "ethern
     ablation runs, on ``length_seeds`` of the three seeds; the other options are Slim-DP's and Quant-DP's (``SlimDPSection``,
     ``qsgd``)."""
     size = dict(SLIM_DP[check_profile(profile)])
-    gloo_steps = size.pop("gloo_steps")
+    gloo_steps, elias_steps, scale_sizes = size.pop("gloo_steps"), size.pop("elias_steps"), size.pop("scale_sizes")
     if check_steps(steps):
         size["steps"], size["eval_every"] = min(size["steps"], steps), min(size["eval_every"], steps)
     methods = slim_dp_recipes(refresh=refresh, selection=selection, scope=scope, local_update=local_update,
@@ -124,4 +127,16 @@ def slim_dp_runs(*, profile: str, dataset: str = "mnist", network: str = "ethern
     }
     n = min(gloo_steps, first.steps)
     runs.gloo = first.replace(steps=n, eval_every=n, eval_samples=min(1000, first.eval_samples))
+    # QSGD's own coding of Quant-DP's messages: the first rounds of the first seed again
+    elias_steps = min(elias_steps, first.steps)
+    for k in runs.workers:
+        quant = runs.headline[(k, QUANT, seed)]
+        runs.elias[k] = quant.replace(steps=elias_steps, eval_every=elias_steps, push_codec=elias_coded(quant.push_codec),
+                                      pull_codec=elias_coded(quant.pull_codec))
+    runs.scale_sizes = scale_sizes
     return runs
+
+
+def elias_coded(spec: str) -> str:
+    """A ``qsgd(...)`` spec with QSGD's own Elias coding (``codecs/quantize/qsgd.py``)."""
+    return spec[:-1] + ", coding='elias')"
