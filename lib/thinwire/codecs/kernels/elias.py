@@ -60,17 +60,23 @@ PEEK_VALUE, PEEK_BITS = _peek_table()
 
 
 @njit(nogil=True, cache=True)
+def _width(m):
+    """Bits in the binary form of ``m`` >= 0."""
+    width = 0
+    while m:
+        width += 1
+        m >>= 1
+    return width
+
+
+@njit(nogil=True, cache=True)
 def omega_bits(k):
     """Length in bits of Elias's omega code of ``k`` >= 1."""
     if k < TABLE:
         return OMEGA_BITS[k]
     total = 1
     while k > 1:
-        width = 0
-        m = k
-        while m:
-            width += 1
-            m >>= 1
+        width = _width(k)
         total += width
         k = width - 1
     return total
@@ -119,20 +125,9 @@ def _put_omega(out, state, k, groups):
     while k > 1:
         groups[depth] = k
         depth += 1
-        width = 0
-        m = k
-        while m:
-            width += 1
-            m >>= 1
-        k = width - 1
+        k = _width(k) - 1
     for d in range(depth - 1, -1, -1):
-        value = groups[d]
-        width = 0
-        m = value
-        while m:
-            width += 1
-            m >>= 1
-        _put(out, state, value, width)
+        _put(out, state, groups[d], _width(groups[d]))
     _put(out, state, 0, 1)
 
 

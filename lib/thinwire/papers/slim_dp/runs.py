@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ...codecs import make_codec
 from ...experiment import RunConfig
 from ...validation import check
 from ..profile import check_profile, check_steps
@@ -139,4 +140,5 @@ def slim_dp_runs(*, profile: str, dataset: str = "mnist", network: str = "ethern
 
 def elias_coded(spec: str) -> str:
     """A ``qsgd(...)`` spec with QSGD's own Elias coding (``codecs/quantize/qsgd.py``)."""
-    return spec[:-1] + ", coding='elias')"
+    codec = make_codec(spec)
+    return type(codec)(**{**codec.params(), "coding": "elias"}).spec()

@@ -25,6 +25,7 @@ so a message never repeats the last one.
 
 from __future__ import annotations
 
+import itertools
 import time
 from typing import TYPE_CHECKING
 
@@ -66,8 +67,8 @@ def dense_work(spec: str, inputs: list[torch.Tensor], repeats: int) -> dict:
     codec, state, out = make_codec(spec), CodecState(0), torch.empty_like(inputs[0])
     codec.warm_up()
     messages = [codec.encode(x, state, "w") for x in inputs]  # warm-up, and messages to decode
-    turn = iter(range(10**9))
-    encode = _median_seconds(lambda: codec.encode(inputs[next(turn) % 2], state, "w"), repeats)
+    turn = itertools.cycle(inputs)
+    encode = _median_seconds(lambda: codec.encode(next(turn), state, "w"), repeats)
     decode = _median_seconds(lambda: codec.decode(messages[0], None, "w", out=out), repeats)
     return {"select": 0.0, "encode": encode, "decode": decode, "bytes": float(len(messages[0]))}
 
@@ -117,8 +118,8 @@ def round_seconds(work: dict, k: int, network: str, accounting: str = "ours") ->
     """(transfer, codec) seconds of one round at ``k`` local agents (module docstring, 2-3)."""
     if accounting not in ACCOUNTINGS:
         raise ValueError(f"accounting={accounting!r} is not allowed: accounting must be one of {list(ACCOUNTINGS)}")
-    link = network_preset(network)
-    phase = link.latency_s + k * work["bytes"] / link.bandwidth_bytes_per_s + k * link.message_latency_s
+    pushes = [(agent, k, work["bytes"]) for agent in range(k)]  # K local agents -> the center (id K)
+    phase = network_preset(network).phase_seconds(pushes)               # the broadcast back costs the same
     select = 2 * work["select"] if accounting == "ours" else 0.0
     return {"transfer": 2 * phase, "codec": select + 2 * work["encode"] + (k + 1) * work["decode"]}
 
