@@ -10,6 +10,7 @@ PIP_FLAGS := $(if $(wildcard $(WHEELS)/*.whl),--find-links $(WHEELS),)
 NOTEBOOKS = $(shell $(PY) -c "from thinwire.papers import PAPERS; print(*PAPERS)")
 NEED_NOTEBOOKS = @test -n "$(NOTEBOOKS)" || { echo "make: thinwire.papers.PAPERS could not be read" >&2; exit 1; }
 PROFILE ?= default
+GOLDEN_WORKERS ?= -p no:xdist
 export PYTHONHASHSEED := 0
 export THINWIRE_PROGRESS ?= 0
 
@@ -35,8 +36,9 @@ unit: setup
 # Executed smoke-profile notebooks, re-run by nbval; only # NBVAL_CHECK_OUTPUT cells are compared.
 # Their float numbers are compared with the full-precision values the goldens recorded, within
 # the tolerances the cells state (thinwire/checks.py); THINWIRE_GOLDEN says where the goldens are.
+# The other CPU runs one thread per process, so its notebooks run two at a time (one per core).
 GOLDEN_TEST = THINWIRE_GOLDEN=$(CURDIR)/tests/golden THINWIRE_RESULTS=$$(mktemp -d) THINWIRE_REPORTS=$$(mktemp -d) \
-	$(PY) -m pytest -q -p no:xdist --nbval-lax --nbval-current-env --sanitize-with tests/golden/sanitize.cfg \
+	$(PY) -m pytest -q $(GOLDEN_WORKERS) --nbval-lax --nbval-current-env --sanitize-with tests/golden/sanitize.cfg \
 	$(addprefix tests/golden/,$(addsuffix .ipynb,$(NOTEBOOKS)))
 # Another CPU, emulated: torch's AVX2 kernels instead of AVX-512, oneDNN limited to AVX2, one
 # thread each for torch, OpenMP and numba (other reduction orders; float results move in
@@ -47,6 +49,7 @@ golden-test: setup
 	$(NEED_NOTEBOOKS)
 	$(GOLDEN_TEST)
 
+golden-test-other-cpu: GOLDEN_WORKERS = -n 2 --dist loadfile
 golden-test-other-cpu: setup
 	$(NEED_NOTEBOOKS)
 	$(OTHER_CPU) $(GOLDEN_TEST)

@@ -1,6 +1,11 @@
 import os
 
 os.environ.setdefault("THINWIRE_PROGRESS", "0")
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # `make unit` runs two workers on two cores: one thread each (and in the processes the
+    # tests start), or torch's and numba's spinning OpenMP threads oversubscribe the cores.
+    for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+        os.environ.setdefault(_name, "1")
 
 import pytest  # noqa: E402
 

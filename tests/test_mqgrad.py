@@ -255,10 +255,13 @@ def test_resume_mid_run_gives_the_same_decisions(tmp_path, interrupt_at, sarsa_r
 def test_in_process_and_gloo_agree_with_the_same_decisions(tmp_path, sarsa_run):
     config, local = sarsa_run
     distributed = launch(config, nprocs=2, backend="gloo", root=tmp_path)
-    assert_same_run(local, distributed)
+    # the ranks' convolutions run on as many threads as OpenMP has (1, or 2 once numba's OpenMP
+    # layer has run at NUMBA_NUM_THREADS=2), the process's on its own count: other summation
+    # orders. Measured: 8e-7 apart after 30 steps at 2 threads, 1.8e-5 at 1; the decisions,
+    # ledgers and evaluations are identical either way.
+    assert_same_run(local, distributed, tol=1e-4)
     assert distributed.metrics["sarsa_bits"] == local.metrics["sarsa_bits"]
-    # one rank computes its workers' gradients with 1 thread, the process with 2: the losses, and
-    # the rewards made of them, may differ in their last digits, not the decisions
+    # the losses, and the rewards made of them, may differ in their last digits, not the decisions
     rewards = [(a, b) for a, b in zip(local.metrics["sarsa_reward"], distributed.metrics["sarsa_reward"]) if a is not None]
     assert len(rewards) == config.steps // 5 - 1
     assert [b for _, b in rewards] == pytest.approx([a for a, _ in rewards], rel=1e-5, abs=1e-9)
