@@ -22,7 +22,7 @@ from thinwire.policies import CoreExplorer
 
 N = 25_000_000
 TARGET = 3.0
-SPECS = ["fp32", "fp16", "quantize(bits=1)", "quantize(bits=8)", "quantize(bits=12)", "topk(ratio=0.01)",
+SPECS = ["fp32", "fp16", "bf16", "quantize(bits=1)", "quantize(bits=8)", "quantize(bits=12)", "topk(ratio=0.01)",
          "graddrop(ratio=0.99)", "graddrop(ratio=0.99, bits=1)", "binquant(bits=5)",
          "binquant(bits=5, coder='huffman')", "binquant(bits=5, coder='ans')", "qsgd(bits=8)", "keycache",
          "ef(topk(ratio=0.01))", "chain(topk(ratio=0.01), quantize(bits=8))", "sized(binquant(bits=5), min_numel=1000)",

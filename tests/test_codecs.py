@@ -12,7 +12,7 @@ from hypothesis.extra.numpy import arrays
 from thinwire.codecs import CODECS, CodecState, CorruptMessageError, ErrorFeedback, TopK, make_codec, wire
 
 SPECS = [
-    "fp32", "fp16", "topk(ratio=0.1)", "topk(ratio=1.0)", "quantize(bits=1)", "quantize(bits=3)",
+    "fp32", "fp16", "bf16", "topk(ratio=0.1)", "topk(ratio=1.0)", "quantize(bits=1)", "quantize(bits=3)",
     "quantize(bits=8)", "quantize(bits=13)", "quantize(bits=16)", "ef(topk(ratio=0.01))",
     "ef(quantize(bits=2))", "chain(topk(ratio=0.1), quantize(bits=8))", "chain(topk(ratio=0.2), fp16)",
     "graddrop(ratio=0.9)", "graddrop(ratio=0.5, encoding='index_value', bits=2, levels='column')",
@@ -107,7 +107,7 @@ def test_special_inputs(spec, values):
     codec = make_codec(spec)
     y = codec.decode(codec.encode(t))
     assert y.shape == t.shape
-    if codec.name in ("fp32", "fp16", "quantize", "ef", "binquant", "oland_raj"):
+    if codec.name in ("fp32", "fp16", "bf16", "quantize", "ef", "binquant", "oland_raj"):
         assert torch.equal(y, t) or codec.name == "ef"
 
 
@@ -226,3 +226,13 @@ def test_values_outside_float32_are_an_error_not_an_inf(spec):
         codec.encode(torch.ones(3, dtype=torch.complex64), state, "w")
     fine = torch.tensor([1.0, 3e38, -2.0], dtype=torch.float64)  # within float32's range: encodes
     assert codec.decode(codec.encode(fine, CodecState(0), "w")).shape == (3,)
+
+
+def test_bf16_rounds_to_nearest_bfloat16_and_keeps_float32_range():
+    x = torch.tensor([1e38, -3e-38, 1.0 + 2**-8, 1.0 + 3 * 2**-8, 65504.0 * 4, math.inf])
+    codec = make_codec("bf16")
+    message = codec.encode(x)
+    assert wire.measure(message)[0] == 2 * x.numel()
+    y = codec.decode(message)
+    assert torch.equal(y, x.to(torch.bfloat16).float())
+    assert torch.isfinite(y[:5]).all() and y[2] == 1.0 and y[3] == 1.0 + 2**-6  # halfway: to the even mantissa

@@ -8,7 +8,7 @@ import torch
 from thinwire.codecs import make_codec
 from thinwire.codecs.state import CodecState
 
-SPECS = ["fp32", "fp16", "topk(ratio=0.5)", "quantize(bits=8)", "qsgd(bits=8)", "binquant(bits=4)",
+SPECS = ["fp32", "fp16", "bf16", "topk(ratio=0.5)", "quantize(bits=8)", "qsgd(bits=8)", "binquant(bits=4)",
          "binquant(bits=6, coder='huffman')", "graddrop(ratio=0.5)", "ef(topk(ratio=0.5))"]
 NOT_FLOAT = [torch.tensor([127, -128, 5, 0], dtype=torch.int8), torch.tensor([False, True, False, True]),
              torch.tensor([1, 2, 3, 4], dtype=torch.uint16), torch.tensor([1, 2, 3, 4], dtype=torch.uint32),

@@ -1,5 +1,6 @@
 """Distributed training loops, written once as agents over a transport (``contract.py``)."""
 
+from .allreduce_dp import AllReduceDP, AllReduceSection
 from .contract import ROLES, Algorithm, check_algorithm
 from .optimizers import OPTIMIZERS, make_optimizer
 from .plump_dp import PULL_MODES, ParameterServerSection, PlumpDP
@@ -14,7 +15,7 @@ from .sharded_ps import SCHEDULES, ShardedPS, ShardedPSSection
 from .slim_dp import SCOPES, SERVER_SCALES, SlimDP, SlimDPSection
 from .weight_averaging import WeightAveraging, WeightAveragingSection
 
-ALGORITHMS: dict[str, type] = {"eventgrad": EventGraD, "mqgrad": MQGrad, "plump_dp": PlumpDP, "sharded_ps": ShardedPS, "slim_dp": SlimDP,
+ALGORITHMS: dict[str, type] = {"allreduce": AllReduceDP, "eventgrad": EventGraD, "mqgrad": MQGrad, "plump_dp": PlumpDP, "sharded_ps": ShardedPS, "slim_dp": SlimDP,
                                "weight_averaging": WeightAveraging}
 
 
@@ -30,6 +31,6 @@ def register_algorithm(name: str, cls: type) -> type:
     return cls
 
 
-__all__ = ["ALGORITHMS", "Algorithm", "CodecTimes", "Declared", "EventGraD", "EventGradSection", "MQGrad", "MQGradSection", "Round", "local_gradients", "ready", "OPTIMIZERS", "PULL_MODES", "ROLES", "ParameterServerSection", "PhaseTally",
+__all__ = ["ALGORITHMS", "Algorithm", "AllReduceDP", "AllReduceSection", "CodecTimes", "Declared", "EventGraD", "EventGradSection", "MQGrad", "MQGradSection", "Round", "local_gradients", "ready", "OPTIMIZERS", "PULL_MODES", "ROLES", "ParameterServerSection", "PhaseTally",
            "PlumpDP", "SCHEDULES", "SCOPES", "SERVER_SCALES", "Section", "SlimDP", "SlimDPSection", "ServerAgent", "ShardedPS", "ShardedPSSection", "StepReport", "Tally", "WeightAveraging",
            "WeightAveragingSection", "check_algorithm", "make_optimizer", "register_algorithm"]

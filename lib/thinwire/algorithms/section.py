@@ -4,7 +4,7 @@
 workers, steps, device, ...) plus one section, chosen by ``algorithm``. Each section lives
 in its algorithm's module (``plump_dp.ParameterServerSection``, ``sharded_ps.ShardedPSSection``,
 ``slim_dp.SlimDPSection``, ``weight_averaging.WeightAveragingSection``,
-``eventgrad.EventGradSection``), not with a paper:
+``eventgrad.EventGradSection``, ``allreduce_dp.AllReduceSection``), not with a paper:
 Plump-DP serves the quickstart and Slim-DP's baselines, the sharded server gradient
 dropping, and a new paper adds its own section in its own algorithm module.
 """

@@ -24,6 +24,7 @@ from .compose.sized import Sized
 from .errors import CorruptMessageError
 from .compose.error_feedback import ErrorFeedback
 from .sparsify.graddrop import GradDrop
+from .dense.bf16 import BFloat16
 from .dense.fp16 import Float16
 from .dense.fp32 import Float32
 from .payload import Payload
@@ -35,6 +36,6 @@ from .sparsify.key_cache import KeyCache
 from .sparsify.topk import TopK
 
 __all__ = [
-    "BinQuantize", "Codec", "Chain", "Sized", "GradDrop", "CorruptMessageError", "ErrorFeedback", "Float16", "Float32", "Payload",
+    "BFloat16", "BinQuantize", "Codec", "Chain", "Sized", "GradDrop", "CorruptMessageError", "ErrorFeedback", "Float16", "Float32", "Payload",
     "QSGD", "KeyCache", "Quantize", "CODECS", "make_codec", "register", "CodecState", "StateBook", "TopK",
 ]

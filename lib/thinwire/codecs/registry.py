@@ -14,6 +14,7 @@ from .compose.chain import Chain
 from .compose.error_feedback import ErrorFeedback
 from .compose.sized import Sized
 from .sparsify.graddrop import GradDrop
+from .dense.bf16 import BFloat16
 from .dense.fp16 import Float16
 from .dense.fp32 import Float32
 from .quantize.minmax import Quantize
@@ -22,7 +23,7 @@ from .sparsify.topk import TopK
 from ..spec_syntax import call_parts, parse
 
 CODECS: dict[str, type[Codec]] = {
-    cls.name: cls for cls in (Float32, Float16, TopK, Quantize, ErrorFeedback, Chain, GradDrop,
+    cls.name: cls for cls in (Float32, Float16, BFloat16, TopK, Quantize, ErrorFeedback, Chain, GradDrop,
                               BinQuantize, QSGD, KeyCache, Sized, ColumnQuantize)
 }
 

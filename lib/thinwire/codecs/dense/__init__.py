@@ -1,1 +1,1 @@
-"""Dense transmissions: every value, as float32 or float16."""
+"""Dense transmissions: every value, as float32, float16 or bfloat16."""
