@@ -14,7 +14,7 @@ GOLDEN_WORKERS ?= -p no:xdist
 export PYTHONHASHSEED := 0
 export THINWIRE_PROGRESS ?= 0
 
-.PHONY: setup test unit golden-test golden-test-other-cpu reproduce golden lab bench data-cifar10 clean
+.PHONY: setup test unit golden-test golden-test-other-cpu reproduce golden lab bench netcheck data-cifar10 clean
 
 setup: $(VENV)/.stamp
 
@@ -76,6 +76,11 @@ lab: setup
 
 bench: setup
 	$(PY) benchmarks/run.py
+
+# The network model against an emulated cluster of shaped links (root; namespaces, veths, tc).
+NETCHECK_RATES ?= 10e6,50e6
+netcheck: setup
+	$(PY) -m thinwire netcheck --rates $(NETCHECK_RATES)
 
 data-cifar10: setup
 	$(PY) -m thinwire.datasets.download_cifar10 data/cifar10

@@ -239,6 +239,25 @@ def _add_config_options(p) -> None:
                         "<algorithm>.<field>=VALUE for the config's own algorithm section")
 
 
+def cmd_netcheck(args) -> int:
+    from .netcheck import NetcheckUnavailable, netcheck, table, write
+    try:
+        rates = [float(r) for r in args.rates.split(",") if r.strip()]
+    except ValueError:
+        raise UserError(f"--rates {args.rates!r} is not allowed: comma-separated numbers of bytes/s") from None
+    if not rates or not 3 <= args.workers <= 64 or not 3 <= args.steps <= 10_000:
+        raise UserError(f"--rates {args.rates!r}, --workers {args.workers}, --steps {args.steps}: at least one rate, "
+                        "workers in 3..64, steps in 3..10000")
+    try:
+        rows = netcheck(rates, args.workers, args.steps, args.delay)
+    except NetcheckUnavailable as exc:
+        print(f"thinwire netcheck: unavailable here: {exc}", file=sys.stderr)
+        return 3
+    write(rows, args.output)
+    print(table(rows))
+    return 0
+
+
 def main(argv=None) -> int:
     try:
         return _main(argv)
@@ -294,6 +313,13 @@ def _main(argv=None) -> int:
     p = sub.add_parser("tidy", help="strip widgets and palette-encode figures of executed notebooks, in place")
     p.add_argument("notebooks", nargs="+")
     p.set_defaults(func=cmd_tidy)
+    p = sub.add_parser("netcheck", help="check the network model on an emulated cluster of shaped links (root)")
+    p.add_argument("--rates", default="10e6,50e6", help="link bandwidths in bytes/s, comma-separated")
+    p.add_argument("--workers", type=int, default=3, help="workers (peers); the star adds a server")
+    p.add_argument("--steps", type=int, default=12, help="steps per run (the first 2 are not compared)")
+    p.add_argument("--delay", type=float, default=0.0, metavar="SECONDS", help="one-way delay per link (needs netem)")
+    p.add_argument("--output", default="results/netcheck.json", help="where the rows go (JSON)")
+    p.set_defaults(func=cmd_netcheck)
     p = sub.add_parser("presets", help="list network presets")
     p.set_defaults(func=cmd_presets)
     args = parser.parse_args(argv)

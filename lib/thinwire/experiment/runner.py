@@ -30,6 +30,7 @@ from ..algorithms import ALGORITHMS
 from ..algorithms.contract import check_algorithm
 from ..algorithms.report import CODEC_PARTS, StepReport, Tally
 from ..comm import InProcessTransport, Ledger, Transport, network_preset
+from ..comm.transport import phase_spans
 from ..datasets import BatchStream, load_dataset, partition, prepare
 from ..models import build_model, evaluate
 from ..paths import results_dir
@@ -232,6 +233,10 @@ def _train(config: RunConfig, transport: Transport, backend: str, progress: bool
     for name, values in ledger.per_step(steps, algo.phases, algo.roles).items():
         metrics[name] = values.tolist()
     metrics["comm_seconds"] = comm.tolist()
+    if transport.world_size > 1:  # measured: the network's time per phase (same-host clocks; see phase_spans)
+        spans = phase_spans(transport.all_gather_object(transport.timeline))
+        for phase in dict.fromkeys([*algo.phases, *(p for _, p in spans)]):
+            metrics[f"{phase}_span_seconds"] = [spans.get((step, phase)) for step in range(steps)]
     return Result(config, backend, metrics, _summarize(config, metrics), ledger, taken)
 
 

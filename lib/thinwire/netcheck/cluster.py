@@ -1,0 +1,156 @@
+"""An emulated cluster on one Linux machine: network namespaces joined by veth pairs to one
+bridge, each link shaped with ``tc``. The network model's picture made real (``comm/network.py``):
+every node has one full-duplex link of a known bandwidth to a non-blocking switch.
+
+- a namespace ``<prefix>s`` holds the switch, a bridge ``br0``;
+- node k lives in namespace ``<prefix>n<k>`` with one interface ``eth0`` at 10.213.0.(k + 1)/24,
+  the other end of its veth pair enslaved to the bridge;
+- both directions are shaped: a token bucket (``tbf``) on the node's ``eth0`` (its uplink) and
+  on its port in the switch namespace (its downlink), at ``rate_bytes_per_s`` of Ethernet
+  frames, with a bucket of 1 ms of traffic (at least 32 KiB); with ``delay_s`` > 0 each
+  direction uses ``netem`` (rate and delay) instead, where the kernel has it.
+
+Everything is created inside namespaces this object makes, and traffic only flows between
+them. ``close`` (and leaving the ``with`` block, an exception or a SIGTERM included) deletes
+the namespaces, which removes their veths and qdiscs with them. Where namespaces cannot be
+made (not root, no ``ip``, a container without the capability), or ``netem`` is missing for a
+delay, ``NetcheckUnavailable`` says so before anything is left behind.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+
+SUBNET = "10.213.0"
+
+
+class NetcheckUnavailable(RuntimeError):
+    """This machine cannot build the emulated cluster; the message says why."""
+
+
+def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run(["ip", *args], capture_output=True, text=True, check=check)
+
+
+def namespaces() -> list[str]:
+    """The network namespaces on this machine (``ip netns list``)."""
+    out = _ip("netns", "list", check=False).stdout
+    return [line.split()[0] for line in out.splitlines() if line.strip()]
+
+
+def leftovers(prefix: str = "tw") -> list[str]:
+    """Namespaces whose name starts with ``prefix`` (what a cluster would leave behind)."""
+    return [n for n in namespaces() if n.startswith(prefix)]
+
+
+class Cluster:
+    """``nodes`` namespaces on one shaped switch; see the module docstring."""
+
+    def __init__(self, nodes: int, rate_bytes_per_s: float, delay_s: float = 0.0, prefix: str | None = None):
+        if not isinstance(nodes, int) or not 2 <= nodes <= 200:
+            raise ValueError(f"nodes={nodes!r} is not allowed: it must be an int in 2..200")
+        if not (isinstance(rate_bytes_per_s, (int, float)) and 1e4 <= rate_bytes_per_s <= 1e11):
+            raise ValueError(f"rate_bytes_per_s={rate_bytes_per_s!r} is not allowed: a number in 1e4..1e11")
+        if not (isinstance(delay_s, (int, float)) and 0 <= delay_s <= 1):
+            raise ValueError(f"delay_s={delay_s!r} is not allowed: a number of seconds in 0..1")
+        self.nodes, self.rate, self.delay = nodes, float(rate_bytes_per_s), float(delay_s)
+        self.prefix = prefix or f"tw{os.getpid() % 100000}"
+        self.made: list[str] = []
+        self._old_term = None
+
+    # -- names -----------------------------------------------------------------------------
+    @property
+    def switch(self) -> str:
+        return f"{self.prefix}s"
+
+    def node(self, k: int) -> str:
+        return f"{self.prefix}n{k}"
+
+    def address(self, k: int) -> str:
+        return f"{SUBNET}.{k + 1}"
+
+    # -- building --------------------------------------------------------------------------
+    def _check(self) -> None:
+        if shutil.which("ip") is None or shutil.which("tc") is None:
+            raise NetcheckUnavailable("netcheck needs iproute2's `ip` and `tc` on PATH; they are not there")
+        if os.geteuid() != 0:
+            raise NetcheckUnavailable("netcheck builds network namespaces, which needs root; this process is not")
+        probe = f"{self.prefix}probe"
+        made = _ip("netns", "add", probe, check=False)
+        if made.returncode != 0:
+            raise NetcheckUnavailable(f"this machine does not permit network namespaces: {made.stderr.strip()}")
+        try:
+            link = _ip("-n", probe, "link", "add", "twp0", "type", "veth", "peer", "name", "twp1", check=False)
+            if link.returncode != 0:
+                raise NetcheckUnavailable(f"this machine does not permit veth pairs: {link.stderr.strip()}")
+            if self.delay > 0:
+                q = subprocess.run(["ip", "netns", "exec", probe, "tc", "qdisc", "add", "dev", "twp0", "root", "netem",
+                                    "delay", "1ms"], capture_output=True, text=True)
+                if q.returncode != 0:
+                    raise NetcheckUnavailable(f"a delay needs tc's netem, which this kernel lacks ({q.stderr.strip()}); "
+                                              "run with delay 0 (the veths' own latency)")
+        finally:
+            _ip("netns", "del", probe, check=False)
+
+    def _shape(self, namespace: str, device: str) -> None:
+        bits = int(self.rate * 8)
+        if self.delay > 0:
+            spec = ["netem", "delay", f"{self.delay * 1e6:.0f}us", "rate", f"{bits}bit", "limit", "100000"]
+        else:
+            burst = max(32 * 1024, int(self.rate * 1e-3))
+            spec = ["tbf", "rate", f"{bits}bit", "burst", str(burst), "latency", "1s"]
+        subprocess.run(["ip", "netns", "exec", namespace, "tc", "qdisc", "add", "dev", device, "root", *spec],
+                       capture_output=True, text=True, check=True)
+
+    def open(self) -> Cluster:
+        self._check()
+        self._old_term = signal.signal(signal.SIGTERM, _raise_exit)
+        try:
+            _ip("netns", "add", self.switch)
+            self.made.append(self.switch)
+            _ip("-n", self.switch, "link", "add", "br0", "type", "bridge")
+            _ip("-n", self.switch, "link", "set", "br0", "up")
+            for k in range(self.nodes):
+                ns, here, port = self.node(k), f"{self.prefix}a{k}", f"{self.prefix}b{k}"
+                _ip("netns", "add", ns)
+                self.made.append(ns)
+                _ip("-n", ns, "link", "add", here, "type", "veth", "peer", "name", port, "netns", self.switch)
+                _ip("-n", ns, "link", "set", here, "name", "eth0")
+                _ip("-n", ns, "addr", "add", f"{self.address(k)}/24", "dev", "eth0")
+                _ip("-n", ns, "link", "set", "eth0", "up")
+                _ip("-n", ns, "link", "set", "lo", "up")
+                _ip("-n", self.switch, "link", "set", port, "master", "br0")
+                _ip("-n", self.switch, "link", "set", port, "up")
+                self._shape(ns, "eth0")
+                self._shape(self.switch, port)
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def close(self) -> None:
+        """Delete every namespace this cluster made (their veths and qdiscs go with them)."""
+        for ns in reversed(self.made):
+            _ip("netns", "del", ns, check=False)
+        self.made = []
+        if self._old_term is not None:
+            signal.signal(signal.SIGTERM, self._old_term)
+            self._old_term = None
+
+    def __enter__(self) -> Cluster:
+        return self.open()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- running ---------------------------------------------------------------------------
+    def popen(self, k: int, argv: list[str], env: dict, **kwargs) -> subprocess.Popen:
+        """Start ``argv`` inside node k's namespace."""
+        return subprocess.Popen(["ip", "netns", "exec", self.node(k), *argv], env=env, **kwargs)
+
+
+def _raise_exit(signum, frame):
+    raise SystemExit(128 + signum)

@@ -1,0 +1,80 @@
+"""Run a config on an emulated cluster and set the network model's prediction beside what the
+transport measured.
+
+Each rank runs ``python -m thinwire run --backend gloo`` in its own node's namespace (rank r
+on node r, so each agent has its own shaped link when there are as many ranks as agents),
+with torch.distributed's environment set by hand (``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR`` =
+node 0) and gloo bound to ``eth0``. The measured time of a (step, phase) is the transport's
+span: from the last rank's entry into the exchange to the last rank's exit
+(``comm.transport.phase_spans``), so compute skew between ranks is not counted. The
+prediction is the network model's ``phase_seconds`` for the same ledger rows.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from ..comm import NetworkModel
+from ..experiment import RunConfig, cached
+from .cluster import Cluster
+
+PORT = 29517
+
+
+def run_on_cluster(config: RunConfig, cluster: Cluster, ranks: int, root: Path, timeout_s: float = 600):
+    """The Result of ``config`` run by ``ranks`` gloo processes on nodes 0..ranks-1."""
+    if ranks > cluster.nodes:
+        raise ValueError(f"ranks={ranks} is not allowed: the cluster has {cluster.nodes} nodes")
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    path = Path(tempfile.mkstemp(suffix=".json", dir=root)[1])
+    path.write_text(json.dumps(config.to_dict()))
+    procs = []
+    try:
+        for r in range(ranks):
+            env = dict(os.environ, RANK=str(r), WORLD_SIZE=str(ranks), LOCAL_RANK="0", LOCAL_WORLD_SIZE="1",
+                       MASTER_ADDR=cluster.address(0), MASTER_PORT=str(PORT), GLOO_SOCKET_IFNAME="eth0",
+                       OMP_NUM_THREADS="1", NUMBA_NUM_THREADS="1", THINWIRE_PROGRESS="0")
+            argv = [sys.executable, "-m", "thinwire", "run", "--config", str(path), "--backend", "gloo", "--no-reuse",
+                    "--results", str(root), "--timeout", "120"]
+            procs.append(cluster.popen(r, argv, env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        errors = []
+        for r, p in enumerate(procs):
+            _, err = p.communicate(timeout=timeout_s)
+            if p.returncode != 0:
+                errors.append(f"rank {r} exited with {p.returncode}: {err[-1500:]}")
+        if errors:
+            raise RuntimeError("the run on the emulated cluster failed:\n" + "\n".join(errors))
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        path.unlink(missing_ok=True)
+    result = cached(config, "gloo", root)
+    if result is None:
+        raise RuntimeError(f"the ranks finished but no result for {config.key()} is in {root}")
+    return result
+
+
+def compare(result, network: NetworkModel, skip: int = 2) -> list[dict]:
+    """Per phase: measured seconds (sum of spans) and the model's, over steps >= ``skip``
+    (the first steps open connections)."""
+    groups = result.ledger.by_phase_step()
+    phases = sorted({p for _, p in groups}, key=lambda p: (p.rstrip("0123456789"), len(p), p))
+    rows = []
+    for phase in phases:
+        spans = result.metrics.get(f"{phase}_span_seconds") or []
+        steps = [s for s in range(skip, len(spans)) if spans[s] is not None]
+        measured = sum(spans[s] for s in steps)
+        predicted = sum(network.phase_seconds(groups[(s, phase)]) for s in steps if (s, phase) in groups)
+        payload = sum(row[6] for row in result.ledger.rows() if row[1] == phase and row[0] >= skip)
+        rows.append({"phase": phase, "steps": len(steps), "payload_bytes": payload, "measured_s": measured,
+                     "predicted_s": predicted,
+                     "error_pct": 100 * (predicted - measured) / measured if measured else None})
+    return rows

@@ -1,0 +1,120 @@
+"""The emulated cluster (namespaces, veths, shaped links): built, used, and removed, also on
+an error or a SIGTERM; the transport's phase spans; a small netcheck run. Where this machine
+cannot build namespaces, the cluster must say so (and the tests check that it does)."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from thinwire.comm.transport import phase_spans
+from thinwire.netcheck import Cluster, NetcheckUnavailable, compare, leftovers, netcheck, topology_configs
+from thinwire.comm import NetworkModel
+
+
+def _available() -> str | None:
+    """None when a cluster can be built here, else the reason it gives."""
+    try:
+        with Cluster(2, 1e7, prefix=f"twt{os.getpid() % 10000}"):
+            return None
+    except NetcheckUnavailable as exc:
+        return str(exc)
+
+
+REASON = _available()
+
+
+def test_phase_spans_run_from_the_last_entry_to_the_last_exit():
+    rank0 = [(0, "push", 1.0, 3.0), (0, "pull", 4.0, 5.0), (1, "push", 10.0, 11.0), (1, "push", 12.0, 13.0)]
+    rank1 = [(0, "push", 2.0, 2.5), (0, "pull", 4.5, 6.0), (1, "push", 10.5, 11.2), (1, "push", 12.1, 12.6)]
+    spans = phase_spans([rank0, rank1])
+    assert spans == pytest.approx({(0, "push"): 1.0, (0, "pull"): 1.5, (1, "push"): 0.7 + 0.9})
+
+
+def test_a_cluster_is_shaped_and_leaves_nothing_behind():
+    if REASON is not None:
+        assert any(w in REASON for w in ("root", "namespaces", "`ip`")), REASON
+        return
+    prefix = f"twt{os.getpid() % 10000}"
+    with Cluster(3, 2e7, prefix=prefix) as cluster:
+        assert set(leftovers(prefix)) == {cluster.switch, *(cluster.node(k) for k in range(3))}
+        shown = subprocess.run(["ip", "netns", "exec", cluster.node(1), "tc", "qdisc", "show", "dev", "eth0"],
+                               capture_output=True, text=True).stdout
+        assert "tbf" in shown and "160Mbit" in shown
+        ping = cluster.popen(0, [sys.executable, "-c", "import socket; s = socket.socket(); s.settimeout(5); "
+                                 f"s.connect_ex(('{cluster.address(2)}', 9)); print('reached')"],
+                             dict(os.environ), stdout=subprocess.PIPE, text=True)
+        assert ping.communicate(timeout=30)[0].strip() == "reached"
+    assert leftovers(prefix) == []
+    with pytest.raises(ZeroDivisionError):
+        with Cluster(2, 1e7, prefix=prefix):
+            1 / 0
+    assert leftovers(prefix) == []
+
+
+def test_a_sigterm_removes_the_cluster():
+    if REASON is not None:
+        return  # checked above: the cluster said why it cannot be built
+    prefix = f"twk{os.getpid() % 10000}"
+    holder = subprocess.Popen([sys.executable, "-c", "import time; from thinwire.netcheck import Cluster\n"
+                               f"with Cluster(2, 1e7, prefix='{prefix}'):\n    print('up', flush=True); time.sleep(60)"],
+                              stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "up"
+    assert leftovers(prefix)
+    holder.send_signal(signal.SIGTERM)
+    holder.wait(timeout=30)
+    deadline = time.monotonic() + 10
+    while leftovers(prefix) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert leftovers(prefix) == []
+
+
+def test_bad_cluster_settings_name_the_parameter():
+    with pytest.raises(ValueError, match="nodes=1"):
+        Cluster(1, 1e7)
+    with pytest.raises(ValueError, match="rate_bytes_per_s"):
+        Cluster(2, 0)
+    with pytest.raises(ValueError, match="delay_s"):
+        Cluster(2, 1e7, delay_s=-1)
+
+
+def test_netcheck_measures_every_topology_and_prices_the_same_ledger():
+    if REASON is not None:
+        with pytest.raises(NetcheckUnavailable):
+            netcheck([1e7], steps=4)
+        return
+    rows = netcheck([2e7], workers=3, steps=5)
+    assert [r["topology"] for r in rows] == ["star", "ring_allreduce", "eventgrad_ring"]
+    assert all(r["measured_s"] > 0 and r["predicted_s"] > 0 for r in rows)
+    star = rows[0]
+    pushes = [p for p in star["phases"] if p["phase"] == "push"][0]
+    # the model's push: all workers' gradients (and their few bytes of framing) into the server's link
+    assert pushes["predicted_s"] == pytest.approx(pushes["payload_bytes"] / 2e7, rel=0.02)
+    assert f"tw{os.getpid() % 100000}s" not in leftovers("tw")
+
+
+def test_topologies_put_each_agent_on_its_own_rank():
+    configs = topology_configs(3, 6, "mlp(hidden=(8,))")
+    assert {k: ranks for k, (_, ranks) in configs.items()} == {"star": 4, "ring_allreduce": 3, "eventgrad_ring": 3}
+    assert configs["eventgrad_ring"][0].push_policy.startswith("always")
+
+
+def test_compare_uses_the_model_on_each_phase():
+    class Fake:
+        metrics = {"push_span_seconds": [None, 1.0, 2.0]}
+
+        class ledger:
+            @staticmethod
+            def by_phase_step():
+                return {(1, "push"): [(0, 2, 100)], (2, "push"): [(1, 2, 100), (0, 2, 100)]}
+
+            @staticmethod
+            def rows():
+                return [(1, "push", 0, 2, "w", 100, 90), (2, "push", 0, 2, "w", 100, 90), (2, "push", 1, 2, "w", 100, 90)]
+
+    rows = compare(Fake(), NetworkModel("x", 100.0, 0.5), skip=1)
+    assert rows == [{"phase": "push", "steps": 2, "payload_bytes": 270, "measured_s": 3.0,
+                     "predicted_s": pytest.approx(1.5 + 2.5), "error_pct": pytest.approx(100 * 1.0 / 3.0)}]
