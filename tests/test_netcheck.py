@@ -118,3 +118,13 @@ def test_compare_uses_the_model_on_each_phase():
     rows = compare(Fake(), NetworkModel("x", 100.0, 0.5), skip=1)
     assert rows == [{"phase": "push", "steps": 2, "payload_bytes": 270, "measured_s": 3.0,
                      "predicted_s": pytest.approx(1.5 + 2.5), "error_pct": pytest.approx(100 * 1.0 / 3.0)}]
+
+
+def test_torchrun_on_two_hosts_matches_one_process():
+    if REASON is not None:
+        return  # checked above: the cluster said why it cannot be built
+    from thinwire.netcheck import two_host_check
+    report = two_host_check(5e7, nproc_per_node=2)
+    assert report["ranks"] == 4 and report["messages"] == 4 * 2 * 3 * 20  # 4 workers, 2 (K - 1) hops, 20 steps
+    assert report["same_ledger"] and report["same_accuracy"]
+    assert report["max_loss_gap"] < 1e-4

@@ -249,6 +249,11 @@ def cmd_netcheck(args) -> int:
         raise UserError(f"--rates {args.rates!r}, --workers {args.workers}, --steps {args.steps}: at least one rate, "
                         "workers in 3..64, steps in 3..10000")
     try:
+        if args.two_hosts:
+            from .netcheck import two_host_check
+            report = two_host_check(rates[0])
+            print(json.dumps(report, indent=1))
+            return 0 if report["same_ledger"] and report["same_accuracy"] else 1
         rows = netcheck(rates, args.workers, args.steps, args.delay)
     except NetcheckUnavailable as exc:
         print(f"thinwire netcheck: unavailable here: {exc}", file=sys.stderr)
@@ -319,6 +324,8 @@ def _main(argv=None) -> int:
     p.add_argument("--steps", type=int, default=12, help="steps per run (the first 2 are not compared)")
     p.add_argument("--delay", type=float, default=0.0, metavar="SECONDS", help="one-way delay per link (needs netem)")
     p.add_argument("--output", default="results/netcheck.json", help="where the rows go (JSON)")
+    p.add_argument("--two-hosts", action="store_true",
+                   help="instead: torchrun --nnodes 2 across two namespaces, checked against one process")
     p.set_defaults(func=cmd_netcheck)
     p = sub.add_parser("presets", help="list network presets")
     p.set_defaults(func=cmd_presets)

@@ -156,6 +156,25 @@ class Cluster:
         """Start ``argv`` inside node k's namespace."""
         return subprocess.Popen(["ip", "netns", "exec", self.node(k), *argv], env=env, **kwargs)
 
+    def run_all(self, commands: dict[int, list[str]], env: dict[int, dict], timeout_s: float, what: str) -> None:
+        """Run node -> argv, each in its node's namespace (in its own session), and wait for
+        all; ``RuntimeError`` with each failure's stderr tail. Nothing outlives the call."""
+        procs = {k: self.popen(k, argv, env[k], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True) for k, argv in commands.items()}
+        try:
+            errors = []
+            for k, p in procs.items():
+                _, err = p.communicate(timeout=timeout_s)
+                if p.returncode != 0:
+                    errors.append(f"node {k} exited with {p.returncode}: {err[-3000:]}")
+            if errors:
+                raise RuntimeError(f"{what} failed:\n" + "\n".join(errors))
+        finally:
+            for p in procs.values():
+                if p.poll() is None:
+                    os.killpg(p.pid, signal.SIGKILL)
+                    p.wait()
+
 
 def _raise_exit(signum, frame):
     raise SystemExit(128 + signum)

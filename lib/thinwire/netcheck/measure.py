@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -26,40 +25,37 @@ from .cluster import Cluster
 PORT = 29517
 
 
-def run_on_cluster(config: RunConfig, cluster: Cluster, ranks: int, root: Path, timeout_s: float = 600):
-    """The Result of ``config`` run by ``ranks`` gloo processes on nodes 0..ranks-1."""
-    if ranks > cluster.nodes:
-        raise ValueError(f"ranks={ranks} is not allowed: the cluster has {cluster.nodes} nodes")
+def run_config(config: RunConfig, cluster: Cluster, root, commands, timeout_s: float, what: str):
+    """Write ``config`` to a file under ``root``, run ``commands(path)`` -> (node -> argv, node ->
+    env) on the cluster, and return the Result rank 0 wrote."""
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     path = Path(tempfile.mkstemp(suffix=".json", dir=root)[1])
     path.write_text(json.dumps(config.to_dict()))
-    procs = []
     try:
-        for r in range(ranks):
-            env = dict(os.environ, RANK=str(r), WORLD_SIZE=str(ranks), LOCAL_RANK="0", LOCAL_WORLD_SIZE="1",
-                       MASTER_ADDR=cluster.address(0), MASTER_PORT=str(PORT), GLOO_SOCKET_IFNAME="eth0",
-                       OMP_NUM_THREADS="1", NUMBA_NUM_THREADS="1", THINWIRE_PROGRESS="0")
-            argv = [sys.executable, "-m", "thinwire", "run", "--config", str(path), "--backend", "gloo", "--no-reuse",
-                    "--results", str(root), "--timeout", "120"]
-            procs.append(cluster.popen(r, argv, env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-        errors = []
-        for r, p in enumerate(procs):
-            _, err = p.communicate(timeout=timeout_s)
-            if p.returncode != 0:
-                errors.append(f"rank {r} exited with {p.returncode}: {err[-1500:]}")
-        if errors:
-            raise RuntimeError("the run on the emulated cluster failed:\n" + "\n".join(errors))
+        cluster.run_all(*commands(path), timeout_s, what)
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
         path.unlink(missing_ok=True)
     result = cached(config, "gloo", root)
     if result is None:
-        raise RuntimeError(f"the ranks finished but no result for {config.key()} is in {root}")
+        raise RuntimeError(f"{what} finished but no result for {config.key()} is in {root}")
     return result
+
+
+def run_on_cluster(config: RunConfig, cluster: Cluster, ranks: int, root, timeout_s: float = 600):
+    """The Result of ``config`` run by ``ranks`` gloo processes on nodes 0..ranks-1."""
+    if ranks > cluster.nodes:
+        raise ValueError(f"ranks={ranks} is not allowed: the cluster has {cluster.nodes} nodes")
+
+    def commands(path):
+        argv = [sys.executable, "-m", "thinwire", "run", "--config", str(path), "--backend", "gloo", "--no-reuse",
+                "--results", str(root), "--timeout", "120"]
+        envs = {r: dict(os.environ, RANK=str(r), WORLD_SIZE=str(ranks), LOCAL_RANK="0", LOCAL_WORLD_SIZE="1",
+                        MASTER_ADDR=cluster.address(0), MASTER_PORT=str(PORT), GLOO_SOCKET_IFNAME="eth0",
+                        OMP_NUM_THREADS="1", NUMBA_NUM_THREADS="1", THINWIRE_PROGRESS="0") for r in range(ranks)}
+        return {r: argv for r in range(ranks)}, envs
+
+    return run_config(config, cluster, root, commands, timeout_s, "the run on the emulated cluster")
 
 
 def compare(result, network: NetworkModel, skip: int = 2) -> list[dict]:
