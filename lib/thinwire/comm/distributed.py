@@ -123,7 +123,9 @@ class DistributedTransport(Transport):
         incoming = [int(t[me]) for t in table]
         requests, received = [], {}
         # Every receive is posted before any send: gloo holds a send until its receiver has
-        # posted the matching receive, so posting per peer (send, receive, next peer) chains the
+        # posted the matching receive (its pairs write a send's data only after the peer's
+        # "receive ready" notification; gloo/transport Pair::send, onNotifyRecvReady), so
+        # posting per peer (send, receive, next peer) chains the
         # transfers; measured on shaped links (thinwire netcheck), a node sending to and
         # receiving from two peers took 1.5x as long that way as with the receives first.
         for peer in range(world):
