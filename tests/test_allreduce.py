@@ -167,3 +167,10 @@ def test_which_tensors_powersgd_compresses():
 def test_bad_settings_name_the_parameter(values, match):
     with pytest.raises(ValueError, match=match):
         RunConfig(**{**TINY, **values})
+
+
+def test_powersgd_with_nothing_worth_factoring_sends_everything_whole(tmp_path):
+    result = run(RunConfig(**TINY, powersgd_rank=1000), root=tmp_path)  # (n + m) r 2 > n m for every matrix
+    assert {r[1].split(".")[0] for r in result.ledger.rows()} == {"whole"}
+    plain = run(RunConfig(**TINY), root=tmp_path)
+    assert sum(r[6] for r in result.ledger.rows()) == sum(r[6] for r in plain.ledger.rows())

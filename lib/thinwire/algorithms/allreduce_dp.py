@@ -149,6 +149,8 @@ class AllReduceDP(Declared):
             qs = [powersgd.start_q(st, s.powersgd_warm_start, torch.Generator().manual_seed(seed), s.powersgd_eps)
                   for st in states]
         mean = self.allreduce_mean(rnd, "whole", grads, first.whole) if first.whole else {}  # 2b. sent whole
+        if not first.compressed:                                                # nothing worth factoring
+            return mean
         with rnd.timed("encode"):                                               # 2c. P = M Q, summed
             ps = {n: torch.stack([m[n] @ q[n] for m, q in zip(matrices, qs)]) for n in first.compressed}
         p_sum = self.allreduce_mean(rnd, "p", ps, first.compressed, divide=False)

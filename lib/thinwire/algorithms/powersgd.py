@@ -60,9 +60,11 @@ class PowerSGDState:
     def __init__(self, shapes: dict[str, tuple[int, ...]], rank: int, min_rate: float):
         self.compressed = [n for n, s in shapes.items() if compressible(s, rank, min_rate)]
         self.whole = [n for n in shapes if n not in self.compressed]
-        self.dims = {n: (shapes[n][0], torch.Size(shapes[n]).numel() // shapes[n][0],
-                         min(shapes[n][0], torch.Size(shapes[n]).numel() // shapes[n][0], rank))
-                     for n in self.compressed}
+        self.dims = {}  # name -> (n, m, r'): the matrix's rows and columns, the rank used
+        for name in self.compressed:
+            n = shapes[name][0]
+            m = torch.Size(shapes[name]).numel() // n
+            self.dims[name] = (n, m, min(n, m, rank))
         self.error: dict[str, torch.Tensor] = {}
         self.q: dict[str, torch.Tensor] = {}
 

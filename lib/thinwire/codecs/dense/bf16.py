@@ -9,23 +9,12 @@ from __future__ import annotations
 
 import torch
 
-from ..base import Codec, expect_part
-from ..payload import PartWriter, Payload
-from ..state import CodecState
+from .fp16 import Float16
 
 
-class BFloat16(Codec):
+class BFloat16(Float16):
     """Send every value as bfloat16. NaN and Inf pass through."""
 
     name = "bf16"
-    host_only = False
-    carries_non_finite = True
     codec_id = 14
-    carrier = "values"
-
-    def compress(self, flat, state: CodecState, key: str, shape: tuple = ()) -> Payload:
-        return Payload(parts={"values": PartWriter(torch.bfloat16, flat.numel(), lambda view: view.copy_(flat))})
-
-    def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None, shape: tuple = ()) -> torch.Tensor:
-        values = expect_part(payload, "values", torch.bfloat16, numel)
-        return values.to(torch.float32) if out is None else out.copy_(values)
+    dtype = torch.bfloat16

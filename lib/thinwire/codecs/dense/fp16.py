@@ -17,11 +17,12 @@ class Float16(Codec):
     carries_non_finite = True
     codec_id = 2
     carrier = "values"
+    dtype = torch.float16              # what every value is cast to (bf16.py sets bfloat16)
 
     def compress(self, flat, state: CodecState, key: str, shape: tuple = ()) -> Payload:
         # cast straight into the message buffer: no intermediate half-size tensor
-        return Payload(parts={"values": PartWriter(torch.float16, flat.numel(), lambda view: view.copy_(flat))})
+        return Payload(parts={"values": PartWriter(self.dtype, flat.numel(), lambda view: view.copy_(flat))})
 
     def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None, shape: tuple = ()) -> torch.Tensor:
-        values = expect_part(payload, "values", torch.float16, numel)
+        values = expect_part(payload, "values", self.dtype, numel)
         return values.to(torch.float32) if out is None else out.copy_(values)
