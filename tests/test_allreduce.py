@@ -69,8 +69,9 @@ def test_plain_allreduce_is_plump_dp_with_fewer_bytes(tmp_path):
     assert ring.summary["bytes"] < server.summary["bytes"]
 
 
-@pytest.mark.parametrize("extra", [dict(push_codec="fp16"), dict(powersgd_rank=2, powersgd_start=5)],
-                         ids=["fp16", "powersgd"])
+@pytest.mark.parametrize("extra", [dict(push_codec="fp16"), dict(powersgd_rank=2, powersgd_start=5),
+                                   dict(exchange="allgather", push_codec="ef(topk(ratio=0.05))")],
+                         ids=["fp16", "powersgd", "allgather-topk-ef"])
 def test_in_process_and_gloo_agree_and_resume(tmp_path, interrupt_at, extra):
     config = RunConfig(**TINY, **extra)
     local = run(config, root=tmp_path)
@@ -159,8 +160,24 @@ def test_which_tensors_powersgd_compresses():
     assert powersgd.compressible((8, 3, 5, 5), 1, 2.0)  # a conv kernel as (8, 75)
 
 
+def test_an_allgather_of_fp32_is_the_ring_and_of_topk_sends_k_values_to_every_other_worker(tmp_path):
+    ring = run(RunConfig(**TINY), root=tmp_path)
+    gathered = run(RunConfig(**TINY, exchange="allgather"), root=tmp_path)
+    torch.testing.assert_close(torch.tensor(gathered.metrics["loss"]), torch.tensor(ring.metrics["loss"]),
+                               atol=1e-5, rtol=1e-5)
+    assert {r[1] for r in gathered.ledger.rows()} == {"grad"}
+    sparse = run(RunConfig(**TINY, exchange="allgather", push_codec="ef(topk(ratio=0.05))"), root=tmp_path)
+    sizes = {"0.weight": 784 * 32, "0.bias": 32, "2.weight": 32 * 10, "2.bias": 10}
+    per_worker = sum(-(-n * 5 // 100) for n in sizes.values())  # ceil(5% of each tensor) (index, value) pairs
+    payload = sum(r[6] for r in sparse.ledger.rows() if r[0] == 0)
+    k = TINY["workers"]
+    assert payload == k * (k - 1) * per_worker * 8
+    assert sparse.summary["final_accuracy"] > 0.5
+
+
 @pytest.mark.parametrize("values,match", [
-    (dict(push_codec="topk(ratio=0.1)"), "push_codec"), (dict(powersgd_rank=-1), "powersgd_rank"),
+    (dict(push_codec="topk(ratio=0.1)"), "push_codec"), (dict(exchange="tree"), "exchange"),
+    (dict(exchange="allgather", powersgd_rank=2), "exchange='allgather' is not allowed with powersgd_rank=2"), (dict(powersgd_rank=-1), "powersgd_rank"),
     (dict(pull_codec="fp16"), "pull_codec"), (dict(workers=1), "workers=1"), (dict(powersgd_min_rate=-1.0), "min_rate"),
     (dict(powersgd_warm_start=1), "powersgd_warm_start"),
 ])

@@ -75,7 +75,8 @@ def _drain(stream, into: list) -> threading.Thread:
 
 def test_a_stopped_rank_brings_its_peers_down_naming_it(tmp_path):
     """SIGSTOP one of three ranks mid-run: with a 5 s collective timeout its peers exit with
-    an error that names rank 2, instead of waiting for gloo's 30 minutes. (The launcher then
+    an error that names rank 2, instead of waiting for gloo's 30 minutes; rank 1, held back
+    for a moment, still reports before the first rank's exit ends the run. (The launcher then
     spends its own grace period on the stopped rank, which cannot take SIGTERM; the test
     ends once the peers have exited.)"""
     config = RunConfig(**TINY, workers=3, steps=100_000)
@@ -90,10 +91,17 @@ def test_a_stopped_rank_brings_its_peers_down_naming_it(tmp_path):
         assert None not in peers
         os.kill(peers[2], signal.SIGSTOP)
         stopped = time.monotonic()
+        time.sleep(4.5)  # rank 1 times out about a second after rank 0, as on a loaded machine:
+        os.kill(peers[1], signal.SIGSTOP)  # torchrun stops the other ranks 0.1 s after the first exits,
+        time.sleep(1.5)  # so rank 0 must wait for rank 1's report before it exits
+        os.kill(peers[1], signal.SIGCONT)
         _wait_for(lambda: _exited(peers[0]) and _exited(peers[1]), 90, "ranks 0 and 1 to exit")
         took = time.monotonic() - stopped
-        _wait_for(lambda: sum("stalled or died" in line for line in err) >= 2, 30,
-                  "both peers' errors on stderr")
+        try:
+            _wait_for(lambda: sum("stalled or died" in line for line in err) >= 2, 30,
+                      "both peers' errors on stderr")
+        except AssertionError:
+            raise AssertionError("".join(err)[-6000:])
     finally:
         for pid in [p for p in peers if p is not None] + [proc.pid]:  # the ranks are not in its group
             try:

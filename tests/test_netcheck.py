@@ -11,7 +11,8 @@ import time
 import pytest
 
 from thinwire.comm.transport import phase_spans
-from thinwire.netcheck import Cluster, NetcheckUnavailable, compare, leftovers, netcheck, topology_configs
+from thinwire.netcheck import (Cluster, NetcheckUnavailable, compare, corrected, fit_fixed_costs, leftovers, netcheck,
+                               shaped, topology_configs)
 from thinwire.comm import NetworkModel
 
 
@@ -43,7 +44,10 @@ def test_a_cluster_is_shaped_and_leaves_nothing_behind():
         assert set(leftovers(prefix)) == {cluster.switch, *(cluster.node(k) for k in range(3))}
         shown = subprocess.run(["ip", "netns", "exec", cluster.node(1), "tc", "qdisc", "show", "dev", "eth0"],
                                capture_output=True, text=True).stdout
-        assert "tbf" in shown and "160Mbit" in shown
+        assert "htb" in shown
+        classes = subprocess.run(["ip", "netns", "exec", cluster.node(1), "tc", "class", "show", "dev", "eth0"],
+                                 capture_output=True, text=True).stdout
+        assert "ceil 160Mbit" in classes and classes.count("class htb") == 4  # the link, the rest, nodes 0 and 2
         # node 2 answers a connection to a closed port with a reset: refused (errno 111), not a timeout
         ping = cluster.popen(0, [sys.executable, "-c", "import socket; s = socket.socket(); s.settimeout(5); "
                                  f"print(s.connect_ex(('{cluster.address(2)}', 9)))"],
@@ -87,13 +91,19 @@ def test_netcheck_measures_every_topology_and_prices_the_same_ledger():
         with pytest.raises(NetcheckUnavailable):
             netcheck([1e7], steps=4)
         return
-    rows = netcheck([2e7], workers=3, steps=5)
+    report = netcheck([2e7], workers=3, steps=5, calibrate=5e7)
+    rows = report["rows"]
     assert [r["topology"] for r in rows] == ["star", "ring_allreduce", "eventgrad_ring"]
     assert all(r["measured_s"] > 0 and r["predicted_s"] > 0 for r in rows)
+    assert report["latency_s"] >= 0 and report["message_latency_s"] >= 0
+    assert set(report["calibration"]) == {"star", "ring_allreduce", "eventgrad_ring"}
     star = rows[0]
     pushes = [p for p in star["phases"] if p["phase"] == "push"][0]
-    # the model's push: all workers' gradients (and their few bytes of framing) into the server's link
-    assert pushes["predicted_s"] == pytest.approx(pushes["payload_bytes"] / 2e7, rel=0.02)
+    # the plain model's push: all workers' gradients (and their few bytes of framing) into the server's link
+    assert star["plain_predicted_s"] == pytest.approx(2 * pushes["payload_bytes"] / 2e7, rel=0.02)
+    # the corrected one adds the headers and the fitted costs: one per phase, one per peer (3 at the server)
+    fixed = report["latency_s"] + 3 * report["message_latency_s"]
+    assert pushes["predicted_s"] == pytest.approx(pushes["payload_bytes"] * (1 + 66 / 1448) / 2e7 + 3 * fixed, rel=0.02)
     assert f"tw{os.getpid() % 100000}s" not in leftovers("tw")
 
 
@@ -118,7 +128,24 @@ def test_compare_uses_the_model_on_each_phase():
 
     rows = compare(Fake(), NetworkModel("x", 100.0, 0.5), skip=1)
     assert rows == [{"phase": "push", "steps": 2, "payload_bytes": 270, "measured_s": 3.0,
-                     "predicted_s": pytest.approx(1.5 + 2.5), "error_pct": pytest.approx(100 * 1.0 / 3.0)}]
+                     "predicted_s": pytest.approx(1.5 + 2.5), "error_pct": pytest.approx(100 * 1.0 / 3.0),
+                     "bytes_s": pytest.approx(1.0 + 2.0), "messages": 3}]
+
+
+def test_the_fit_recovers_fixed_costs_and_keeps_them_nonnegative():
+    def row(steps, messages, bytes_s, latency_s, per_peer):
+        return {"steps": steps, "messages": messages, "bytes_s": bytes_s,
+                "measured_s": bytes_s + latency_s * steps + per_peer * messages}
+    rows = [row(10, 30, 0.5, 1e-3, 2e-4), row(12, 10, 0.1, 1e-3, 2e-4), row(10, 20, 0.4, 1e-3, 2e-4)]
+    assert fit_fixed_costs(rows) == pytest.approx((1e-3, 2e-4))
+    # more messages, less time: a negative cost per peer, held at 0 and the cost per phase refitted
+    rows = [row(10, 10, 0.1, 2e-3, 0), row(10, 40, 0.1, 1e-3, 0)]
+    latency_s, per_peer = fit_fixed_costs(rows)
+    assert per_peer == 0 and latency_s == pytest.approx(1.5e-3)
+    with pytest.raises(ValueError, match="at least one phase"):
+        fit_fixed_costs([])
+    model = corrected(shaped(1e7), latency_s=1e-3, message_latency_s=2e-4)
+    assert model.latency_s == pytest.approx(1e-3) and model.per_peer and model.wire_overhead == pytest.approx(66 / 1448)
 
 
 def test_torchrun_on_two_hosts_matches_one_process():

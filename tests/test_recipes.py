@@ -14,7 +14,7 @@ from thinwire.papers import slim_dp as sd
 
 
 def test_the_registry_finds_every_paper_package_in_order():
-    assert PAPERS == ("quickstart", "slim_dp", "eventgrad", "oland_raj", "mqgrad", "gradient_dropping")
+    assert PAPERS == ("quickstart", "slim_dp", "eventgrad", "oland_raj", "mqgrad", "gradient_dropping", "compare")
     assert [paper(p).order for p in PAPERS] == sorted(paper(p).order for p in PAPERS)
     assert all(paper(p).notebook == f"notebooks/{p}.ipynb" for p in PAPERS)
     with pytest.raises(ValueError, match=r"paper='terngrad' is not allowed: paper must be one of \['quickstart'"):

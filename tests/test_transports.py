@@ -3,7 +3,7 @@
 import pytest
 
 from comm_patterns import run_patterns_in_process, run_patterns_on_gloo
-from thinwire.comm import Ledger, NetworkModel, network_preset
+from thinwire.comm import Ledger, NetworkModel, canonical_network, network_preset
 from thinwire.experiment.launch import free_port
 
 
@@ -57,6 +57,20 @@ def test_per_message_latency_counts_messages_at_the_busiest_node():
         NetworkModel("bad", 1.0, 0.0, message_latency_s=-1)
 
 
+def test_per_peer_messages_and_wire_overhead():
+    net = NetworkModel("test", 1000.0, 0.0, message_latency_s=0.01, per_peer=True, wire_overhead=0.5)
+    # four messages to one peer and one to another: two peers, 200 bytes x 1.5 on the sender's link
+    assert net.phase_seconds([(0, 1, 40)] * 4 + [(0, 2, 40)]) == pytest.approx(200 * 1.5 / 1000 + 2 * 0.01)
+    spec = "link(bandwidth_bytes_per_s=1000, latency_s=0, message_latency_s=0.01, per_peer=True, wire_overhead=0.5)"
+    assert network_preset(spec) == NetworkModel(spec, 1000, 0, 0.01, 0.5, True)
+    assert canonical_network(spec).endswith("wire_overhead=0.5, per_peer=True)")
+    assert "wire_overhead" not in canonical_network("link(bandwidth_bytes_per_s=1000, latency_s=0)")  # keys unchanged
+    with pytest.raises(ValueError, match="per_peer=1 is not allowed"):
+        NetworkModel("bad", 1.0, 0.0, per_peer=1)
+    with pytest.raises(ValueError, match="wire_overhead=-0.1"):
+        NetworkModel("bad", 1.0, 0.0, wire_overhead=-0.1)
+
+
 def test_ledger_reports_any_phase_and_role_for_every_step():
     ledger = Ledger()
     ledger.record(0, "ring", 0, 1, "a", 120, 100)
@@ -100,8 +114,31 @@ def test_a_failed_collective_names_the_ranks_that_do_not_answer():
     boards[0].entered -= 5.0  # as if rank 0 had waited the whole timeout
     error = boards[0].diagnose(RuntimeError("Timed out waiting 5000ms"), grace_s=0.3)
     assert "rank 0 waited 5." in str(error) and "for longer than the collective timeout of 5 s" in str(error)
+    assert error.live == [1, 2]
     store.set("thinwire/alive/3", "1")
     assert "every peer is alive" in str(boards[0].diagnose(RuntimeError("slow"), grace_s=0.3))
+
+
+def test_a_rank_that_reported_waits_for_its_live_peers_to_report_before_it_exits():
+    """torchrun stops the other ranks as soon as one exits: a rank that printed its error
+    waits for the live peers to print theirs, and no longer than it is told."""
+    import threading
+    import time
+
+    import torch.distributed as dist
+    from thinwire.comm.stall import ProgressBoard
+    store = dist.HashStore()
+    boards = [ProgressBoard(store, r, 4, timeout_s=5) for r in range(4)]
+    late = threading.Timer(0.4, boards[1].reported, args=([0],))
+    late.start()
+    start = time.monotonic()
+    boards[0].reported([1], wait_s=5.0)
+    waited = time.monotonic() - start
+    late.join()
+    assert 0.35 < waited < 3.0, waited
+    start = time.monotonic()
+    boards[2].reported([0, 1, 3], wait_s=0.3)  # rank 3 never reports: the wait is bounded
+    assert 0.25 < time.monotonic() - start < 2.0
 
 
 def test_an_unreachable_store_points_at_the_master_node():

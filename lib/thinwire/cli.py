@@ -132,6 +132,8 @@ def cmd_run(args) -> int:
             raise
         # A peer is stopped or gone: tearing the process group down could wait on it too.
         print(f"thinwire: {exc}", file=sys.stderr, flush=True)
+        if transport is not None:
+            transport.board.reported(exc.live)  # the launcher stops the others when the first rank exits
         os._exit(1)
     if transport is not None:
         dist.destroy_process_group()
@@ -254,7 +256,9 @@ def cmd_netcheck(args) -> int:
             report = two_host_check(rates[0])
             print(json.dumps(report, indent=1))
             return 0 if report["same_ledger"] and report["same_accuracy"] else 1
-        rows = netcheck(rates, args.workers, args.steps, args.delay)
+        if not 1e4 <= args.calibrate <= 1e11:
+            raise UserError(f"--calibrate {args.calibrate!r} is not allowed: bytes/s in 1e4..1e11")
+        rows = netcheck(rates, args.workers, args.steps, args.delay, calibrate=args.calibrate)
     except NetcheckUnavailable as exc:
         print(f"thinwire netcheck: unavailable here: {exc}", file=sys.stderr)
         return 3
@@ -319,9 +323,11 @@ def _main(argv=None) -> int:
     p.add_argument("notebooks", nargs="+")
     p.set_defaults(func=cmd_tidy)
     p = sub.add_parser("netcheck", help="check the network model on an emulated cluster of shaped links (root)")
-    p.add_argument("--rates", default="10e6,50e6", help="link bandwidths in bytes/s, comma-separated")
+    p.add_argument("--rates", default="10e6,50e6", help="link bandwidths in bytes/s, comma-separated, to check the model on")
+    p.add_argument("--calibrate", type=float, default=25e6, metavar="BYTES_PER_S",
+                   help="the bandwidth the model's fixed costs are fitted at (netcheck/fit.py)")
     p.add_argument("--workers", type=int, default=3, help="workers (peers); the star adds a server")
-    p.add_argument("--steps", type=int, default=12, help="steps per run (the first 2 are not compared)")
+    p.add_argument("--steps", type=int, default=30, help="steps per run (the first 2 are not compared)")
     p.add_argument("--delay", type=float, default=0.0, metavar="SECONDS", help="one-way delay per link (needs netem)")
     p.add_argument("--output", default="results/netcheck.json", help="where the rows go (JSON)")
     p.add_argument("--two-hosts", action="store_true",

@@ -7,6 +7,10 @@ Agents: K workers (ids 0..K-1) with the same initial model, no server. Each step
    all of them in one bucket, each divided by K before it is sent (DDP's default hook);
    the messages are ``push_codec``: ``fp32``, or ``fp16`` / ``bf16`` as DDP's
    ``fp16_compress_hook`` and ``bf16_compress_hook``;
+   or, with ``exchange="allgather"``, any codec: each worker's gradient / K goes encoded
+   to every other worker in one phase and each sums what it decodes (``allgather.py``),
+   as a compressor that does not add up in its own format (top-k, QSGD) is used without
+   a server;
    or, with ``powersgd_rank`` = r > 0 (from step ``powersgd_start`` on), PowerSGD
    (``powersgd.py``; Vogels et al. 2019, Alg. 1-2, as torch's ``powerSGD_hook``):
    2a. M = g_w (+ the worker's error) for each compressible matrix;
@@ -17,7 +21,8 @@ Agents: K workers (ids 0..K-1) with the same initial model, no server. Each step
 3. every worker applies the averaged gradient with SGD (momentum and weight decay as
    torch.optim.SGD). All workers hold the same bits, so the evaluated model is worker
    0's; nothing is sent for it.
-Phases are the ring's hops, so the network model prices 2 (K - 1) rounds per all-reduce.
+Phases are the ring's hops, so the network model prices 2 (K - 1) rounds per all-reduce
+(one round for the all-gather).
 DDP overlaps buckets with the backward pass; this loop does not (one bucket, after the
 backward pass): how much overlap would hide is the network model's question.
 """
@@ -29,12 +34,13 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ..codecs import CodecState, make_codec
+from ..codecs import CodecState, StateBook, make_codec
 from ..comm import Transport
 from ..models import Replicas
 from ..seed_tree import SeedTree
 from ..validation import boolean, float_in, int_in, one_of
 from . import powersgd
+from .allgather import allgather_sum
 from .declared import Declared
 from .report import StepReport
 from .ring_allreduce import RING_CODECS, ring_allreduce, ring_phases
@@ -42,11 +48,15 @@ from .round import Round, local_gradients, ready, worker_seeds
 from .section import Section
 
 
+EXCHANGES = ("ring", "allgather")
+
+
 @dataclass(frozen=True)
 class AllReduceSection(Section):
     """All-reduce workers: the ring's message format, PowerSGD, the local SGD."""
 
-    push_codec: str = "fp32"           # the ring's messages: fp32 | fp16 | bf16
+    push_codec: str = "fp32"           # the ring's messages: fp32 | fp16 | bf16; any codec with exchange allgather
+    exchange: str = "ring"             # ring: a ring all-reduce | allgather: every worker's message to every other
     lr: float = 0.1
     momentum: float = 0.0
     weight_decay: float = 0.0
@@ -59,7 +69,12 @@ class AllReduceSection(Section):
 
     def __post_init__(self):
         super().__post_init__()
-        one_of("push_codec", self.push_codec, RING_CODECS)
+        one_of("exchange", self.exchange, EXCHANGES)
+        if self.exchange == "ring":
+            one_of("push_codec", self.push_codec, RING_CODECS)
+        elif self.powersgd_rank:
+            raise ValueError(f"exchange={self.exchange!r} is not allowed with powersgd_rank={self.powersgd_rank}: "
+                             "PowerSGD's factors are all-reduced, so it must be 'ring'")
         if self.pull_codec != "fp32":
             raise ValueError(f"pull_codec={self.pull_codec!r} is not allowed: all-reduce workers only push "
                              "(around the ring), so it must stay 'fp32'")
@@ -95,13 +110,15 @@ class AllReduceDP(Declared):
         self.replicas = self.declare("replicas", Replicas(
             model, max(1, len(self.local_workers)), loss=loss, seeds=worker_seeds(seeds, self.local_workers, "dropout"),
             per_replica=True))  # a worker's bits do not depend on how many a process holds
-        self.states = {k: CodecState(seeds.seed("worker", k, "push_codec")) for k in self.local_workers}
+        self.states = self.declare("states", {k: CodecState(seeds.seed("worker", k, "push_codec"))
+                                              for k in self.local_workers})
+        self.receive = self.declare("receive", StateBook(seeds.pairs("worker", "push_receive")))
         shapes = {n: tuple(p.shape[1:]) for n, p in self.replicas.params.items()}
         rank = section.powersgd_rank
         self.powersgd = self.declare("powersgd", {
             k: powersgd.PowerSGDState(shapes, rank, section.powersgd_min_rate) for k in self.local_workers}
             if rank else None)
-        self.phases = ring_phases("grad", workers)
+        self.phases = ring_phases("grad", workers) if section.exchange == "ring" else ("grad",)
         if rank:
             self.phases += ring_phases("whole", workers) + ring_phases("p", workers) + ring_phases("q", workers)
         self.roles = {k: "worker" for k in range(workers)}
@@ -115,6 +132,9 @@ class AllReduceDP(Declared):
         losses, correct, grads = local_gradients(self.replicas, x, y)           # 1. g_w
         if self.powersgd is not None and step >= self.section.powersgd_start:   # 2. average (PowerSGD)
             mean = self.powersgd_mean(rnd, step, grads)
+        elif self.section.exchange == "allgather":                              # 2. average (all-gather)
+            mean = allgather_sum(rnd, "grad", {n: g / self.workers for n, g in grads.items()}, self.local_workers,
+                                 self.workers, self.codec, self.states, self.receive)
         else:                                                                   # 2. average (all of it)
             mean = self.allreduce_mean(rnd, "grad", grads, list(grads))
         s = self.section

@@ -5,13 +5,22 @@ non-blocking switch. In one phase a node sends its outgoing bytes and receives i
 incoming bytes at link speed; the phase ends when the busiest link is done:
 
     phase_seconds = latency_s + max over nodes and directions of
-                    (bytes / bandwidth + messages * message_latency_s)
+                    (bytes * (1 + wire_overhead) / bandwidth + messages * message_latency_s)
 
 so a parameter server receiving K pushes pays K x the bytes (incast), while a ring or
 sharded exchange spreads the load. ``latency_s`` is paid once per phase (one round of a
 synchronous exchange); ``message_latency_s`` (default 0) is paid by a node for every
 message it sends or receives, so schemes that send fewer messages (EventGraD's events)
-gain even when the messages are small. Messages an agent sends to itself cost nothing.
+gain even when the messages are small. ``wire_overhead`` (default 0) is what the layers
+below add per byte of message: over TCP/IPv4 on Ethernet with timestamps, each segment of
+1448 bytes travels as a 1514-byte frame, so 66 / 1448 = 4.6% (``TCP_ETHERNET``). Messages an
+agent sends to itself cost nothing. With ``per_peer`` a node pays ``message_latency_s`` once
+per peer it sends to or receives from in a phase, however many messages go between them:
+torch.distributed's transport sends them as one frame (``comm/distributed.py``), as DDP sends
+a bucket; without it (the default) once per message, as MPI sends each tensor.
+
+How far this is from a real network, and the fixed costs of torch.distributed's exchange on
+one, is measured by ``thinwire netcheck`` (``netcheck/``).
 
 A config names a preset (``"ethernet_10g"``) or describes its own network:
 ``"link(bandwidth_bytes_per_s=1.25e9, latency_s=5e-5, message_latency_s=1e-6)"``.
@@ -28,15 +37,38 @@ import numpy as np
 from .ledger import Ledger
 
 
+FIELDS = ("bandwidth_bytes_per_s", "latency_s", "message_latency_s", "wire_overhead")  # numbers
+TCP_ETHERNET = 66 / 1448  # Ethernet 14 + IPv4 20 + TCP 20 + timestamps 12 bytes per 1448-byte segment
+
+
+def phase_loads(messages: list[tuple[int, int, int]], per_peer: bool = False) -> dict[tuple[int, str], list[int]]:
+    """(node, direction) -> [bytes, messages] of one phase's (sender, receiver, bytes); with
+    ``per_peer`` the messages between one pair count once. Self-addressed messages are free."""
+    load: dict[tuple[int, str], list[int]] = defaultdict(lambda: [0, 0])
+    pairs = set()
+    for sender, receiver, nbytes in messages:
+        if sender != receiver:
+            first = (sender, receiver) not in pairs
+            pairs.add((sender, receiver))
+            for node in ((sender, "out"), (receiver, "in")):
+                load[node][0] += nbytes
+                load[node][1] += first or not per_peer
+    return load
+
+
 @dataclass(frozen=True)
 class NetworkModel:
     name: str
     bandwidth_bytes_per_s: float
     latency_s: float
     message_latency_s: float = 0.0
+    wire_overhead: float = 0.0
+    per_peer: bool = False  # messages between one pair in one phase cost one message_latency_s
 
     def __post_init__(self):
-        for name in ("bandwidth_bytes_per_s", "latency_s", "message_latency_s"):
+        if not isinstance(self.per_peer, bool):
+            raise ValueError(f"per_peer={self.per_peer!r} is not allowed: it must be True or False")
+        for name in FIELDS:
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or isinstance(value, bool) or not value >= 0 or \
                     (name == "bandwidth_bytes_per_s" and not value > 0):
@@ -47,22 +79,49 @@ class NetworkModel:
         return replace(self, message_latency_s=seconds)
 
     def phase_seconds(self, messages: list[tuple[int, int, int]]) -> float:
-        load: dict[tuple[int, str], list[int]] = defaultdict(lambda: [0, 0])  # (node, direction) -> [bytes, messages]
-        for sender, receiver, nbytes in messages:
-            if sender != receiver:
-                for node in ((sender, "out"), (receiver, "in")):
-                    load[node][0] += nbytes
-                    load[node][1] += 1
+        load = phase_loads(messages, self.per_peer)
         if not load:
             return 0.0
-        return self.latency_s + max(b / self.bandwidth_bytes_per_s + m * self.message_latency_s
-                                    for b, m in load.values())
+        per_byte = (1.0 + self.wire_overhead) / self.bandwidth_bytes_per_s
+        return self.latency_s + max(b * per_byte + m * self.message_latency_s for b, m in load.values())
 
     def seconds_per_step(self, ledger: Ledger, steps: int) -> np.ndarray:
         seconds = np.zeros(steps)
         for (step, _), messages in ledger.by_phase_step().items():
             seconds[step] += self.phase_seconds(messages)
         return seconds
+
+    def price(self, loads: PhaseLoads, steps: int) -> np.ndarray:
+        """``seconds_per_step`` from loads made once (``PhaseLoads``): the same numbers, as
+        array operations, for pricing one ledger on many networks."""
+        if loads.per_peer != self.per_peer:
+            raise ValueError(f"loads counted with per_peer={loads.per_peer}, the model has per_peer={self.per_peer}")
+        seconds = np.zeros(steps)
+        if len(loads.steps):
+            per_byte = (1.0 + self.wire_overhead) / self.bandwidth_bytes_per_s
+            busiest = (loads.bytes * per_byte + loads.messages * self.message_latency_s).max(axis=1)
+            np.add.at(seconds, loads.steps, self.latency_s + busiest)
+        return seconds
+
+
+class PhaseLoads:
+    """Each (step, phase)'s bytes and messages per node and direction, counted once from a
+    ledger (messages per peer with ``per_peer``): rows of ``bytes`` and ``messages`` (one
+    column per node and direction, zero-padded), ``steps`` the row's step."""
+
+    def __init__(self, ledger: Ledger, per_peer: bool = False):
+        self.per_peer = per_peer
+        rows = []
+        for (step, _), messages in sorted(ledger.by_phase_step().items()):
+            load = phase_loads(messages, per_peer)
+            if load:
+                rows.append((step, [v[0] for v in load.values()], [v[1] for v in load.values()]))
+        width = max((len(b) for _, b, _ in rows), default=0)
+        self.steps = np.array([s for s, _, _ in rows], dtype=np.int64)
+        self.bytes = np.zeros((len(rows), width))
+        self.messages = np.zeros((len(rows), width))
+        for i, (_, b, m) in enumerate(rows):
+            self.bytes[i, :len(b)], self.messages[i, :len(m)] = b, m
 
 
 PRESETS: dict[str, NetworkModel] = {
@@ -102,12 +161,12 @@ def network_preset(name: str) -> NetworkModel:
     if isinstance(name, str) and name in PRESETS:
         return PRESETS[name]
     allowed = (f"network must be one of {sorted(PRESETS)} or {LINK}(bandwidth_bytes_per_s=B, latency_s=L, "
-               f"message_latency_s=M), got {name!r}")
+               f"message_latency_s=M, wire_overhead=W, per_peer=True|False), got {name!r}")
     if not (isinstance(name, str) and name.strip().startswith(LINK)):
         raise ValueError(allowed)
     from ..spec_syntax import call_parts, parse
     _, args, values = call_parts(parse(name, "network"), name, "network", {LINK})
-    if args or set(values) - {"bandwidth_bytes_per_s", "latency_s", "message_latency_s"} or \
+    if args or set(values) - {*FIELDS, "per_peer"} or \
             not {"bandwidth_bytes_per_s", "latency_s"} <= set(values):
         raise ValueError(allowed)
     return NetworkModel(name.strip(), **values)
@@ -118,5 +177,7 @@ def canonical_network(name: str) -> str:
     model = network_preset(name)
     if isinstance(name, str) and name in PRESETS:
         return name
+    overhead = (f", wire_overhead={float(model.wire_overhead)!r}" if model.wire_overhead else "") + \
+        (", per_peer=True" if model.per_peer else "")
     return (f"{LINK}(bandwidth_bytes_per_s={float(model.bandwidth_bytes_per_s)!r}, latency_s={float(model.latency_s)!r}, "
-            f"message_latency_s={float(model.message_latency_s)!r})")
+            f"message_latency_s={float(model.message_latency_s)!r}{overhead})")

@@ -11,6 +11,10 @@ torchrun the launcher hosts it, so it answers even when a rank is stopped):
   peers to do the same. Live peers waiting in the same collective time out together, so
   the ranks that never answer are the stopped or dead ones. The error names them, with
   the collective each last entered.
+- a rank that has printed that error posts so, and waits (up to ``GRACE_S`` more) for the
+  live peers to post theirs before it exits: torchrun stops every other rank within a
+  tenth of a second of the first exit, which would cut short a peer whose grace ended a
+  little later.
 """
 
 from __future__ import annotations
@@ -20,11 +24,17 @@ from datetime import timedelta
 
 PREFIX = "thinwire/progress/"
 ALIVE = "thinwire/alive/"
+REPORTED = "thinwire/reported/"
 GRACE_S = 5.0
 
 
 class StalledRankError(RuntimeError):
-    """A collective timed out or failed; the message names the ranks that did not arrive."""
+    """A collective timed out or failed; the message names the ranks that did not arrive.
+    ``live`` lists the peers that answered (they are reporting the same failure)."""
+
+    def __init__(self, message: str, live: list[int] | None = None):
+        super().__init__(message)
+        self.live = list(live or [])
 
 
 class ProgressBoard:
@@ -67,6 +77,22 @@ class ProgressBoard:
                 time.sleep(0.1)
         return waiting
 
+    def reported(self, live: list[int], wait_s: float = GRACE_S + 1.0) -> None:
+        """Post that this rank has reported its error, and wait for the ``live`` peers to post
+        theirs (their graces may end up to a collective's skew later), at most ``wait_s``."""
+        if self.store is None:
+            return
+        try:
+            self.store.set(f"{REPORTED}{self.rank}", "1")
+            end = time.monotonic() + wait_s
+            waiting = list(live)
+            while waiting and time.monotonic() < end:
+                waiting = [r for r in waiting if not self.store.check([f"{REPORTED}{r}"])]
+                if waiting:
+                    time.sleep(0.02)
+        except Exception:  # the store is gone: nothing to wait for
+            pass
+
     def diagnose(self, cause: BaseException, grace_s: float = GRACE_S) -> StalledRankError:
         """The error to raise when this rank's current collective failed with ``cause``."""
         waited = time.monotonic() - self.entered
@@ -87,9 +113,11 @@ class ProgressBoard:
         if not silent:
             return StalledRankError(f"{here} {how}, but every peer is alive: a rank spent longer than the "
                                     f"collective timeout of {self.timeout_s:g} s between collectives (raise "
-                                    f"--timeout if that is expected). Cause: {cause}")
+                                    f"--timeout if that is expected). Cause: {cause}",
+                                    [r for r in range(self.world_size) if r != self.rank])
         where = "; ".join(f"rank {r} " + ("never entered a collective" if peers[r] is None
                                           else f"last entered collective {peers[r][0]} ({peers[r][1]})")
                           for r in silent)
+        live = [r for r in range(self.world_size) if r != self.rank and r not in silent]
         return StalledRankError(f"rank(s) {', '.join(map(str, silent))} stalled or died: {here} {how}, and they "
-                                f"did not answer within {grace_s:g} s; {where}. Cause: {cause}")
+                                f"did not answer within {grace_s:g} s; {where}. Cause: {cause}", live)

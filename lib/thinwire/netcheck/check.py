@@ -12,9 +12,10 @@ import os
 import tempfile
 from pathlib import Path
 
-from ..comm import NetworkModel
+from ..comm import TCP_ETHERNET
 from ..experiment import RunConfig
 from .cluster import Cluster
+from .fit import corrected, fit_fixed_costs, shaped
 from .measure import compare, run_on_cluster
 
 TOPOLOGIES = ("star", "ring_allreduce", "eventgrad_ring")
@@ -29,28 +30,46 @@ def topology_configs(workers: int, steps: int, model: str) -> dict[str, tuple[Ru
             "eventgrad_ring": (RunConfig(algorithm="eventgrad", push_policy="always", **base), workers)}
 
 
-def netcheck(rates: list[float], workers: int = 3, steps: int = 12, delay_s: float = 0.0,
-             model: str = "mlp(hidden=(64,))", skip: int = 2) -> list[dict]:
-    """One row per (rate, topology): the sums over phases and steps >= ``skip`` of the
-    measured and the predicted seconds, with the per-phase rows under ``phases``."""
-    rows = []
+def _run(configs, rate, delay_s, workers, root, skip, networks) -> dict[str, tuple[int, list[dict]]]:
+    """topology -> (ranks, per-phase rows of ``compare`` against ``networks[topology]``)."""
+    out = {}
+    with Cluster(workers + 1, rate, delay_s) as cluster:
+        for name, (config, ranks) in configs.items():
+            result = run_on_cluster(config, cluster, ranks, Path(root) / f"{rate:g}")
+            network = networks[name]
+            out[name] = (ranks, compare(result, network, skip))
+    return out
+
+
+def netcheck(rates: list[float], workers: int = 3, steps: int = 30, delay_s: float = 0.0,
+             model: str = "mlp(hidden=(64,))", skip: int = 2, calibrate: float = 25e6) -> dict:
+    """Fit the model's fixed costs at ``calibrate`` B/s, then check it at every rate of
+    ``rates``: one row per (rate, topology) with the sums over phases and steps >= ``skip`` of
+    the measured seconds, the plain model's (bytes over the link) and the corrected model's
+    (frames' headers and the fitted fixed costs), with the per-phase rows under ``phases``."""
     configs = topology_configs(workers, steps, model)
     with tempfile.TemporaryDirectory() as root:
+        fitted = _run(configs, calibrate, delay_s, workers, root, skip, {name: shaped(calibrate, delay_s) for name in configs})
+        latency_s, message_latency_s = fit_fixed_costs([p for _, phases in fitted.values() for p in phases])
+        rows = []
         for rate in rates:
-            with Cluster(workers + 1, rate, delay_s) as cluster:
-                network = NetworkModel(f"shaped {rate:g} B/s", rate, delay_s)
-                for name, (config, ranks) in configs.items():
-                    result = run_on_cluster(config, cluster, ranks, Path(root) / f"{rate:g}")
-                    phases = compare(result, network, skip)
-                    measured = sum(p["measured_s"] for p in phases)
-                    predicted = sum(p["predicted_s"] for p in phases)
-                    rows.append({"topology": name, "rate_bytes_per_s": rate, "delay_s": delay_s, "ranks": ranks,
-                                 "steps": steps - skip, "measured_s": measured, "predicted_s": predicted,
-                                 "error_pct": 100 * (predicted - measured) / measured, "phases": phases})
-    return rows
+            network = corrected(shaped(rate, delay_s), latency_s, message_latency_s)
+            networks = {name: network for name in configs}
+            for name, (ranks, phases) in _run(configs, rate, delay_s, workers, root, skip, networks).items():
+                measured = sum(p["measured_s"] for p in phases)
+                predicted = sum(p["predicted_s"] for p in phases)
+                naive = sum(p["bytes_s"] for p in phases) / (1 + TCP_ETHERNET)
+                rows.append({"topology": name, "rate_bytes_per_s": rate, "delay_s": delay_s, "ranks": ranks,
+                             "steps": steps - skip, "measured_s": measured, "predicted_s": predicted,
+                             "error_pct": 100 * (predicted - measured) / measured,
+                             "plain_predicted_s": naive, "plain_error_pct": 100 * (naive - measured) / measured,
+                             "phases": phases})
+    return {"calibrated_at_bytes_per_s": calibrate, "latency_s": latency_s, "message_latency_s": message_latency_s,
+            "wire_overhead": TCP_ETHERNET, "calibration": {k: phases for k, (_, phases) in fitted.items()},
+            "rows": rows}
 
 
-def write(rows: list[dict], path) -> None:
+def write(rows, path) -> None:
     """Atomically write the rows as JSON."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -59,11 +78,16 @@ def write(rows: list[dict], path) -> None:
     os.replace(tmp, path)
 
 
-def table(rows: list[dict]) -> str:
-    lines = ["| topology | bandwidth MB/s | ranks | measured ms/step | model ms/step | model error |",
-             "|---|---|---|---|---|---|"]
-    for r in rows:
+def table(report: dict) -> str:
+    lines = [f"fixed costs fitted at {report['calibrated_at_bytes_per_s'] / 1e6:g} MB/s: "
+             f"{1e3 * report['latency_s']:.3f} ms per phase, "
+             f"{1e3 * report['message_latency_s']:.3f} ms per peer; "
+             f"frames' headers {100 * report['wire_overhead']:.1f}%", "",
+             "| topology | bandwidth MB/s | ranks | measured ms/step | model ms/step | error | plain model ms/step | error |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in report["rows"]:
         lines.append(f"| {r['topology']} | {r['rate_bytes_per_s'] / 1e6:g} | {r['ranks']} | "
                      f"{1e3 * r['measured_s'] / r['steps']:.2f} | {1e3 * r['predicted_s'] / r['steps']:.2f} | "
-                     f"{r['error_pct']:+.1f}% |")
+                     f"{r['error_pct']:+.1f}% | {1e3 * r['plain_predicted_s'] / r['steps']:.2f} | "
+                     f"{r['plain_error_pct']:+.1f}% |")
     return "\n".join(lines)

@@ -6,6 +6,7 @@ helpers, used by the paper's notebook (``notebooks/<paper>.ipynb``).
     eventgrad           Ghosh et al. 2021, event-triggered ring SGD vs D-PSGD; Top-K events
     oland_raj           Oland & Raj 2015, entropy-adaptive quantization + Huffman coding
     gradient_dropping   Aji & Heafield 2017, sparse communication with a residual
+    compare             every method above against DDP's all-reduce and PowerSGD: which pays, when
 
 Each package declares itself with ``PAPER`` (``record.py``); ``PAPERS`` lists the packages
 that do, in their order, and ``paper(name)`` gives the record. Each package's README.md

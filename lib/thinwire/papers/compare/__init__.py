@@ -1,0 +1,21 @@
+"""When does compression pay? Every paper's methods and the baselines users pick instead
+(DDP's all-reduce in fp32/fp16/bf16, PowerSGD) on one model, from the same seeds, with
+accuracy against bytes, and time to a target accuracy against bandwidth priced on the
+network model corrected and checked on a shaped network (``netcheck``)."""
+
+from ..record import Paper
+from .analysis import (GRID, MARKS, accuracy_bytes, codec_against_saving, crossovers, default_target, mean_seconds,
+                       nearest, pareto, time_to_target, which_when)
+from .methods import ALLGATHER, COMPOSED, FP16_ALLREDUCE, FROM_PAPERS, baseline_recipes, compare_recipes
+from .pricing import SCHEDULES, FixedCosts, StepTimes, crossover, ranks_of
+from .profiles import COMPARE
+from .runs import compare_configs
+
+PAPER = Paper(name="compare", title="Which method pays, when: every paper's methods against DDP's all-reduce and "
+              "PowerSGD, priced on a network model checked on a shaped network", order=6,
+              recipes=baseline_recipes())
+
+__all__ = ["ALLGATHER", "COMPARE", "COMPOSED", "FP16_ALLREDUCE", "FROM_PAPERS", "GRID", "MARKS", "PAPER", "SCHEDULES", "FixedCosts",
+           "StepTimes", "accuracy_bytes", "baseline_recipes", "codec_against_saving", "compare_configs",
+           "compare_recipes", "crossover", "crossovers", "default_target", "mean_seconds", "nearest", "pareto",
+           "ranks_of", "time_to_target", "which_when"]

@@ -1,0 +1,124 @@
+"""The comparison's tables, from finished runs and their step times (``pricing.py``).
+
+Each function takes ``{(method, seed): ...}`` and returns a pandas frame; means are over
+seeds, and a method that misses the target in any seed has no time (inf) there.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ...experiment.measures import final_accuracy
+from .methods import FP16_ALLREDUCE
+from .pricing import SCHEDULES, FixedCosts, StepTimes, crossover
+
+GRID = np.geomspace(1e7, 12.5e9, 31)  # 10 MB/s to 100 Gb/s, bytes/s
+TIE = 0.05  # methods this close to the fastest are named beside it: codec times move by more between runs
+MARKS = {"10 MB/s": 1e7, "100 MB/s": 1e8, "1 Gb/s": 1.25e8, "10 Gb/s": 1.25e9, "100 Gb/s": 1.25e10}
+
+
+def accuracy_bytes(results: dict) -> pd.DataFrame:
+    """One row per run: final accuracy (last evaluation), bytes on the wire, payload, framing."""
+    rows = []
+    for (method, seed), r in results.items():
+        m = r.metrics
+        rows.append({"method": method, "seed": seed, "final accuracy": final_accuracy(r),
+                     "bytes": int(np.sum(m["bytes"])), "payload": int(np.sum(m["payload_bytes"])),
+                     "framing": int(np.sum(m["bytes"]) - np.sum(m["payload_bytes"]))})
+    return pd.DataFrame(rows)
+
+
+def pareto(frame: pd.DataFrame) -> list[str]:
+    """The methods no other beats on both mean accuracy and mean bytes."""
+    means = frame.groupby("method", sort=False)[["final accuracy", "bytes"]].mean()
+    return [m for m, row in means.iterrows()
+            if not ((means["final accuracy"] >= row["final accuracy"]) & (means["bytes"] <= row["bytes"])
+                    & ((means["final accuracy"] > row["final accuracy"]) | (means["bytes"] < row["bytes"]))).any()]
+
+
+def default_target(frame: pd.DataFrame, fraction: float = 0.97) -> float:
+    """``fraction`` of the fp16 all-reduce's mean final accuracy."""
+    base = frame[frame["method"] == FP16_ALLREDUCE]["final accuracy"]
+    if base.empty:
+        raise ValueError(f"the target needs the {FP16_ALLREDUCE!r} runs; they are not among the methods")
+    return float(fraction * base.mean())
+
+
+def time_to_target(step_times: dict[tuple[str, int], StepTimes], target: float, costs: FixedCosts,
+                   grid=GRID) -> pd.DataFrame:
+    """Long frame: method, seed, schedule, bandwidth (bytes/s), seconds to ``target``."""
+    rows = [{"method": method, "seed": seed, "schedule": schedule, "bandwidth": float(b),
+             "seconds": st.time_to(target, costs, float(b), schedule)}
+            for (method, seed), st in step_times.items() for schedule in SCHEDULES for b in grid]
+    return pd.DataFrame(rows)
+
+
+def mean_seconds(frame: pd.DataFrame) -> pd.DataFrame:
+    """(schedule, method) x bandwidth: mean seconds over seeds (inf where a seed missed)."""
+    return frame.groupby(["schedule", "method", "bandwidth"], sort=False)["seconds"].mean().unstack("bandwidth")
+
+
+def crossovers(frame: pd.DataFrame, baseline: str = FP16_ALLREDUCE) -> pd.DataFrame:
+    """method x schedule: the bandwidth (MB/s) up to which, from the lowest, the method
+    reaches the target at least 1% sooner than ``baseline`` (inf: on the whole grid; NaN:
+    not even at the lowest, ``pricing.crossover``)."""
+    means = mean_seconds(frame)
+    out = {}
+    for schedule in means.index.get_level_values("schedule").unique():
+        table = means.loc[schedule]
+        if baseline not in table.index:
+            raise ValueError(f"baseline={baseline!r} is not among the methods")
+        for method, row in table.iterrows():
+            if method != baseline:
+                x = crossover(table.columns.to_numpy(), row.to_numpy(), table.loc[baseline].to_numpy())
+                out.setdefault(method, {})[schedule] = np.nan if x is None else x / 1e6
+    return pd.DataFrame(out).T
+
+
+def nearest(columns, bandwidth: float):
+    """The grid point of ``columns`` (bandwidths) nearest ``bandwidth`` on a log axis."""
+    values = np.asarray(columns, dtype=float)
+    return columns[int(np.argmin(np.abs(np.log(values / bandwidth))))]
+
+
+def which_when(frame: pd.DataFrame, baseline: str = FP16_ALLREDUCE, marks: dict = MARKS,
+               without: tuple[str, ...] = ()) -> pd.DataFrame:
+    """Per bandwidth and schedule: the fastest method to the target, its speed-up over
+    ``baseline`` and the methods within ``TIE`` of it; with ``without``, the same for the
+    other methods."""
+    means = mean_seconds(frame)
+    rows = {}
+    for name, b in marks.items():
+        row = {}
+        for schedule in SCHEDULES:
+            table = means.loc[schedule]
+            column = nearest(table.columns, b)
+            choices = {"": table[column]}
+            if without:
+                choices[" without " + ", ".join(without)] = table[column].drop(list(without), errors="ignore")
+            for suffix, times in choices.items():
+                best = times.idxmin()
+                row[f"fastest{suffix} ({schedule})"] = best
+                row[f"speed-up over {baseline}{suffix} ({schedule})"] = table[column][baseline] / times[best]
+                row[f"within {TIE:.0%}{suffix} ({schedule})"] = ", ".join(
+                    m for m, t in times.items() if m != best and t <= (1 + TIE) * times[best])
+        rows[name] = row
+    return pd.DataFrame(rows).T
+
+
+def codec_against_saving(step_times: dict[tuple[str, int], StepTimes], costs: FixedCosts,
+                         baseline: str = FP16_ALLREDUCE, marks: dict = MARKS) -> pd.DataFrame:
+    """method: codec ms per step and, per bandwidth, the communication ms per step it saves
+    against ``baseline`` (negative: it costs more), means over steps and seeds."""
+    rows: dict[str, dict[str, list]] = {}
+    base = [st for (m, _), st in step_times.items() if m == baseline]
+    if not base:
+        raise ValueError(f"baseline={baseline!r} is not among the methods")
+    base_comm = {b: np.mean([st.comm(costs, b).mean() for st in base]) for b in marks.values()}
+    for (method, _), st in step_times.items():
+        row = rows.setdefault(method, {"codec ms/step": []} | {f"saved at {n}": [] for n in marks})
+        row["codec ms/step"].append(1e3 * st.codec.mean())
+        for name, b in marks.items():
+            row[f"saved at {name}"].append(1e3 * (base_comm[b] - st.comm(costs, b).mean()))
+    return pd.DataFrame({m: {k: float(np.mean(v)) for k, v in row.items()} for m, row in rows.items()}).T

@@ -1,0 +1,121 @@
+"""The cross-paper comparison: its methods are the papers' recipes, its prices are the network
+model's, its step times and crossovers follow their definitions (papers/compare)."""
+
+import numpy as np
+import pytest
+
+from thinwire.comm import Ledger, NetworkModel, PhaseLoads
+from thinwire.experiment import RunConfig, run
+from thinwire.papers import paper
+from thinwire.papers.compare import (ALLGATHER, COMPOSED, FP16_ALLREDUCE, FROM_PAPERS, FixedCosts, StepTimes, compare_configs,
+                                     compare_recipes, crossover, crossovers, pareto, time_to_target, which_when)
+
+
+def test_every_paper_method_is_its_papers_recipe_and_composed_ones_change_one_codec():
+    table = compare_recipes()
+    for label, (name, theirs) in FROM_PAPERS.items():
+        recipe = paper(name).recipes[theirs]
+        assert (table[label].algorithm, table[label].settings) == (recipe.algorithm, recipe.settings)
+    for label, parent in ALLGATHER.items():  # the parent's codec, on an all-gather among the workers
+        assert table[label].algorithm == "allreduce" and table[label].settings["exchange"] == "allgather"
+        assert table[label].settings["push_codec"] == table[parent].settings["push_codec"]
+    for label, (parent, change) in COMPOSED.items():
+        assert set(change) == {"push_codec"}
+        assert {k: v for k, v in table[label].settings.items() if k != "push_codec"} == \
+            {k: v for k, v in table[parent].settings.items() if k != "push_codec"}
+    assert list(table)[:6] == ["all-reduce fp32", FP16_ALLREDUCE, "all-reduce bf16", "PowerSGD rank 1",
+                               "PowerSGD rank 2", "PowerSGD rank 4"]
+    with pytest.raises(ValueError, match="'carrier pigeon'"):
+        compare_recipes(("carrier pigeon",))
+    configs = compare_configs(profile="smoke", methods=(FP16_ALLREDUCE, "EventGraD"), seeds=(3, 4))
+    assert list(configs) == [(FP16_ALLREDUCE, 3), (FP16_ALLREDUCE, 4), ("EventGraD", 3), ("EventGraD", 4)]
+    assert configs[("EventGraD", 4)].seed == 4 and configs[("EventGraD", 4)].algorithm == "eventgrad"
+    with pytest.raises(ValueError, match="seeds"):
+        compare_configs(profile="smoke", seeds=(-1,))
+
+
+@pytest.mark.parametrize("label", ["all-reduce fp32", "PowerSGD rank 2", "EventGraD", "Plump-DP (PS, fp32)"])
+def test_loads_price_a_ledger_as_the_model_does(tmp_path, label):
+    config = compare_recipes((label,))[label].apply(RunConfig(model="mlp(hidden=(16,))", workers=3, steps=6,
+                                                              eval_every=6, eval_samples=100, train_samples=600))
+    result = run(config, root=tmp_path, progress=False)
+    for per_peer in (False, True):
+        model = NetworkModel("x", 3e6, 1e-3, 2e-4, 0.05, per_peer)
+        priced = model.price(PhaseLoads(result.ledger, per_peer), result.steps)
+        # the same sums, added in another order where a step has many phases
+        np.testing.assert_allclose(priced, model.seconds_per_step(result.ledger, result.steps), rtol=1e-12)
+        assert priced.sum() > 0
+    with pytest.raises(ValueError, match="per_peer"):
+        NetworkModel("x", 1.0, 0.0).price(PhaseLoads(result.ledger, True), result.steps)
+
+
+class _Fake:
+    """A finished run: 6 steps, worker 0 sends 1,000 bytes to worker 1 on steps 2 and 5."""
+
+    def __init__(self):
+        self.steps = 6
+        self.ledger = Ledger()
+        for step in (2, 5):
+            self.ledger.record(step, "push", 0, 1, "w", 1000, 990)
+        self.metrics = {"compute_seconds": [9.0, 1.0, 4.0, 1.0, 1.0, 4.0], "codec_seconds": [0, 0, 3.0, 0, 0, 3.0],
+                        "test_accuracy": [None, 0.5, None, 0.8, None, 0.9]}
+
+
+def test_step_times_take_medians_apart_for_steps_that_talk_and_price_both_schedules():
+    times = StepTimes(_Fake(), warmup=1)
+    assert times.ranks == 2
+    assert times.compute.tolist() == [1.0, 1.0, 4.0, 1.0, 1.0, 4.0]  # step 0 is warm-up: its 9 s is not a median
+    assert times.codec.tolist() == [0, 0, 3.0, 0, 0, 3.0]
+    costs = FixedCosts(latency_s=0.5, message_latency_s=0.25, wire_overhead=0.0)
+    comm = times.comm(costs, 1000.0)  # 1 s of bytes + 0.5 s (the phase) + 0.25 s (one peer)
+    assert comm.tolist() == [0, 0, 1.75, 0, 0, 1.75]
+    assert times.step_seconds(costs, 1000.0, "sequential").tolist() == [1, 1, 5.75, 1, 1, 5.75]
+    # overlap: forward 1/3 of the gradient work, max(backward, comm), codec after
+    overlap = times.step_seconds(costs, 1000.0, "overlap")
+    assert overlap[2] == pytest.approx(1 / 3 + max(2 / 3, 1.75) + 3.0) and overlap[0] == pytest.approx(1.0)
+    assert times.time_to(0.8, costs, 1000.0, "sequential") == pytest.approx(1 + 1 + 5.75 + 1)
+    assert times.time_to(0.95, costs, 1000.0, "sequential") == float("inf")
+    with pytest.raises(ValueError, match="schedule='eager'"):
+        times.step_seconds(costs, 1000.0, "eager")
+
+
+def test_the_crossover_is_where_the_ratio_first_reaches_one_on_log_axes():
+    grid = np.geomspace(1e6, 1e10, 9)
+    baseline = np.ones_like(grid)
+    assert crossover(grid, grid / 1e8, baseline, margin=0) == pytest.approx(1e8)  # ratio = bandwidth / 1e8
+    assert crossover(grid, np.sqrt(grid / 3e7), baseline, margin=0) == pytest.approx(3e7)
+    assert crossover(grid, grid / 1e8, baseline) == pytest.approx(0.99e8)           # 1% faster, at least
+    assert crossover(grid, grid * 0 + 0.995, baseline) is None                      # within 1%: not paying
+    assert crossover(grid, grid * 0 + 0.5, baseline) == float("inf")           # pays everywhere
+    assert crossover(grid, grid * 0 + 2.0, baseline) is None                   # nowhere
+    # pays low, not in the middle, again high: the first stop counts
+    ratio = np.array([0.5, 0.5, 2, 2, 2, 0.5, 0.5, 0.5, 0.5])
+    assert 10 ** 6.5 < crossover(grid, ratio, baseline) < 10 ** 7
+    assert crossover(grid, np.where(grid > 5e6, np.inf, 0.5), baseline) == pytest.approx(1e6 * 10 ** 0.5)
+
+
+def test_tables_follow_from_the_times():
+    class Times:
+        def __init__(self, a):
+            self.a = a
+
+        def time_to(self, target, costs, bandwidth, schedule):
+            return self.a * 1e8 / bandwidth + 1.0  # comm shrinks with bandwidth; 1 s of compute
+
+    step_times = {(FP16_ALLREDUCE, 0): Times(1.0), ("tiny", 0): Times(0.1), ("tiny", 1): Times(0.1),
+                  ("slow", 0): Times(2.0)}
+    times = time_to_target(step_times, 0.9, FixedCosts(), grid=np.geomspace(1e7, 1e10, 4))
+    assert len(times) == 4 * 2 * 4
+    cross = crossovers(times)
+    # tiny's lead shrinks to under 1% between 1 and 10 GB/s (1.0010 s against 1.0100 s at 10 GB/s)
+    assert 1e3 < cross.loc["tiny", "sequential"] < 1e4 and np.isnan(cross.loc["slow", "overlap"])
+    when = which_when(times, marks={"10 MB/s": 1e7})
+    assert when.loc["10 MB/s", "fastest (sequential)"] == "tiny"
+    assert when.loc["10 MB/s", f"speed-up over {FP16_ALLREDUCE} (sequential)"] == pytest.approx(11 / 2)
+
+
+def test_the_pareto_front_keeps_what_nothing_beats_on_both():
+    import pandas as pd
+    frame = pd.DataFrame([{"method": "a", "final accuracy": 0.9, "bytes": 100}, {"method": "b", "final accuracy": 0.8, "bytes": 10},
+                          {"method": "c", "final accuracy": 0.8, "bytes": 50}, {"method": "d", "final accuracy": 0.95, "bytes": 1000}])
+    assert pareto(frame) == ["a", "b", "d"]
