@@ -39,8 +39,8 @@ def test_loads_price_a_ledger_as_the_model_does(tmp_path, label):
     config = compare_recipes((label,))[label].apply(RunConfig(model="mlp(hidden=(16,))", workers=3, steps=6,
                                                               eval_every=6, eval_samples=100, train_samples=600))
     result = run(config, root=tmp_path, progress=False)
-    for per_peer in (False, True):
-        model = NetworkModel("x", 3e6, 1e-3, 2e-4, 0.05, per_peer)
+    for per_peer, node_messages in ((False, False), (True, False), (False, True), (True, True)):
+        model = NetworkModel("x", 3e6, 1e-3, 2e-4, 0.05, per_peer, node_messages)
         priced = model.price(PhaseLoads(result.ledger, per_peer), result.steps)
         # the same sums, added in another order where a step has many phases
         np.testing.assert_allclose(priced, model.seconds_per_step(result.ledger, result.steps), rtol=1e-12)

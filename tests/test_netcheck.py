@@ -12,7 +12,7 @@ import pytest
 
 from thinwire.comm.transport import phase_spans
 from thinwire.netcheck import (Cluster, NetcheckUnavailable, compare, corrected, fit_fixed_costs, leftovers, netcheck,
-                               shaped, topology_configs)
+                               shaped, topology_configs, total)
 from thinwire.comm import NetworkModel
 
 
@@ -91,12 +91,12 @@ def test_netcheck_measures_every_topology_and_prices_the_same_ledger():
         with pytest.raises(NetcheckUnavailable):
             netcheck([1e7], steps=4)
         return
-    report = netcheck([2e7], workers=3, steps=5, calibrate=5e7)
+    report = netcheck([2e7], workers=3, steps=5, calibrate=5e7, repeats=1)  # pooling repeats: test_total_...
     rows = report["rows"]
     assert [r["topology"] for r in rows] == ["star", "ring_allreduce", "eventgrad_ring"]
     assert all(r["measured_s"] > 0 and r["predicted_s"] > 0 for r in rows)
     assert report["latency_s"] >= 0 and report["message_latency_s"] >= 0
-    assert set(report["calibration"]) == {"star", "ring_allreduce", "eventgrad_ring"}
+    assert set(report["calibration"]) == {"star", "ring_allreduce", "eventgrad_ring"} and report["repeats"] == 1
     star = rows[0]
     pushes = [p for p in star["phases"] if p["phase"] == "push"][0]
     # the plain model's push: all workers' gradients (and their few bytes of framing) into the server's link
@@ -132,20 +132,49 @@ def test_compare_uses_the_model_on_each_phase():
                      "bytes_s": pytest.approx(1.0 + 2.0), "messages": 3}]
 
 
-def test_the_fit_recovers_fixed_costs_and_keeps_them_nonnegative():
-    def row(steps, messages, bytes_s, latency_s, per_peer):
-        return {"steps": steps, "messages": messages, "bytes_s": bytes_s,
-                "measured_s": bytes_s + latency_s * steps + per_peer * messages}
-    rows = [row(10, 30, 0.5, 1e-3, 2e-4), row(12, 10, 0.1, 1e-3, 2e-4), row(10, 20, 0.4, 1e-3, 2e-4)]
-    assert fit_fixed_costs(rows) == pytest.approx((1e-3, 2e-4))
-    # more messages, less time: a negative cost per peer, held at 0 and the cost per phase refitted
-    rows = [row(10, 10, 0.1, 2e-3, 0), row(10, 40, 0.1, 1e-3, 0)]
-    latency_s, per_peer = fit_fixed_costs(rows)
-    assert per_peer == 0 and latency_s == pytest.approx(1.5e-3)
-    with pytest.raises(ValueError, match="at least one phase"):
+def test_total_takes_the_median_of_each_steps_summed_spans():
+    class Fake:
+        # two phases; step 3's pull has no span (not timed); step 1 is skipped
+        metrics = {"push_span_seconds": [None, 9.0, 1.0, 1.0, 5.0, 1.0], "pull_span_seconds": [None, 9.0, 1.0, None, 1.0, 4.0]}
+
+        class ledger:
+            @staticmethod
+            def by_phase_step():
+                return {(s, p): [(0, 1, 100)] for s in range(1, 6) for p in ("push", "pull")}
+
+            @staticmethod
+            def rows():
+                return [(s, p, 0, 1, "w", 100, 90) for s in range(1, 6) for p in ("push", "pull")]
+
+    network = NetworkModel("x", 100.0, 0.5, message_latency_s=0.25, per_peer=True, node_messages=True)
+    row = total(Fake(), network, skip=2)
+    # steps 2, 4, 5 summed: 2, 6, 5 -> median 5, for four steps; per-phase medians would give 4 x (1 + 1)
+    assert row["step_count"] == 4 and row["timed"] == 3 and row["measured_s"] == pytest.approx(20.0)
+    assert row["steps"] == 8 and row["messages"] == 8  # a message out at node 0 and one in at node 1: one each
+    assert row["predicted_s"] == pytest.approx(8 * (1.0 + 0.5 + 0.25))
+
+    class Slower(Fake):
+        metrics = {"push_span_seconds": [None, 9.0, 3.0, 3.0, 3.0, 3.0], "pull_span_seconds": [None, 9.0] + [3.0] * 4}
+
+    # two runs of one config pool their steps: 2, 6, 5 and 6, 6, 6, 6 -> 6
+    pooled = total([Fake(), Slower()], network, skip=2)
+    assert pooled["timed"] == 7 and pooled["measured_s"] == pytest.approx(24.0)
+    assert pooled["predicted_s"] == pytest.approx(row["predicted_s"])
+    assert [p["phase"] for p in row["phases"]] == ["pull", "push"]
+
+
+def test_the_fit_takes_the_median_cost_per_message_and_keeps_it_nonnegative():
+    def row(steps, messages, bytes_s, per_message):
+        return {"steps": steps, "messages": messages, "bytes_s": bytes_s, "measured_s": bytes_s + per_message * messages}
+    rows = [row(10, 30, 0.5, 1e-3), row(40, 80, 0.1, 1.2e-3), row(10, 40, 0.4, 9e-3)]  # the last: a slow run
+    assert fit_fixed_costs(rows) == pytest.approx((0.0, 1.2e-3))
+    assert fit_fixed_costs([row(10, 30, 0.5, -1e-3)]) == (0.0, 0.0)  # the bytes alone took longer
+    assert fit_fixed_costs([row(0, 0, 0.0, 0.0), row(5, 10, 0.1, 2e-3)]) == pytest.approx((0.0, 2e-3))
+    with pytest.raises(ValueError, match="at least one row"):
         fit_fixed_costs([])
     model = corrected(shaped(1e7), latency_s=1e-3, message_latency_s=2e-4)
-    assert model.latency_s == pytest.approx(1e-3) and model.per_peer and model.wire_overhead == pytest.approx(66 / 1448)
+    assert model.latency_s == pytest.approx(1e-3) and model.per_peer and model.node_messages
+    assert model.wire_overhead == pytest.approx(66 / 1448)
 
 
 def test_torchrun_on_two_hosts_matches_one_process():

@@ -71,6 +71,22 @@ def test_per_peer_messages_and_wire_overhead():
         NetworkModel("bad", 1.0, 0.0, wire_overhead=-0.1)
 
 
+def test_node_messages_add_a_nodes_messages_out_and_in_but_not_its_bytes():
+    ring = [(0, 1, 100), (1, 2, 100), (2, 0, 100)]  # each node: one message out, one in
+    both = ring + [(1, 0, 300), (2, 1, 100), (0, 2, 100)]  # node 0 receives 100 + 300 bytes, sends 200
+    per_direction = NetworkModel("d", 1000.0, 0.0, message_latency_s=0.01, per_peer=True)
+    per_node = NetworkModel("n", 1000.0, 0.0, message_latency_s=0.01, per_peer=True, node_messages=True)
+    assert per_direction.phase_seconds(ring) == pytest.approx(0.1 + 0.01)
+    assert per_node.phase_seconds(ring) == pytest.approx(0.1 + 0.02)
+    # bytes: the busier direction of the busiest node (node 0 in, 400); messages: two out + two in
+    assert per_node.phase_seconds(both) == pytest.approx(0.4 + 0.04)
+    assert per_direction.phase_seconds(both) == pytest.approx(0.4 + 0.02)
+    spec = "link(bandwidth_bytes_per_s=1000, latency_s=0, message_latency_s=0.01, per_peer=True, node_messages=True)"
+    assert network_preset(spec).node_messages and canonical_network(spec).endswith("per_peer=True, node_messages=True)")
+    with pytest.raises(ValueError, match="node_messages=1 is not allowed"):
+        NetworkModel("bad", 1.0, 0.0, node_messages=1)
+
+
 def test_ledger_reports_any_phase_and_role_for_every_step():
     ledger = Ledger()
     ledger.record(0, "ring", 0, 1, "a", 120, 100)

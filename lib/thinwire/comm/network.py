@@ -17,7 +17,18 @@ below add per byte of message: over TCP/IPv4 on Ethernet with timestamps, each s
 agent sends to itself cost nothing. With ``per_peer`` a node pays ``message_latency_s`` once
 per peer it sends to or receives from in a phase, however many messages go between them:
 torch.distributed's transport sends them as one frame (``comm/distributed.py``), as DDP sends
-a bucket; without it (the default) once per message, as MPI sends each tensor.
+a bucket; without it (the default) once per message, as MPI sends each tensor. With
+``node_messages`` a node pays ``message_latency_s`` for the messages it sends and those it
+receives together, while its bytes still go both ways at once:
+
+    phase_seconds = latency_s + max over nodes of
+                    (max(bytes out, bytes in) * (1 + wire_overhead) / bandwidth
+                     + (messages out + messages in) * message_latency_s)
+
+as when one thread of the host handles every message: gloo's TCP transport runs one epoll
+loop per device for the I/O of all its pairs (gloo/transport/tcp/loop.h), so a node of
+EventGraD's ring, sending to and receiving from two peers, pays four message costs where a
+node of a ring all-reduce pays two (measured: ``netcheck/fit.py``).
 
 How far this is from a real network, and the fixed costs of torch.distributed's exchange on
 one, is measured by ``thinwire netcheck`` (``netcheck/``).
@@ -38,6 +49,7 @@ from .ledger import Ledger
 
 
 FIELDS = ("bandwidth_bytes_per_s", "latency_s", "message_latency_s", "wire_overhead")  # numbers
+SWITCHES = ("per_peer", "node_messages")  # booleans
 TCP_ETHERNET = 66 / 1448  # Ethernet 14 + IPv4 20 + TCP 20 + timestamps 12 bytes per 1448-byte segment
 
 
@@ -64,10 +76,12 @@ class NetworkModel:
     message_latency_s: float = 0.0
     wire_overhead: float = 0.0
     per_peer: bool = False  # messages between one pair in one phase cost one message_latency_s
+    node_messages: bool = False  # a node's messages out and in add up (one thread handles both)
 
     def __post_init__(self):
-        if not isinstance(self.per_peer, bool):
-            raise ValueError(f"per_peer={self.per_peer!r} is not allowed: it must be True or False")
+        for name in SWITCHES:
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name}={getattr(self, name)!r} is not allowed: it must be True or False")
         for name in FIELDS:
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or isinstance(value, bool) or not value >= 0 or \
@@ -83,7 +97,13 @@ class NetworkModel:
         if not load:
             return 0.0
         per_byte = (1.0 + self.wire_overhead) / self.bandwidth_bytes_per_s
-        return self.latency_s + max(b * per_byte + m * self.message_latency_s for b, m in load.values())
+        if not self.node_messages:
+            return self.latency_s + max(b * per_byte + m * self.message_latency_s for b, m in load.values())
+        nodes = {node for node, _ in load}
+        none = (0, 0)
+        return self.latency_s + max(max(load.get((n, "out"), none)[0], load.get((n, "in"), none)[0]) * per_byte +
+                                    (load.get((n, "out"), none)[1] + load.get((n, "in"), none)[1]) * self.message_latency_s
+                                    for n in nodes)
 
     def seconds_per_step(self, ledger: Ledger, steps: int) -> np.ndarray:
         seconds = np.zeros(steps)
@@ -99,15 +119,22 @@ class NetworkModel:
         seconds = np.zeros(steps)
         if len(loads.steps):
             per_byte = (1.0 + self.wire_overhead) / self.bandwidth_bytes_per_s
-            busiest = (loads.bytes * per_byte + loads.messages * self.message_latency_s).max(axis=1)
+            (bytes_out, bytes_in), (messages_out, messages_in) = loads.bytes, loads.messages
+            if self.node_messages:
+                busiest = (np.maximum(bytes_out, bytes_in) * per_byte +
+                           (messages_out + messages_in) * self.message_latency_s).max(axis=1)
+            else:
+                busiest = np.maximum(bytes_out * per_byte + messages_out * self.message_latency_s,
+                                     bytes_in * per_byte + messages_in * self.message_latency_s).max(axis=1)
             np.add.at(seconds, loads.steps, self.latency_s + busiest)
         return seconds
 
 
 class PhaseLoads:
-    """Each (step, phase)'s bytes and messages per node and direction, counted once from a
-    ledger (messages per peer with ``per_peer``): rows of ``bytes`` and ``messages`` (one
-    column per node and direction, zero-padded), ``steps`` the row's step."""
+    """Each (step, phase)'s bytes and messages per node, out and in, counted once from a
+    ledger (messages per peer with ``per_peer``): ``bytes`` and ``messages`` are each a pair
+    (out, in) of arrays with a row per (step, phase) and a column per node that sends or
+    receives in it (zero-padded); ``steps`` the rows' steps."""
 
     def __init__(self, ledger: Ledger, per_peer: bool = False):
         self.per_peer = per_peer
@@ -115,13 +142,15 @@ class PhaseLoads:
         for (step, _), messages in sorted(ledger.by_phase_step().items()):
             load = phase_loads(messages, per_peer)
             if load:
-                rows.append((step, [v[0] for v in load.values()], [v[1] for v in load.values()]))
-        width = max((len(b) for _, b, _ in rows), default=0)
-        self.steps = np.array([s for s, _, _ in rows], dtype=np.int64)
-        self.bytes = np.zeros((len(rows), width))
-        self.messages = np.zeros((len(rows), width))
-        for i, (_, b, m) in enumerate(rows):
-            self.bytes[i, :len(b)], self.messages[i, :len(m)] = b, m
+                nodes = sorted({node for node, _ in load})
+                rows.append((step, [[load.get((n, d), (0, 0))[i] for n in nodes] for i in (0, 1) for d in ("out", "in")]))
+        width = max((len(r[0]) for _, r in rows), default=0)
+        self.steps = np.array([s for s, _ in rows], dtype=np.int64)
+        columns = np.zeros((4, len(rows), width))  # bytes out, bytes in, messages out, messages in
+        for i, (_, r) in enumerate(rows):
+            for c, values in enumerate(r):
+                columns[c, i, :len(values)] = values
+        self.bytes, self.messages = (columns[0], columns[1]), (columns[2], columns[3])
 
 
 PRESETS: dict[str, NetworkModel] = {
@@ -161,12 +190,12 @@ def network_preset(name: str) -> NetworkModel:
     if isinstance(name, str) and name in PRESETS:
         return PRESETS[name]
     allowed = (f"network must be one of {sorted(PRESETS)} or {LINK}(bandwidth_bytes_per_s=B, latency_s=L, "
-               f"message_latency_s=M, wire_overhead=W, per_peer=True|False), got {name!r}")
+               f"message_latency_s=M, wire_overhead=W, per_peer=True|False, node_messages=True|False), got {name!r}")
     if not (isinstance(name, str) and name.strip().startswith(LINK)):
         raise ValueError(allowed)
     from ..spec_syntax import call_parts, parse
     _, args, values = call_parts(parse(name, "network"), name, "network", {LINK})
-    if args or set(values) - {*FIELDS, "per_peer"} or \
+    if args or set(values) - {*FIELDS, *SWITCHES} or \
             not {"bandwidth_bytes_per_s", "latency_s"} <= set(values):
         raise ValueError(allowed)
     return NetworkModel(name.strip(), **values)
@@ -178,6 +207,6 @@ def canonical_network(name: str) -> str:
     if isinstance(name, str) and name in PRESETS:
         return name
     overhead = (f", wire_overhead={float(model.wire_overhead)!r}" if model.wire_overhead else "") + \
-        (", per_peer=True" if model.per_peer else "")
+        (", per_peer=True" if model.per_peer else "") + (", node_messages=True" if model.node_messages else "")
     return (f"{LINK}(bandwidth_bytes_per_s={float(model.bandwidth_bytes_per_s)!r}, latency_s={float(model.latency_s)!r}, "
             f"message_latency_s={float(model.message_latency_s)!r}{overhead})")

@@ -16,7 +16,7 @@ from ..comm import TCP_ETHERNET
 from ..experiment import RunConfig
 from .cluster import Cluster
 from .fit import corrected, fit_fixed_costs, shaped
-from .measure import compare, run_on_cluster
+from .measure import run_on_cluster, total
 
 TOPOLOGIES = ("star", "ring_allreduce", "eventgrad_ring")
 
@@ -30,42 +30,46 @@ def topology_configs(workers: int, steps: int, model: str) -> dict[str, tuple[Ru
             "eventgrad_ring": (RunConfig(algorithm="eventgrad", push_policy="always", **base), workers)}
 
 
-def _run(configs, rate, delay_s, workers, root, skip, networks) -> dict[str, tuple[int, list[dict]]]:
-    """topology -> (ranks, per-phase rows of ``compare`` against ``networks[topology]``)."""
-    out = {}
-    with Cluster(workers + 1, rate, delay_s) as cluster:
-        for name, (config, ranks) in configs.items():
-            result = run_on_cluster(config, cluster, ranks, Path(root) / f"{rate:g}")
-            network = networks[name]
-            out[name] = (ranks, compare(result, network, skip))
+def _runs(configs, rates, delay_s, workers, root, repeats) -> dict[float, dict[str, list]]:
+    """rate -> topology -> its Results, ``repeats`` each: every repeat runs every rate in turn
+    on a cluster built afresh, so a slow spell of the machine does not fall on one rate."""
+    out = {rate: {name: [] for name in configs} for rate in rates}
+    for _ in range(repeats):
+        for rate in out:
+            with Cluster(workers + 1, rate, delay_s) as cluster:
+                for name, (config, ranks) in configs.items():
+                    out[rate][name].append(run_on_cluster(config, cluster, ranks, Path(root) / f"{rate:g}"))
     return out
 
 
 def netcheck(rates: list[float], workers: int = 3, steps: int = 30, delay_s: float = 0.0,
-             model: str = "mlp(hidden=(64,))", skip: int = 2, calibrate: float = 25e6) -> dict:
+             model: str = "mlp(hidden=(64,))", skip: int = 2, calibrate: float = 25e6, repeats: int = 2) -> dict:
     """Fit the model's fixed costs at ``calibrate`` B/s, then check it at every rate of
-    ``rates``: one row per (rate, topology) with the sums over phases and steps >= ``skip`` of
-    the measured seconds, the plain model's (bytes over the link) and the corrected model's
-    (frames' headers and the fitted fixed costs), with the per-phase rows under ``phases``."""
+    ``rates``: one row per (rate, topology) with, over steps >= ``skip`` of ``repeats`` runs,
+    the measured seconds (``measure.total``: the steps times the median step), the plain
+    model's (bytes over the link) and the corrected model's (frames' headers and the fitted
+    fixed costs), with the per-phase rows of the first run under ``phases``."""
+    if not (isinstance(repeats, int) and repeats >= 1):
+        raise ValueError(f"repeats={repeats!r} is not allowed: it must be an int >= 1")
     configs = topology_configs(workers, steps, model)
     with tempfile.TemporaryDirectory() as root:
-        fitted = _run(configs, calibrate, delay_s, workers, root, skip, {name: shaped(calibrate, delay_s) for name in configs})
-        latency_s, message_latency_s = fit_fixed_costs([p for _, phases in fitted.values() for p in phases])
-        rows = []
-        for rate in rates:
-            network = corrected(shaped(rate, delay_s), latency_s, message_latency_s)
-            networks = {name: network for name in configs}
-            for name, (ranks, phases) in _run(configs, rate, delay_s, workers, root, skip, networks).items():
-                measured = sum(p["measured_s"] for p in phases)
-                predicted = sum(p["predicted_s"] for p in phases)
-                naive = sum(p["bytes_s"] for p in phases) / (1 + TCP_ETHERNET)
-                rows.append({"topology": name, "rate_bytes_per_s": rate, "delay_s": delay_s, "ranks": ranks,
-                             "steps": steps - skip, "measured_s": measured, "predicted_s": predicted,
-                             "error_pct": 100 * (predicted - measured) / measured,
-                             "plain_predicted_s": naive, "plain_error_pct": 100 * (naive - measured) / measured,
-                             "phases": phases})
-    return {"calibrated_at_bytes_per_s": calibrate, "latency_s": latency_s, "message_latency_s": message_latency_s,
-            "wire_overhead": TCP_ETHERNET, "calibration": {k: phases for k, (_, phases) in fitted.items()},
+        results = _runs(configs, list(dict.fromkeys([calibrate, *rates])), delay_s, workers, root, repeats)
+    fitted = {name: total(runs, shaped(calibrate, delay_s), skip) for name, runs in results[calibrate].items()}
+    latency_s, message_latency_s = fit_fixed_costs(list(fitted.values()))
+    rows = []
+    for rate in rates:
+        network = corrected(shaped(rate, delay_s), latency_s, message_latency_s)
+        for name, runs in results[rate].items():
+            row = total(runs, network, skip)
+            measured, predicted = row["measured_s"], row["predicted_s"]
+            naive = row["bytes_s"] / (1 + TCP_ETHERNET)
+            rows.append({"topology": name, "rate_bytes_per_s": rate, "delay_s": delay_s, "ranks": configs[name][1],
+                         "steps": row["step_count"], "measured_s": measured, "predicted_s": predicted,
+                         "error_pct": 100 * (predicted - measured) / measured,
+                         "plain_predicted_s": naive, "plain_error_pct": 100 * (naive - measured) / measured,
+                         "phases": row["phases"]})
+    return {"calibrated_at_bytes_per_s": calibrate, "repeats": repeats, "latency_s": latency_s,
+            "message_latency_s": message_latency_s, "wire_overhead": TCP_ETHERNET, "calibration": fitted,
             "rows": rows}
 
 

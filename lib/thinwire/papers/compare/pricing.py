@@ -2,9 +2,9 @@
 
 A run's ledger is priced on the network model corrected on a shaped network
 (``netcheck/fit.py``): each link carries the messages' bytes plus TCP/IP/Ethernet's headers
-(``wire_overhead``), each phase costs ``latency_s`` (the transport's size all-gather and
-gloo's handshake), and each peer a node exchanges with in a phase costs
-``message_latency_s``. ``link`` writes that network for one bandwidth.
+(``wire_overhead``), each phase costs ``latency_s`` (0 as fitted), and each peer a node sends
+to or receives from in a phase costs ``message_latency_s``, out and in added
+(``node_messages``). ``link`` writes that network for one bandwidth.
 
 A step's time is built from the run's measured times (``experiment/timing.py``): its
 compute (gradients and codec work of one worker, the simulated workers running in parallel)
@@ -32,7 +32,7 @@ BACKWARD_SHARE = 2 / 3
 
 @dataclass(frozen=True)
 class FixedCosts:
-    """The network model's corrections: per phase, per peer, headers."""
+    """The network model's corrections: per phase, per message (per peer, out and in added), headers."""
 
     latency_s: float = 0.0
     message_latency_s: float = 0.0
@@ -41,7 +41,7 @@ class FixedCosts:
 
     def link(self, bandwidth_bytes_per_s: float) -> NetworkModel:
         return NetworkModel(f"{bandwidth_bytes_per_s / 1e6:g} MB/s", bandwidth_bytes_per_s, self.latency_s,
-                            self.message_latency_s, self.wire_overhead, True)
+                            self.message_latency_s, self.wire_overhead, per_peer=True, node_messages=True)
 
 
 def ranks_of(result) -> int:
