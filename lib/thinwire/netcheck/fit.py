@@ -31,12 +31,11 @@ EPYC (Zen 4):
 - the measured time of a run is the steps times the median step (``measure.total``): the
   median of each phase apart moved the ring all-reduce at 50 MB/s between 10.3 and 12.9 ms a
   step over four runs, the median step between 14.7 and 15.3 ms over three;
-- what it leaves: a message costs more at higher rates where every node sends at once (per
-  message, ring all-reduce 0.9-1.2 ms at 10 MB/s, 1.2-1.3 at 25, 1.5 at 50; EventGraD's ring
-  1.0-1.2, 1.0-1.2, 1.3-1.4; the star, one busy link at a time, 1.0-1.2 at each), so the
-  model underestimates the ring all-reduce at 50 MB/s, where the fixed costs are two thirds
-  of a step: -13.4, -14.6, -5.3, -20.1 and -4.2% over five runs (star and EventGraD within
-  8% in all five);
+- what it leaves: in the ring all-reduce a message costs more at 50 MB/s (per message over
+  four runs: 0.9-1.2 ms at 10 MB/s, 1.1-1.3 at 25, 1.3-1.5 at 50; EventGraD's ring 1.0-1.2,
+  1.0-1.2, 1.0-1.4; the star 1.0-1.2 at each), so the model underestimates it there, where
+  the fixed costs are two thirds of a step: -13.4, -14.6, -20.1, -4.2 and -5.3% over five
+  runs (the star and EventGraD's ring within 8% in all five);
 - fitted at 1 GB/s the costs came out too high (on an Intel Xeon, before the above: +49% for
   the ring at 50 MB/s): with 3-4 ranks on 2 cores a rank waits for a core more often when
   transfers are short.
