@@ -36,6 +36,9 @@ EPYC (Zen 4):
   1.0-1.2, 1.0-1.4; the star 1.0-1.2 at each), so the model underestimates it there, where
   the fixed costs are two thirds of a step: -13.4, -14.6, -20.1, -4.2 and -5.3% over five
   runs (the star and EventGraD's ring within 8% in all five);
+- most of the cost is the emulation's: a ring all-reduce of 2 ranks, one a core, paid 0.3-0.7
+  ms a message at 10, 25 and 50 MB/s (two runs each), the same ring of 3 ranks on the 2 cores
+  0.9-1.2 in the same sessions; the fitted cost is that of this machine's 3-4 ranks on 2 cores;
 - fitted at 1 GB/s the costs came out too high (on an Intel Xeon, before the above: +49% for
   the ring at 50 MB/s): with 3-4 ranks on 2 cores a rank waits for a core more often when
   transfers are short.
