@@ -85,7 +85,7 @@ def write(rows, path) -> None:
 def table(report: dict) -> str:
     lines = [f"fixed costs fitted at {report['calibrated_at_bytes_per_s'] / 1e6:g} MB/s: "
              f"{1e3 * report['latency_s']:.3f} ms per phase, "
-             f"{1e3 * report['message_latency_s']:.3f} ms per peer; "
+             f"{1e3 * report['message_latency_s']:.3f} ms per message (per peer, out and in added); "
              f"frames' headers {100 * report['wire_overhead']:.1f}%", "",
              "| topology | bandwidth MB/s | ranks | measured ms/step | model ms/step | error | plain model ms/step | error |",
              "|---|---|---|---|---|---|---|---|"]
