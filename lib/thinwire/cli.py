@@ -328,7 +328,7 @@ def _main(argv=None) -> int:
     p.add_argument("--rates", default="10e6,50e6", help="link bandwidths in bytes/s, comma-separated, to check the model on")
     p.add_argument("--calibrate", type=float, default=25e6, metavar="BYTES_PER_S",
                    help="the bandwidth the model's fixed costs are fitted at (netcheck/fit.py)")
-    p.add_argument("--repeats", type=int, default=2, help="how many times the calibration runs")
+    p.add_argument("--repeats", type=int, default=2, help="runs of each topology at each bandwidth, pooled")
     p.add_argument("--workers", type=int, default=3, help="workers (peers); the star adds a server")
     p.add_argument("--steps", type=int, default=30, help="steps per run (the first 2 are not compared)")
     p.add_argument("--delay", type=float, default=0.0, metavar="SECONDS", help="one-way delay per link (needs netem)")

@@ -68,6 +68,15 @@ def phase_loads(messages: list[tuple[int, int, int]], per_peer: bool = False) ->
     return load
 
 
+def node_loads(messages: list[tuple[int, int, int]], per_peer: bool = False) -> dict[int, tuple[int, int, int, int]]:
+    """node -> (bytes out, bytes in, messages out, messages in) of one phase (``phase_loads``)."""
+    load = phase_loads(messages, per_peer)
+    none = (0, 0)
+    return {n: (load.get((n, "out"), none)[0], load.get((n, "in"), none)[0],
+                load.get((n, "out"), none)[1], load.get((n, "in"), none)[1])
+            for n in sorted({node for node, _ in load})}
+
+
 @dataclass(frozen=True)
 class NetworkModel:
     name: str
@@ -92,18 +101,27 @@ class NetworkModel:
     def with_message_latency(self, seconds: float) -> NetworkModel:
         return replace(self, message_latency_s=seconds)
 
-    def phase_seconds(self, messages: list[tuple[int, int, int]]) -> float:
-        load = phase_loads(messages, self.per_peer)
-        if not load:
-            return 0.0
+    def node_seconds(self, bytes_out, bytes_in, messages_out, messages_in):
+        """A node's time in one phase (numbers, or arrays of them), without ``latency_s``."""
         per_byte = (1.0 + self.wire_overhead) / self.bandwidth_bytes_per_s
-        if not self.node_messages:
-            return self.latency_s + max(b * per_byte + m * self.message_latency_s for b, m in load.values())
-        nodes = {node for node, _ in load}
-        none = (0, 0)
-        return self.latency_s + max(max(load.get((n, "out"), none)[0], load.get((n, "in"), none)[0]) * per_byte +
-                                    (load.get((n, "out"), none)[1] + load.get((n, "in"), none)[1]) * self.message_latency_s
-                                    for n in nodes)
+        if self.node_messages:
+            return np.maximum(bytes_out, bytes_in) * per_byte + (messages_out + messages_in) * self.message_latency_s
+        return np.maximum(bytes_out * per_byte + messages_out * self.message_latency_s,
+                          bytes_in * per_byte + messages_in * self.message_latency_s)
+
+    def phase_seconds(self, messages: list[tuple[int, int, int]]) -> float:
+        nodes = node_loads(messages, self.per_peer)
+        if not nodes:
+            return 0.0
+        return self.latency_s + float(max(self.node_seconds(*counts) for counts in nodes.values()))
+
+    def messages_paid(self, messages: list[tuple[int, int, int]]) -> int:
+        """The most messages a node pays ``message_latency_s`` for in one phase: in one
+        direction, or out and in together (``node_messages``)."""
+        counts = node_loads(messages, self.per_peer).values()
+        if self.node_messages:
+            return max((m_out + m_in for _, _, m_out, m_in in counts), default=0)
+        return max((max(m_out, m_in) for _, _, m_out, m_in in counts), default=0)
 
     def seconds_per_step(self, ledger: Ledger, steps: int) -> np.ndarray:
         seconds = np.zeros(steps)
@@ -118,14 +136,7 @@ class NetworkModel:
             raise ValueError(f"loads counted with per_peer={loads.per_peer}, the model has per_peer={self.per_peer}")
         seconds = np.zeros(steps)
         if len(loads.steps):
-            per_byte = (1.0 + self.wire_overhead) / self.bandwidth_bytes_per_s
-            (bytes_out, bytes_in), (messages_out, messages_in) = loads.bytes, loads.messages
-            if self.node_messages:
-                busiest = (np.maximum(bytes_out, bytes_in) * per_byte +
-                           (messages_out + messages_in) * self.message_latency_s).max(axis=1)
-            else:
-                busiest = np.maximum(bytes_out * per_byte + messages_out * self.message_latency_s,
-                                     bytes_in * per_byte + messages_in * self.message_latency_s).max(axis=1)
+            busiest = self.node_seconds(*loads.bytes, *loads.messages).max(axis=1)
             np.add.at(seconds, loads.steps, self.latency_s + busiest)
         return seconds
 
@@ -140,17 +151,15 @@ class PhaseLoads:
         self.per_peer = per_peer
         rows = []
         for (step, _), messages in sorted(ledger.by_phase_step().items()):
-            load = phase_loads(messages, per_peer)
-            if load:
-                nodes = sorted({node for node, _ in load})
-                rows.append((step, [[load.get((n, d), (0, 0))[i] for n in nodes] for i in (0, 1) for d in ("out", "in")]))
-        width = max((len(r[0]) for _, r in rows), default=0)
+            nodes = node_loads(messages, per_peer)
+            if nodes:
+                rows.append((step, list(nodes.values())))
+        width = max((len(counts) for _, counts in rows), default=0)
         self.steps = np.array([s for s, _ in rows], dtype=np.int64)
-        columns = np.zeros((4, len(rows), width))  # bytes out, bytes in, messages out, messages in
-        for i, (_, r) in enumerate(rows):
-            for c, values in enumerate(r):
-                columns[c, i, :len(values)] = values
-        self.bytes, self.messages = (columns[0], columns[1]), (columns[2], columns[3])
+        columns = np.zeros((len(rows), width, 4))  # bytes out, bytes in, messages out, messages in
+        for i, (_, counts) in enumerate(rows):
+            columns[i, :len(counts)] = counts
+        self.bytes, self.messages = (columns[..., 0], columns[..., 1]), (columns[..., 2], columns[..., 3])
 
 
 PRESETS: dict[str, NetworkModel] = {

@@ -27,7 +27,7 @@ EPYC (Zen 4):
 - a cost per phase beside it came out 0 in five fits of six by least squares, and the sixth
   (1.8 ms per phase, 0.6 per message, the ring's calibration run 1.8x slower than in the
   others) had the ring at 50 MB/s +18%; the median of the three patterns' costs is not
-  moved by one slow run, and the calibration runs twice (``netcheck(repeats=...)``);
+  moved by one slow run, and every bandwidth runs twice (``netcheck(repeats=...)``);
 - the measured time of a run is the steps times the median step (``measure.total``): the
   median of each phase apart moved the ring all-reduce at 50 MB/s between 10.3 and 12.9 ms a
   step over four runs, the median step between 14.7 and 15.3 ms over three;

@@ -28,7 +28,6 @@ from pathlib import Path
 import numpy as np
 
 from ..comm import NetworkModel
-from ..comm.network import phase_loads
 from ..experiment import RunConfig, cached
 from .cluster import Cluster
 
@@ -68,15 +67,6 @@ def run_on_cluster(config: RunConfig, cluster: Cluster, ranks: int, root, timeou
     return run_config(config, cluster, root, commands, timeout_s, "the run on the emulated cluster")
 
 
-def busiest(messages, network: NetworkModel) -> int:
-    """The most messages a node pays for in one phase, as ``network`` counts them: in one
-    direction, or out and in together (``node_messages``)."""
-    load = phase_loads(messages, network.per_peer)
-    if network.node_messages:
-        return max((sum(load.get((n, d), (0, 0))[1] for d in ("out", "in")) for n, _ in load), default=0)
-    return max((m for _, m in load.values()), default=0)
-
-
 def _row(groups, keys, network: NetworkModel, measured: float) -> dict:
     """Measured and predicted seconds over the (step, phase) ``keys``, and what a fit of the
     fixed costs needs: the exchanges, the busiest node's messages summed over them and the
@@ -86,7 +76,7 @@ def _row(groups, keys, network: NetworkModel, measured: float) -> dict:
     return {"steps": len(keys), "measured_s": measured, "predicted_s": predicted,
             "error_pct": 100 * (predicted - measured) / measured if measured else None,
             "bytes_s": sum(bytes_only.phase_seconds(groups[k]) for k in keys),
-            "messages": sum(busiest(groups[k], network) for k in keys)}
+            "messages": sum(network.messages_paid(groups[k]) for k in keys)}
 
 
 def compare(result, network: NetworkModel, skip: int = 2) -> list[dict]:
