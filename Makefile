@@ -24,6 +24,9 @@ $(VENV)/.stamp: requirements.lock pyproject.toml
 	$(PY) -m pip install -q $(PIP_FLAGS) -r requirements.lock
 	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
 	$(PY) -m ipykernel install --sys-prefix --name thinwire --display-name "thinwire (.venv)" >/dev/null
+	@# netcheck's delay lines queue packets with iptables (Debian's package; root only, optional)
+	@command -v iptables >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+		apt-get install -y -q iptables >/dev/null 2>&1; } || echo "setup: no iptables: netcheck runs without delays"
 	touch $@
 
 test: setup unit golden-test golden-test-other-cpu
@@ -79,8 +82,9 @@ bench: setup
 
 # The network model against an emulated cluster of shaped links (root; namespaces, veths, tc).
 NETCHECK_RATES ?= 10e6,50e6
+NETCHECK_DELAYS ?= 0,0.005
 netcheck: setup
-	$(PY) -m thinwire netcheck --rates $(NETCHECK_RATES)
+	$(PY) -m thinwire netcheck --rates $(NETCHECK_RATES) --delays $(NETCHECK_DELAYS)
 
 data-cifar10: setup
 	$(PY) -m thinwire.datasets.download_cifar10 data/cifar10

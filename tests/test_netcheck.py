@@ -28,6 +28,20 @@ def _available() -> str | None:
 REASON = _available()
 
 
+def _delay_available() -> str | None:
+    """None when a cluster with a delay can be built here, else the reason it gives."""
+    if REASON is not None:
+        return REASON
+    try:
+        with Cluster(2, 1e7, delay_s=0.001, prefix=f"twd{os.getpid() % 10000}"):
+            return None
+    except NetcheckUnavailable as exc:
+        return str(exc)
+
+
+DELAY_REASON = _delay_available()
+
+
 def test_phase_spans_run_from_the_last_entry_to_the_last_exit():
     rank0 = [(0, "push", 1.0, 3.0), (0, "pull", 4.0, 5.0), (1, "push", 10.0, 11.0), (1, "push", 12.0, 13.0)]
     rank1 = [(0, "push", 2.0, 2.5), (0, "pull", 4.5, 6.0), (1, "push", 10.5, 11.2), (1, "push", 12.1, 12.6)]
@@ -77,6 +91,52 @@ def test_a_sigterm_removes_the_cluster():
     assert leftovers(prefix) == []
 
 
+def _round_trips(cluster, n: int = 5) -> list[float]:
+    """Seconds of n one-byte round trips from node 0 to node 1 over TCP."""
+    echo = cluster.popen(1, [sys.executable, "-c", "import socket; s = socket.create_server(('0.0.0.0', 7007)); "
+                             "print('up', flush=True); c = s.accept()[0]\nwhile (b := c.recv(1)): c.sendall(b)"],
+                         dict(os.environ), stdout=subprocess.PIPE, text=True)
+    assert echo.stdout.readline().strip() == "up"
+    probe = cluster.popen(0, [sys.executable, "-c", "import socket, time; c = socket.create_connection(('"
+                              f"{cluster.address(1)}', 7007)); c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)\n"
+                              f"for _ in range({n}):\n t = time.perf_counter(); c.sendall(b'x'); c.recv(1); "
+                              "print(time.perf_counter() - t)"], dict(os.environ), stdout=subprocess.PIPE, text=True)
+    out = probe.communicate(timeout=60)[0]
+    echo.wait(timeout=30)
+    return [float(x) for x in out.split()]
+
+
+def test_a_delay_holds_every_packet_one_way_and_leaves_nothing_behind():
+    if DELAY_REASON is not None:
+        assert any(w in DELAY_REASON for w in ("root", "namespaces", "`ip`", "iptables", "NFQUEUE")), DELAY_REASON
+        return
+    prefix = f"twe{os.getpid() % 10000}"
+    with Cluster(2, 5e7, prefix=prefix) as cluster:
+        plain = _round_trips(cluster)
+    with Cluster(2, 5e7, delay_s=0.004, prefix=prefix) as cluster:
+        delayed = _round_trips(cluster)
+        lines = [line.pid for line in cluster.lines]
+        assert len(lines) == 2
+    # a round trip crosses two nodes' delay lines: 8 ms, where the veths alone take well under 1
+    assert min(plain) < 1e-3 and 8e-3 <= min(delayed) < 12e-3, (plain, delayed)
+    assert leftovers(prefix) == []
+    assert all(not os.path.exists(f"/proc/{pid}") for pid in lines)
+
+
+def test_the_delay_line_reads_packet_ids_from_a_netlink_datagram():
+    from thinwire.netcheck.delay_line import PACKET, SUBSYS_QUEUE, _attribute, packet_ids
+    import struct
+
+    def packet(pid: int) -> bytes:
+        body = struct.pack("!BBH", 2, 0, 0) + _attribute(7, b"abcd") + _attribute(1, struct.pack("!IHB", pid, 0x800, 1))
+        return struct.pack("=IHHII", 16 + len(body), (SUBSYS_QUEUE << 8) | PACKET, 0, 0, 0) + body
+
+    assert packet_ids(packet(7) + packet(123456)) == [7, 123456]
+    error = struct.pack("=IHHII", 20, 2, 0, 0, 0) + struct.pack("=i", 0)  # an acknowledgement: no packet
+    assert packet_ids(error + packet(9)) == [9]
+    assert packet_ids(b"") == [] and packet_ids(b"\0" * 16) == []
+
+
 def test_bad_cluster_settings_name_the_parameter():
     with pytest.raises(ValueError, match="nodes=1"):
         Cluster(1, 1e7)
@@ -91,9 +151,11 @@ def test_netcheck_measures_every_topology_and_prices_the_same_ledger():
         with pytest.raises(NetcheckUnavailable):
             netcheck([1e7], steps=4)
         return
-    report = netcheck([2e7], workers=3, steps=5, calibrate=5e7, repeats=1)  # pooling repeats: test_total_...
+    delays = (0.0, 0.003) if DELAY_REASON is None else (0.0,)
+    report = netcheck([2e7], workers=3, steps=5, calibrate=5e7, repeats=1, delays=delays)  # pooling: test_total_...
     rows = report["rows"]
-    assert [r["topology"] for r in rows] == ["star", "ring_allreduce", "eventgrad_ring"]
+    assert [(r["topology"], r["delay_s"]) for r in rows] == \
+        [(t, d) for d in delays for t in ("star", "ring_allreduce", "eventgrad_ring")]
     assert all(r["measured_s"] > 0 and r["predicted_s"] > 0 for r in rows)
     assert report["latency_s"] >= 0 and report["message_latency_s"] >= 0
     assert set(report["calibration"]) == {"star", "ring_allreduce", "eventgrad_ring"} and report["repeats"] == 1
@@ -105,6 +167,14 @@ def test_netcheck_measures_every_topology_and_prices_the_same_ledger():
     fixed = report["latency_s"] + 3 * report["message_latency_s"]
     assert pushes["predicted_s"] == pytest.approx(pushes["payload_bytes"] * (1 + 66 / 1448) / 2e7 + 3 * fixed, rel=0.02)
     assert f"tw{os.getpid() % 100000}s" not in leftovers("tw")
+    if len(delays) == 2:
+        for plain, delayed in zip(rows[:3], rows[3:]):
+            phases = delayed["exchanges"]
+            # each phase waits at least for a notification and its data: two one-way delays
+            assert delayed["measured_s"] - plain["measured_s"] > 2 * 0.003 * phases * 0.8, (plain, delayed)
+            # the model counts 2 x ranks of them a phase (fit.exchange_delays)
+            gap = delayed["predicted_s"] - plain["predicted_s"]
+            assert gap == pytest.approx(2 * delayed["ranks"] * 0.003 * phases, rel=1e-6)
 
 
 def test_topologies_put_each_agent_on_its_own_rank():

@@ -247,6 +247,13 @@ def cmd_netcheck(args) -> int:
         rates = [float(r) for r in args.rates.split(",") if r.strip()]
     except ValueError:
         raise UserError(f"--rates {args.rates!r} is not allowed: comma-separated numbers of bytes/s") from None
+    try:
+        delays = [float(d) for d in args.delays.split(",") if d.strip()]
+    except ValueError:
+        delays = []
+    if not delays or not all(0 <= d <= 1 for d in delays):
+        raise UserError(f"--delays {args.delays!r} is not allowed: comma-separated one-way delays in seconds, "
+                        "each in 0..1")
     if not rates or not 3 <= args.workers <= 64 or not 3 <= args.steps <= 10_000:
         raise UserError(f"--rates {args.rates!r}, --workers {args.workers}, --steps {args.steps}: at least one rate, "
                         "workers in 3..64, steps in 3..10000")
@@ -260,7 +267,7 @@ def cmd_netcheck(args) -> int:
             raise UserError(f"--calibrate {args.calibrate!r} is not allowed: bytes/s in 1e4..1e11")
         if args.repeats < 1:
             raise UserError(f"--repeats {args.repeats!r} is not allowed: an int >= 1")
-        rows = netcheck(rates, args.workers, args.steps, args.delay, calibrate=args.calibrate, repeats=args.repeats)
+        rows = netcheck(rates, args.workers, args.steps, delays, calibrate=args.calibrate, repeats=args.repeats)
     except NetcheckUnavailable as exc:
         print(f"thinwire netcheck: unavailable here: {exc}", file=sys.stderr)
         return 3
@@ -331,7 +338,8 @@ def _main(argv=None) -> int:
     p.add_argument("--repeats", type=int, default=2, help="runs of each topology at each bandwidth, pooled")
     p.add_argument("--workers", type=int, default=3, help="workers (peers); the star adds a server")
     p.add_argument("--steps", type=int, default=30, help="steps per run (the first 2 are not compared)")
-    p.add_argument("--delay", type=float, default=0.0, metavar="SECONDS", help="one-way delay per link (needs netem)")
+    p.add_argument("--delays", default="0", metavar="SECONDS",
+                   help="one-way delays between nodes to check the model at, comma-separated (a delay > 0 needs iptables)")
     p.add_argument("--output", default="results/netcheck.json", help="where the rows go (JSON)")
     p.add_argument("--two-hosts", action="store_true",
                    help="instead: torchrun --nnodes 2 across two namespaces, checked against one process")

@@ -30,41 +30,48 @@ def topology_configs(workers: int, steps: int, model: str) -> dict[str, tuple[Ru
             "eventgrad_ring": (RunConfig(algorithm="eventgrad", push_policy="always", **base), workers)}
 
 
-def _runs(configs, rates, delay_s, workers, root, repeats) -> dict[float, dict[str, list]]:
-    """rate -> topology -> its Results, ``repeats`` each: every repeat runs every rate in turn
-    on a cluster built afresh, so a slow spell of the machine does not fall on one rate."""
-    out = {rate: {name: [] for name in configs} for rate in rates}
+def _runs(configs, links, workers, root, repeats) -> dict[tuple[float, float], dict[str, list]]:
+    """(delay, rate) -> topology -> its Results, ``repeats`` each: every repeat runs every link
+    in turn on a cluster built afresh, so a slow spell of the machine does not fall on one."""
+    out = {link: {name: [] for name in configs} for link in links}
     for _ in range(repeats):
-        for rate in out:
+        for delay_s, rate in out:
             with Cluster(workers + 1, rate, delay_s) as cluster:
                 for name, (config, ranks) in configs.items():
-                    out[rate][name].append(run_on_cluster(config, cluster, ranks, Path(root) / f"{rate:g}"))
+                    out[delay_s, rate][name].append(
+                        run_on_cluster(config, cluster, ranks, Path(root) / f"{rate:g}-{delay_s:g}"))
     return out
 
 
-def netcheck(rates: list[float], workers: int = 3, steps: int = 30, delay_s: float = 0.0,
+def netcheck(rates: list[float], workers: int = 3, steps: int = 30, delays: tuple[float, ...] = (0.0,),
              model: str = "mlp(hidden=(64,))", skip: int = 2, calibrate: float = 25e6, repeats: int = 2) -> dict:
-    """Fit the model's fixed costs at ``calibrate`` B/s, then check it at every rate of
-    ``rates``: one row per (rate, topology) with, over steps >= ``skip`` of ``repeats`` runs,
-    the measured seconds (``measure.total``: the steps times the median step), the plain
-    model's (bytes over the link) and the corrected model's (frames' headers and the fitted
-    fixed costs), with the per-phase rows of the first run under ``phases``."""
+    """Fit the model's fixed costs at ``calibrate`` B/s with no added delay, then check it at
+    every one-way delay of ``delays`` and rate of ``rates``: one row per (delay, rate,
+    topology) with, over steps >= ``skip`` of ``repeats`` runs, the measured seconds
+    (``measure.total``: the steps times the median step), the plain model's (bytes over the
+    link) and the corrected model's (frames' headers, the fitted fixed costs and the delays an
+    exchange pays, ``fit.exchange_delays``), with the per-phase rows of the first run under
+    ``phases``."""
     if not (isinstance(repeats, int) and repeats >= 1):
         raise ValueError(f"repeats={repeats!r} is not allowed: it must be an int >= 1")
+    if not delays or not all(isinstance(d, (int, float)) and 0 <= d <= 1 for d in delays):
+        raise ValueError(f"delays={delays!r} is not allowed: one or more one-way delays in seconds, each in 0..1")
     configs = topology_configs(workers, steps, model)
+    checked = list(dict.fromkeys((float(d), rate) for d in delays for rate in rates))
+    links = list(dict.fromkeys([(0.0, calibrate), *checked]))
     with tempfile.TemporaryDirectory() as root:
-        results = _runs(configs, list(dict.fromkeys([calibrate, *rates])), delay_s, workers, root, repeats)
-    fitted = {name: total(runs, shaped(calibrate, delay_s), skip) for name, runs in results[calibrate].items()}
+        results = _runs(configs, links, workers, root, repeats)
+    fitted = {name: total(runs, shaped(calibrate), skip) for name, runs in results[0.0, calibrate].items()}
     latency_s, message_latency_s = fit_fixed_costs(list(fitted.values()))
     rows = []
-    for rate in rates:
-        network = corrected(shaped(rate, delay_s), latency_s, message_latency_s)
-        for name, runs in results[rate].items():
+    for delay_s, rate in checked:
+        for name, runs in results[delay_s, rate].items():
+            network = corrected(shaped(rate, delay_s, configs[name][1]), latency_s, message_latency_s)
             row = total(runs, network, skip)
             measured, predicted = row["measured_s"], row["predicted_s"]
             naive = row["bytes_s"] / (1 + TCP_ETHERNET)
             rows.append({"topology": name, "rate_bytes_per_s": rate, "delay_s": delay_s, "ranks": configs[name][1],
-                         "steps": row["step_count"], "measured_s": measured, "predicted_s": predicted,
+                         "steps": row["step_count"], "exchanges": row["steps"], "measured_s": measured, "predicted_s": predicted,
                          "error_pct": 100 * (predicted - measured) / measured,
                          "plain_predicted_s": naive, "plain_error_pct": 100 * (naive - measured) / measured,
                          "phases": row["phases"]})
@@ -83,14 +90,16 @@ def write(rows, path) -> None:
 
 
 def table(report: dict) -> str:
-    lines = [f"fixed costs fitted at {report['calibrated_at_bytes_per_s'] / 1e6:g} MB/s: "
+    lines = [f"fixed costs fitted at {report['calibrated_at_bytes_per_s'] / 1e6:g} MB/s and no added delay: "
              f"{1e3 * report['latency_s']:.3f} ms per phase, "
              f"{1e3 * report['message_latency_s']:.3f} ms per message (per peer, out and in added); "
-             f"frames' headers {100 * report['wire_overhead']:.1f}%", "",
-             "| topology | bandwidth MB/s | ranks | measured ms/step | model ms/step | error | plain model ms/step | error |",
-             "|---|---|---|---|---|---|---|---|"]
+             f"frames' headers {100 * report['wire_overhead']:.1f}%; a one-way delay paid 2 x ranks times a phase", "",
+             "| topology | bandwidth MB/s | one-way delay ms | ranks | measured ms/step | model ms/step | error | "
+             "plain model ms/step | error |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in report["rows"]:
-        lines.append(f"| {r['topology']} | {r['rate_bytes_per_s'] / 1e6:g} | {r['ranks']} | "
+        lines.append(f"| {r['topology']} | {r['rate_bytes_per_s'] / 1e6:g} | {1e3 * r['delay_s']:g} | "
+                     f"{r['ranks']} | "
                      f"{1e3 * r['measured_s'] / r['steps']:.2f} | {1e3 * r['predicted_s'] / r['steps']:.2f} | "
                      f"{r['error_pct']:+.1f}% | {1e3 * r['plain_predicted_s'] / r['steps']:.2f} | "
                      f"{r['plain_error_pct']:+.1f}% |")

@@ -23,14 +23,17 @@ every node has one full-duplex link of a known bandwidth to a non-blocking switc
     class at once (gloo sending 102 kB at 10 MB/s took 8.7 ms, 10.2 ms of frames); with one
     frame per packet the 2 cores could not keep 50 MB/s (203 kB took 7.9 ms, 4.2 of frames);
     with 4, 10.1 ms and 4.8 ms;
-  - with ``delay_s`` > 0 each direction uses ``netem`` (rate and delay) instead, where the
-    kernel has it.
+- with ``delay_s`` > 0, every packet a node receives is held ``delay_s`` after the shaped
+  links, by a delay line in the node's namespace (``delay_line.py``: netfilter's NFQUEUE, asked
+  for by an iptables rule): a one-way delay of ``delay_s`` between any two nodes, a round trip
+  of twice that. This kernel has no ``netem``, and the delay line needs only iptables.
 
 Everything is created inside namespaces this object makes, and traffic only flows between
 them. ``close`` (and leaving the ``with`` block, an exception or a SIGTERM included) deletes
 the namespaces, which removes their veths and qdiscs with them. Where namespaces cannot be
-made (not root, no ``ip``, a container without the capability), or ``netem`` is missing for a
-delay, ``NetcheckUnavailable`` says so before anything is left behind.
+made (not root, no ``ip``, a container without the capability), or iptables or NFQUEUE is missing for a
+delay, ``NetcheckUnavailable`` says so before anything is left behind. The delay lines are
+processes of this one, stopped by ``close`` before the namespaces go.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 
 SUBNET = "10.213.0"
 
@@ -78,6 +82,7 @@ class Cluster:
         self.nodes, self.rate, self.delay, self.queue_s = nodes, float(rate_bytes_per_s), float(delay_s), float(queue_s)
         self.prefix = prefix or f"tw{os.getpid() % 100000}"
         self.made: list[str] = []
+        self.lines: list[subprocess.Popen] = []
         self._old_term = None
 
     # -- names -----------------------------------------------------------------------------
@@ -106,11 +111,9 @@ class Cluster:
             if link.returncode != 0:
                 raise NetcheckUnavailable(f"this machine does not permit veth pairs: {link.stderr.strip()}")
             if self.delay > 0:
-                q = subprocess.run(["ip", "netns", "exec", probe, "tc", "qdisc", "add", "dev", "twp0", "root", "netem",
-                                    "delay", "1ms"], capture_output=True, text=True)
-                if q.returncode != 0:
-                    raise NetcheckUnavailable(f"a delay needs tc's netem, which this kernel lacks ({q.stderr.strip()}); "
-                                              "run with delay 0 (the veths' own latency)")
+                line = self._delay(probe)
+                line.kill()
+                line.communicate()
         finally:
             _ip("netns", "del", probe, check=False)
 
@@ -119,14 +122,24 @@ class Cluster:
         if done.returncode != 0:
             raise RuntimeError(f"tc {' '.join(args)} in {namespace} failed: {done.stderr.strip()}")
 
-    def _shape(self, namespace: str, device: str) -> None:
-        """One FIFO: netem with a delay."""
-        bits = int(self.rate * 8)
-        if self.delay > 0:
-            spec = ["netem", "delay", f"{self.delay * 1e6:.0f}us", "rate", f"{bits}bit", "limit", "100000"]
-        else:
-            spec = ["tbf", "rate", f"{bits}bit", "burst", str(self.burst), "latency", f"{self.queue_s * 1e3:g}ms"]
-        self._tc(namespace, "qdisc", "add", "dev", device, "root", *spec)
+    def _delay(self, namespace: str) -> subprocess.Popen:
+        """Hold every packet ``namespace`` receives for ``delay_s``: the iptables rule that
+        queues them, and the delay line (started, and ``ready``) that lets them go."""
+        if shutil.which("iptables") is None:
+            raise NetcheckUnavailable("a delay needs iptables (Debian: apt-get install iptables), which is not on "
+                                      "PATH; run with delay 0 (the veths' own latency)")
+        rule = subprocess.run(["ip", "netns", "exec", namespace, "iptables", "-t", "raw", "-A", "PREROUTING",
+                               "-j", "NFQUEUE", "--queue-num", "0"], capture_output=True, text=True)
+        if rule.returncode != 0:
+            raise NetcheckUnavailable(f"a delay needs iptables' NFQUEUE target, which failed here "
+                                      f"({rule.stderr.strip()}); run with delay 0 (the veths' own latency)")
+        line = subprocess.Popen(["ip", "netns", "exec", namespace, sys.executable, "-m", "thinwire.netcheck.delay_line",
+                                 repr(self.delay)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)
+        if line.stdout.readline().strip() != "ready":
+            line.kill()
+            raise NetcheckUnavailable(f"the delay line could not bind NFQUEUE 0: {line.communicate()[1].strip()[-500:]}")
+        return line
 
     @property
     def burst(self) -> int:
@@ -135,8 +148,6 @@ class Cluster:
     def _shape_fair(self, k: int, namespace: str, device: str, match: str) -> None:
         """Node k's link in one direction: the rate shared in turn by one class per other node
         (``htb``), matched on the packets' ``dst`` (the uplink) or ``src`` (the downlink)."""
-        if self.delay > 0:
-            return self._shape(namespace, device)
         bits, burst = int(self.rate * 8), str(self.burst)
         share = ["rate", f"{max(8, bits // self.nodes)}bit", "ceil", f"{bits}bit", "burst", burst, "cburst", burst,
                  "quantum", "3028"]  # two full frames a turn
@@ -177,13 +188,20 @@ class Cluster:
                 _ip("-n", self.switch, "link", "set", port, "up")
                 self._shape_fair(k, ns, "eth0", "dst")
                 self._shape_fair(k, self.switch, port, "src")
+                if self.delay > 0:
+                    self.lines.append(self._delay(ns))
         except BaseException:
             self.close()
             raise
         return self
 
     def close(self) -> None:
-        """Delete every namespace this cluster made (their veths and qdiscs go with them)."""
+        """Stop the delay lines; delete every namespace this cluster made (their veths, qdiscs
+        and iptables rules go with them)."""
+        for line in self.lines:
+            line.kill()
+            line.communicate()
+        self.lines = []
         for ns in reversed(self.made):
             _ip("netns", "del", ns, check=False)
         self.made = []
