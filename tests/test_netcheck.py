@@ -159,6 +159,7 @@ def test_netcheck_measures_every_topology_and_prices_the_same_ledger():
     assert all(r["measured_s"] > 0 and r["predicted_s"] > 0 for r in rows)
     assert report["latency_s"] >= 0 and report["message_latency_s"] >= 0
     assert set(report["calibration"]) == {"star", "ring_allreduce", "eventgrad_ring"} and report["repeats"] == 1
+    assert report["calibration_repeats"] == 2
     star = rows[0]
     pushes = [p for p in star["phases"] if p["phase"] == "push"][0]
     # the plain model's push: all workers' gradients (and their few bytes of framing) into the server's link

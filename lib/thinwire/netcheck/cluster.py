@@ -134,7 +134,7 @@ class Cluster:
             raise NetcheckUnavailable(f"a delay needs iptables' NFQUEUE target, which failed here "
                                       f"({rule.stderr.strip()}); run with delay 0 (the veths' own latency)")
         line = subprocess.Popen(["ip", "netns", "exec", namespace, sys.executable, "-m", "thinwire.netcheck.delay_line",
-                                 repr(self.delay)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 repr(self.delay), str(os.getpid())], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 start_new_session=True)
         if line.stdout.readline().strip() != "ready":
             line.kill()

@@ -18,13 +18,15 @@ the one given; a constant delay keeps arrival order, so the due packets are a pr
 Packets still held when the process ends are dropped by the kernel; the cluster deletes the
 namespace with it.
 
-Run by the cluster as ``python -m thinwire.netcheck.delay_line DELAY_S [QUEUE]`` inside a
-node's namespace; it prints ``ready`` once bound and runs until SIGTERM.
+Run by the cluster as ``python -m thinwire.netcheck.delay_line DELAY_S OWNER_PID`` inside a
+node's namespace (queue 0); it prints ``ready`` once bound and runs until SIGTERM, or until the process
+that started it ends.
 """
 
 from __future__ import annotations
 
 import collections
+import ctypes
 import os
 import select
 import signal
@@ -135,10 +137,15 @@ class DelayLine:
 
 
 def main(argv: list[str]) -> int:
-    delay_s, queue = float(argv[0]), int(argv[1]) if len(argv) > 1 else 0
+    delay_s, owner = float(argv[0]), int(argv[1])
     stopped = []
     signal.signal(signal.SIGTERM, lambda *_: stopped.append(True))
-    line = DelayLine(delay_s, queue)
+    # end with the cluster's process (``owner``), even one killed outright: PR_SET_PDEATHSIG
+    # (1), and the check that it was still there when that was set
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)
+    if os.getppid() != owner:
+        return 1
+    line = DelayLine(delay_s)
     print("ready", flush=True)
     try:
         line.run(lambda: bool(stopped))
