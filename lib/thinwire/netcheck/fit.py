@@ -39,6 +39,16 @@ EPYC (Zen 4):
   1.0-1.2, 1.0-1.4; the star 1.0-1.2 at each), so the model underestimates it there, where
   the fixed costs are two thirds of a step: -13.4, -14.6, -20.1, -4.2 and -5.3% over five
   runs (the star and EventGraD's ring within 8% in all five);
+- the ring all-reduce pays more a message than the other two at every rate: at 25 MB/s,
+  1.27 and 1.23 ms against the star's 1.12 and 1.12 and EventGraD's 1.09 and 1.05 (two runs on
+  the AMD EPYC); a cost per phase beside it does not remove that (the star and the ring have
+  the same count of size all-gather steps and of messages a step, 6/6 and 8/8, and their costs
+  per unit differ by 1.4x at 50 MB/s). What moved the errors most from run to run was the fit
+  itself: 0.92 and 1.12 ms a message in two runs of 2 repeats, so the calibration bandwidth
+  now runs twice the repeats (``check.CALIBRATION_REPEATS``);
+- not the token bucket's burst (1 ms of traffic, which lets a short message of the ring through
+  partly at once): with a burst of two frames the ring at 50 MB/s paid 1.7-2.0 ms a message
+  and at 10 MB/s 1.1-1.3, a wider spread, not a narrower one;
 - most of the cost is the emulation's: a ring all-reduce of 2 ranks, one a core, paid 0.3-0.7
   ms a message at 10, 25 and 50 MB/s (two runs each), the same ring of 3 ranks on the 2 cores
   0.9-1.2 in the same sessions; the fitted cost is that of this machine's 3-4 ranks on 2 cores;
