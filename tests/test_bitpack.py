@@ -43,3 +43,24 @@ def test_packed_sizes_are_dense():
 def test_wrong_length_is_rejected():
     with pytest.raises(ValueError, match="packed bytes"):
         bitpack.unpack(torch.zeros(3, dtype=torch.uint8), 10, 4)
+
+
+@pytest.mark.parametrize("bits", range(1, 17))
+def test_the_device_path_packs_the_same_bytes_as_the_host_kernels(bits):
+    # torch_pack is what a GPU tensor takes (no copy to the host); here it runs on CPU tensors
+    from thinwire.codecs.kernels import torch_pack
+    g = torch.Generator().manual_seed(bits)
+    for n in (0, 1, 7, 8, 9, 1000, bitpack.CHUNK + 13):
+        codes = torch.randint(0, 2 ** bits, (n,), generator=g, dtype=torch.int32)
+        if bits <= 8:
+            codes = codes.to(torch.uint8)
+        host = bitpack.pack(codes, bits)
+        assert torch.equal(torch_pack.pack(codes, bits), host), n
+        out = torch.full((host.numel(),), 0xAA, dtype=torch.uint8)  # into a given buffer, every byte written
+        assert torch_pack.pack(codes.to(torch.int64), bits, out=out) is out and torch.equal(out, host), n
+        back = torch_pack.unpack(host, n, bits)
+        assert back.dtype == bitpack.unpack(host, n, bits).dtype and torch.equal(back, bitpack.unpack(host, n, bits))
+    with pytest.raises(ValueError, match="packed bytes"):
+        torch_pack.unpack(torch.zeros(3, dtype=torch.uint8), 100, bits)
+    with pytest.raises(ValueError, match="bits=17"):
+        torch_pack.pack(torch.zeros(4, dtype=torch.int32), 17)

@@ -6,7 +6,8 @@
     sparsify/   top-k, gradient dropping (threshold, drop pass, offsets, 1-2 bit levels), key caching (Slim-DP)
     quantize/   min-max quantizer, Oland & Raj's bin quantizer (fixed or per-message bits), QSGD
     entropy/    Huffman code and stream, raw and ANS symbol coders
-    kernels/    compiled kernels (bit packing, min/max) and their cache
+    kernels/    compiled kernels (bit packing, min/max) and their cache; for a GPU tensor, torch
+                operations on its device that write the same bytes (device.py, torch_pack, torch_uniform)
     compose/    chains and error feedback
 """
 

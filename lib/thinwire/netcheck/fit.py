@@ -38,7 +38,9 @@ EPYC (Zen 4):
   four runs: 0.9-1.2 ms at 10 MB/s, 1.1-1.3 at 25, 1.3-1.5 at 50; EventGraD's ring 1.0-1.2,
   1.0-1.2, 1.0-1.4; the star 1.0-1.2 at each), so the model underestimates it there, where
   the fixed costs are two thirds of a step: -13.4, -14.6, -20.1, -4.2 and -5.3% over five
-  runs (the star and EventGraD's ring within 8% in all five);
+  runs (the star and EventGraD's ring within 8% in all five); with the calibration at twice
+  the repeats, -10.8, -12.8, -12.4 and -9.9% over four runs (fitted 0.99-1.12 ms a message),
+  every other row of the four, 5 ms delays included, within 10.3%;
 - the ring all-reduce pays more a message than the other two at every rate: at 25 MB/s,
   1.27 and 1.23 ms against the star's 1.12 and 1.12 and EventGraD's 1.09 and 1.05 (two runs on
   the AMD EPYC); a cost per phase beside it does not remove that (the star and the ring have

@@ -20,6 +20,8 @@ import numpy as np
 import torch
 from numba import njit, prange
 
+from . import device
+
 CHUNK = 1 << 16  # values per parallel chunk
 SIGN = 1 << 31
 
@@ -69,12 +71,28 @@ def _as_float(bits) -> float:
     return float(np.array([bits], dtype=np.uint32).view(np.float32)[0])
 
 
+def _device_extrema(x: torch.Tensor) -> tuple[float, float]:
+    """``extrema`` with torch operations on ``x``'s device: the same bit-pattern maxima (the
+    uint32 view as int64), so -0.0 and NaN come out as on the host."""
+    k = x.view(torch.int32)
+    imax, umax = int(k.max()), int((k.to(torch.int64) & 0xFFFFFFFF).max())
+    if imax >= 0 and umax >= SIGN:
+        return _as_float(umax), _as_float(imax)
+    imin = int(k.min()) & 0xFFFFFFFF
+    if imax < 0:
+        return _as_float(umax), _as_float(imin)
+    return _as_float(imin), _as_float(imax)
+
+
 def extrema(flat: torch.Tensor) -> tuple[float, float]:
-    """(min, max) of a non-empty tensor, computed in float32 (NaN or Inf pass through)."""
+    """(min, max) of a non-empty tensor, computed in float32 (NaN or Inf pass through); a
+    GPU tensor's on the GPU (``device.py``)."""
     if flat.numel() == 0:
         raise ValueError("extrema: the tensor is empty")
     x = flat.detach().reshape(-1)
     x = (x if x.dtype == torch.float32 else x.to(torch.float32)).contiguous()
+    if device.on_device(x):
+        return _device_extrema(x)
     k = x.numpy().view(np.int32)
     small = k.size <= CHUNK
     imax, umax = _max_keys(k) if small else _chunked_max_keys(k)

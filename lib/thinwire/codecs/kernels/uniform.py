@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from numba import literally, njit, prange
 
-from . import bitpack
+from . import bitpack, device
 
 CHUNK = bitpack.CHUNK
 
@@ -105,6 +105,9 @@ def quantize_packed(flat: torch.Tensor, lo: float, scale: float, bits: int, out:
     (``bitpack.packed_bytes(n, bits)`` bytes, any byte view). ``scale`` must fit float32."""
     bitpack.check_bits("bits", bits)
     n = flat.numel()
+    if device.on_device(flat):
+        from . import torch_uniform
+        return torch_uniform.quantize_packed(flat, lo, scale, bits, out)
     if out.numel() != bitpack.packed_bytes(n, bits):
         raise ValueError(f"out holds {out.numel()} bytes, {n} {bits}-bit codes need {bitpack.packed_bytes(n, bits)}")
     if n:
@@ -123,6 +126,9 @@ def dequantize_packed(packed: torch.Tensor, n: int, bits: int, lo: float, step: 
         raise ValueError(f"expected {bitpack.packed_bytes(n, bits)} packed bytes for {n} {bits}-bit codes, "
                          f"got {packed.numel()}")
     out = torch.empty(n, dtype=torch.float32) if out is None else out
+    if device.on_device(out):  # decoded where the receiver wants the values (a GPU)
+        from . import torch_uniform
+        return torch_uniform.dequantize_packed(packed, n, bits, lo, step, out)
     if n:
         args = (packed.contiguous().numpy(), np.float32(lo), np.float32(step), out.numpy())
         (_dequantize_narrow if bits <= 8 else _dequantize_wide)(bits, args)

@@ -51,6 +51,7 @@ class Quantize(Codec):
     """Min-max uniform quantizer to ``bits`` bits per value."""
 
     name = "quantize"
+    host_only = False  # a GPU tensor is ranged, quantized and packed on the GPU (kernels/device.py)
     refuses_non_finite = True  # value_range refuses NaN and Inf before anything else
     codec_id = 4
     carrier = None  # its codes are bit-packed bytes: no codec compresses them further

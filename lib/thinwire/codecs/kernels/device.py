@@ -1,0 +1,30 @@
+"""Which path a tensor's kernel work takes: the compiled host kernels (numba) for a CPU
+tensor, torch operations on the tensor's own device for any other (a GPU), so that a GPU
+tensor is never copied to the host to be packed or quantized. Both paths write the same
+bytes; ``forced`` sends CPU tensors down the device path too, which is how the CPU test
+suite compares the two byte for byte without a GPU.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import torch
+
+_forced = False
+
+
+def on_device(tensor: torch.Tensor) -> bool:
+    """True when ``tensor``'s kernel work takes the torch-operations path."""
+    return _forced or tensor.device.type != "cpu"
+
+
+@contextmanager
+def forced():
+    """Within the block, CPU tensors take the device path as well."""
+    global _forced
+    before, _forced = _forced, True
+    try:
+        yield
+    finally:
+        _forced = before

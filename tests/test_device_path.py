@@ -1,0 +1,64 @@
+"""The device path (torch operations on the tensor's own device, what a GPU tensor takes)
+against the host kernels, on CPU tensors: the same messages byte for byte, the same decoded
+values (``codecs/kernels/device.py``)."""
+
+import numpy as np
+import pytest
+import torch
+
+from thinwire.codecs import CodecState, make_codec
+from thinwire.codecs.kernels import device
+from thinwire.codecs.kernels.extrema import extrema
+
+
+def _tensors():
+    g = torch.Generator().manual_seed(3)
+    yield "normal", torch.randn(70_001, generator=g)
+    yield "far from zero", torch.randn(5_000, generator=g) * 1e-3 + 40.0  # the unfused multiply-add
+    yield "tiny", torch.randn(999, generator=g) * 1e-30
+    yield "constant", torch.full((17,), 2.5)
+    yield "one", torch.tensor([-3.0])
+    signed_zeros = torch.randn(4_000, generator=g).abs()
+    signed_zeros[::7] = -0.0
+    yield "signed zeros", signed_zeros
+
+
+@pytest.mark.parametrize("bits", list(range(1, 17)))
+def test_quantize_sends_the_same_bytes_and_decodes_the_same_values_on_either_path(bits):
+    codec = make_codec(f"quantize(bits={bits})")
+    for name, x in _tensors():
+        host = codec.encode(x, CodecState(0), "w")
+        with device.forced():
+            moved = codec.encode(x, CodecState(0), "w")
+        assert bytes(moved) == bytes(host), name
+        expected = codec.decode(host, CodecState(0), "w")
+        out = torch.empty_like(x)
+        with device.forced():
+            got = codec.decode(host, CodecState(0), "w", out=out)
+        assert got is out and torch.equal(out.view(torch.int32), expected.view(torch.int32)), name
+
+
+def test_extrema_are_the_same_bit_patterns_on_either_path():
+    cases = [torch.tensor([1.0, -0.0, 2.0]), torch.tensor([0.0, -0.0]), torch.tensor([-1.0, -5.0]),
+             torch.tensor([3.0, 0.5]), torch.tensor([-0.0]), torch.tensor([1.0, float("inf"), -2.0]),
+             torch.tensor([1.0, float("nan"), -2.0]), torch.tensor([-float("inf"), 4.0]),
+             torch.randn(200_000, generator=torch.Generator().manual_seed(0))]
+    for x in cases:
+        host = extrema(x)
+        with device.forced():
+            moved = extrema(x)
+        assert np.array(host, np.float32).view(np.int32).tolist() == \
+            np.array(moved, np.float32).view(np.int32).tolist(), x[:4]
+
+
+def test_the_path_follows_the_device_and_forcing_ends_with_its_block():
+    x = torch.zeros(3)
+    assert not device.on_device(x)
+    with device.forced():
+        assert device.on_device(x)
+        with pytest.raises(RuntimeError):
+            with device.forced():
+                raise RuntimeError("inside")
+        assert device.on_device(x)  # the inner block restored the outer one's setting
+    assert not device.on_device(x)
+    assert device.on_device(torch.zeros(3, device="meta"))
