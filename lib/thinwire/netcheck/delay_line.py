@@ -99,7 +99,6 @@ class DelayLine:
         self._config(4, [_attribute(CFG_MASK, struct.pack("!I", FLAG_GSO)),
                          _attribute(CFG_FLAGS, struct.pack("!I", FLAG_GSO))])
         self.held: collections.deque[tuple[float, int]] = collections.deque()
-        self.released = 0
 
     def _config(self, seq: int, attributes: list[bytes]) -> None:
         self.sock.send(_message(CONFIG, self.queue, attributes, REQUEST | ACK, seq))
@@ -123,7 +122,6 @@ class DelayLine:
         now, last = time.monotonic(), None
         while self.held and self.held[0][0] <= now:
             last = self.held.popleft()[1]
-            self.released += 1
         if last is not None:
             self.sock.send(_message(VERDICT_BATCH, self.queue, [_attribute(VERDICT_HDR, struct.pack("!II", ACCEPT, last))]))
 
@@ -147,10 +145,7 @@ def main(argv: list[str]) -> int:
         return 1
     line = DelayLine(delay_s)
     print("ready", flush=True)
-    try:
-        line.run(lambda: bool(stopped))
-    except InterruptedError:
-        pass
+    line.run(lambda: bool(stopped))
     return 0
 
 

@@ -88,9 +88,8 @@ def exchange_delays(ranks: int) -> int:
     Measured with the cluster's delay lines (3 workers, 30 steps, one run each), one-way delays
     per phase beyond the bytes and the per-message costs fitted without a delay, at 2 and 5 ms
     and 10 and 50 MB/s: star (4 ranks, so 8) 6.9-7.3; ring all-reduce (3 ranks, 6) 5.5-7.1;
-    EventGraD's ring (6) 5.6-5.8. Less than the count where the phase's last rank to arrive
-    finds its peers' notifications already there; more in the ring all-reduce at 50 MB/s
-    (6.6-6.9 over four more runs). Not TCP's slow start after an idle spell: with it off
+    EventGraD's ring (6) 5.6-5.8: fewer than counted for the star (why is not tested), more in
+    the ring all-reduce at 50 MB/s (6.6-6.9 over four more runs). Not TCP's slow start after an idle spell: with it off
     (``net.ipv4.tcp_slow_start_after_idle=0`` in every node) the same runs paid 6.6-6.9."""
     return 2 * ranks
 
@@ -99,8 +98,7 @@ def shaped(rate: float, delay_s: float = 0.0, ranks: int = 1) -> NetworkModel:
     """The model of a shaped link before any fit: the link's rate, frames' headers, and its
     one-way delay ``delay_s`` paid ``exchange_delays(ranks)`` times a phase."""
     return NetworkModel(f"shaped {rate:g} B/s", rate, exchange_delays(ranks) * delay_s, wire_overhead=TCP_ETHERNET,
-                        per_peer=True,
-                        node_messages=True)
+                        per_peer=True, node_messages=True)
 
 
 def corrected(model: NetworkModel, latency_s: float, message_latency_s: float) -> NetworkModel:

@@ -71,17 +71,15 @@ def _as_float(bits) -> float:
     return float(np.array([bits], dtype=np.uint32).view(np.float32)[0])
 
 
-def _device_extrema(x: torch.Tensor) -> tuple[float, float]:
-    """``extrema`` with torch operations on ``x``'s device: the same bit-pattern maxima (the
-    uint32 view as int64), so -0.0 and NaN come out as on the host."""
-    k = x.view(torch.int32)
-    imax, umax = int(k.max()), int((k.to(torch.int64) & 0xFFFFFFFF).max())
-    if imax >= 0 and umax >= SIGN:
+def _ends(imax: int, umax: int, min_key) -> tuple[float, float]:
+    """(min, max) from the maxima of the int32 and uint32 views, and ``min_key()`` (the int32
+    view's minimum), asked for only when every value has one sign."""
+    if imax >= 0 and umax >= SIGN:  # both signs: the common case, one pass
         return _as_float(umax), _as_float(imax)
-    imin = int(k.min()) & 0xFFFFFFFF
-    if imax < 0:
+    imin = int(min_key()) & 0xFFFFFFFF
+    if imax < 0:  # every value negative (sign bit set)
         return _as_float(umax), _as_float(imin)
-    return _as_float(imin), _as_float(imax)
+    return _as_float(imin), _as_float(imax)  # every value non-negative
 
 
 def extrema(flat: torch.Tensor) -> tuple[float, float]:
@@ -91,15 +89,10 @@ def extrema(flat: torch.Tensor) -> tuple[float, float]:
         raise ValueError("extrema: the tensor is empty")
     x = flat.detach().reshape(-1)
     x = (x if x.dtype == torch.float32 else x.to(torch.float32)).contiguous()
-    if device.on_device(x):
-        return _device_extrema(x)
+    if device.on_device(x):  # the same maxima in torch operations (the uint32 view as int64)
+        k = x.view(torch.int32)
+        return _ends(int(k.max()), int((k.to(torch.int64) & 0xFFFFFFFF).max()), k.min)
     k = x.numpy().view(np.int32)
     small = k.size <= CHUNK
     imax, umax = _max_keys(k) if small else _chunked_max_keys(k)
-    imax, umax = int(imax), int(umax)
-    if imax >= 0 and umax >= SIGN:  # both signs: the common case, one pass
-        return _as_float(umax), _as_float(imax)
-    imin = int(_min_key(k) if small else _chunked_min_key(k)) & 0xFFFFFFFF
-    if imax < 0:  # every value negative (sign bit set)
-        return _as_float(umax), _as_float(imin)
-    return _as_float(imin), _as_float(imax)  # every value non-negative
+    return _ends(int(imax), int(umax), lambda: _min_key(k) if small else _chunked_min_key(k))

@@ -19,9 +19,9 @@ from __future__ import annotations
 import torch
 
 from . import torch_pack
+from .qsgd import FLOAT32_MAX
 
 _M1, _M2, _MASK = 0x7FEB352D, 0x846CA68B, 0xFFFFFFFF
-FLOAT32_MAX = float(torch.finfo(torch.float32).max)
 
 
 def _lowbias32(z: torch.Tensor) -> torch.Tensor:
@@ -39,8 +39,9 @@ def uniforms(n: int, key: int, device) -> torch.Tensor:
     return ((_lowbias32(counters) ^ k2) >> 8).to(torch.float32) * (1.0 / (1 << 24))
 
 
-def _buckets(x: torch.Tensor, bucket: int) -> torch.Tensor:
-    """``x`` as rows of ``bucket`` values, the last padded with zeros (which change neither norm)."""
+def buckets(x: torch.Tensor, bucket: int) -> torch.Tensor:
+    """``x`` as rows of ``bucket`` values, the last padded with zeros (which change neither
+    norm): what ``norms`` and ``quantize_packed`` take."""
     n = x.numel()
     rows = -(-n // bucket)
     padded = torch.zeros(rows * bucket, dtype=torch.float32, device=x.device)
@@ -48,9 +49,8 @@ def _buckets(x: torch.Tensor, bucket: int) -> torch.Tensor:
     return padded.view(rows, bucket)
 
 
-def norms(x: torch.Tensor, bucket: int, use_max: bool) -> torch.Tensor:
-    """Each bucket's float32 norm: L2, or max |v|; NaN where a bucket holds NaN or Inf."""
-    rows = _buckets(x, bucket)
+def norms(rows: torch.Tensor, use_max: bool) -> torch.Tensor:
+    """Each bucket's (row's) float32 norm: L2, or max |v|; NaN where a bucket holds NaN or Inf."""
     if use_max:
         poison = (rows * 0.0).sum(dim=1).to(torch.float64)  # NaN when any value is NaN or Inf
         return (rows.abs().amax(dim=1).to(torch.float64) + poison).to(torch.float32)
@@ -58,25 +58,25 @@ def norms(x: torch.Tensor, bucket: int, use_max: bool) -> torch.Tensor:
     return (wide * wide).sum(dim=1).sqrt().to(torch.float32)
 
 
-def codes(x: torch.Tensor, bucket_norms: torch.Tensor, bucket: int, bits: int, key: int) -> torch.Tensor:
-    """The int32 codes (level | sign << (bits - 1)) of ``qsgd.quantize_packed``."""
+def codes(rows: torch.Tensor, n: int, bucket_norms: torch.Tensor, bits: int, key: int) -> torch.Tensor:
+    """The int32 codes (level | sign << (bits - 1)) of ``qsgd.quantize_packed``, of the first
+    ``n`` values of the buckets ``rows``."""
     levels = (1 << (bits - 1)) - 1
-    n = x.numel()
-    rows = _buckets(x, bucket)
     wide_norms = bucket_norms.to(torch.float64)
-    scale = torch.where(wide_norms > 0, (levels / wide_norms).clamp(max=FLOAT32_MAX), 0.0).to(torch.float32)
-    u = uniforms(rows.numel(), key, x.device).view_as(rows)
+    scale = torch.where(wide_norms > 0, (levels / wide_norms).clamp(max=float(FLOAT32_MAX)), 0.0).to(torch.float32)
+    u = uniforms(rows.numel(), key, rows.device).view_as(rows)
     rounded = (rows.abs().to(torch.float64) * scale.to(torch.float64)[:, None] + u.to(torch.float64)).to(torch.float32)
     level = rounded.to(torch.int32).clamp_(max=levels)
     code = level + (rows < 0).to(torch.int32) * (1 << (bits - 1))
     return code.reshape(-1)[:n]
 
 
-def quantize_packed(x: torch.Tensor, bucket_norms: torch.Tensor, bucket: int, bits: int, key: int,
+def quantize_packed(rows: torch.Tensor, n: int, bucket_norms: torch.Tensor, bits: int, key: int,
                     out: torch.Tensor) -> torch.Tensor:
-    """``qsgd.quantize_packed``'s bytes (``bitpack`` layout) into ``out`` (a message view)."""
-    if x.numel():
-        out.copy_(torch_pack.pack(codes(x, bucket_norms, bucket, bits, key), bits))
+    """``qsgd.quantize_packed``'s bytes (``bitpack`` layout) for the first ``n`` values of the
+    buckets ``rows`` into ``out`` (a message view)."""
+    if n:
+        out.copy_(torch_pack.pack(codes(rows, n, bucket_norms, bits, key), bits))
     return out
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from . import bitpack, torch_pack
+from . import torch_pack
 
 
 def _float32(value: float) -> float:
@@ -33,12 +33,9 @@ def codes(flat: torch.Tensor, lo: float, scale: float, bits: int) -> torch.Tenso
 
 
 def quantize_packed(flat: torch.Tensor, lo: float, scale: float, bits: int, out: torch.Tensor) -> torch.Tensor:
-    """``uniform.quantize_packed`` on ``flat``'s device (``out`` may be on the host: a message)."""
-    bitpack.check_bits("bits", bits)
-    n = flat.numel()
-    if out.numel() != bitpack.packed_bytes(n, bits):
-        raise ValueError(f"out holds {out.numel()} bytes, {n} {bits}-bit codes need {bitpack.packed_bytes(n, bits)}")
-    if n:
+    """``uniform.quantize_packed`` on ``flat``'s device (``out``, checked there, may be on the
+    host: a message)."""
+    if flat.numel():
         packed = torch_pack.pack(codes(flat, lo, scale, bits), bits)
         out.copy_(packed)
     return out

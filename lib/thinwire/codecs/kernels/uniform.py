@@ -105,11 +105,11 @@ def quantize_packed(flat: torch.Tensor, lo: float, scale: float, bits: int, out:
     (``bitpack.packed_bytes(n, bits)`` bytes, any byte view). ``scale`` must fit float32."""
     bitpack.check_bits("bits", bits)
     n = flat.numel()
+    if out.numel() != bitpack.packed_bytes(n, bits):
+        raise ValueError(f"out holds {out.numel()} bytes, {n} {bits}-bit codes need {bitpack.packed_bytes(n, bits)}")
     if device.on_device(flat):
         from . import torch_uniform
         return torch_uniform.quantize_packed(flat, lo, scale, bits, out)
-    if out.numel() != bitpack.packed_bytes(n, bits):
-        raise ValueError(f"out holds {out.numel()} bytes, {n} {bits}-bit codes need {bitpack.packed_bytes(n, bits)}")
     if n:
         fused = abs(lo) * scale <= (1 << bits)
         args = (float32_numpy(flat), np.float32(0.5 - lo * scale), np.float32(scale), np.float32(lo), fused,

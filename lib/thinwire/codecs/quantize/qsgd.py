@@ -89,13 +89,14 @@ class QSGD(Codec):
                              f"1e19 and more, squared and summed): scale the tensor, or use norm='max'")
 
         if device.on_device(flat):  # a GPU tensor: norms and codes on its device, the same bytes
-            on_device = torch_qsgd.norms(flat, self.bucket, self.norm == "max")
+            rows = torch_qsgd.buckets(flat, self.bucket)
+            on_device = torch_qsgd.norms(rows, self.norm == "max")
             norms = on_device.cpu().numpy()
             if not np.isfinite(norms).all():
                 refuse(bool(torch.isfinite(flat).all()))
 
             def fill_codes(view):
-                torch_qsgd.quantize_packed(flat, on_device, self.bucket, self.bits, message_key, view)
+                torch_qsgd.quantize_packed(rows, n, on_device, self.bits, message_key, view)
         else:
             x = float32_numpy(flat)
             norms = np.empty(self.buckets(n), np.float32)
