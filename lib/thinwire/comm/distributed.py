@@ -89,7 +89,7 @@ class DistributedTransport(Transport):
         self.device = torch.device(device)
         self.board = ProgressBoard(_default_store(), dist.get_rank(), dist.get_world_size(), check_timeout(timeout_s))
 
-    def _collective(self, what: str, fn):
+    def collective(self, what: str, fn):
         """Run ``fn`` (collective number n on every rank); a failure names the stalled ranks."""
         self.board.enter(what)
         try:
@@ -108,7 +108,7 @@ class DistributedTransport(Transport):
         return dist.get_rank()
 
     def _deliver(self, outbox: list[Envelope]) -> list[Envelope]:
-        return self._collective("exchange", lambda: self._send_and_receive(outbox))
+        return self.collective("exchange", lambda: self._send_and_receive(outbox))
 
     def _send_and_receive(self, outbox: list[Envelope]) -> list[Envelope]:
         world, me = self.world_size, self.rank
@@ -147,8 +147,8 @@ class DistributedTransport(Transport):
 
     def all_gather_object(self, obj) -> list:
         out = [None] * self.world_size
-        self._collective("all_gather_object", lambda: dist.all_gather_object(out, obj))
+        self.collective("all_gather_object", lambda: dist.all_gather_object(out, obj))
         return out
 
     def barrier(self) -> None:
-        self._collective("barrier", dist.barrier)
+        self.collective("barrier", dist.barrier)
