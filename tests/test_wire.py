@@ -157,3 +157,32 @@ def test_forged_meta_values_decode_to_finite_values_or_are_refused(spec):
                     continue
                 if isinstance(out, torch.Tensor):
                     assert out.shape == header["shape"] and bool(torch.isfinite(out).all()), (name, value)
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_a_message_written_into_a_reused_buffer_is_the_same_bytes(spec):
+    """``encode(..., out=)`` over a buffer full of other bytes, longer or shorter than the
+    message: the same bytes as a fresh encode (padding zeroed), in the same buffer object."""
+    codec = make_codec(spec)
+    x = torch.randn(3000, generator=torch.Generator().manual_seed(1)).reshape(30, 100)
+    fresh = codec.encode(x, CodecState(5), "x")
+    for size in (len(fresh) + 999, len(fresh), max(0, len(fresh) - 77), 0):
+        out = bytearray(b"\xa5" * size)
+        again = codec.encode(x, CodecState(5), "x", out=out)
+        assert again is out and again == fresh
+    with pytest.raises(ValueError, match="out=bytes is not allowed"):
+        codec.encode(x, CodecState(5), "x", out=bytes(10))
+
+
+@pytest.mark.parametrize("numel", [0, 1, 1000, (4 << 20) + 13, 3 << 22])
+def test_the_parallel_checksum_is_the_crc_of_the_whole_buffer(numel):
+    import crc32c
+    from thinwire.codecs.wire.checksum import combine, fill_and_checksum
+    data = torch.randint(0, 256, (numel,), dtype=torch.uint8, generator=torch.Generator().manual_seed(numel))
+    raw = data.numpy().tobytes()
+    assert wire.checksum(memoryview(raw)) == crc32c.crc32c(raw)
+    cut = numel // 3
+    assert combine(crc32c.crc32c(raw[:cut]), crc32c.crc32c(raw[cut:]), numel - cut) == crc32c.crc32c(raw)
+    message = bytearray(b"\x11" * (numel + 9))
+    crc = fill_and_checksum(message, numel + 5, [(5, data.numpy())])
+    assert message[5:numel + 5] == raw and crc == crc32c.crc32c(bytes(message[:numel + 5]))

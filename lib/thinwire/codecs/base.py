@@ -94,9 +94,11 @@ class Codec(ABC):
         when the codec can; the caller copies otherwise); ``shape`` as in ``compress``."""
 
     def encode(self, tensor: torch.Tensor, state: CodecState | None = None, key: str = "",
-               decision=None) -> wire.Message:
+               decision=None, out: bytearray | None = None) -> wire.Message:
         """Compress ``tensor`` into a message (a ``bytearray``). ``decision`` (a policy's
-        ``Decision``) may fix this message's bit width or keys, for codecs that take them."""
+        ``Decision``) may fix this message's bit width or keys, for codecs that take them.
+        ``out``: a message no longer needed (sent and decoded) to write this one into, so a
+        sender that encodes every step reuses one buffer; it is resized to fit."""
         state = state if state is not None else CodecState()
         if decision is not None and not decision.send:
             raise ValueError("a decision not to send has no message: skip the encode")
@@ -116,7 +118,7 @@ class Codec(ABC):
                 payload = self.compress_decided(flat, state, key, decision, shape=tuple(tensor.shape))
             if decision is not None and decision.entropy is not None:
                 state.last.entropy = decision.entropy
-            message = wire.pack(self.codec_id, self.digest, tensor.dtype, tuple(tensor.shape), payload)
+            message = wire.pack(self.codec_id, self.digest, tensor.dtype, tuple(tensor.shape), payload, out)
         except BaseException:
             state.generator.set_state(rng)  # a refused message draws nothing
             raise

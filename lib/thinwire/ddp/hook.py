@@ -76,6 +76,7 @@ class CodecHook:
         self.step = 0
         self.seconds: list[dict[str, float]] = []
         self.transport: DistributedTransport | None = None
+        self.messages: dict[str, bytearray] = {}
 
     def register(self, model: DistributedDataParallel) -> CodecHook:
         """Install the hook on ``model`` (before its first backward pass) and return self."""
@@ -133,7 +134,7 @@ class CodecHook:
     def _all_gather(self, bucket, buffer: torch.Tensor, times: dict) -> None:
         parts = self._parts(bucket)
         t0 = time.perf_counter()                                                  # 1. encode
-        own = [Envelope(self.rank, self.rank, key, self.codec.encode(buffer[o:o + n].view(shape), self.sender, key))
+        own = [Envelope(self.rank, self.rank, key, self._encode(buffer[o:o + n].view(shape), key))
                for key, o, n, shape in parts]
         t1 = time.perf_counter()                                                  # 2. all-gather
         outbox = [Envelope(self.rank, peer, e.tensor, e.message) for e in own
@@ -152,6 +153,13 @@ class CodecHook:
         times["encode"] += t1 - t0
         times["exchange"] += t2 - t1
         times["decode"] += time.perf_counter() - t2
+
+    def _encode(self, gradient: torch.Tensor, key: str) -> bytearray:
+        """The message for ``key``, written into the buffer of its previous message (sent and
+        decoded by now: the transport copies what it sends)."""
+        message = self.codec.encode(gradient, self.sender, key, out=self.messages.get(key))
+        self.messages[key] = message
+        return message
 
     def _all_reduce(self, bucket, buffer: torch.Tensor, times: dict) -> None:
         dtype = ALLREDUCE_DTYPES[self.codec.spec()]

@@ -108,12 +108,12 @@ class GradDrop(Codec):
                 "encoding": self.encoding, "bits": self.bits, "levels": self.levels, "residual": self.residual,
                 "ties": self.ties}
 
-    def encode(self, tensor, state=None, key="", decision=None):
+    def encode(self, tensor, state=None, key="", decision=None, out=None):
         state = state if state is not None else CodecState()
         if state.segments(key) is None:
             columns = tensor.shape[-1] if tensor.dim() == 2 else 1
             state.set_segments(key, [(0, tensor.numel(), max(1, columns))])
-        return super().encode(tensor, state, key, decision)
+        return super().encode(tensor, state, key, decision, out)
 
     # -- sender ---------------------------------------------------------------------------
     def compress(self, flat, state: CodecState, key: str, shape: tuple = ()) -> Payload:

@@ -32,7 +32,7 @@ import struct
 import numpy as np
 import torch
 
-from .checksum import checksum
+from .checksum import checksum, fill_and_checksum
 from ..errors import CorruptMessageError
 from ..payload import PartWriter, Payload
 
@@ -107,8 +107,10 @@ def _nbytes(part) -> int:
     return numel * ITEMSIZE[DTYPE_CODES[part.dtype]]
 
 
-def pack(codec_id: int, digest: int, dtype: torch.dtype, shape: tuple[int, ...], payload: Payload) -> Message:
-    """Lay ``payload`` out as one checksummed byte buffer."""
+def pack(codec_id: int, digest: int, dtype: torch.dtype, shape: tuple[int, ...], payload: Payload,
+         out: bytearray | None = None) -> Message:
+    """Lay ``payload`` out as one checksummed byte buffer: ``out`` (resized to fit; a buffer
+    reused from message to message is not allocated and faulted in again), or a new one."""
     parts = [(name, t if isinstance(t, PartWriter) else t.detach().contiguous()) for name, t in payload.parts.items()]
     if len(shape) > 15 or len(payload.meta) > 15 or len(parts) > 15:
         raise ValueError(f"wire: at most 15 dimensions, meta entries and parts, got {len(shape)}, "
@@ -132,10 +134,13 @@ def pack(codec_id: int, digest: int, dtype: torch.dtype, shape: tuple[int, ...],
         total = -(-total // align) * align
         offsets.append(total)
         total += _nbytes(t)
-    message = bytearray(total + _TRAILER.size)
+    message = _sized(out, total + _TRAILER.size)
     message[:len(head)] = head
+    copies, written = [], len(head)
     for (_, t), off in zip(parts, offsets):
+        message[written:off] = bytes(off - written)  # alignment padding: zeros, also in a reused buffer
         nbytes = _nbytes(t)
+        written = off + nbytes
         if not nbytes:
             continue
         if isinstance(t, PartWriter):
@@ -144,9 +149,22 @@ def pack(codec_id: int, digest: int, dtype: torch.dtype, shape: tuple[int, ...],
             src = t.view(-1).view(torch.uint8)
             if src.device.type != "cpu":  # explicit device-to-host copy of the part
                 src = src.cpu()
-            np.frombuffer(message, dtype=np.uint8, count=nbytes, offset=off)[:] = src.numpy()
-    _TRAILER.pack_into(message, total, checksum(memoryview(message)[:total]))
+            copies.append((off, src.numpy()))
+    _TRAILER.pack_into(message, total, fill_and_checksum(message, total, copies))
     return message
+
+
+def _sized(out: bytearray | None, nbytes: int) -> bytearray:
+    """``out`` holding exactly ``nbytes`` (its contents are overwritten), or a new buffer."""
+    if out is None:
+        return bytearray(nbytes)
+    if not isinstance(out, bytearray):
+        raise ValueError(f"out={type(out).__name__} is not allowed: a message is written into a bytearray")
+    if len(out) > nbytes:
+        del out[nbytes:]
+    elif len(out) < nbytes:
+        out.extend(bytes(nbytes - len(out)))
+    return out
 
 
 class _Reader:
