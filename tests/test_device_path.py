@@ -2,11 +2,13 @@
 against the host kernels, on CPU tensors: the same messages byte for byte, the same decoded
 values (``codecs/kernels/device.py``)."""
 
+import contextlib
+
 import numpy as np
 import pytest
 import torch
 
-from thinwire.codecs import CodecState, make_codec
+from thinwire.codecs import CodecState, make_codec, wire
 from thinwire.codecs.kernels import device
 from thinwire.codecs.kernels.extrema import extrema
 
@@ -63,3 +65,39 @@ def test_the_path_follows_the_device_and_forcing_ends_with_its_block():
     assert not device.on_device(x)
     assert device.on_device(torch.zeros(3, device="meta"))
 
+
+
+def _tied_tensors():
+    g = torch.Generator().manual_seed(4)
+    yield "small integers", torch.randint(-3, 4, (300_000,), generator=g).float()  # ties at the k-th
+    yield "zeros", torch.zeros(5_000)
+    yield "few non-zeros", torch.zeros(200_000).index_fill_(0, torch.arange(0, 200_000, 997), -1.5)
+    yield "descending", torch.arange(150_000.0).flip(0)
+    yield "large", torch.randn(3_000_000, generator=g)
+
+
+@pytest.mark.parametrize("ratio", [1e-5, 0.01, 0.3, 0.5, 1.0])
+def test_top_k_selects_the_largest_magnitudes_ties_lowest_index_first_on_either_path(ratio):
+    """The selection (no sort) against a stable sort by magnitude, and the device path's
+    message against the host's, byte for byte."""
+    codec = make_codec(f"topk(ratio={ratio})")
+    for name, x in [*_tensors(), *_tied_tensors()]:
+        k = codec.k_for(x.numel())
+        expected = torch.sort(-x.abs(), stable=True).indices[:k].sort().values
+        host = codec.encode(x, CodecState(0), "w")
+        index, values = codec.sparse_entries(wire.unpack(host)[1], x.numel(), CodecState(0), "w")
+        assert torch.equal(index, expected) and torch.equal(values, x[expected]), name
+        with device.forced():
+            moved = codec.encode(x, CodecState(0), "w")
+        assert bytes(moved) == bytes(host), name
+
+
+def test_top_k_refuses_nan_and_inf_anywhere_on_either_path():
+    codec = make_codec("topk(ratio=0.01)")
+    for bad in (float("nan"), float("inf"), -float("inf")):
+        x = torch.randn(200_000, generator=torch.Generator().manual_seed(5))
+        x[123_457] = bad  # the count pass reads every entry, whatever the threshold
+        for forced in (False, True):
+            with device.forced() if forced else contextlib.nullcontext():
+                with pytest.raises(ValueError, match="contains NaN or Inf"):
+                    codec.encode(x, CodecState(0), "w")

@@ -234,3 +234,24 @@ def test_ties_keep_reaches_the_target_when_values_tie():
     GradDrop(ratio=0.99, residual=False).encode(torch.randn(100_000, generator=_gen(3)), distinct, "t")
     assert distinct.last.tied == 0
     assert torch.equal(keep.decode(keep.encode(g, CodecState(0), "t"), None, "t"), g)
+
+
+@pytest.mark.parametrize("density", [1e-4, 0.01, 1.0])
+@pytest.mark.parametrize("inclusive", [False, True])
+def test_the_compiled_drop_pass_matches_whole_tensor_torch_operations(density, inclusive):
+    """``drop_pass``'s kernel (blocks, per-chunk slots, the rest of a chunk that overflows
+    them) against the same steps as whole-tensor torch operations, with ties, NaN-free
+    segments of several thresholds, with and without a gradient to add."""
+    g = torch.Generator().manual_seed(7)
+    n = 600_001
+    for with_gradient, keep in ((True, True), (False, True), (False, False)):
+        residual = torch.randint(-4, 5, (n,), generator=g).float() * 0.5
+        gradient = torch.randn(n, generator=g) if with_gradient else None
+        segments = [(0, 100_000, 1.0), (100_000, 300_000, 0.0), (300_000, 500_000, -float("inf")), (500_000, n, 1.5)]
+        expected_residual = residual.clone() if gradient is None else residual + gradient
+        expected = _drop_torch(expected_residual, segments, keep, inclusive)
+        if not keep:
+            expected_residual = residual.clone()
+        index, values = drop_pass(residual, gradient, segments, keep, inclusive, density)
+        assert torch.equal(index, expected[0]) and torch.equal(values, expected[1])
+        assert torch.equal(residual, expected_residual)

@@ -132,7 +132,7 @@ class GradDrop(Codec):
         state.last.select_seconds = time.perf_counter() - t0
         thresholds = [t for t, _ in found]
         index, values = drop_pass(corrected, gradient, [(a, b, t) for (a, b), t in zip(spans, thresholds)],
-                                  keep_residual=self.residual, inclusive=self.ties == "keep")
+                                  keep_residual=self.residual, inclusive=self.ties == "keep", density=1 - self.ratio)
         if self.ties == "drop":
             index, values = self._unstall(corrected, spans, thresholds, index, values)
         if values.numel() and not np.isfinite(values.numpy()).all():  # NaN and Inf always survive

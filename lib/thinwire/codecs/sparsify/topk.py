@@ -13,6 +13,7 @@ import torch
 
 from ..base import Codec, expect_part
 from ..errors import CorruptMessageError
+from ..kernels import select
 from ..payload import Payload
 from ..state import CodecState
 
@@ -21,14 +22,18 @@ class TopK(Codec):
     """Keep ``k = ceil(ratio * numel)`` entries (at least one) of largest ``|value|``.
 
     Indices are sent sorted ascending as int32, values as float32; the receiver scatters
-    them into zeros. Non-finite input raises ``ValueError``: the magnitude order is
-    undefined for NaN.
+    them into zeros. Entries tied with the k-th largest magnitude are taken lowest index
+    first. The selection is ``kernels/select.py`` (a sampled threshold, an exact count and a
+    fix-up; no sort of the tensor). Non-finite input raises ``ValueError``: the magnitude
+    order is undefined for NaN.
     """
 
     name = "topk"
     host_only = False
     codec_id = 3
     carrier = "values"
+    refuses_non_finite = True  # the selection's count pass refuses NaN and Inf
+    revision = 1  # 1: ties at the k-th magnitude go to the lowest indices (torch.topk's choice was unspecified)
 
     def __init__(self, ratio: float = 0.01):
         if not (isinstance(ratio, (int, float)) and not isinstance(ratio, bool) and 0.0 < ratio <= 1.0):
@@ -46,24 +51,21 @@ class TopK(Codec):
             raise ValueError(f"topk: tensor of {flat.numel()} entries exceeds int32 indexing")
         k = self.k_for(flat.numel())
         t0 = time.perf_counter()
-        if k == flat.numel():
-            index = torch.arange(k, dtype=torch.int64, device=flat.device)
-        else:
-            index = torch.topk(flat.abs(), k, sorted=False).indices.sort().values
+        index, non_finite = select.top_k(flat.to(torch.float32), k)
+        if non_finite:
+            raise ValueError(f"topk: tensor {key!r} contains NaN or Inf; cannot rank magnitudes")
         state.last.select_seconds = time.perf_counter() - t0
         values = flat[index].to(torch.float32)
-        # torch.topk ranks NaN above every number and |Inf| is the largest magnitude, so a
-        # tensor holding either has one among the k selected: checking them is enough.
-        if k and not bool(torch.isfinite(values).all()):
-            raise ValueError(f"topk: tensor {key!r} contains NaN or Inf; cannot rank magnitudes")
         state.last.kept = k
-        return Payload(parts={"index": index.to(torch.int32), "values": values})
+        return Payload(parts={"index": index, "values": values})
 
     def compress_decided(self, flat, state: CodecState, key: str, decision, shape: tuple = ()) -> Payload:
         """A keyed send: the entries at ``decision.keys`` (any coordinates a policy chose, e.g.
         where a tensor moved) as (index, value) pairs; the receiver merges them."""
         if decision.keys is None or decision.bits is not None or decision.core is not None:
             return super().compress_decided(flat, state, key, decision, shape)
+        if not bool(torch.isfinite(flat).all()):
+            raise ValueError(f"topk: tensor {key!r} contains NaN or Inf; cannot send it")
         t0 = time.perf_counter()
         keys = torch.as_tensor(decision.keys).reshape(-1).to(torch.int64).unique()  # sorted, no repeats
         if keys.numel() and (int(keys[0]) < 0 or int(keys[-1]) >= flat.numel()):
