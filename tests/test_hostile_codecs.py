@@ -100,12 +100,17 @@ def test_the_key_cache_refuses_a_resized_tensor(size):
         codec.encode(torch.randn(size), state, "w", Decision(core=core, refresh=False, keys=torch.tensor([1, 2])))
 
 
-@pytest.mark.parametrize("spec", ["graddrop(ratio=0.5)", "qsgd(bits=4)", "ef(fp16)", "ef(topk(ratio=0.5))",
-                                  "binquant(bits=4, coder='ans')", "chain(topk(ratio=0.5), fp16)"])
-def test_a_refused_encode_leaves_the_state_as_it_was(spec):
+@pytest.mark.parametrize("spec", ["graddrop(ratio=0.5)", "graddrop(ratio=0.9, threshold='exact')",
+                                  "graddrop(ratio=0.5, bits=1, ties='keep')", "topk(ratio=0.01)", "qsgd(bits=4)",
+                                  "ef(fp16)", "ef(topk(ratio=0.5))", "binquant(bits=4, coder='ans')",
+                                  "chain(topk(ratio=0.5), fp16)"])
+@pytest.mark.parametrize("first", [False, True])
+def test_a_refused_encode_leaves_the_state_as_it_was(spec, first):
+    """Also for the first message of a key (no residual yet: none is left behind)."""
     codec, state = make_codec(spec), CodecState(3)
     x = torch.randn(256)
-    codec.encode(x, state, "w")
+    if not first:
+        codec.encode(x, state, "w")
     before = state.state_dict()
     bad = x.clone()
     bad[17] = float("nan")

@@ -22,6 +22,7 @@ class CodecState:
         self.generator = torch.Generator().manual_seed(seed)
         self.slots: dict[str, dict[str, torch.Tensor]] = {}
         self.last = SendStats()  # statistics of the last encode (not checkpointed)
+        self.scratch: dict = {}  # buffers a codec reuses between messages, holding no state (not checkpointed)
 
     def slot(self, key: str) -> dict[str, torch.Tensor]:
         """The mutable dict of tensors kept for ``key``."""

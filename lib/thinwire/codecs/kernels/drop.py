@@ -1,6 +1,6 @@
 """Alg. 1 of Aji & Heafield (2017) as one compiled pass per chunk (``sparsify/drop_pass.py``):
 
-    corrected = residual + gradient      (written back into ``residual``)
+    corrected = residual + gradient      (written into the residual's buffer, or a second one)
     survivor  = not |corrected| <= t     (NaN and Inf always survive)
     survivors' (index, value) recorded, and their residual zeroed
 
@@ -37,7 +37,7 @@ def _record(res, t, keep, first, lo, hi, index, values, j, found, capacity):
 
 
 @njit(nogil=True, cache=True)
-def _add_and_drop_chunk(res, grad, t, first, index, values, j, capacity):
+def _add_and_drop_chunk(src, grad, res, t, first, index, values, j, capacity):
     """Alg. 1 on one chunk: each block of ``BLOCK`` values is corrected and tested at once
     (a fixed trip count, so it vectorizes), and only a block with a survivor is walked
     value by value."""
@@ -48,31 +48,31 @@ def _add_and_drop_chunk(res, grad, t, first, index, values, j, capacity):
         hit = False
         if base < full:
             for i in range(base, base + BLOCK):
-                x = res[i] + grad[i]
+                x = src[i] + grad[i]
                 res[i] = x
                 hit |= not abs(x) <= t
         else:
             for i in range(base, n):
-                x = res[i] + grad[i]
+                x = src[i] + grad[i]
                 res[i] = x
                 hit |= not abs(x) <= t
         if hit:
             found, stop = _record(res, t, True, first, base, end, index, values, j, found, capacity)
             if stop >= 0:
                 for r in range(end, n):  # the rest is corrected, not yet dropped
-                    res[r] = res[r] + grad[r]
+                    res[r] = src[r] + grad[r]
                 return found, stop
     return found, -1
 
 
 @njit(parallel=True, nogil=True, cache=True)
-def drop_chunks(res, grad, add, starts, stops, thresholds, keep, capacity, index, values, found, stopped):
-    """Every chunk [starts[c], stops[c]) against its threshold; ``add`` (correct the
-    residual with ``grad`` first) implies ``keep``."""
+def drop_chunks(src, grad, res, add, starts, stops, thresholds, keep, capacity, index, values, found, stopped):
+    """Every chunk [starts[c], stops[c]) against its threshold; ``add``: ``res`` is first
+    written with ``src + grad`` (``src`` may be ``res``), and implies ``keep``."""
     for c in prange(starts.size):
         a, b = starts[c], stops[c]
         if add:
-            found[c], stopped[c] = _add_and_drop_chunk(res[a:b], grad[a:b], thresholds[c], a, index, values,
+            found[c], stopped[c] = _add_and_drop_chunk(src[a:b], grad[a:b], res[a:b], thresholds[c], a, index, values,
                                                        c * capacity, capacity)
         else:
             found[c], stopped[c] = _record(res[a:b], thresholds[c], keep, a, 0, b - a, index, values, c * capacity,

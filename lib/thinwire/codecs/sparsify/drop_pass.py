@@ -25,7 +25,7 @@ CHUNK = 1 << 18
 
 def drop_pass(residual: torch.Tensor, gradient: torch.Tensor | None,
               segments: list[tuple[int, int, float]], keep_residual: bool = True, inclusive: bool = False,
-              density: float = 1.0):
+              density: float = 1.0, source: torch.Tensor | None = None):
     """Survivor indices (int64, ascending) and their corrected values (float32).
 
     ``residual``: contiguous 1-D float32, updated in place when ``keep_residual`` (the
@@ -34,10 +34,12 @@ def drop_pass(residual: torch.Tensor, gradient: torch.Tensor | None,
     ``inclusive``: values equal to a threshold above 0 survive too (ties kept); zeros never do.
     ``density``: the share of survivors expected (it sizes each chunk's output slots; more
     survivors cost a second look at the chunks that overflow, never a wrong result).
+    ``source``: with a gradient, the corrected tensor is ``source + gradient`` written into
+    ``residual`` (``source`` is read only); None: ``residual`` itself.
     """
     if residual.device.type != "cpu":
         if gradient is not None:
-            residual.add_(gradient)
+            torch.add(residual if source is None else source, gradient, out=residual)
         return _drop_torch(residual, segments, keep_residual, inclusive)
     below = np.float32(-np.inf)  # |x| >= t is |x| > (the float32 below t)
     jobs = [(a, min(a + CHUNK, stop), np.nextafter(np.float32(t), below) if inclusive and t > 0 else t)
@@ -51,7 +53,8 @@ def drop_pass(residual: torch.Tensor, gradient: torch.Tensor | None,
     found, stopped = np.empty(len(jobs), np.int64), np.empty(len(jobs), np.int64)
     res = residual.numpy()
     add = gradient is not None
-    drop.drop_chunks(res, gradient.numpy() if add else res[:0], add, starts, stops, thresholds, keep_residual,
+    src = res if source is None or not add else source.numpy()
+    drop.drop_chunks(src, gradient.numpy() if add else res[:0], res, add, starts, stops, thresholds, keep_residual,
                      capacity, index, values, found, stopped)
     parts_i, parts_v = [], []
     for c in range(len(jobs)):

@@ -41,7 +41,7 @@ import time
 import numpy as np
 import torch
 
-from ..kernels import bitpack
+from ..kernels import bitpack, scatter
 from ..base import Codec, expect_part
 from .drop_pass import drop_pass
 from .drop_quantize import LEVELS, dequantize, group_ids, keep_error, quantize
@@ -70,6 +70,7 @@ def _require(name, value, ok, allowed):
 class GradDrop(Codec):
     name = "graddrop"
     codec_id = 7
+    refuses_non_finite = True  # NaN and Inf survive the drop and refuse the message before the residual changes
     revision = 1  # 1: with ties="drop", a span where the strict test keeps nothing sends its ties
 
     def __init__(self, ratio: float = 0.99, threshold: str = "sampled", sample: float = 0.001,
@@ -108,35 +109,33 @@ class GradDrop(Codec):
                 "encoding": self.encoding, "bits": self.bits, "levels": self.levels, "residual": self.residual,
                 "ties": self.ties}
 
-    def encode(self, tensor, state=None, key="", decision=None, out=None):
-        state = state if state is not None else CodecState()
-        if state.segments(key) is None:
-            columns = tensor.shape[-1] if tensor.dim() == 2 else 1
-            state.set_segments(key, [(0, tensor.numel(), max(1, columns))])
-        return super().encode(tensor, state, key, decision, out)
-
     # -- sender ---------------------------------------------------------------------------
     def compress(self, flat, state: CodecState, key: str, shape: tuple = ()) -> Payload:
         n = flat.numel()
-        slot = state.slot(key)
+        slot = state.slots.get(key, {})  # written only when the message is accepted (commit)
         segments = slot.get("segments")
-        if segments is None or int(segments[:, 1].sum()) != n:
-            segments = torch.tensor([[0, n, 1]], dtype=torch.int64)
-        corrected, gradient = self._corrected(flat, slot)
+        if segments is None or int(segments[:, 1].sum()) != n:  # a matrix's rows are its segments' columns
+            segments = torch.tensor([[0, n, max(1, shape[-1]) if len(shape) == 2 else 1]], dtype=torch.int64)
+        corrected, source, gradient, commit = self._corrected(flat, slot, state, key)
         spans = [(0, n)] if self.scope == "global" else [(int(s), int(s + c)) for s, c, _ in segments.tolist()]
         if self.threshold == "exact" and gradient is not None:
-            corrected.add_(gradient)
-            gradient = None
+            torch.add(source, gradient, out=corrected)
+            source = gradient = None
         t0 = time.perf_counter()
-        found = [self._threshold(corrected, gradient, a, b, state.generator) for a, b in spans]
+        found = [self._threshold(corrected if source is None else source, gradient, a, b, state.generator)
+                 for a, b in spans]
         state.last.select_seconds = time.perf_counter() - t0
         thresholds = [t for t, _ in found]
         index, values = drop_pass(corrected, gradient, [(a, b, t) for (a, b), t in zip(spans, thresholds)],
-                                  keep_residual=self.residual, inclusive=self.ties == "keep", density=1 - self.ratio)
+                                  keep_residual=self.residual, inclusive=self.ties == "keep", density=1 - self.ratio,
+                                  source=source)
         if self.ties == "drop":
             index, values = self._unstall(corrected, spans, thresholds, index, values)
         if values.numel() and not np.isfinite(values.numpy()).all():  # NaN and Inf always survive
             raise ValueError(f"graddrop: tensor {key!r} contains NaN or Inf; cannot rank magnitudes")
+        slot = state.slot(key)
+        slot.setdefault("segments", segments)
+        commit()
         state.last.kept = index.numel()
         state.last.tied = round(sum(share * (b - a) for (a, b), (_, share) in zip(spans, found)))
         slot["threshold"] = torch.tensor(thresholds, dtype=torch.float32)
@@ -179,15 +178,25 @@ class GradDrop(Codec):
         order = torch.argsort(index)
         return index[order], values[order]
 
-    def _corrected(self, flat, slot):
-        """(buffer that becomes the corrected tensor, gradient still to add or None)."""
+    def _corrected(self, flat, slot, state: CodecState, key: str):
+        """(buffer that becomes the corrected tensor, residual to add ``gradient`` to or None,
+        gradient still to add or None, commit). The corrected tensor is written into a
+        second buffer, and ``commit`` makes it the residual (the old one becomes the next
+        spare) only once the message is accepted: a gradient holding NaN or Inf leaves the
+        residual as it was, with no pass over the tensor to look for them first."""
         if not self.residual:
-            return flat.to(torch.float32).contiguous(), None
+            return flat.to(torch.float32).contiguous(), None, None, lambda: None
         residual = slot.get("residual")
         if residual is None or residual.numel() != flat.numel():
-            slot["residual"] = flat.to(torch.float32).clone(memory_format=torch.contiguous_format)
-            return slot["residual"], None
-        return residual, flat.to(torch.float32).contiguous()
+            first = flat.to(torch.float32).clone(memory_format=torch.contiguous_format)
+            return first, None, None, lambda: state.slot(key).__setitem__("residual", first)
+        spare = state.scratch.get(("graddrop.spare", key))
+        if spare is None or spare.shape != residual.shape or spare.device != residual.device:
+            spare = torch.empty_like(residual)
+
+        def commit():
+            state.scratch[("graddrop.spare", key)], state.slot(key)["residual"] = residual, spare
+        return spare, residual, flat.to(torch.float32).contiguous(), commit
 
     def _threshold(self, corrected, gradient, start, stop, generator) -> tuple[float, float]:
         """(threshold, share of |values| equal to it when it is > 0: exact, or estimated from the sample)."""
@@ -227,12 +236,7 @@ class GradDrop(Codec):
 
     def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None, shape: tuple = ()) -> torch.Tensor:
         index, values = self.sparse_entries(payload, numel, state, key, shape=shape)
-        if out is None:
-            out = torch.zeros(numel, dtype=torch.float32)
-        else:
-            out.view(torch.int32).bitwise_and_(0)  # zero at memory speed, NaN-safe
-        out[index] = values
-        return out
+        return scatter.zeros_with(torch.empty(numel, dtype=torch.float32) if out is None else out, index, values)
 
     def _get_index(self, payload, count, numel) -> torch.Tensor:
         if self.encoding == "offset_value":

@@ -13,7 +13,7 @@ import torch
 
 from ..base import Codec, expect_part
 from ..errors import CorruptMessageError
-from ..kernels import select
+from ..kernels import scatter, select
 from ..payload import Payload
 from ..state import CodecState
 
@@ -89,6 +89,5 @@ class TopK(Codec):
 
     def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None, shape: tuple = ()) -> torch.Tensor:
         index, values = self.sparse_entries(payload, numel, state, key, shape=shape)
-        out = torch.zeros(numel, dtype=torch.float32, device=values.device) if out is None else out.zero_()
-        out[index] = values.to(torch.float32)
-        return out
+        return scatter.zeros_with(torch.empty(numel, dtype=torch.float32, device=values.device) if out is None else out,
+                                  index, values)

@@ -1,0 +1,41 @@
+"""A sparse message into a dense tensor in one write: ``out = 0; out[index] = values``.
+
+Zeroing the whole tensor and then scattering the survivors writes every cache line the
+survivors land in twice, the second time after it has left the cache. Here each chunk of
+``out`` (a quarter of the L2 cache) is zeroed and then receives its own survivors (found
+by binary search in the ascending index) while it is still cached, chunks in parallel.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from numba import njit, prange
+
+from . import device
+
+CHUNK = 1 << 16
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def _scatter(out, index, values, bounds):
+    n = out.size
+    for c in prange(bounds.size - 1):
+        lo = c * CHUNK
+        out[lo:min(n, lo + CHUNK)] = 0.0
+        for j in range(bounds[c], bounds[c + 1]):
+            out[index[j]] = values[j]
+
+
+def zeros_with(out: torch.Tensor, index: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+    """``out`` (1-D float32, contiguous) zeroed, with ``values`` at ``index`` (ascending, in
+    range: the caller has checked the message)."""
+    if device.on_device(out) or index.device.type != "cpu":
+        out.fill_(0)
+        out[index.to(out.device)] = values.to(device=out.device, dtype=out.dtype)
+        return out
+    idx = index.numpy()
+    starts = np.arange(-(-out.numel() // CHUNK), dtype=np.int64) * CHUNK
+    bounds = np.append(np.searchsorted(idx, starts), idx.size)  # chunk c's survivors: bounds[c]:bounds[c + 1]
+    _scatter(out.numpy(), idx, values.to(torch.float32).numpy(), bounds)
+    return out
