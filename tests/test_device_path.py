@@ -101,3 +101,48 @@ def test_top_k_refuses_nan_and_inf_anywhere_on_either_path():
             with device.forced() if forced else contextlib.nullcontext():
                 with pytest.raises(ValueError, match="contains NaN or Inf"):
                     codec.encode(x, CodecState(0), "w")
+
+
+GRADDROP = ["graddrop(ratio=0.99)", "graddrop(ratio=0.9, sampling='stride', encoding='index_value')",
+            "graddrop(ratio=0.99, bits=1)", "graddrop(ratio=0.95, bits=2, levels='column')",
+            "graddrop(ratio=0.99, bits=2, levels='global', ties='keep')", "graddrop(ratio=0.9, threshold='exact')",
+            "graddrop(ratio=0.99, scope='local', residual=False)", "graddrop(ratio=0.0)"]
+
+
+@pytest.mark.parametrize("spec", GRADDROP)
+def test_gradient_dropping_sends_the_same_bytes_and_keeps_the_same_residual_on_either_path(spec):
+    """Five messages of a matrix (residual carried between them) on each path: the same
+    messages, residuals and decoded values."""
+    codec = make_codec(spec)
+    g = torch.Generator().manual_seed(6)
+    grads = [torch.randn(300, 700, generator=g) for _ in range(5)]
+    grads[2][:, :5] = 0.0  # ties at zero
+    states = []
+    for forced in (False, True):
+        state, messages = CodecState(1), []
+        with device.forced() if forced else contextlib.nullcontext():
+            for x in grads:
+                messages.append(bytes(codec.encode(x, state, "w")))
+            decoded = [codec.decode(bytearray(m), CodecState(0), "w") for m in messages]
+        states.append((messages, state.state_dict(), decoded))
+    (host, host_state, host_decoded), (moved, moved_state, moved_decoded) = states
+    assert moved == host
+    assert all(torch.equal(a, b) for a, b in zip(host_decoded, moved_decoded))
+    for name, t in host_state["slots"]["w"].items():
+        assert torch.equal(moved_state["slots"]["w"][name], t), name
+
+
+def test_the_key_cache_sends_the_same_bytes_on_either_path():
+    """The key cache is torch operations only (no host kernel): a guard that it stays so."""
+    from types import SimpleNamespace
+    codec = make_codec("keycache")
+    x = torch.randn(10_000, generator=torch.Generator().manual_seed(8))
+    decisions = [SimpleNamespace(send=True, bits=None, levels=None, core=torch.arange(0, 10_000, 37),
+                                 keys=torch.tensor([5, 6, 7000]), refresh=refresh, entropy=None)
+                 for refresh in (True, False, False)]
+    sent = []
+    for forced in (False, True):
+        state = CodecState(0)
+        with device.forced() if forced else contextlib.nullcontext():
+            sent.append([bytes(codec.encode(x * (i + 1), state, "w", d)) for i, d in enumerate(decisions)])
+    assert sent[0] == sent[1]

@@ -5,8 +5,9 @@
     values    = corrected[survivors];  residual[survivors] = 0
 
 On CPU this is one compiled kernel over chunks of every segment in parallel
-(``kernels/drop.py``): the tensor is read and written once. Elsewhere (CUDA) the same
-steps run as whole-tensor torch ops.
+(``kernels/drop.py``): the tensor is read and written once. On a GPU (``kernels/device.py``)
+the same steps run as whole-tensor torch ops on the device, and only the survivors are
+copied to the host: the same survivors, so the same message.
 
 A NaN compares false with everything, so the survivor test is written as
 ``not |x| <= t``: NaN and Inf always survive, and the caller can reject them by looking
@@ -18,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..kernels import drop
+from ..kernels import device, drop
 
 CHUNK = 1 << 18
 
@@ -37,7 +38,7 @@ def drop_pass(residual: torch.Tensor, gradient: torch.Tensor | None,
     ``source``: with a gradient, the corrected tensor is ``source + gradient`` written into
     ``residual`` (``source`` is read only); None: ``residual`` itself.
     """
-    if residual.device.type != "cpu":
+    if device.on_device(residual):
         if gradient is not None:
             torch.add(residual if source is None else source, gradient, out=residual)
         return _drop_torch(residual, segments, keep_residual, inclusive)

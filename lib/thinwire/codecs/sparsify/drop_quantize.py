@@ -23,6 +23,8 @@ import numpy as np
 import torch
 from numba import njit
 
+from ..kernels import device
+
 LEVELS = ("threshold", "global", "column")
 
 
@@ -61,7 +63,11 @@ def dequantize(codes: torch.Tensor, groups: torch.Tensor, table: torch.Tensor, b
 
 
 def keep_error(residual: torch.Tensor, index: torch.Tensor, values: torch.Tensor, sent: torch.Tensor) -> None:
-    """residual[index] = values - sent: the quantization error stays in the residual."""
+    """residual[index] = values - sent: the quantization error stays in the residual (on
+    its device; the survivors' values and codes are on the host)."""
+    if device.on_device(residual):
+        residual[index.to(residual.device)] = (values - sent).to(residual.device)
+        return
     _keep_error(residual.numpy(), index.numpy(), values.numpy(), sent.numpy())
 
 

@@ -71,6 +71,7 @@ class GradDrop(Codec):
     name = "graddrop"
     codec_id = 7
     refuses_non_finite = True  # NaN and Inf survive the drop and refuse the message before the residual changes
+    host_only = False  # threshold, drop and residual on the tensor's device; the survivors come to the host
     revision = 1  # 1: with ties="drop", a span where the strict test keeps nothing sends its ties
 
     def __init__(self, ratio: float = 0.99, threshold: str = "sampled", sample: float = 0.001,
@@ -207,7 +208,8 @@ class GradDrop(Codec):
             t = exact_threshold(magnitude, self.ratio)
         else:
             n = stop - start
-            pos = sample_positions(n, sample_size(n, self.sample, self.min_sample), self.sampling, generator) + start
+            pos = (sample_positions(n, sample_size(n, self.sample, self.min_sample), self.sampling, generator)
+                   + start).to(corrected.device)
             magnitude = (corrected[pos] if gradient is None else corrected[pos] + gradient[pos]).abs_()
             t = threshold_from_sample(magnitude, self.ratio)
         # The order statistic is itself one of the values: ties are the others equal to it.
