@@ -146,3 +146,32 @@ def test_the_key_cache_sends_the_same_bytes_on_either_path():
         with device.forced() if forced else contextlib.nullcontext():
             sent.append([bytes(codec.encode(x * (i + 1), state, "w", d)) for i, d in enumerate(decisions)])
     assert sent[0] == sent[1]
+
+
+@pytest.mark.parametrize("spec", ["qsgd(bits=8, bucket=512)", "qsgd(bits=2, bucket=7)", "qsgd(bits=4, bucket=512, norm='max')",
+                                  "qsgd(bits=16, bucket=1)", "qsgd(bits=11, bucket=100)", "qsgd(bits=3, bucket=64, norm='max')",
+                                  "qsgd(bits=8, bucket=512, coding='elias')"])
+def test_qsgd_sends_the_same_bytes_and_decodes_the_same_values_on_either_path(spec):
+    codec = make_codec(spec)
+    for name, x in _tensors():
+        host_state, moved_state = CodecState(5), CodecState(5)
+        for _ in range(2):  # two messages: the second key comes from the generator after the first
+            host = codec.encode(x, host_state, "g")
+            with device.forced():
+                moved = codec.encode(x, moved_state, "g")
+            assert bytes(moved) == bytes(host), name
+        expected = codec.decode(host, CodecState(0), "g")
+        out = torch.empty_like(x)
+        with device.forced():
+            codec.decode(host, CodecState(0), "g", out=out)
+        assert torch.equal(out.view(torch.int32), expected.view(torch.int32)), name
+
+
+def test_qsgd_refuses_non_finite_values_and_overflowing_norms_on_the_device_path_too():
+    codec = make_codec("qsgd(bits=8, bucket=4)")
+    for bad, match in ((torch.tensor([1.0, float("nan"), 2.0]), "NaN or Inf"), (torch.full((4,), 3e38), "overflows")):
+        state = CodecState(1)
+        before = state.generator.get_state()
+        with device.forced(), pytest.raises(ValueError, match=match):
+            codec.encode(bad, state, "g")
+        assert torch.equal(state.generator.get_state(), before)  # a refused message draws nothing

@@ -12,8 +12,8 @@ AVX2), so the hash costs a few instructions per value. The 24 high bits of the h
 float32 in [0, 1).
 
 Loops run bucket by bucket over slices, so no value pays an integer division to find its
-bucket and the inner loops vectorize. Rounding is float32 with the per-bucket factor
-s / norm; a bucket whose norm is so small that s / norm overflows float32 gets the largest
+bucket and the inner loops vectorize. Rounding takes |v| times the per-bucket factor
+s / norm (a float32) plus u in float64, then float32 (``_round``); a bucket whose norm is so small that s / norm overflows float32 gets the largest
 float32 instead (its values are below s / FLT_MAX in magnitude, so they still round to
 levels in [0, s]).
 
@@ -71,14 +71,17 @@ def _norm(x, use_max):
     return np.sqrt(acc)
 
 
-@njit(nogil=True, cache=True, fastmath={"contract"})
+@njit(nogil=True, cache=True)
 def _round(x, scale, s, sign_bit, k1, k2, out):
     """Codes of one bucket: level = floor(|x| scale + u), clamped to s, | sign bit.
-    ``k1`` already holds the bucket's first counter."""
+    ``k1`` already holds the bucket's first counter. The product is exact in float64 (24 x
+    24 bits) and the sum is rounded once to float64, then to float32: no result depends on
+    whether the compiler fuses the multiply and add (it may, in one build and not another)."""
+    wide = np.float64(scale)
     for j in range(x.size):
         v = x[j]
         u = uniform24(k1, k2, np.uint32(j))
-        level = min(np.int32(abs(v) * scale + u), s)
+        level = min(np.int32(np.float32(np.float64(abs(v)) * wide + np.float64(u))), s)
         out[j] = level + np.int32(v < np.float32(0.0)) * sign_bit
 
 

@@ -21,7 +21,8 @@ send (and is left out of the spec, so their results keep their keys).
 The u_i come from the sender state's own generator: one 64-bit key per message, expanded
 by a counter-based hash (``kernels/qsgd.py``), so a message depends only on the seed and
 the messages before it. Steps 1-4 are one compiled pass that writes into the message
-buffer and step 5 one pass out of it. NaN or Inf input raises ``ValueError``.
+buffer and step 5 one pass out of it; a GPU tensor takes torch operations on the GPU that
+write the same bytes (``kernels/torch_qsgd.py``). NaN or Inf input raises ``ValueError``.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import math
 import numpy as np
 import torch
 
-from ..kernels import bitpack, elias, qsgd
+from ..kernels import bitpack, device, elias, qsgd, torch_qsgd
 from ..kernels.uniform import float32_numpy
 from ..base import Codec, expect_part
 from ..errors import CorruptMessageError
@@ -47,6 +48,7 @@ class QSGD(Codec):
     """Stochastic ``bits``-bit quantization per bucket of ``bucket`` values."""
 
     name = "qsgd"
+    host_only = False  # a GPU tensor is quantized on the GPU (kernels/torch_qsgd.py), the same bytes
     refuses_non_finite = True  # the norm pass refuses NaN and Inf; only the generator has moved
     codec_id = 10
     carrier = None  # bit-packed codes: no codec compresses them further
@@ -78,17 +80,31 @@ class QSGD(Codec):
     def compress(self, flat, state: CodecState, key: str, shape: tuple = ()) -> Payload:
         n = flat.numel()
         state.last.bits = self.bits
-        x = float32_numpy(flat)
-        norms = np.empty(self.buckets(n), np.float32)
         message_key = int(torch.randint(0, KEY_SPAN, (1,), generator=state.generator))
 
-        def fill_codes(view):
-            qsgd.quantize_packed(x, self.bucket, self.norm, self.bits, message_key, norms, view.numpy())
+        def refuse(finite_input: bool):
+            if not finite_input:
+                raise ValueError(f"qsgd: tensor {key!r} contains NaN or Inf: it cannot be quantized")
+            raise ValueError(f"qsgd: a bucket norm of tensor {key!r} overflows float32 (values of about "
+                             f"1e19 and more, squared and summed): scale the tensor, or use norm='max'")
+
+        if device.on_device(flat):  # a GPU tensor: norms and codes on its device, the same bytes
+            rows = torch_qsgd.buckets(flat, self.bucket)
+            on_device = torch_qsgd.norms(rows, self.norm == "max")
+            norms = on_device.cpu().numpy()
             if not np.isfinite(norms).all():
-                if not np.isfinite(x).all():
-                    raise ValueError(f"qsgd: tensor {key!r} contains NaN or Inf: it cannot be quantized")
-                raise ValueError(f"qsgd: a bucket norm of tensor {key!r} overflows float32 (values of about "
-                                 f"1e19 and more, squared and summed): scale the tensor, or use norm='max'")
+                refuse(bool(torch.isfinite(flat).all()))
+
+            def fill_codes(view):
+                torch_qsgd.quantize_packed(rows, n, on_device, self.bits, message_key, view)
+        else:
+            x = float32_numpy(flat)
+            norms = np.empty(self.buckets(n), np.float32)
+
+            def fill_codes(view):
+                qsgd.quantize_packed(x, self.bucket, self.norm, self.bits, message_key, norms, view.numpy())
+                if not np.isfinite(norms).all():
+                    refuse(bool(np.isfinite(x).all()))
 
         # the codes part is written first: its kernel computes the norms the next part copies
         if self.coding == "elias":
@@ -117,6 +133,8 @@ class QSGD(Codec):
             raise CorruptMessageError("qsgd: bucket norms must be finite and non-negative")
         step = (norms_np.astype(np.float64) / self.levels).astype(np.float32)
         out = torch.empty(numel, dtype=torch.float32) if out is None else out
+        if device.on_device(out):
+            return torch_qsgd.dequantize_packed(packed, self.bucket, torch.from_numpy(step), self.bits, out)
         qsgd.dequantize_packed(packed.contiguous().numpy(), self.bucket, step, self.bits, out.numpy())
         return out
 
