@@ -23,6 +23,8 @@ TARGETS = {"fp32": 0.8, "fp16": 0.8, "quantize(bits=8)": 0.6, "topk(ratio=0.01)"
 def run(n: int = N) -> list[dict]:
     x = torch.randn(n, generator=torch.Generator().manual_seed(0))
     roof = add_pass_seconds(n)
+    copy_target = torch.empty_like(x)
+    copy = best_seconds(lambda: copy_target.copy_(x))
     rows = []
     for spec in SPECS:
         codec = make_codec(spec)
@@ -33,7 +35,7 @@ def run(n: int = N) -> list[dict]:
         decode = best_seconds(lambda: codec.decode(message, state, "x", out=out), repeats=3, warmup=1)
         rows.append({
             "codec": spec, "values": n, "bytes": len(message), "payload": wire.measure(message)[0], "encode_s": encode, "decode_s": decode,
-            "add_pass_s": roof, "fraction_of_roofline": roof / (encode + decode),
+            "add_pass_s": roof, "copy_pass_s": copy, "fraction_of_roofline": roof / (encode + decode),
             "target": TARGETS.get(spec),
         })
     return rows

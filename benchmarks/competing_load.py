@@ -33,7 +33,7 @@ class CompetingLoad:
         self.procs: list[subprocess.Popen] = []
 
     def __enter__(self):
-        env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+        env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OMP_WAIT_POLICY")}
         self.procs = [subprocess.Popen([sys.executable, "-c", LOAD], stdout=subprocess.PIPE, env=env)
                       for _ in range(self.processes)]
         for p in self.procs:

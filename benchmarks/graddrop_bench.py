@@ -1,8 +1,11 @@
 """Gradient dropping on 25M float32 values in steady state: residual add + sampled
 threshold + drop + encode, then decode into a reused buffer.
 
-fraction = (one add pass over the same values) / (encode + decode); speed-up = exact
-top-k at 1% (encode + decode) / gradient dropping at 99%. Density error = |mean achieved
+fraction = (one add pass over the same values) / (encode + decode); speed-up = an exact
+top-k at 1% that sorts (``torch.topk``'s selection, the indices sorted, the values
+gathered, then the same decode) / gradient dropping at 99%: the comparison of Aji &
+Heafield's Sec. 4 (sampling against sorting). thinwire's own top-k codec selects without
+a sort (``kernels/select.py``) and is in the codec table. Density error = |mean achieved
 density - 1%| / 1% over the timed messages. Each message carries a fresh gradient and
 the residual the previous ones left, as in training.
 """
@@ -20,7 +23,7 @@ N = 25_000_000
 SPECS = ["graddrop(ratio=0.99)", "graddrop(ratio=0.99, sampling='stride')",
          "graddrop(ratio=0.99, encoding='index_value')", "graddrop(ratio=0.99, bits=1)",
          "graddrop(ratio=0.999)"]
-TARGETS = {"graddrop(ratio=0.99)": {"fraction_of_roofline": 0.25, "speedup_vs_topk": 10.0, "density_error": 0.10}}
+TARGETS = {"graddrop(ratio=0.99)": {"fraction_of_roofline": 0.5, "speedup_vs_topk": 10.0, "density_error": 0.10}}
 REPEATS = 7
 
 
@@ -31,7 +34,12 @@ def run(n: int = N) -> list[dict]:
     topk = make_codec("topk(ratio=0.01)")
     topk_message = topk.encode(grads[0])
     out = torch.empty(n)
-    topk_s = (best_seconds(lambda: topk.encode(grads[0]), repeats=2, warmup=1)
+    k = topk.k_for(n)
+
+    def sorting_top_k():
+        index = torch.topk(grads[0].abs(), k, sorted=False).indices.sort().values
+        return index, grads[0][index]
+    topk_s = (best_seconds(sorting_top_k, repeats=2, warmup=1)
               + best_seconds(lambda: topk.decode(topk_message, out=out), repeats=3, warmup=1))
     rows = []
     for spec in SPECS:

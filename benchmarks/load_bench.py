@@ -10,13 +10,18 @@ far worse (each one ends at a barrier where a descheduled thread costs a time sl
 one that is a few large operations or one compiled kernel stays near the fair share.
 Each message carries a fresh gradient (two alternate) and the sender's state carries
 over, as in training; receivers decode with their own state into a reused buffer.
+
+Two ways: ``run`` pauses the loads between measurements, so each codec's pair (alone, with
+load) sees the same machine; ``run_continuous`` measures every codec alone first, then
+starts the loads and leaves them running through every measurement with load, as on a
+shared machine, where the loads' caches, frequencies and thread pools are never at rest.
 """
 
 from __future__ import annotations
 
 import torch
 
-from competing_load import CompetingLoad, slowdown
+from competing_load import CompetingLoad, median_seconds, slowdown
 from thinwire.codecs import CODECS, CodecState, make_codec
 from thinwire.policies import CoreExplorer
 
@@ -65,3 +70,16 @@ def run(n: int = N, repeats: int = 7) -> list[dict]:
             rows.append({"codec": spec, "values": n, "alone_s": alone, "loaded_s": loaded,
                          "slowdown": loaded / alone, "target": TARGET, "met": loaded / alone <= TARGET})
     return rows
+
+
+def run_continuous(n: int = N, repeats: int = 7) -> list[dict]:
+    """Every codec alone, then every codec with the loads running the whole time."""
+    gen = torch.Generator().manual_seed(0)
+    grads = [torch.randn(n, generator=gen) for _ in range(2)]
+    out = torch.empty(n)
+    alone = {spec: median_seconds(round_trip(spec, grads, out), repeats) for spec in SPECS}
+    with CompetingLoad(processes=2) as load, load.running():
+        loaded = {spec: median_seconds(round_trip(spec, grads, out), repeats) for spec in SPECS}
+    return [{"codec": spec, "values": n, "alone_s": alone[spec], "loaded_s": loaded[spec],
+             "slowdown": loaded[spec] / alone[spec], "target": TARGET, "met": loaded[spec] / alone[spec] <= TARGET}
+            for spec in SPECS]

@@ -30,7 +30,7 @@ def test_the_load_benchmark_covers_every_registered_codec():
 def small_doc():
     return {"codecs": codecs_bench.run(n=20_000), "graddrop": graddrop_bench.run(n=200_000),
             "replicas": replicas_bench.run(), "oland_raj": oland_raj_bench.run(n=20_000),
-            "load": load_bench.run(n=20_000, repeats=1)}
+            "load": load_bench.run(n=20_000, repeats=1), "load_running": load_bench.run_continuous(n=20_000, repeats=1)}
 
 
 def test_every_readme_block_is_written_from_a_run(small_doc):
@@ -43,3 +43,5 @@ def test_every_readme_block_is_written_from_a_run(small_doc):
         assert f"<!-- bench: {name} -->\n{table}<!-- /bench -->" in text
     assert [r["codec"] for r in small_doc["load"]] == load_bench.SPECS
     assert all(r["alone_s"] > 0 and r["loaded_s"] > 0 for r in small_doc["load"])
+    assert [r["codec"] for r in small_doc["load_running"]] == load_bench.SPECS
+    assert all(r["alone_s"] > 0 and r["loaded_s"] > 0 for r in small_doc["load_running"])
