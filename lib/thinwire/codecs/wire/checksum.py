@@ -94,6 +94,8 @@ def checksum(buffer: memoryview) -> int:
 def fill_and_checksum(message: bytearray, end: int, copies: list[tuple[int, np.ndarray]]) -> int:
     """Copy each (offset, uint8 array) into ``message`` and return the CRC-32C of
     ``message[:end]`` (the rest of which is written already), chunk by chunk."""
+    if not copies:  # the parts wrote themselves (``PartWriter``): one checksum per thread
+        return checksum(memoryview(message)[:end])
     dst = np.frombuffer(message, dtype=np.uint8, count=end)
 
     def fill(lo: int, hi: int) -> int:
