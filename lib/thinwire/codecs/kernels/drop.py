@@ -4,10 +4,11 @@
     survivor  = not |corrected| <= t     (NaN and Inf always survive)
     survivors' (index, value) recorded, and their residual zeroed
 
-Chunks run in parallel, each writing its survivors into its own slots of a shared output
-(``capacity`` per chunk, about 4x the expected count), testing blocks of 16 values at once. A chunk that finds more stops
-recording at the first survivor that does not fit and says where: its remainder, already
-corrected, is finished by ``_rest`` afterwards (counted, then gathered). So the tensor is
+Chunks run in parallel, testing blocks of 16 values at once, each writing its survivors
+into its own slots of a shared output (``capacity`` per chunk, about 4x the expected
+count). A chunk that finds more stops recording at the first survivor that does not fit
+and says where: its remainder, already corrected, is finished by ``rest`` afterwards
+(counted, then gathered). So the tensor is
 read and written once, whatever the threshold. Keeping ties (``|x| >= t``) is the same
 test against the float32 just below t, so one comparison serves both.
 """

@@ -4,8 +4,9 @@
    value t that about 1.25 k + 32 entries of the whole tensor reach (the sample's rank
    scaled, with a margin). The sample only sets the work, never the result.
 2. Count: one parallel read counts, per chunk, the entries with ``|x| >= t`` (on the bit
-   patterns, whose largest also flags NaN and Inf). Fewer than k: t moves down the sample (x4 the rank) and the count runs
-   again; at the sample's end t = 0 and every entry is a candidate.
+   patterns, whose largest also flags NaN and Inf). Fewer than k: t moves down the sample
+   (x4 the rank) and the count runs again; past the sample's end t = 0 and every entry is
+   a candidate.
 3. Gather: a second read writes each chunk's candidates (index, |x|) at the chunk's prefix
    sum, so they come out in ascending index order.
 4. Fix-up: the k-th largest candidate magnitude v (a partition of the c candidates, c about

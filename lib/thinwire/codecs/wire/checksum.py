@@ -55,10 +55,11 @@ def combine(crc_a: int, crc_b: int, length_b: int) -> int:
     return _multiply(shift, crc_a) ^ crc_b
 
 
-_POOL: tuple[int, ThreadPoolExecutor] | None = None
+_POOL: tuple[int, int, ThreadPoolExecutor] | None = None  # (pid, workers, pool)
 
 
 def _threads(nbytes: int) -> int:
+    """Threads for ``nbytes``: torch's count, and at least 2 MB each."""
     return 1 if nbytes < PARALLEL_MIN else max(1, min(torch.get_num_threads(), nbytes // (PARALLEL_MIN // 2)))
 
 
@@ -67,10 +68,10 @@ def _map(fn, ranges: list[tuple[int, int]]) -> list[int]:
     global _POOL
     if len(ranges) == 1:
         return [fn(*ranges[0])]
-    if _POOL is None or _POOL[0] != os.getpid() or _POOL[1]._max_workers < len(ranges):
-        _POOL = (os.getpid(), ThreadPoolExecutor(max(len(ranges), os.cpu_count() or 1),
-                                                 thread_name_prefix="thinwire-crc"))
-    return list(_POOL[1].map(lambda r: fn(*r), ranges))
+    if _POOL is None or _POOL[0] != os.getpid() or _POOL[1] < len(ranges):
+        workers = max(len(ranges), os.cpu_count() or 1)
+        _POOL = (os.getpid(), workers, ThreadPoolExecutor(workers, thread_name_prefix="thinwire-crc"))
+    return list(_POOL[2].map(lambda r: fn(*r), ranges))
 
 
 def _ranges(nbytes: int, pieces: int) -> list[tuple[int, int]]:
