@@ -239,3 +239,34 @@ def test_heartbeat_sends_a_tensor_left_unsent_for_max_gap_iterations():
     assert "max_gap" not in plain.spec() and beat.spec().endswith("max_gap=4)")
     with pytest.raises(ValueError, match="max_gap=-1 is not allowed"):
         make_policy("event(max_gap=-1)")
+
+
+def test_mean_motion_splits_the_mean_models_moves_by_part():
+    """Three peers of one two-entry tensor: the averaging moves the mean by (-0.1, 0), the
+    gradient step by (0.4, 0.3): share = <A + G, G> / <G, G> = 1 + (-0.04) / 0.25 = 0.84."""
+    from types import SimpleNamespace
+    from thinwire.algorithms.mean_motion import MeanMotion
+    replicas = SimpleNamespace(params={"w": torch.tensor([[1.0, 0.0], [2.0, 0.0], [3.0, 0.0]])})
+    motion = MeanMotion(replicas)
+    assert motion.share() == 1.0
+    motion.mark()
+    replicas.params["w"][:, 0] -= 0.1
+    motion.add("averaging")
+    replicas.params["w"] += torch.tensor([0.4, 0.3])
+    motion.add("gradient")
+    assert motion.share() == pytest.approx(0.84, abs=1e-6)  # float32 parameters
+    saved = motion.state_dict()
+    other = MeanMotion(replicas)
+    other.load_state_dict(saved)
+    assert other.share() == pytest.approx(0.84, abs=1e-6)
+
+
+def test_lagging_copies_pull_the_mean_model_back_and_full_copies_do_not(tmp_path):
+    """D-PSGD's averaging keeps the peers' mean (W doubly stochastic): the mean model moves by
+    its summed gradient steps exactly. Top-10% copies lag their senders, so the averaging
+    cancels part of the steps."""
+    dpsgd = run(RunConfig(**TINY, push_policy="always"), root=tmp_path)
+    topk = run(RunConfig(**TINY, push_policy="event(horizon=0.0, forced=0, topk=0.1)", push_codec="topk(ratio=0.1)"),
+               root=tmp_path)
+    assert dpsgd.metrics["mean_step_share"][-1] == pytest.approx(1.0, abs=1e-5)
+    assert topk.metrics["mean_step_share"][-1] < 0.9

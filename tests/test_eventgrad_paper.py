@@ -93,3 +93,24 @@ def test_traces_and_epoch_losses(tiny):
     last = eg.last_events(event)
     assert set(last) == set(traces) and max(last.values()) <= 12
     assert all(step + 1 <= last[tensor] for step, _, sender, _, tensor, _, _ in event.ledger.rows() if sender == 0)
+
+
+def test_slowed_d_psgd_takes_the_step_share_and_is_quoted(tiny, tmp_path):
+    headline, sweep = tiny
+    dpsgd, event, topk = (headline[(label, 4, 0)] for label in eg.LABELS)
+    assert eg.step_share(dpsgd) == pytest.approx(1.0, abs=1e-5)
+    share = eg.step_share(topk)
+    assert share < 1.0
+    assert eg.slowed_lr(topk, dpsgd) == pytest.approx(dpsgd.config.lr * share, rel=1e-3)
+    slowed = {label: run(dpsgd.config.replace(lr=eg.slowed_lr(r, dpsgd)), root=tmp_path)
+              for label, r in (("EventGraD", event), ("EventGraD Top-10%", topk))}
+    table = eg.slowed_table({"EventGraD": event, "EventGraD Top-10%": topk}, slowed, dpsgd)
+    assert table.loc["EventGraD Top-10%", "mean step share"] == share
+    assert table.loc["EventGraD Top-10%", "gap, D-PSGD at lr x share"] == \
+        pytest.approx(eg.accuracy(slowed["EventGraD Top-10%"]) - eg.accuracy(dpsgd))
+    t1, t2 = eg.table1(headline, (4,)), eg.table2(headline, (4,))
+    comparison = eg.paper_vs_ours(t1, t2, eg.sweep_table(sweep, dpsgd), eg.PUBLISHED, 1.0, slowed=table)
+    why = comparison.loc["4 peers: accuracy gap, Top-10% - D-PSGD (Table 2, points)", "why"]
+    assert f"travelled {share:.2f} of its gradient steps" in why
+    with pytest.raises(ValueError, match="no mean_step_share"):
+        eg.step_share(type("R", (), {"metrics": {}})())

@@ -28,7 +28,10 @@ seed gives the same numbers on every transport.
 
 Messages are counted per tensor per neighbour: D-PSGD sends 2 x tensors x K per
 iteration. ``extra`` holds, for peer 0, the norm and threshold of each traced tensor at
-each test (Figs. 4-5 of the paper) and the share of tensors each peer sent.
+each test (Figs. 4-5 of the paper), the share of tensors each peer sent and, where one
+process holds every peer, ``mean_step_share``: the fraction of its summed gradient steps
+that the peers' mean model travelled (``mean_motion.py``; 1 for D-PSGD, below 1 when
+copies that lag their senders pull the mean back).
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from ..policies import make_policy
 from ..seed_tree import SeedTree
 from ..validation import codec_under_policy, float_in, int_in, policy_spec
 from .declared import Declared
+from .mean_motion import MeanMotion
 from .report import StepReport
 from .round import Round, local_gradients, ready, worker_seeds
 from .section import Section
@@ -113,6 +117,9 @@ class EventGraD(Declared):
         spacing = (len(names) - 1) / max(1, count - 1)
         self.traced = [names[round(i * spacing)] for i in range(count)] if count else []
         self.roles = {j: "peer" for j in range(peers)}
+        # the mean model's motion by part (``mean_motion.py``): measured where one process holds every peer
+        whole = self.local_workers == list(range(peers)) and section.trace > 0
+        self.motion = self.declare("motion", MeanMotion(self.replicas) if whole else None)
 
     @classmethod
     def from_config(cls, model, transport, config, steps_per_epoch: int):
@@ -133,11 +140,24 @@ class EventGraD(Declared):
                                     self.policies[j]) is not None
         self.receive(rnd, rnd.exchange("ring"))                                # 3. neighbours overwrite their copies
         with torch.no_grad():
+            self.watch(rnd, None)
             for name, p in self.replicas.params.items():                       # 4. theta = (theta + left + right) / 3
                 p.add_(self.left[name]).add_(self.right[name]).div_(3.0)
+            self.watch(rnd, "averaging")
             self.replicas.descend(grads, self.lr, self.momentum,               # 5. theta -= lr g (before averaging)
                                   self.weight_decay)
+            self.watch(rnd, "gradient")
         return rnd.report(losses, correct, y, len(self.local_workers), extra=self.measurements(sent))
+
+    def watch(self, rnd: Round, part: str | None) -> None:
+        """Where the mean model is (``None``), or what ``part`` moved it by (untimed; see
+        ``mean_motion.py``); nothing unless one process holds every peer."""
+        if self.motion is not None:
+            with rnd.untimed():
+                if part is None:
+                    self.motion.mark()
+                else:
+                    self.motion.add(part)
 
     def receive(self, rnd: Round, inbox: list[Envelope]) -> None:
         """Step 3: each message overwrites (merges into) the receiver's copy of its sender."""
@@ -154,6 +174,8 @@ class EventGraD(Declared):
             return {}
         tensors = len(self.replicas.params)
         out = {"tensors_sent_share": sum(sent.values()) / (tensors * len(sent))}
+        if self.motion is not None:
+            out["mean_step_share"] = self.motion.share()
         trace = getattr(self.policies.get(0), "trace", None)
         if trace:
             for name in self.traced:

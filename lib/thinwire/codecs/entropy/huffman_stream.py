@@ -24,13 +24,17 @@ gives the length, and the codeword's rank among those of its length gives the sy
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from numba import njit, prange
 
 from .huffman_code import MAX_LENGTH, canonical_codes
 
-TABLE_BITS = 16   # at most 2**16 table entries (256 KiB)
+TABLE_BITS = 12   # at most 2**12 table entries (16 KiB: the first-level cache)
+GROUP = 4         # chunks a decoding thread works on in lockstep
 _U64 = np.uint64
+_SWAP = sys.byteorder == "little"   # the encoder's native 32-bit words are byte-swapped into stream order
 
 
 def encoded_bits(freq: np.ndarray, lengths: np.ndarray) -> int:
@@ -48,43 +52,77 @@ def _chunk_bits(symbols, lengths, sync, out):
         out[c] = total
 
 
-@njit(nogil=True, cache=True)
-def _put(words, first, c, k, w, word):
-    """Word ``k`` of chunk ``c`` (at ``words[w]``): the first one is kept aside."""
-    if k == 0:
-        first[c] = word
-    else:
-        words[w] = word
+@njit(nogil=True, cache=True, inline="always")
+def _add(e, acc, bits, w, aside, words):
+    """Append codeword ``e`` (code << 8 | length) to a chunk's register: ``acc`` holds its
+    last ``bits`` (< 32) bits in its low end. The register's top 32 bits are stored at word
+    ``w`` every time, without a branch, and ``w`` moves on only once they are whole (until
+    then the next store overwrites them); ``w`` at the chunk's first word stores to
+    ``aside`` instead. Returns the new (acc, bits, w)."""
+    ln = np.int64(e & _U64(255))
+    acc = (acc << _U64(ln)) | (e >> _U64(8))
+    bits += ln
+    full = np.int64(bits >= 32)
+    word = (acc >> _U64((bits - 32) & 63)) & _U64(0xFFFFFFFF)
+    words[w + (w == 0) * aside] = word
+    return acc, bits - 32 * full, w + full
 
 
 @njit(parallel=True, nogil=True, cache=True)
 def _encode_chunks(symbols, packed, sync, starts, words):
-    """Write chunk c's codewords from bit ``starts[c]`` on (``packed``: codeword << 8 | length)."""
+    """Write chunk c's codewords from bit ``starts[c]`` on (``packed``: codeword << 8 |
+    length) into ``words`` (native 32-bit words; the last ``starts.size`` entries hold each
+    chunk's first word, merged in order at the end). Parallel over groups of
+    ``GROUP`` chunks, whose registers a thread fills in lockstep, one symbol of each per
+    iteration."""
     n = symbols.size
-    first = np.zeros(starts.size, np.uint64)   # each chunk's first word, merged below
-    for c in prange(starts.size):
-        w0 = starts[c] >> 6
-        w = w0
-        used = starts[c] & 63                  # bits of word w taken before this chunk
-        acc = np.uint64(0)
-        for i in range(c * sync, min(n, (c + 1) * sync)):
-            e = packed[symbols[i]]
-            ln = np.int64(e & np.uint64(255))
-            code = e >> np.uint64(8)
-            free = 64 - used
-            if ln < free:
-                acc |= code << np.uint64(free - ln)
-                used += ln
-                continue
-            rest = ln - free                    # bits that go to the next word
-            _put(words, first, c, w - w0, w, acc | (code >> np.uint64(rest)))
-            w += 1
-            acc = code << np.uint64(64 - rest) if rest else np.uint64(0)
-            used = rest
-        if used:
-            _put(words, first, c, w - w0, w, acc)
-    for c in range(starts.size):               # in order: shared words are OR-ed serially
-        words[starts[c] >> 6] |= first[c]
+    chunks = starts.size
+    base = words.size - chunks                 # first words, set aside
+    for g in prange((chunks + GROUP - 1) // GROUP):
+        c0 = g * GROUP
+        last = min(chunks, c0 + GROUP)
+        whole = (c0 + GROUP) * sync <= n       # four whole chunks, in lockstep
+        if whole:
+            o0, o1, o2, o3 = starts[c0] >> 5, starts[c0 + 1] >> 5, starts[c0 + 2] >> 5, starts[c0 + 3] >> 5
+            # word indices relative to each chunk's first word; ``aside`` redirects index 0
+            a0, a1, a2, a3 = base + c0 - o0, base + c0 + 1 - o1, base + c0 + 2 - o2, base + c0 + 3 - o3
+            w0, w1, w2, w3 = np.int64(0), np.int64(0), np.int64(0), np.int64(0)
+            b0, b1, b2, b3 = starts[c0] & 31, starts[c0 + 1] & 31, starts[c0 + 2] & 31, starts[c0 + 3] & 31
+            r0 = r1 = r2 = r3 = _U64(0)
+            v0, v1, v2, v3 = words[o0:], words[o1:], words[o2:], words[o3:]
+            s0 = c0 * sync
+            for i in range(s0, s0 + sync):
+                r0, b0, w0 = _add(packed[symbols[i]], r0, b0, w0, a0, v0)
+                r1, b1, w1 = _add(packed[symbols[i + sync]], r1, b1, w1, a1, v1)
+                r2, b2, w2 = _add(packed[symbols[i + 2 * sync]], r2, b2, w2, a2, v2)
+                r3, b3, w3 = _add(packed[symbols[i + 3 * sync]], r3, b3, w3, a3, v3)
+            _close(r0, b0, w0, a0, v0)
+            _close(r1, b1, w1, a1, v1)
+            _close(r2, b2, w2, a2, v2)
+            _close(r3, b3, w3, a3, v3)
+        else:                                  # the last group: one chunk at a time
+            for c in range(c0, last):
+                o = starts[c] >> 5
+                a = base + c - o
+                v = words[o:]
+                w = np.int64(0)
+                b = starts[c] & 31
+                r = _U64(0)
+                for i in range(c * sync, min(n, (c + 1) * sync)):
+                    r, b, w = _add(packed[symbols[i]], r, b, w, a, v)
+                _close(r, b, w, a, v)
+    for c in range(chunks):                    # in order: a word shared with the chunk before is OR-ed
+        if starts[c] & 31:
+            words[starts[c] >> 5] |= words[base + c]
+        else:
+            words[starts[c] >> 5] = words[base + c]
+
+
+@njit(nogil=True, cache=True)
+def _close(acc, bits, w, aside, words):
+    """Store a chunk's last, partial word (its ``bits`` bits first, zeros after)."""
+    if bits:
+        words[w + (w == 0) * aside] = (acc << _U64(32 - bits)) & _U64(0xFFFFFFFF)
 
 
 def encode(symbols: np.ndarray, lengths: np.ndarray, sync: int,
@@ -106,9 +144,12 @@ def encode(symbols: np.ndarray, lengths: np.ndarray, sync: int,
     bits = np.empty((n + sync - 1) // sync, dtype=np.int64)
     _chunk_bits(symbols, lengths, sync, bits)
     starts = np.cumsum(bits) - bits
-    words = np.zeros(total // 64 + 2, dtype=_U64)
+    words = np.empty(total // 32 + 2 + starts.size, dtype=np.uint32)
     _encode_chunks(symbols, packed, sync, starts, words)
-    return words.astype(">u8").view(np.uint8)[: (total + 7) // 8], starts.astype(np.uint32)
+    stream = words[: (total + 31) // 32]
+    if _SWAP:
+        stream.byteswap(inplace=True)          # native 32-bit words -> stream (big-endian) byte order
+    return stream.view(np.uint8)[: (total + 7) // 8], starts.astype(np.uint32)
 
 
 def _table(lengths: np.ndarray, codes: np.ndarray, t: int) -> np.ndarray:
@@ -157,27 +198,63 @@ def _canonical_entry(window, limit, lens, first_rank, first_code, order, maxlen)
     return np.uint32(0)
 
 
+@njit(nogil=True, cache=True, inline="always")
+def _entry(words, pos, table, drop, limit, lens, first_rank, first_code, order, maxlen):
+    """(symbol << 8) | length of the codeword at bit ``pos``: the 64 bits from the 32-bit word
+    holding ``pos``, shifted to it; its first bits looked up, or decoded canonically."""
+    k = pos >> 5
+    win = ((np.uint64(words[k]) << np.uint64(32)) | np.uint64(words[k + 1])) << np.uint64(pos & 31)
+    e = table[win >> drop]
+    if e == 0 and limit.size:
+        e = _canonical_entry(np.int64(win >> np.uint64(64 - maxlen)), limit, lens, first_rank, first_code, order,
+                             maxlen)
+    return e
+
+
 @njit(parallel=True, nogil=True, cache=True)
-def _decode_chunks(window, syncs, sync, table, t, slow, out):
-    """Decode chunk c (symbols c sync .. (c + 1) sync - 1) from bit ``syncs[c]``, in
-    parallel over chunks; returns the number of chunks that met an invalid codeword."""
+def _decode_chunks(words, syncs, sync, table, t, slow, out):
+    """Decode chunk c (symbols c sync .. (c + 1) sync - 1) from bit ``syncs[c]``; returns the
+    number of groups that met an invalid codeword. Parallel over groups of ``GROUP`` chunks;
+    a thread decodes the chunks of a whole group in lockstep, one symbol of each per
+    iteration, so their lookups (each waiting on the one before it in its chunk) overlap."""
     limit, lens, first_rank, first_code, order, maxlen = slow
     n = out.size
+    chunks = syncs.size
+    groups = (chunks + GROUP - 1) // GROUP
     drop = np.uint64(64 - t)
-    bad = np.zeros(syncs.size, np.int64)
-    for c in prange(syncs.size):
-        pos = np.int64(syncs[c])
-        for i in range(c * sync, min(n, (c + 1) * sync)):
-            win = window[pos >> 5] << np.uint64(pos & 31)
-            e = table[win >> drop]
-            if e == 0 and limit.size:
-                e = _canonical_entry(np.int64(win >> np.uint64(64 - maxlen)), limit, lens, first_rank,
-                                     first_code, order, maxlen)
-            if e == 0:
-                bad[c] = 1
-                break
-            out[i] = e >> np.uint32(8)
-            pos += e & np.uint32(255)
+    bad = np.zeros(groups, np.int64)
+    for g in prange(groups):
+        c0 = g * GROUP
+        if (c0 + GROUP) * sync <= n:           # four whole chunks
+            p0, p1, p2, p3 = (np.int64(syncs[c0]), np.int64(syncs[c0 + 1]), np.int64(syncs[c0 + 2]),
+                              np.int64(syncs[c0 + 3]))
+            s0 = c0 * sync
+            for i in range(s0, s0 + sync):
+                e0 = _entry(words, p0, table, drop, limit, lens, first_rank, first_code, order, maxlen)
+                e1 = _entry(words, p1, table, drop, limit, lens, first_rank, first_code, order, maxlen)
+                e2 = _entry(words, p2, table, drop, limit, lens, first_rank, first_code, order, maxlen)
+                e3 = _entry(words, p3, table, drop, limit, lens, first_rank, first_code, order, maxlen)
+                if e0 == 0 or e1 == 0 or e2 == 0 or e3 == 0:
+                    bad[g] = 1
+                    break
+                out[i] = e0 >> np.uint32(8)
+                out[i + sync] = e1 >> np.uint32(8)
+                out[i + 2 * sync] = e2 >> np.uint32(8)
+                out[i + 3 * sync] = e3 >> np.uint32(8)
+                p0 += e0 & np.uint32(255)
+                p1 += e1 & np.uint32(255)
+                p2 += e2 & np.uint32(255)
+                p3 += e3 & np.uint32(255)
+        else:                                  # the last group: one chunk at a time
+            for c in range(c0, chunks):
+                pos = np.int64(syncs[c])
+                for i in range(c * sync, min(n, (c + 1) * sync)):
+                    e = _entry(words, pos, table, drop, limit, lens, first_rank, first_code, order, maxlen)
+                    if e == 0:
+                        bad[g] = 1
+                        break
+                    out[i] = e >> np.uint32(8)
+                    pos += e & np.uint32(255)
     return bad.sum()
 
 
@@ -204,15 +281,14 @@ def decode(stream: np.ndarray, n: int, lengths: np.ndarray, syncs: np.ndarray, s
     t = min(maxlen, TABLE_BITS)
     table = _table(lengths, codes, t)
     slow = _Canonical(lengths, codes) if maxlen > t else None
-    # the 64 bits starting at each 32-bit word, with zeros past the end for the chunks
-    # that run over it in the last iterations (at most sync * maxlen bits)
+    # the stream as native 32-bit words, with zeros past the end for the chunks that run
+    # over it in the last iterations (at most sync * maxlen bits)
     nw = (stream.size + 3) // 4 + (min(sync, n) * maxlen + 31) // 32 + 2
-    padded = np.zeros(nw * 4, dtype=np.uint8)
+    padded = np.empty(nw * 4, dtype=np.uint8)
     padded[: stream.size] = stream
-    w32 = padded.view(">u4").astype(_U64)
-    window = w32[:-1] << _U64(32)
-    window |= w32[1:]
-    del w32, padded
+    padded[stream.size:] = 0
+    words = padded.view(">u4").astype(np.uint32)
+    del padded
     pos = syncs.astype(np.int64)
     if (pos >= 8 * stream.size + 1).any() or (np.diff(pos) < 0).any() or (pos < 0).any():
         raise ValueError("sync points are out of order or past the end of the stream")
@@ -221,6 +297,6 @@ def decode(stream: np.ndarray, n: int, lengths: np.ndarray, syncs: np.ndarray, s
         slow_args = (no, no, no, no, no, t)
     else:
         slow_args = (slow.limit, slow.lens, slow.first_rank, slow.first_code, slow.order, slow.maxlen)
-    if _decode_chunks(window, pos, sync, table, t, slow_args, out):
+    if _decode_chunks(words, pos, sync, table, t, slow_args, out):
         raise ValueError("the stream holds a bit pattern that is no codeword")
     return out

@@ -223,17 +223,29 @@ def _topk_why(fractions, ours_msgs: float, msgs, longer=None) -> str:
     return text
 
 
+def _slowed_why(slowed, label: str) -> str:
+    """What the slowed-D-PSGD test (``slowed_table``) says of ``label``."""
+    if slowed is None or label not in slowed.index:
+        return ""
+    row = slowed.loc[label]
+    return (f"; its copies lag, so the averaging pulls the peers' mean back: the mean model travelled "
+            f"{row['mean step share']:.2f} of its gradient steps, and D-PSGD run at lr x {row['mean step share']:.2f} "
+            f"trails full-step D-PSGD by {row['gap, D-PSGD at lr x share']:+.2f} where {label} trails by "
+            f"{row['gap to D-PSGD']:+.2f} (first seed)")
+
+
 def paper_vs_ours(t1, t2, sweep_frame, published: dict, horizon: float, trigger=None,
                   by_epoch=None, longer=None, fractions=None, heartbeat=None,
-                  dataset: str = "mnist", optimizer=None) -> "pd.DataFrame":
+                  dataset: str = "mnist", optimizer=None, slowed=None) -> "pd.DataFrame":
     """The notebook's "paper vs ours" table: Table 1-2 at each ring size we ran, and the
     official MNIST claim; the "why" column quotes the sweep, the trigger ablation
     (``trigger_table``: the last row is the random trigger), the gap by epoch and in the
     longer runs (a frame with ``gap EventGraD`` and ``gap EventGraD Top-10%`` columns) and
     the Top-K runs (``trigger_table`` rows D-PSGD, EventGraD, then Top-K without a trigger
     and by growing fraction) and the heartbeat runs (``trigger_table`` rows D-PSGD,
-    EventGraD, then each max_gap) and the methods under two SGD settings
-    (``optimizer_table``)."""
+    EventGraD, then each max_gap), the methods under two SGD settings
+    (``optimizer_table``) and D-PSGD slowed to each method's mean step share
+    (``slowed_table``)."""
     import pandas as pd
     rows = []
     evidence = ""
@@ -262,7 +274,7 @@ def paper_vs_ours(t1, t2, sweep_frame, published: dict, horizon: float, trigger=
                      "ours": t1.loc[k, "gap (EventGraD - D-PSGD)"],
                      "why": f"messages buy accuracy along the sweep; closest to the paper's share: "
                             f"{_closest(sweep_frame, pct or 43.0)}" + evidence
-                            + _optimizer_evidence(optimizer, "EventGraD")})
+                            + _optimizer_evidence(optimizer, "EventGraD") + _slowed_why(slowed, "EventGraD")})
     for k in t2.index:
         acc, msgs, comm = published["table2"].get(int(k), (None, None, None))
         regular = published["table1"].get(int(k), (None,))[0]
@@ -276,7 +288,8 @@ def paper_vs_ours(t1, t2, sweep_frame, published: dict, horizon: float, trigger=
         rows.append({"quantity": f"{k} peers: accuracy gap, Top-10% - D-PSGD (Table 2, points)",
                      "paper": None if acc is None else acc - regular, "ours": t2.loc[k, "gap to D-PSGD"],
                      "why": _topk_why(fractions, ours_msgs, msgs, longer)
-                            + _optimizer_evidence(optimizer, "EventGraD Top-10%")})
+                            + _optimizer_evidence(optimizer, "EventGraD Top-10%")
+                            + _slowed_why(slowed, "EventGraD Top-10%")})
     rows.append({"quantity": "MNIST: % of messages saved at 4 peers (official README)",
                  "paper": published["mnist_messages_saved"], "ours": 100.0 - t1.loc[t1.index[0], "% messages"],
                  "why": "the README gives no horizon, ring size or accuracy; " + span.split(";")[0]})
@@ -315,3 +328,35 @@ def optimizer_table(settings: dict) -> "pd.DataFrame":
         columns[f"% messages, {name}"] = {label: messages_pct(r, dpsgd) for label, r in group.items()}
         columns[f"% communication, {name}"] = {label: communication_pct(r, dpsgd) for label, r in group.items()}
     return pd.DataFrame(columns)
+
+
+def step_share(result) -> float:
+    """The fraction of its summed gradient steps that the peers' mean model travelled over
+    the run (``algorithms/mean_motion.py``): 1 for D-PSGD; below 1 when copies that lag
+    their senders pull the mean back."""
+    shares = result.metrics.get("mean_step_share")
+    if not shares:
+        raise ValueError("the run has no mean_step_share: it is measured where one process holds every peer")
+    return float(shares[-1])
+
+
+def slowed_lr(result, dpsgd) -> float:
+    """D-PSGD's lr times ``result``'s mean step share, to 4 significant digits: the step a
+    D-PSGD needs to move its mean model as far as ``result``'s moved."""
+    return float(f"{dpsgd.config.lr * step_share(result):.4g}")
+
+
+def slowed_table(methods: dict, slowed: dict, dpsgd) -> "pd.DataFrame":
+    """{label: result} and {label: D-PSGD at ``slowed_lr`` of that result} against full-step
+    D-PSGD (same seed and length): each method's mean step share, its accuracy and gap, and
+    the slowed D-PSGD's accuracy and gap. If the slowed D-PSGD trails as much as the method,
+    the method's gap is that of a shorter step of the mean model."""
+    import pandas as pd
+    rows = {}
+    for label, r in methods.items():
+        slow = slowed[label]
+        rows[label] = {"mean step share": step_share(r), "accuracy": accuracy(r),
+                       "gap to D-PSGD": accuracy(r) - accuracy(dpsgd), "D-PSGD at lr x share: lr": slow.config.lr,
+                       "accuracy, D-PSGD at lr x share": accuracy(slow),
+                       "gap, D-PSGD at lr x share": accuracy(slow) - accuracy(dpsgd)}
+    return pd.DataFrame(rows).T
