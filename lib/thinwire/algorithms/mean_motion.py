@@ -37,12 +37,14 @@ class MeanMotion:
         self._last: torch.Tensor | None = None
 
     def mean(self) -> torch.Tensor:
-        """The mean model's parameters, flattened in parameter order (float64)."""
-        return torch.cat([p.detach().double().mean(0).reshape(-1) for p in self.replicas.params.values()])
+        """The mean model's parameters, flattened in parameter order (summed in float64)."""
+        return torch.cat([p.detach().mean(0).reshape(-1) for p in self.replicas.params.values()]).double()
 
     def mark(self) -> None:
-        """Remember where the mean model is now."""
-        self._last = self.mean()
+        """Remember where the mean model is now (kept from the last ``add`` when nothing moved
+        the parameters since: the mean computed once serves as the next step's start)."""
+        if self._last is None:
+            self._last = self.mean()
 
     def add(self, part: str) -> None:
         """Add the mean model's move since the last ``mark`` or ``add`` to ``part``'s sum."""
@@ -62,3 +64,4 @@ class MeanMotion:
     def load_state_dict(self, state: dict) -> None:
         for part in self.PARTS:
             self.sums[part].copy_(state[part])
+        self._last = None                       # the parameters were restored too: measure afresh

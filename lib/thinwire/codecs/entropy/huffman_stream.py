@@ -9,17 +9,25 @@ of every ``sync``-th symbol (uint32), which let the decoder work on all
 
 Encoding is a compiled kernel (numba) in two parallel passes over the chunks between
 sync points: (1) each chunk's length in bits, whose running sum gives the sync points;
-(2) each chunk writes its codewords, most significant bit first, through a 64-bit
-register into the 64-bit words from its sync point on. Words are whole to one chunk
-except the first word of each chunk, which it may share with the chunk before: that word
-is kept aside and OR-ed in afterwards, in order.
+(2) each chunk writes its codewords, most significant bit first, through a register into
+native 32-bit words from its sync point on, swapped into stream (big-endian) byte order
+once at the end. The register takes a codeword with a shift and an OR and stores its top
+32 bits at the current word after every codeword, without a branch; the word index moves
+on once those bits are whole, so the stores before that are overwritten. Words are whole
+to one chunk except the first word of each chunk, which it may share with the chunk
+before: that word is kept aside and OR-ed in afterwards, in order.
 
 Decoding is a compiled kernel (numba), parallel over the chunks between sync points.
 Within a chunk, each symbol: read the 64 bits starting at the current 32-bit word, shift
 out the bit offset, and look the next ``T`` bits up in a table of ``2**T`` entries
-(symbol << 8 | length). Codewords longer than ``T`` (rare symbols) are resolved by
-canonical decoding: a comparison against the left-justified last codeword of each length
-gives the length, and the codeword's rank among those of its length gives the symbol.
+(symbol << 8 | length; T = 12, a table that stays in the first-level cache). Codewords
+longer than ``T`` (rare symbols) are resolved by canonical decoding: a comparison against
+the left-justified last codeword of each length gives the length, and the codeword's rank
+among those of its length gives the symbol.
+
+Both kernels give a thread ``GROUP`` = 4 chunks at once and advance them in lockstep, one
+symbol of each per iteration: each symbol waits on the one before it in its chunk (its bit
+position), so four independent chains keep the core busy where one would leave it waiting.
 """
 
 from __future__ import annotations

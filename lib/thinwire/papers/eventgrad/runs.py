@@ -77,7 +77,7 @@ class EventGradRuns:
     epochs: int = 0
     forced: int = 0                       # the forced iterations of every EventGraD run
     gloo: RunConfig | None = None         # a short EventGraD run, 4 peers: in-process vs one gloo rank per peer
-    longer: dict[str, RunConfig] = field(default_factory=dict)  # each method, 4 peers, 1st seed, twice as long
+    longer: dict[str, RunConfig] = field(default_factory=dict)  # each method, 4 peers, 1st seed, twice as long (if the profile has them)
     topk: dict[float, RunConfig] = field(default_factory=dict)    # Top-K fraction -> EventGraD Top-K, 4 peers, 1st seed
     topk_every: RunConfig | None = None   # Top-10% whenever a norm moves at all (horizon 0): no trigger, 4 peers, 1st seed
     cifar_optimizer: dict[str, RunConfig] = field(default_factory=dict)  # each method with the CIFAR-10 SGD, 4 peers, 1st seed
@@ -140,7 +140,8 @@ def eventgrad_runs(*, profile: str, dataset: str = "mnist", horizon: float = HOR
     for label in LABELS:
         config4 = runs.headline[(label, 4, first)]
         runs.cifar_optimizer[label] = config4.replace(lr=cifar["lr"], momentum=cifar["momentum"])
-        runs.longer[label] = config4.replace(steps=2 * config4.steps)
+        if size["longer"]:
+            runs.longer[label] = config4.replace(steps=2 * config4.steps)
     runs.gloo = event4.replace(steps=min(event4.steps, GLOO_STEPS), eval_every=min(event4.steps, GLOO_STEPS))
     runs.sweep[("paper", horizon)] = runs.headline[("EventGraD", 4, first)]
     for rule, horizons in size["sweep"].items():
