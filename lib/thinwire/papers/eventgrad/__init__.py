@@ -18,5 +18,5 @@ __all__ = ["BATCH", "EVENTGRAD", "EVENTGRAD_CIFAR10", "EventGradRuns", "FORCED",
            "PUBLISHED", "SETUPS", "TOPK", "accuracy", "accuracy_by_epoch", "communication_pct", "epoch_losses", "event",
            "eventgrad_recipes", "eventgrad_runs", "framing_table", "iteration_seconds", "last_events",
            "mean_accuracy", "messages", "messages_pct", "methods", "network_notes", "optimizer_table", "paper_vs_ours",
-           "per_tensor_messages", "share_after_forced", "slowed_lr", "slowed_table", "step_share", "sweep_table", "table1", "table2", "tensor_sizes",
-           "time_table", "traces", "trigger_table"]
+           "per_tensor_messages", "share_after_forced", "slowed_lr", "slowed_table", "step_share", "sweep_table",
+           "table1", "table2", "tensor_sizes", "time_table", "traces", "trigger_table"]

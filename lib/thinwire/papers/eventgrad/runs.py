@@ -77,7 +77,7 @@ class EventGradRuns:
     epochs: int = 0
     forced: int = 0                       # the forced iterations of every EventGraD run
     gloo: RunConfig | None = None         # a short EventGraD run, 4 peers: in-process vs one gloo rank per peer
-    longer: dict[str, RunConfig] = field(default_factory=dict)  # each method, 4 peers, 1st seed, twice as long (if the profile has them)
+    longer: dict[str, RunConfig] = field(default_factory=dict)  # each method, 4 peers, 1st seed, twice as long; not at default
     topk: dict[float, RunConfig] = field(default_factory=dict)    # Top-K fraction -> EventGraD Top-K, 4 peers, 1st seed
     topk_every: RunConfig | None = None   # Top-10% whenever a norm moves at all (horizon 0): no trigger, 4 peers, 1st seed
     cifar_optimizer: dict[str, RunConfig] = field(default_factory=dict)  # each method with the CIFAR-10 SGD, 4 peers, 1st seed
