@@ -153,6 +153,27 @@ def test_offsets_round_trip(gaps):
     assert torch.equal(decode_offsets(width, words, escaped, len(gaps), numel), index)
 
 
+@settings(max_examples=40, deadline=None)
+@given(gaps=st.lists(st.one_of(st.integers(1, 300), st.integers(1, 70_000)), max_size=300))
+def test_offsets_words_are_the_gaps_with_escapes(gaps):
+    """The compiled encoder against the definition: every gap below the escape is its own
+    word; the others write the escape and go whole, in order, into the escaped part."""
+    index = torch.tensor(np.cumsum(gaps, dtype=np.int64) - 1 if gaps else np.zeros(0, np.int64))
+    width, words, escaped = encode_offsets(index)
+    escape = (1 << width) - 1
+    g = np.array(gaps, dtype=np.int64)
+    assert np.array_equal(words.numpy().view({8: np.uint8, 16: np.uint16}[width]), np.minimum(g, escape))
+    assert np.array_equal(escaped.numpy(), g[g >= escape])
+    assert width == (8 if g.size + 4 * int((g >= 255).sum()) <= 2 * g.size + 4 * int((g >= 65535).sum()) else 16)
+
+
+def test_offsets_reject_gaps_below_one():
+    width, words, escaped = encode_offsets(torch.tensor([3, 400, 100_000]))
+    for bad in (0, -5):
+        with pytest.raises(CorruptMessageError, match="gap below 1"):
+            decode_offsets(width, words, torch.full_like(escaped, bad), 3, 200_000)
+
+
 def test_offsets_reject_inconsistent_input():
     width, words, escaped = encode_offsets(torch.tensor([3, 400, 100_000]))
     with pytest.raises(CorruptMessageError):

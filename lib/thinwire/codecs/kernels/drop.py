@@ -4,7 +4,7 @@
     survivor  = not |corrected| <= t     (NaN and Inf always survive)
     survivors' (index, value) recorded, and their residual zeroed
 
-Chunks run in parallel, testing blocks of 16 values at once, each writing its survivors
+Chunks run in parallel, testing blocks of 64 values at once, each writing its survivors
 into its own slots of a shared output (``capacity`` per chunk, about 4x the expected
 count). A chunk that finds more stops recording at the first survivor that does not fit
 and says where: its remainder, already corrected, is finished by ``rest`` afterwards
@@ -18,8 +18,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from .bits import trailing_zeros
 
-BLOCK = 16  # values tested together: the add and the test vectorize, survivors are rare
+
+BLOCK = 64  # values tested together: one bit each in a survivor mask
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -39,31 +41,53 @@ def _record(res, t, keep, first, lo, hi, index, values, j, found, capacity):
 
 @njit(nogil=True, cache=True)
 def _add_and_drop_chunk(src, grad, res, t, first, index, values, j, capacity):
-    """Alg. 1 on one chunk: each block of ``BLOCK`` values is corrected and tested at once
-    (a fixed trip count, so it vectorizes), and only a block with a survivor is walked
-    value by value."""
+    """Alg. 1 on one chunk. Each block of ``BLOCK`` values is corrected and tested in one
+    loop of fixed trip count (it vectorizes: an add pass with a compare beside it), which
+    leaves one bit per survivor in a 64-bit mask; the survivors are then visited by their
+    bits alone (``trailing_zeros``), so a block costs its survivors, not its length."""
     found, n = 0, res.size
     full = n - n % BLOCK
-    for base in range(0, n, BLOCK):
-        end = base + BLOCK if base < full else n
-        hit = False
-        if base < full:
-            for i in range(base, base + BLOCK):
-                x = src[i] + grad[i]
-                res[i] = x
-                hit |= not abs(x) <= t
-        else:
-            for i in range(base, n):
-                x = src[i] + grad[i]
-                res[i] = x
-                hit |= not abs(x) <= t
-        if hit:
-            found, stop = _record(res, t, True, first, base, end, index, values, j, found, capacity)
-            if stop >= 0:
-                for r in range(end, n):  # the rest is corrected, not yet dropped
+    for base in range(0, full, BLOCK):
+        mask = np.uint64(0)
+        for k in range(BLOCK):
+            x = src[base + k] + grad[base + k]
+            res[base + k] = x
+            mask |= np.uint64(not abs(x) <= t) << np.uint64(k)
+        while mask:
+            i = base + trailing_zeros(mask)
+            mask &= mask - np.uint64(1)
+            if found == capacity:
+                for r in range(base + BLOCK, n):  # the rest is corrected, not yet dropped
                     res[r] = src[r] + grad[r]
-                return found, stop
-    return found, -1
+                return found, i
+            index[j + found], values[j + found] = first + i, res[i]
+            found += 1
+            res[i] = 0.0
+    for i in range(full, n):
+        res[i] = src[i] + grad[i]
+    found, stop = _record(res, t, True, first, full, n, index, values, j, found, capacity)
+    return found, stop
+
+
+@njit(nogil=True, cache=True)
+def _drop_chunk(res, t, keep, first, index, values, j, capacity):
+    """The survivors of an already corrected chunk, found by the same 64-bit masks."""
+    found, n = 0, res.size
+    full = n - n % BLOCK
+    for base in range(0, full, BLOCK):
+        mask = np.uint64(0)
+        for k in range(BLOCK):
+            mask |= np.uint64(not abs(res[base + k]) <= t) << np.uint64(k)
+        while mask:
+            i = base + trailing_zeros(mask)
+            mask &= mask - np.uint64(1)
+            if found == capacity:
+                return found, i
+            index[j + found], values[j + found] = first + i, res[i]
+            found += 1
+            if keep:
+                res[i] = 0.0
+    return _record(res, t, keep, first, full, n, index, values, j, found, capacity)
 
 
 @njit(parallel=True, nogil=True, cache=True)
@@ -76,8 +100,7 @@ def drop_chunks(src, grad, res, add, starts, stops, thresholds, keep, capacity, 
             found[c], stopped[c] = _add_and_drop_chunk(src[a:b], grad[a:b], res[a:b], thresholds[c], a, index, values,
                                                        c * capacity, capacity)
         else:
-            found[c], stopped[c] = _record(res[a:b], thresholds[c], keep, a, 0, b - a, index, values, c * capacity,
-                                           0, capacity)
+            found[c], stopped[c] = _drop_chunk(res[a:b], thresholds[c], keep, a, index, values, c * capacity, capacity)
 
 
 @njit(nogil=True, cache=True)
@@ -89,3 +112,14 @@ def rest(res, a, b, t, keep):
     index, values = np.empty(n, np.int64), np.empty(n, np.float32)
     _record(res, t, keep, 0, a, b, index, values, 0, 0, n)
     return index, values
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def sampled_magnitudes(src, grad, positions, out):
+    """``out[j] = |src[p] + grad[p]|`` at the sampled positions (``grad`` empty: ``|src[p]|``):
+    the threshold's sample read straight from the uncorrected tensors, the random reads
+    spread over every thread."""
+    add = grad.size > 0
+    for j in prange(positions.size):
+        p = positions[j]
+        out[j] = abs(src[p] + grad[p]) if add else abs(src[p])

@@ -41,7 +41,7 @@ import time
 import numpy as np
 import torch
 
-from ..kernels import bitpack, scatter
+from ..kernels import bitpack, drop, scatter
 from ..base import Codec, expect_part
 from .drop_pass import drop_pass
 from .drop_quantize import LEVELS, dequantize, group_ids, keep_error, quantize
@@ -210,7 +210,12 @@ class GradDrop(Codec):
             n = stop - start
             pos = (sample_positions(n, sample_size(n, self.sample, self.min_sample), self.sampling, generator)
                    + start).to(corrected.device)
-            magnitude = (corrected[pos] if gradient is None else corrected[pos] + gradient[pos]).abs_()
+            if pos.device.type == "cpu":
+                magnitude = torch.empty(pos.numel(), dtype=torch.float32)
+                drop.sampled_magnitudes(corrected.numpy(), (corrected[:0] if gradient is None else gradient).numpy(),
+                                        pos.numpy(), magnitude.numpy())
+            else:
+                magnitude = (corrected[pos] if gradient is None else corrected[pos] + gradient[pos]).abs_()
             t = threshold_from_sample(magnitude, self.ratio)
         # The order statistic is itself one of the values: ties are the others equal to it.
         return t, max(0, int((magnitude == t).sum()) - 1) / magnitude.numel() if t > 0 else 0.0
