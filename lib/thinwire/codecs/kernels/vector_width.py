@@ -1,0 +1,33 @@
+"""512-bit vectors for the compiled kernels on CPUs that have them (AVX-512).
+
+LLVM tunes most AVX-512 CPUs to prefer 256-bit vectors (its ``prefer-256-bit`` tuning:
+on early AVX-512 parts the clock dropped under 512-bit work), so numba's kernels use
+half the width the CPU has. The kernels here are integer hashing, compares and
+conversions over long arrays; measured on an Intel Xeon (LLVM's ``rocketlake``) in one
+``make bench`` run each way, 512-bit vectors took quantize(8) from 0.51 to 0.60 of the
+memory roofline and QSGD(8) from 0.40 to 0.47, with the same bytes.
+
+numba builds its code generator once per process, from ``config.CPU_FEATURES`` (None:
+the host's features). ``prefer_wide_vectors`` sets it to the host's features with the
+tuning turned off, before the first kernel is compiled. It leaves an explicit
+``NUMBA_CPU_FEATURES`` alone, does nothing on a CPU without AVX-512, and has no effect
+in a process that compiled numba code before importing thinwire. Vector width changes
+no result of an exact operation; a float reduction the kernels allow to reassociate
+(``fastmath``) may sum in another order, as it does between CPUs.
+"""
+
+from __future__ import annotations
+
+from numba.core import config
+from numba.core.codegen import get_host_cpu_features
+
+
+def prefer_wide_vectors() -> None:
+    if config.CPU_FEATURES is not None or config.CPU_NAME is not None:
+        return
+    features = get_host_cpu_features()
+    if "+avx512f" in features.split(","):
+        config.CPU_FEATURES = features + ",-prefer-256-bit"
+
+
+prefer_wide_vectors()
