@@ -11,11 +11,13 @@ import torch
 @dataclass
 class PartWriter:
     """A part written straight into the message buffer by ``fill(view)``: large
-    outputs (quantization codes) then skip an intermediate copy."""
+    outputs (quantization codes) then skip an intermediate copy. ``checksummed``: ``fill``
+    returns the CRC-32C of the bytes it wrote, or None where it did not compute it."""
 
     dtype: torch.dtype
     numel: int
-    fill: Callable[[torch.Tensor], None]
+    fill: Callable[[torch.Tensor], int | None]
+    checksummed: bool = False
 
     def materialize(self) -> torch.Tensor:
         out = torch.empty(self.numel, dtype=self.dtype)

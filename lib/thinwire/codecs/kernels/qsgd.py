@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 from numba import literally, njit, prange
 
-from . import bitpack
+from . import bitpack, crc
 
 CHUNK = bitpack.CHUNK
 _M1, _M2 = np.uint32(0x7FEB352D), np.uint32(0x846CA68B)
@@ -100,10 +100,18 @@ def _quantize_chunk(x, start, bucket, levels, use_max, k1, k2, sign_bit, norms, 
         _round(xs, scale, np.int32(levels), sign_bit, np.uint32(k1 + np.uint32(start + b0)), k2, codes[b0:b1])
 
 
-@njit(parallel=True, nogil=True, cache=True)
+@njit(nogil=True, cache=True)
 def _quantize_packed(bits, args):
     literally(bits)
-    x, bucket, chunk, use_max, k1, k2, norms, out = args
+    x, bucket, chunk, use_max, k1, k2, norms, out, crcs = args
+    _quantize_parallel(bits, x, bucket, chunk, use_max, k1, k2, norms, out, crcs)
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def _quantize_parallel(bits, x, bucket, chunk, use_max, k1, k2, norms, out, crcs):
+    """The arrays come as arguments, not in a tuple: numba 0.68 loses a parallel loop's
+    writes to some arrays unpacked from a tuple argument."""
+    literally(bits)
     n = x.size
     levels = (1 << (bits - 1)) - 1
     sign_bit = np.int32(1 << (bits - 1))
@@ -116,6 +124,8 @@ def _quantize_packed(bits, args):
             codes = np.empty(stop - start, np.uint16)
             _quantize_chunk(x, start, bucket, levels, use_max, k1, k2, sign_bit, norms, codes)
             bitpack.store_chunk(codes, n, start, bits, out)
+        if crcs.size:  # the chunk's bytes, checksummed while cached (bits <= 8: one plane)
+            crcs[c] = crc.crc32c(out[start * bits // 8:out.size if stop == n else stop * bits // 8])
 
 
 @njit(nogil=True, cache=True, fastmath={"contract"})
@@ -165,13 +175,22 @@ def chunk_length(bucket: int) -> int:
 
 
 def quantize_packed(x: np.ndarray, bucket: int, norm: str, bits: int, key: int, norms: np.ndarray,
-                    out: np.ndarray) -> None:
+                    out: np.ndarray) -> int | None:
     """Each bucket's norm (float32, into ``norms``) and the stochastically rounded
-    ``bits``-bit codes of ``x`` into ``out`` (bitpack layout); ``key`` < 2^64."""
+    ``bits``-bit codes of ``x`` into ``out`` (bitpack layout); ``key`` < 2^64. Returns the
+    CRC-32C of ``out`` where the kernel computed it on the way (``crc.HARDWARE``, bits <= 8),
+    else None."""
+    chunk = chunk_length(bucket)
+    chunks = -(-x.size // chunk)
+    with_crc = crc.HARDWARE and bits <= 8 and x.size > 0
+    crcs = np.empty(chunks if with_crc else 0, np.uint32)
     if x.size:
         k1, k2 = np.uint32(key & 0xFFFFFFFF), np.uint32(key >> 32)
-        args = (x, bucket, chunk_length(bucket), norm == "max", k1, k2, norms, out)
+        args = (x, bucket, chunk, norm == "max", k1, k2, norms, out, crcs)
         (_quantize_narrow if bits <= 8 else _quantize_wide)(bits, args)
+    if not with_crc:
+        return None
+    return crc.join(crcs, chunk * bits // 8, out.size - (chunks - 1) * chunk * bits // 8)
 
 
 def dequantize_packed(packed: np.ndarray, bucket: int, step: np.ndarray, bits: int, out: np.ndarray) -> None:

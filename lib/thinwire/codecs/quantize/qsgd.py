@@ -102,9 +102,10 @@ class QSGD(Codec):
             norms = np.empty(self.buckets(n), np.float32)
 
             def fill_codes(view):
-                qsgd.quantize_packed(x, self.bucket, self.norm, self.bits, message_key, norms, view.numpy())
+                part_crc = qsgd.quantize_packed(x, self.bucket, self.norm, self.bits, message_key, norms, view.numpy())
                 if not np.isfinite(norms).all():
                     refuse(bool(np.isfinite(x).all()))
+                return part_crc
 
         # the codes part is written first: its kernel computes the norms the next part copies
         if self.coding == "elias":
@@ -114,7 +115,7 @@ class QSGD(Codec):
             stream = np.empty((elias.stream_bits(codes, self.bucket, self.bits) + 7) // 8, np.uint8)
             elias.encode(codes, self.bucket, self.bits, stream)
             return Payload(parts={"stream": torch.from_numpy(stream), "norms": torch.from_numpy(norms)})
-        codes = PartWriter(torch.uint8, bitpack.packed_bytes(n, self.bits), fill_codes)
+        codes = PartWriter(torch.uint8, bitpack.packed_bytes(n, self.bits), fill_codes, checksummed=True)
         return Payload(parts={"codes": codes, "norms": PartWriter(torch.float32, norms.size,
                                                                    lambda view: view.copy_(torch.from_numpy(norms)))})
 

@@ -10,7 +10,9 @@ CRC(A || B) = CRC(A) * x^(8 |B|) + CRC(B) in GF(2)[x] mod the polynomial, with i
 final xor cancelling (the identity behind zlib's ``crc32_combine``; here written with
 the x^(2^k) table). ``fill_and_checksum`` copies a message's parts in and checksums it in
 the same pass: each thread copies a chunk that fits the cache and checksums it from
-there, so the message is read from memory once, not twice.
+there, so the message is read from memory once, not twice. A part whose compiled writer
+checksummed it as it wrote it (``kernels/crc.py``) is not read again: its CRC is joined
+with those of the bytes around it.
 """
 
 from __future__ import annotations
@@ -92,9 +94,15 @@ def checksum(buffer: memoryview) -> int:
     return _combined(_map(lambda lo, hi: crc32c.crc32c(buffer[lo:hi]), ranges), ranges)
 
 
-def fill_and_checksum(message: bytearray, end: int, copies: list[tuple[int, np.ndarray]]) -> int:
+def fill_and_checksum(message: bytearray, end: int, copies: list[tuple[int, np.ndarray]],
+                      known: list[tuple[int, int, int]] = ()) -> int:
     """Copy each (offset, uint8 array) into ``message`` and return the CRC-32C of
-    ``message[:end]`` (the rest of which is written already), chunk by chunk."""
+    ``message[:end]`` (the rest of which is written already), chunk by chunk. ``known``:
+    (offset, length, CRC-32C) of pieces already written whose checksum their writer
+    computed; where no part is copied in, only the bytes around them are read (with
+    copies, the whole message is checksummed as it is filled)."""
+    if known and not copies:
+        return _around(message, end, sorted(known))
     if not copies:  # the parts wrote themselves (``PartWriter``): one checksum per thread
         return checksum(memoryview(message)[:end])
     dst = np.frombuffer(message, dtype=np.uint8, count=end)
@@ -112,3 +120,16 @@ def fill_and_checksum(message: bytearray, end: int, copies: list[tuple[int, np.n
 
     ranges = _ranges(end, _threads(end))
     return _combined(_map(fill, ranges), ranges)
+
+
+def _around(message: bytearray, end: int, known: list[tuple[int, int, int]]) -> int:
+    """The CRC-32C of ``message[:end]``, joining the known pieces' checksums with those of
+    the bytes between them."""
+    view, crc, at = memoryview(message), None, 0
+    for off, length, part in known + [(end, 0, 0)]:
+        for lo, hi, value in ((at, off, None), (off, off + length, part)):
+            if hi > lo:
+                value = checksum(view[lo:hi]) if value is None else value
+                crc = value if crc is None else combine(crc, value, hi - lo)
+        at = off + length
+    return 0 if crc is None else crc

@@ -136,7 +136,7 @@ def pack(codec_id: int, digest: int, dtype: torch.dtype, shape: tuple[int, ...],
         total += _nbytes(t)
     message = _sized(out, total + _TRAILER.size)
     message[:len(head)] = head
-    copies, written = [], len(head)
+    copies, known, written = [], [], len(head)
     for (_, t), off in zip(parts, offsets):
         message[written:off] = bytes(off - written)  # alignment padding: zeros, also in a reused buffer
         nbytes = _nbytes(t)
@@ -144,13 +144,15 @@ def pack(codec_id: int, digest: int, dtype: torch.dtype, shape: tuple[int, ...],
         if not nbytes:
             continue
         if isinstance(t, PartWriter):
-            t.fill(torch.frombuffer(message, dtype=t.dtype, count=t.numel, offset=off))
+            part_crc = t.fill(torch.frombuffer(message, dtype=t.dtype, count=t.numel, offset=off))
+            if t.checksummed and part_crc is not None:  # the writer checksummed its bytes as it wrote them
+                known.append((off, nbytes, part_crc))
         else:
             src = t.view(-1).view(torch.uint8)
             if src.device.type != "cpu":  # explicit device-to-host copy of the part
                 src = src.cpu()
             copies.append((off, src.numpy()))
-    _TRAILER.pack_into(message, total, fill_and_checksum(message, total, copies))
+    _TRAILER.pack_into(message, total, fill_and_checksum(message, total, copies, known))
     return message
 
 
