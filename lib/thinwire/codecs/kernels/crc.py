@@ -68,24 +68,22 @@ def multiply(a, b):
 
 
 @njit(nogil=True, cache=True)
-def combine(crc_a, crc_b, length_b):
-    """The CRC-32C of A || B from CRC(A), CRC(B) and len(B) in bytes."""
+def _shift(length):
+    """x^(8 length) mod the polynomial: the product of the table's x^(2^k) over length's bits."""
     shift = np.uint32(1 << 31)
-    k, n = 3, length_b
+    k, n = 3, length
     while n:
         if n & 1:
             shift = multiply(X_2K[k], shift)
         n >>= 1
         k += 1
-    return multiply(shift, crc_a) ^ np.uint32(crc_b)
+    return shift
 
 
-@njit(nogil=True, cache=True, inline="always")
-def _stream(words, lo, hi):
-    crc = np.uint64(0xFFFFFFFF)
-    for i in range(lo, hi):
-        crc = _crc_word(crc, words[i])
-    return np.uint32(crc)
+@njit(nogil=True, cache=True)
+def combine(crc_a, crc_b, length_b):
+    """The CRC-32C of A || B from CRC(A), CRC(B) and len(B) in bytes."""
+    return multiply(_shift(length_b), crc_a) ^ np.uint32(crc_b)
 
 
 @njit(nogil=True, cache=True)
@@ -116,13 +114,7 @@ def crc32c(buffer):
 
 @njit(nogil=True, cache=True)
 def _join(crcs, length, last):
-    shift = np.uint32(1 << 31)
-    k, n = 3, length
-    while n:  # x^(8 length), once for every chunk of that length
-        if n & 1:
-            shift = multiply(X_2K[k], shift)
-        n >>= 1
-        k += 1
+    shift = _shift(length)  # once for every piece of that length
     crc = np.uint32(crcs[0])
     for c in range(1, crcs.size - 1):
         crc = multiply(shift, crc) ^ np.uint32(crcs[c])
