@@ -1,8 +1,10 @@
 """Oland & Raj codecs: the Huffman bitstream, the bin quantizer, the entropy estimate,
 the symbol coders and the self-contained package (Alg. 1 and 2)."""
 
+import contextlib
 import math
 
+import numba
 import numpy as np
 import pytest
 import torch
@@ -13,6 +15,7 @@ from thinwire.codecs import BinQuantize, CodecState, CorruptMessageError, make_c
 from thinwire.policies import make_policy
 from thinwire.codecs.entropy import huffman_stream
 from thinwire.codecs.kernels import bitpack
+from thinwire.codecs.kernels.bits import load_big_endian, store_big_endian
 from thinwire.codecs.quantize.bin_quantize import bin_centres, bin_codes, bin_pack, entropy_bits, estimate_entropy
 from thinwire.codecs.entropy.huffman_code import canonical_codes, code_lengths
 from thinwire.codecs.entropy.symbol_coders import CODERS
@@ -43,13 +46,26 @@ def symbol_streams(draw):
     return bits, symbols.astype(np.uint16)
 
 
+@contextlib.contextmanager
+def _threads(n):
+    """The compiled kernels limited to ``n`` threads (one thread encodes in one pass, more
+    in chunks)."""
+    before = numba.get_num_threads()
+    numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
+    try:
+        yield
+    finally:
+        numba.set_num_threads(before)
+
+
 @settings(max_examples=150, deadline=None)
-@given(stream=symbol_streams(), sync=st.sampled_from([1, 7, 64, 1024]))
-def test_huffman_stream_round_trips_and_is_exactly_the_codewords(stream, sync):
+@given(stream=symbol_streams(), sync=st.sampled_from([1, 7, 64, 1024]), threads=st.sampled_from([1, 2]))
+def test_huffman_stream_round_trips_and_is_exactly_the_codewords(stream, sync, threads):
     bits, symbols = stream
     freq = np.bincount(symbols, minlength=2**bits)
     lengths = code_lengths(freq)
-    data, syncs = huffman_stream.encode(symbols, lengths, sync)
+    with _threads(threads):
+        data, syncs = huffman_stream.encode(symbols, lengths, sync)
     total = int((freq * lengths).sum())
     assert data.size == (total + 7) // 8 == (huffman_stream.encoded_bits(freq, lengths) + 7) // 8
     expected = _reference_bits(symbols, lengths)  # every codeword, in every chunk (and group of chunks)
@@ -75,8 +91,37 @@ def test_huffman_stream_long_codewords_take_the_canonical_path():
     assert lengths.max() > huffman_stream.TABLE_BITS
     rng = np.random.default_rng(0)
     symbols = np.concatenate([np.arange(freq.size), rng.permutation(np.repeat(np.arange(freq.size), 3))])
-    data, syncs = huffman_stream.encode(symbols, lengths, 16)
-    assert np.array_equal(huffman_stream.decode(data, symbols.size, lengths, syncs, 16), symbols)
+    for threads in (1, 2):  # codeword pairs up to 59 bits: wider than the register's 56 free bits
+        with _threads(threads):
+            data, syncs = huffman_stream.encode(symbols, lengths, 16)
+        got = "".join(format(int(b), "08b") for b in data)
+        expected = _reference_bits(symbols, lengths)
+        assert got[:len(expected)] == expected and set(got[len(expected):]) <= {"0"}
+        assert np.array_equal(huffman_stream.decode(data, symbols.size, lengths, syncs, 16), symbols)
+
+
+def test_big_endian_words_at_any_byte_offset():
+    """The bitstream's 8-byte loads and stores (``kernels/bits.py``) at every offset."""
+    rng = np.random.default_rng(0)
+    buf = rng.integers(0, 256, 40, dtype=np.uint8)
+    words = rng.integers(0, 2**63, 9, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+    for at in range(9):
+        want = buf.copy()
+        want[at:at + 8] = np.frombuffer(int(words[at]).to_bytes(8, "big"), dtype=np.uint8)
+        got = buf.copy()
+        _store_word(got, at, words[at])
+        assert np.array_equal(got, want)
+        assert _load_word(got, at) == words[at]
+
+
+@numba.njit
+def _store_word(buf, at, word):
+    store_big_endian(buf, at, word)
+
+
+@numba.njit
+def _load_word(buf, at):
+    return load_big_endian(buf, at)
 
 
 def test_huffman_stream_rejects_symbols_without_codewords_and_bad_syncs():

@@ -1,5 +1,7 @@
 """Bit intrinsics numba does not expose: the count of trailing zero bits of a word
-(x86 ``tzcnt``, one instruction), used to walk the set bits of a survivor mask."""
+(x86 ``tzcnt``, one instruction), used to walk the set bits of a survivor mask; a 64-bit
+word stored most significant byte first at any byte offset (``bswap`` and one store), used
+to write MSB-first bitstreams a word at a time."""
 
 from __future__ import annotations
 
@@ -17,3 +19,38 @@ def trailing_zeros(typingctx, word):
     def codegen(context, builder, signature, args):
         return builder.cttz(args[0], ir.Constant(ir.IntType(1), 1))
     return types.uint64(types.uint64), codegen
+
+
+@intrinsic
+def store_big_endian(typingctx, array, index, word):
+    """Store the uint64 ``word`` most significant byte first into the bytes
+    ``array[index:index + 8]`` of a C-contiguous uint8 array (x86 ``bswap`` and one
+    unaligned store; no bounds check: callers keep 8 bytes of room)."""
+    if not (isinstance(array, types.Array) and array.dtype == types.uint8 and array.ndim == 1
+            and isinstance(index, types.Integer) and word == types.uint64):
+        return None
+
+    def codegen(context, builder, signature, args):
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        index = context.cast(builder, args[1], signature.args[1], types.intp)
+        where = builder.bitcast(builder.gep(data, [index]), ir.IntType(64).as_pointer())
+        builder.store(builder.bswap(args[2]), where, align=1)
+        return context.get_dummy_value()
+    return types.void(array, index, types.uint64), codegen
+
+
+@intrinsic
+def load_big_endian(typingctx, array, index):
+    """The uint64 whose bytes, most significant first, are ``array[index:index + 8]`` of a
+    C-contiguous uint8 array (one unaligned load and ``bswap``; no bounds check: callers
+    keep 8 readable bytes)."""
+    if not (isinstance(array, types.Array) and array.dtype == types.uint8 and array.ndim == 1
+            and isinstance(index, types.Integer)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        index = context.cast(builder, args[1], signature.args[1], types.intp)
+        where = builder.bitcast(builder.gep(data, [index]), ir.IntType(64).as_pointer())
+        return builder.bswap(builder.load(where, align=1))
+    return types.uint64(array, index), codegen
