@@ -26,9 +26,10 @@ from __future__ import annotations
 import numpy as np
 from numba import literally, njit, prange
 
-from . import bitpack, crc
+from . import bitpack, crc, stream
 
 CHUNK = bitpack.CHUNK
+_NO_BYTES = np.empty(0, np.uint8)   # values written in place, not streamed
 _M1, _M2 = np.uint32(0x7FEB352D), np.uint32(0x846CA68B)
 _S16, _S15, _S8 = np.uint32(16), np.uint32(15), np.uint32(8)
 _INV24 = np.float32(1.0 / (1 << 24))
@@ -143,20 +144,31 @@ def _values_chunk(codes, start, bucket, step, s, out):
         _values(codes[b0:b1], step[(start + b0) // bucket], s, out[b0:b1])
 
 
+@njit(nogil=True, cache=True)
+def _values_out(codes, start, bucket, step, s, out, raw, address):
+    """Chunk ``start`` of the values: into ``out`` directly, or (``raw``: ``out``'s bytes,
+    a large output) built in cache and streamed out (``stream.stream_out``)."""
+    if raw.size == 0:
+        _values_chunk(codes, start, bucket, step, s, out[start:start + codes.size])
+        return
+    values = np.empty(codes.size, np.float32)
+    _values_chunk(codes, start, bucket, step, s, values)
+    stream.stream_out(values.view(np.uint8), raw, 4 * start, address)
+
+
 @njit(parallel=True, nogil=True, cache=True)
 def _dequantize_packed(bits, args):
     literally(bits)
-    packed, bucket, chunk, step, out = args
+    packed, bucket, chunk, step, out, raw, address = args
     n = out.size
     s = np.int32((1 << (bits - 1)) - 1)
     for c in prange((n + chunk - 1) // chunk):
         start = c * chunk
         stop = min(n, start + chunk)
         if bits == 8:
-            _values_chunk(packed[start:stop], start, bucket, step, s, out[start:stop])
+            _values_out(packed[start:stop], start, bucket, step, s, out, raw, address)
         else:
-            codes = bitpack.load_chunk(packed, n, start, stop, bits)
-            _values_chunk(codes, start, bucket, step, s, out[start:stop])
+            _values_out(bitpack.load_chunk(packed, n, start, stop, bits), start, bucket, step, s, out, raw, address)
 
 
 _quantize_narrow = bitpack.width_table(_quantize_packed, bitpack.NARROW)
@@ -196,5 +208,6 @@ def quantize_packed(x: np.ndarray, bucket: int, norm: str, bits: int, key: int, 
 def dequantize_packed(packed: np.ndarray, bucket: int, step: np.ndarray, bits: int, out: np.ndarray) -> None:
     """level * step[bucket], signed, for every packed code (float32 into ``out``)."""
     if out.size:
-        args = (packed, bucket, chunk_length(bucket), step, out)
+        raw = out.view(np.uint8) if stream.worth_streaming(4 * out.size) and out.flags.c_contiguous else _NO_BYTES
+        args = (packed, bucket, chunk_length(bucket), step, out, raw, out.ctypes.data)
         (_dequantize_narrow if bits <= 8 else _dequantize_wide)(bits, args)

@@ -4,6 +4,8 @@ Zeroing the whole tensor and then scattering the survivors writes every cache li
 survivors land in twice, the second time after it has left the cache. Here each chunk of
 ``out`` (a quarter of the L2 cache) is zeroed and then receives its own survivors (found
 by binary search in the ascending index) while it is still cached, chunks in parallel.
+A large output's chunks are built in a cached buffer instead and streamed out
+(``stream.py``), so its lines are written without being read first.
 """
 
 from __future__ import annotations
@@ -12,19 +14,26 @@ import numpy as np
 import torch
 from numba import njit, prange
 
-from . import device
+from . import device, stream
 
 CHUNK = 1 << 16
 
 
 @njit(parallel=True, nogil=True, cache=True)
-def _scatter(out, index, values, bounds):
+def _scatter(out, index, values, bounds, raw, address):
     n = out.size
     for c in prange(bounds.size - 1):
         lo = c * CHUNK
-        out[lo:min(n, lo + CHUNK)] = 0.0
-        for j in range(bounds[c], bounds[c + 1]):
-            out[index[j]] = values[j]
+        hi = min(n, lo + CHUNK)
+        if raw.size == 0:
+            out[lo:hi] = 0.0
+            for j in range(bounds[c], bounds[c + 1]):
+                out[index[j]] = values[j]
+        else:  # a large output: the chunk is built in cache, then streamed out
+            chunk = np.zeros(hi - lo, np.float32)
+            for j in range(bounds[c], bounds[c + 1]):
+                chunk[index[j] - lo] = values[j]
+            stream.stream_out(chunk.view(np.uint8), raw, 4 * lo, address)
 
 
 def zeros_with(out: torch.Tensor, index: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
@@ -37,5 +46,7 @@ def zeros_with(out: torch.Tensor, index: torch.Tensor, values: torch.Tensor) -> 
     idx = index.numpy()
     starts = np.arange(-(-out.numel() // CHUNK), dtype=np.int64) * CHUNK
     bounds = np.append(np.searchsorted(idx, starts), idx.size)  # chunk c's survivors: bounds[c]:bounds[c + 1]
-    _scatter(out.numpy(), idx, values.to(torch.float32).numpy(), bounds)
+    dense = out.numpy()
+    raw = dense.view(np.uint8) if stream.worth_streaming(4 * dense.size) else np.empty(0, np.uint8)
+    _scatter(dense, idx, values.to(torch.float32).numpy(), bounds, raw, dense.ctypes.data)
     return out

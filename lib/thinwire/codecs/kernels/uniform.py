@@ -26,9 +26,10 @@ import numpy as np
 import torch
 from numba import literally, njit, prange
 
-from . import bitpack, device
+from . import bitpack, device, stream
 
 CHUNK = bitpack.CHUNK
+_NO_BYTES = np.empty(0, np.uint8)   # values written in place, not streamed
 
 
 @njit(nogil=True, cache=True, fastmath={"contract"})
@@ -64,19 +65,30 @@ def _quantize_packed(bits, args):
             bitpack.store_chunk(codes, n, start, bits, out)
 
 
+@njit(nogil=True, cache=True)
+def _values_out(codes, lo, step, out, start, raw, address):
+    """Chunk ``start`` of the values: into ``out`` directly, or (``raw``: ``out``'s bytes,
+    a large output) built in cache and streamed out (``stream.stream_out``)."""
+    if raw.size == 0:
+        _values_chunk(codes, lo, step, out[start:start + codes.size])
+        return
+    values = np.empty(codes.size, np.float32)
+    _values_chunk(codes, lo, step, values)
+    stream.stream_out(values.view(np.uint8), raw, 4 * start, address)
+
+
 @njit(parallel=True, nogil=True, cache=True)
 def _dequantize_packed(bits, args):
     literally(bits)
-    packed, lo, step, out = args
+    packed, lo, step, out, raw, address = args
     n = out.size
     for c in prange((n + CHUNK - 1) // CHUNK):
         start = c * CHUNK
         stop = min(n, start + CHUNK)
         if bits == 8:
-            _values_chunk(packed[start:stop], lo, step, out[start:stop])
+            _values_out(packed[start:stop], lo, step, out, start, raw, address)
         else:
-            codes = bitpack.load_chunk(packed, n, start, stop, bits)
-            _values_chunk(codes, lo, step, out[start:stop])
+            _values_out(bitpack.load_chunk(packed, n, start, stop, bits), lo, step, out, start, raw, address)
 
 
 @njit(parallel=True, nogil=True, cache=True)
@@ -130,7 +142,9 @@ def dequantize_packed(packed: torch.Tensor, n: int, bits: int, lo: float, step: 
         from . import torch_uniform
         return torch_uniform.dequantize_packed(packed, n, bits, lo, step, out)
     if n:
-        args = (packed.contiguous().numpy(), np.float32(lo), np.float32(step), out.numpy())
+        values = out.numpy()
+        raw = values.view(np.uint8) if stream.worth_streaming(4 * n) and out.is_contiguous() else _NO_BYTES
+        args = (packed.contiguous().numpy(), np.float32(lo), np.float32(step), values, raw, values.ctypes.data)
         (_dequantize_narrow if bits <= 8 else _dequantize_wide)(bits, args)
     return out
 
