@@ -1,7 +1,6 @@
 """Oland & Raj codecs: the Huffman bitstream, the bin quantizer, the entropy estimate,
 the symbol coders and the self-contained package (Alg. 1 and 2)."""
 
-import contextlib
 import math
 
 import numba
@@ -46,26 +45,13 @@ def symbol_streams(draw):
     return bits, symbols.astype(np.uint16)
 
 
-@contextlib.contextmanager
-def _threads(n):
-    """The compiled kernels limited to ``n`` threads (one thread encodes in one pass, more
-    in chunks)."""
-    before = numba.get_num_threads()
-    numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
-    try:
-        yield
-    finally:
-        numba.set_num_threads(before)
-
-
 @settings(max_examples=150, deadline=None)
 @given(stream=symbol_streams(), sync=st.sampled_from([1, 7, 64, 1024]), threads=st.sampled_from([1, 2]))
 def test_huffman_stream_round_trips_and_is_exactly_the_codewords(stream, sync, threads):
     bits, symbols = stream
     freq = np.bincount(symbols, minlength=2**bits)
     lengths = code_lengths(freq)
-    with _threads(threads):
-        data, syncs = huffman_stream.encode(symbols, lengths, sync)
+    data, syncs = huffman_stream.encode(symbols, lengths, sync, threads=threads)  # one pass, or chunk by chunk
     total = int((freq * lengths).sum())
     assert data.size == (total + 7) // 8 == (huffman_stream.encoded_bits(freq, lengths) + 7) // 8
     expected = _reference_bits(symbols, lengths)  # every codeword, in every chunk (and group of chunks)
@@ -92,8 +78,7 @@ def test_huffman_stream_long_codewords_take_the_canonical_path():
     rng = np.random.default_rng(0)
     symbols = np.concatenate([np.arange(freq.size), rng.permutation(np.repeat(np.arange(freq.size), 3))])
     for threads in (1, 2):  # codeword pairs up to 59 bits: wider than the register's 56 free bits
-        with _threads(threads):
-            data, syncs = huffman_stream.encode(symbols, lengths, 16)
+        data, syncs = huffman_stream.encode(symbols, lengths, 16, threads=threads)
         got = "".join(format(int(b), "08b") for b in data)
         expected = _reference_bits(symbols, lengths)
         assert got[:len(expected)] == expected and set(got[len(expected):]) <= {"0"}

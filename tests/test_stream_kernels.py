@@ -2,12 +2,14 @@
 kernel that streams large outputs gives the same values streamed as written in place, at
 any alignment of the output and any length."""
 
+import crc32c
 import numba
 import numpy as np
 import pytest
 import torch
 
-from thinwire.codecs.kernels import bitpack, qsgd, scatter, stream, uniform
+from thinwire.codecs import CodecState, CorruptMessageError, make_codec
+from thinwire.codecs.kernels import bitpack, crc, half, qsgd, scatter, stream, uniform
 
 
 @pytest.fixture
@@ -94,3 +96,70 @@ def test_sparse_decode_streamed_equals_in_place(monkeypatch, density, offset):
     want = torch.zeros(n)
     want[index] = values
     assert torch.equal(streamed[offset:offset + n], want) and torch.all(streamed[:offset] == 7.0)
+
+
+@pytest.mark.parametrize("n", [0, 1, 100, stream.PIECE - 1, 2 * stream.PIECE + 333])
+@pytest.mark.parametrize("offset", [0, 24])
+def test_checksummed_copy_gives_the_bytes_and_their_crc(always_stream, n, offset):
+    rng = np.random.default_rng(n + offset)
+    src = rng.integers(0, 256, n, dtype=np.uint8)
+    room = np.zeros(n + offset + 64, np.uint8)
+    got = stream.copy(src, room[offset:offset + n], checksum=True)
+    assert np.array_equal(room[offset:offset + n], src) and not room[:offset].any() and not room[offset + n:].any()
+    assert got == (crc32c.crc32c(src) if crc.HARDWARE else None)
+
+
+def test_parallel_checksum_is_the_crc32c_of_the_bytes():
+    rng = np.random.default_rng(1)
+    for n in (0, 1, 7, 8 * 256 * 3 + 5, crc.PIECE, 3 * crc.PIECE + 12345):
+        data = rng.integers(0, 256, n, dtype=np.uint8)
+        assert crc.checksum(data) == crc32c.crc32c(data)
+
+
+@pytest.mark.parametrize("spec", ["fp32", "fp16", "bf16"])
+def test_dense_messages_streamed_equal_in_place(monkeypatch, spec):
+    """The same message bytes and decoded bits either way; a damaged message is refused
+    before any value reaches ``out``."""
+    x = torch.randn(3 * stream.PIECE // 4 + 17, generator=torch.Generator().manual_seed(0))
+    x[3], x[9] = float("nan"), float("-inf")
+    codec = make_codec(spec)
+
+    def round_trip():
+        message = codec.encode(x, CodecState(0), "x")
+        out = torch.full_like(x, 7.0)
+        codec.decode(message, CodecState(0), "x", out=out)
+        return bytes(message), out
+    (plain_message, plain_out), (message, out) = _in_place_and_streamed(monkeypatch, round_trip)
+    assert message == plain_message and torch.equal(out.view(torch.int32), plain_out.view(torch.int32))
+    damaged = bytearray(message)
+    damaged[len(damaged) // 2] ^= 0x10
+    out = torch.full_like(x, 7.0)
+    with pytest.raises(CorruptMessageError):
+        codec.decode(damaged, CodecState(0), "x", out=out)
+    assert torch.all(out == 7.0)
+
+
+@pytest.mark.parametrize("bf16", [False, True])
+def test_16_bit_conversions_give_torchs_bits(bf16):
+    """Every float32 class (normal, subnormal, overflowing, ties, zeros, infinities) and,
+    for half, NaN payloads: the kernels' bits are torch's. bfloat16 turns every NaN into
+    0x7FC0 (torch's vectorized cast writes 0xFFFF, its scalar one 0x7FC0)."""
+    rng = np.random.default_rng(int(bf16))
+    bits = np.concatenate([rng.integers(0, 2**32, 200_000, dtype=np.uint64).astype(np.uint32),
+                           np.array([0, 0x80000000, 0x7F800000, 0xFF800000, 0x477FF000, 0x477FEFFF, 0x38000000,
+                                     0x33000000, 0x33000001, 0x3F808000, 0x3F818000, 0x7F7FFFFF, 0x00000001,
+                                     0x7FC00000, 0xFF800001, 0x7FBFFFFF], dtype=np.uint32)])
+    x = bits.view(np.float32)
+    dtype = torch.bfloat16 if bf16 else torch.float16
+    want = torch.from_numpy(x).to(dtype).view(torch.int16).numpy().view(np.uint16).copy()
+    nan = np.isnan(x)
+    if bf16:
+        want[nan] = 0x7FC0
+    got = np.empty(x.size, np.uint16)
+    half.narrow(x, got, bf16)
+    assert np.array_equal(got, want)
+    every = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
+    back = np.empty(every.size, np.float32)
+    half.widen(every, back, bf16)
+    want_back = torch.from_numpy(every.view(np.int16)).view(dtype).to(torch.float32).numpy()
+    assert np.array_equal(back.view(np.uint32), want_back.view(np.uint32))

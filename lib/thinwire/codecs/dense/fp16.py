@@ -1,12 +1,27 @@
-"""IEEE float16 transmission: half the bytes of float32."""
+"""IEEE float16 transmission: half the bytes of float32.
+
+A float32 host tensor is converted by ``kernels/half.py``: a cached piece at a time,
+checksummed there on the way into the message (a large one streamed into it, and out of
+it into ``out``); other tensors (on a GPU, say) by torch's cast.
+"""
 
 from __future__ import annotations
 
 import torch
 
 from ..base import Codec, expect_part
+from ..kernels import half
 from ..payload import PartWriter, Payload
 from ..state import CodecState
+
+
+def _host_float32(t: torch.Tensor) -> bool:
+    return t.dtype == torch.float32 and t.device.type == "cpu" and t.is_contiguous()
+
+
+def _bits(t: torch.Tensor):
+    """The 16-bit floats of ``t`` as a uint16 numpy array (same bytes)."""
+    return t.view(-1).view(torch.int16).numpy().view("uint16")
 
 
 class Float16(Codec):
@@ -20,9 +35,19 @@ class Float16(Codec):
     dtype = torch.float16              # what every value is cast to (bf16.py sets bfloat16)
 
     def compress(self, flat, state: CodecState, key: str, shape: tuple = ()) -> Payload:
-        # cast straight into the message buffer: no intermediate half-size tensor
-        return Payload(parts={"values": PartWriter(self.dtype, flat.numel(), lambda view: view.copy_(flat))})
+        if _host_float32(flat):
+            bf16 = self.dtype == torch.bfloat16
+            writer = PartWriter(self.dtype, flat.numel(), lambda view: half.narrow(flat.numpy(), _bits(view), bf16),
+                                checksummed=True)
+        else:  # cast straight into the message buffer on the tensor's device
+            writer = PartWriter(self.dtype, flat.numel(), lambda view: view.copy_(flat))
+        return Payload(parts={"values": writer})
 
     def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None, shape: tuple = ()) -> torch.Tensor:
         values = expect_part(payload, "values", self.dtype, numel)
-        return values.to(torch.float32) if out is None else out.copy_(values)
+        if out is None:
+            return values.to(torch.float32)
+        if _host_float32(out):
+            half.widen(_bits(values), out.view(-1).numpy(), self.dtype == torch.bfloat16)
+            return out
+        return out.copy_(values)

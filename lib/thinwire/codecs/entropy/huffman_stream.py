@@ -161,12 +161,12 @@ def _group_size(freq: np.ndarray, lengths: np.ndarray) -> int:
 
 
 def encode(symbols: np.ndarray, lengths: np.ndarray, sync: int,
-           freq: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+           freq: np.ndarray | None = None, threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Huffman-code ``symbols`` (ints in [0, len(lengths))) with the canonical code of
     ``lengths`` -> (stream bytes (uint8), sync points (uint32 bit offsets of symbols
     0, sync, 2 sync, ...)). ``freq`` (the symbols' histogram) saves a pass when known.
-    One thread encodes in one pass; more threads first sum each chunk's bits, then encode
-    the chunks at once."""
+    One thread encodes in one pass; more (``threads``, default numba's count) first sum
+    each chunk's bits, then encode the chunks at once. The bytes are the same either way."""
     symbols = np.ascontiguousarray(symbols).reshape(-1)
     n = symbols.size
     lengths = np.asarray(lengths, dtype=np.int64)
@@ -181,7 +181,7 @@ def encode(symbols: np.ndarray, lengths: np.ndarray, sync: int,
     chunks = (n + sync - 1) // sync
     out = np.empty((total + 7) // 8 + 8, dtype=np.uint8)   # 8 bytes of room for the last store
     serial, chunked = _encoders(_group_size(freq, lengths))
-    if numba.get_num_threads() == 1 or chunks < 2:
+    if (numba.get_num_threads() if threads is None else threads) == 1 or chunks < 2:
         starts = np.empty(chunks, dtype=np.int64)
         serial(symbols, packed, sync, out, starts)
     else:

@@ -19,9 +19,12 @@ sequentially consistent fence (``mfence``).
 
 from __future__ import annotations
 
+import numpy as np
 from llvmlite import ir
-from numba import njit, types
+from numba import njit, prange, types
 from numba.extending import intrinsic
+
+from . import crc
 
 STREAM_MIN_BYTES = 8 << 20   # smaller outputs may stay cached for their reader: plain stores
 LINE = 64
@@ -81,3 +84,30 @@ def stream_out(src, dst, at, address):
     for j in range(b, stop):
         dst[j] = src[j - at]
     fence()
+
+
+PIECE = 1 << 18   # bytes per parallel piece of ``copy``: checksummed, then streamed from the L2 cache
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def _copy(src, dst, address, crcs):
+    n = src.size
+    for c in prange(-(-n // PIECE)):
+        lo, hi = c * PIECE, min(n, (c + 1) * PIECE)
+        if crcs.size:
+            crcs[c] = crc.crc32c(src[lo:hi])
+        stream_out(src[lo:hi], dst, lo, address)
+
+
+def copy(src: np.ndarray, dst: np.ndarray, checksum: bool = False) -> int | None:
+    """``dst[:] = src`` (contiguous uint8 arrays of one size). A large copy is streamed over
+    the kernels' threads and, with ``checksum`` (on CPUs with the CRC instruction), returns
+    the CRC-32C of the bytes, computed from each piece while it is cached; otherwise a
+    plain copy, and None."""
+    if not worth_streaming(src.size):
+        np.copyto(dst, src)
+        return None
+    with_crc = checksum and crc.HARDWARE
+    crcs = np.empty(-(-src.size // PIECE) if with_crc else 0, np.uint32)
+    _copy(src, dst, dst.ctypes.data, crcs)
+    return crc.join(crcs, PIECE, src.size - (crcs.size - 1) * PIECE) if with_crc else None

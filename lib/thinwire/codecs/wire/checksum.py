@@ -24,37 +24,11 @@ import crc32c
 import numpy as np
 import torch
 
-_POLY = 0x82F63B78        # CRC-32C, bit-reversed
+from ..kernels import crc as compiled
+from ..kernels.crc_math import combine
+
 PARALLEL_MIN = 4 << 20    # bytes below which one thread is faster than handing work out
 CHUNK = 1 << 20           # bytes copied and checksummed at a time (in the L2 cache: 1 MB on Zen 4)
-
-
-def _multiply(a: int, b: int) -> int:
-    """a * b mod the polynomial, both in the reflected bit order CRCs are kept in."""
-    product, bit = 0, 1 << 31
-    while a:
-        if a & bit:
-            product ^= b
-            a ^= bit
-        bit >>= 1
-        b = (b >> 1) ^ _POLY if b & 1 else b >> 1
-    return product
-
-
-_X_2K = [1 << 30]  # x^(2^k) mod the polynomial; x^1 is bit 30 when x^0 is bit 31
-for _ in range(63):
-    _X_2K.append(_multiply(_X_2K[-1], _X_2K[-1]))
-
-
-def combine(crc_a: int, crc_b: int, length_b: int) -> int:
-    """The CRC-32C of A || B from CRC(A), CRC(B) and len(B) in bytes."""
-    shift, k, n = 1 << 31, 3, length_b  # x^(8 n) = product of x^(2^k) over n's bits, k from 3
-    while n:
-        if n & 1:
-            shift = _multiply(_X_2K[k], shift)
-        n >>= 1
-        k += 1
-    return _multiply(shift, crc_a) ^ crc_b
 
 
 _POOL: tuple[int, int, ThreadPoolExecutor] | None = None  # (pid, workers, pool)
@@ -89,7 +63,10 @@ def _combined(crcs: list[int], ranges: list[tuple[int, int]]) -> int:
 
 
 def checksum(buffer: memoryview) -> int:
-    """The 32-bit checksum of ``buffer`` (a byte memoryview)."""
+    """The 32-bit checksum of ``buffer`` (a byte memoryview); a large one over the compiled
+    kernels' threads where the CPU has the CRC instruction (``kernels/crc.py``)."""
+    if compiled.HARDWARE and len(buffer) >= PARALLEL_MIN:
+        return compiled.checksum(np.frombuffer(buffer, dtype=np.uint8))
     ranges = _ranges(len(buffer), _threads(len(buffer)))
     return _combined(_map(lambda lo, hi: crc32c.crc32c(buffer[lo:hi]), ranges), ranges)
 

@@ -1,0 +1,38 @@
+"""CRC-32C arithmetic in plain Python: products in GF(2)[x] modulo the Castagnoli
+polynomial, and the table of x^(2^k) that joins the CRCs of consecutive pieces:
+CRC(A || B) = CRC(A) x^(8 |B|) + CRC(B), init and final xor cancelling (the identity
+behind zlib's ``crc32_combine``). ``crc.py`` compiles the same arithmetic; the message
+checksum (``wire/checksum.py``) joins its threads' pieces with this one.
+"""
+
+from __future__ import annotations
+
+POLY = 0x82F63B78        # CRC-32C, bit-reversed
+
+
+def multiply(a: int, b: int) -> int:
+    """a * b mod the polynomial, both in the reflected bit order CRCs are kept in."""
+    product, bit = 0, 1 << 31
+    while a:
+        if a & bit:
+            product ^= b
+            a ^= bit
+        bit >>= 1
+        b = (b >> 1) ^ POLY if b & 1 else b >> 1
+    return product
+
+
+X_2K = [1 << 30]  # x^(2^k) mod the polynomial; x^1 is bit 30 when x^0 is bit 31
+for _ in range(63):
+    X_2K.append(multiply(X_2K[-1], X_2K[-1]))
+
+
+def combine(crc_a: int, crc_b: int, length_b: int) -> int:
+    """The CRC-32C of A || B from CRC(A), CRC(B) and len(B) in bytes."""
+    shift, k, n = 1 << 31, 3, length_b  # x^(8 n) = product of x^(2^k) over n's bits, k from 3
+    while n:
+        if n & 1:
+            shift = multiply(X_2K[k], shift)
+        n >>= 1
+        k += 1
+    return multiply(shift, crc_a) ^ crc_b

@@ -1,0 +1,145 @@
+"""float32 to and from the 16-bit floats of the dense codecs (IEEE half: ``fp16``;
+bfloat16: ``bf16``) in compiled kernels, for host tensors.
+
+Each parallel piece is converted and checksummed while it is in the cache (``crc.crc32c``,
+on the way into a message), and a large output's pieces are built in a cached buffer and
+streamed out (``stream.stream_out``): the message is not read again to checksum it, and no
+output line is read before it is written. torch's conversions are one OpenMP pass each,
+and the checksum another.
+
+- half: LLVM's ``fptrunc`` / ``fpext`` between ``float`` and ``half`` (x86 F16C
+  ``vcvtps2ph`` / ``vcvtph2ps``): round to nearest even, overflow to infinity, subnormals
+  kept. Checked against torch on all 2^32 float32 bit patterns and all 2^16 half ones:
+  the same bits.
+- bfloat16: the upper 16 bits rounded to nearest even; every NaN becomes the quiet NaN
+  0x7FC0 (c10's ``round_to_nearest_even``). torch's own vectorized conversion writes
+  0xFFFF for a NaN and its scalar one 0x7FC0, so torch's bytes for NaN depend on where it
+  sits; every other input gives torch's bits. Widening is exact (the bits shifted up).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+from numba import njit, prange, types
+from numba.extending import intrinsic
+
+from . import crc, stream
+
+PIECE = 1 << 16   # values per parallel piece (128 KiB of 16-bit values, 256 KiB of float32)
+_NO_BYTES = np.empty(0, np.uint8)
+
+
+@intrinsic
+def _half_bits(typingctx, value):
+    """The IEEE half nearest a float32 (ties to even), as its uint16 bits."""
+    if value != types.float32:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(builder.fptrunc(args[0], ir.HalfType()), ir.IntType(16))
+    return types.uint16(types.float32), codegen
+
+
+@intrinsic
+def _half_value(typingctx, bits):
+    """The float32 value of IEEE half bits (exact)."""
+    if bits != types.uint16:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.fpext(builder.bitcast(args[0], ir.HalfType()), ir.FloatType())
+    return types.float32(types.uint16), codegen
+
+
+@njit(nogil=True, cache=True)
+def _narrow_piece(x, bits, bf16, out):
+    """``out`` = the 16-bit floats of ``x`` (``bits``: x's uint32 view)."""
+    if bf16:
+        for i in range(out.size):
+            u = bits[i]
+            if (u & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000):
+                out[i] = np.uint16(0x7FC0)
+            else:
+                out[i] = np.uint16((u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16))
+    else:
+        for i in range(out.size):
+            out[i] = _half_bits(x[i])
+
+
+@njit(nogil=True, cache=True)
+def _widen_piece(h, bf16, out, bits):
+    """``out`` = the float32 values of the 16-bit floats ``h`` (``bits``: out's uint32 view)."""
+    if bf16:
+        for i in range(h.size):
+            bits[i] = np.uint32(h[i]) << np.uint32(16)
+    else:
+        for i in range(h.size):
+            out[i] = _half_value(h[i])
+
+
+@njit(nogil=True, cache=True)
+def _narrow_range(x, bits, bf16, out, raw, address, lo, hi, with_crc):
+    """Values ``lo .. hi`` converted into ``out`` (``raw``: out's bytes when streamed,
+    else empty) -> the CRC-32C of their 16-bit floats (0 without ``with_crc``)."""
+    if raw.size == 0:
+        piece = out[lo:hi]
+        _narrow_piece(x[lo:hi], bits[lo:hi], bf16, piece)
+        return crc.crc32c(piece.view(np.uint8)) if with_crc else np.uint32(0)
+    piece = np.empty(hi - lo, np.uint16)
+    _narrow_piece(x[lo:hi], bits[lo:hi], bf16, piece)
+    value = crc.crc32c(piece.view(np.uint8)) if with_crc else np.uint32(0)
+    stream.stream_out(piece.view(np.uint8), raw, 2 * lo, address)
+    return value
+
+
+@njit(nogil=True, cache=True)
+def _widen_range(h, bf16, out, raw, address, lo, hi):
+    if raw.size == 0:
+        piece = out[lo:hi]
+        _widen_piece(h[lo:hi], bf16, piece, piece.view(np.uint32))
+        return
+    piece = np.empty(hi - lo, np.float32)
+    _widen_piece(h[lo:hi], bf16, piece, piece.view(np.uint32))
+    stream.stream_out(piece.view(np.uint8), raw, 4 * lo, address)
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def _narrow(x, bits, bf16, out, raw, address, crcs):
+    n = x.size
+    for c in prange(-(-n // PIECE)):
+        crcs[c] = _narrow_range(x, bits, bf16, out, raw, address, c * PIECE, min(n, (c + 1) * PIECE), crc.HARDWARE)
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def _widen(h, bf16, out, raw, address):
+    n = h.size
+    for c in prange(-(-n // PIECE)):
+        _widen_range(h, bf16, out, raw, address, c * PIECE, min(n, (c + 1) * PIECE))
+
+
+def _raw(out: np.ndarray) -> np.ndarray:
+    """``out``'s bytes when it is large enough to stream, else an empty array."""
+    return out.view(np.uint8) if stream.worth_streaming(out.nbytes) else _NO_BYTES
+
+
+def narrow(x: np.ndarray, out: np.ndarray, bf16: bool) -> int | None:
+    """``out`` (uint16, contiguous) = the half (or bfloat16) bits of the float32 array
+    ``x``; returns the CRC-32C of ``out``'s bytes where the CPU has the CRC instruction,
+    else None. One piece runs on the calling thread."""
+    pieces = -(-x.size // PIECE)
+    raw = _raw(out)
+    if pieces <= 1:
+        value = _narrow_range(x, x.view(np.uint32), bf16, out, raw, out.ctypes.data, 0, x.size, crc.HARDWARE)
+        return int(value) if crc.HARDWARE else None
+    crcs = np.empty(pieces, np.uint32)
+    _narrow(x, x.view(np.uint32), bf16, out, raw, out.ctypes.data, crcs)
+    return crc.join(crcs, 2 * PIECE, 2 * x.size - 2 * (pieces - 1) * PIECE) if crc.HARDWARE else None
+
+
+def widen(h: np.ndarray, out: np.ndarray, bf16: bool) -> None:
+    """``out`` (float32, contiguous) = the values of the half (or bfloat16) bits ``h``."""
+    if -(-h.size // PIECE) <= 1:
+        _widen_range(h, bf16, out, _raw(out), out.ctypes.data, 0, h.size)
+    else:
+        _widen(h, bf16, out, _raw(out), out.ctypes.data)
