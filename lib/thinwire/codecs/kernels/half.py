@@ -19,6 +19,7 @@ and the checksum another.
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 from llvmlite import ir
 from numba import njit, prange, types
@@ -79,14 +80,15 @@ def _widen_piece(h, bf16, out, bits):
 
 
 @njit(nogil=True, cache=True)
-def _narrow_range(x, bits, bf16, out, raw, address, lo, hi, with_crc):
+def _narrow_range(x, bits, bf16, out, raw, address, lo, hi, with_crc, scratch):
     """Values ``lo .. hi`` converted into ``out`` (``raw``: out's bytes when streamed,
-    else empty) -> the CRC-32C of their 16-bit floats (0 without ``with_crc``)."""
+    else empty; then built in ``scratch`` first) -> the CRC-32C of their 16-bit floats
+    (0 without ``with_crc``)."""
     if raw.size == 0:
         piece = out[lo:hi]
         _narrow_piece(x[lo:hi], bits[lo:hi], bf16, piece)
         return crc.crc32c(piece.view(np.uint8)) if with_crc else np.uint32(0)
-    piece = np.empty(hi - lo, np.uint16)
+    piece = scratch[:hi - lo]
     _narrow_piece(x[lo:hi], bits[lo:hi], bf16, piece)
     value = crc.crc32c(piece.view(np.uint8)) if with_crc else np.uint32(0)
     stream.stream_out(piece.view(np.uint8), raw, 2 * lo, address)
@@ -94,28 +96,36 @@ def _narrow_range(x, bits, bf16, out, raw, address, lo, hi, with_crc):
 
 
 @njit(nogil=True, cache=True)
-def _widen_range(h, bf16, out, raw, address, lo, hi):
+def _widen_range(h, bf16, out, raw, address, lo, hi, scratch):
     if raw.size == 0:
         piece = out[lo:hi]
         _widen_piece(h[lo:hi], bf16, piece, piece.view(np.uint32))
         return
-    piece = np.empty(hi - lo, np.float32)
+    piece = scratch[:hi - lo]
     _widen_piece(h[lo:hi], bf16, piece, piece.view(np.uint32))
     stream.stream_out(piece.view(np.uint8), raw, 4 * lo, address)
 
 
 @njit(parallel=True, nogil=True, cache=True)
-def _narrow(x, bits, bf16, out, raw, address, crcs):
+def _narrow(x, bits, bf16, out, raw, address, crcs, scratch):
     n = x.size
     for c in prange(-(-n // PIECE)):
-        crcs[c] = _narrow_range(x, bits, bf16, out, raw, address, c * PIECE, min(n, (c + 1) * PIECE), crc.HARDWARE)
+        crcs[c] = _narrow_range(x, bits, bf16, out, raw, address, c * PIECE, min(n, (c + 1) * PIECE), crc.HARDWARE,
+                                scratch[numba.get_thread_id()])
 
 
 @njit(parallel=True, nogil=True, cache=True)
-def _widen(h, bf16, out, raw, address):
+def _widen(h, bf16, out, raw, address, scratch):
     n = h.size
     for c in prange(-(-n // PIECE)):
-        _widen_range(h, bf16, out, raw, address, c * PIECE, min(n, (c + 1) * PIECE))
+        _widen_range(h, bf16, out, raw, address, c * PIECE, min(n, (c + 1) * PIECE), scratch[numba.get_thread_id()])
+
+
+def _scratch(dtype, threads: int | None = None) -> np.ndarray:
+    """One cached piece per thread (indexed by ``numba.get_thread_id()``): allocated once
+    per call, not once per piece (a piece of 128 KiB or more is a fresh ``mmap``, page
+    faults included, on every allocation)."""
+    return np.empty((threads or numba.config.NUMBA_NUM_THREADS, PIECE), dtype)
 
 
 def _raw(out: np.ndarray) -> np.ndarray:
@@ -130,16 +140,17 @@ def narrow(x: np.ndarray, out: np.ndarray, bf16: bool) -> int | None:
     pieces = -(-x.size // PIECE)
     raw = _raw(out)
     if pieces <= 1:
-        value = _narrow_range(x, x.view(np.uint32), bf16, out, raw, out.ctypes.data, 0, x.size, crc.HARDWARE)
+        value = _narrow_range(x, x.view(np.uint32), bf16, out, raw, out.ctypes.data, 0, x.size, crc.HARDWARE,
+                              _scratch(np.uint16, 1)[0])
         return int(value) if crc.HARDWARE else None
     crcs = np.empty(pieces, np.uint32)
-    _narrow(x, x.view(np.uint32), bf16, out, raw, out.ctypes.data, crcs)
+    _narrow(x, x.view(np.uint32), bf16, out, raw, out.ctypes.data, crcs, _scratch(np.uint16))
     return crc.join(crcs, 2 * PIECE, 2 * x.size - 2 * (pieces - 1) * PIECE) if crc.HARDWARE else None
 
 
 def widen(h: np.ndarray, out: np.ndarray, bf16: bool) -> None:
     """``out`` (float32, contiguous) = the values of the half (or bfloat16) bits ``h``."""
     if -(-h.size // PIECE) <= 1:
-        _widen_range(h, bf16, out, _raw(out), out.ctypes.data, 0, h.size)
+        _widen_range(h, bf16, out, _raw(out), out.ctypes.data, 0, h.size, _scratch(np.float32, 1)[0])
     else:
-        _widen(h, bf16, out, _raw(out), out.ctypes.data)
+        _widen(h, bf16, out, _raw(out), out.ctypes.data, _scratch(np.float32))

@@ -10,6 +10,7 @@ A large output's chunks are built in a cached buffer instead and streamed out
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import torch
 from numba import njit, prange
@@ -20,7 +21,7 @@ CHUNK = 1 << 16
 
 
 @njit(parallel=True, nogil=True, cache=True)
-def _scatter(out, index, values, bounds, raw, address):
+def _scatter(out, index, values, bounds, raw, address, scratch):
     n = out.size
     for c in prange(bounds.size - 1):
         lo = c * CHUNK
@@ -29,8 +30,9 @@ def _scatter(out, index, values, bounds, raw, address):
             out[lo:hi] = 0.0
             for j in range(bounds[c], bounds[c + 1]):
                 out[index[j]] = values[j]
-        else:  # a large output: the chunk is built in cache, then streamed out
-            chunk = np.zeros(hi - lo, np.float32)
+        else:  # a large output: the chunk is built in the thread's cached buffer, then streamed out
+            chunk = scratch[numba.get_thread_id()][:hi - lo]
+            chunk[:] = 0.0
             for j in range(bounds[c], bounds[c + 1]):
                 chunk[index[j] - lo] = values[j]
             stream.stream_out(chunk.view(np.uint8), raw, 4 * lo, address)
@@ -47,6 +49,8 @@ def zeros_with(out: torch.Tensor, index: torch.Tensor, values: torch.Tensor) -> 
     starts = np.arange(-(-out.numel() // CHUNK), dtype=np.int64) * CHUNK
     bounds = np.append(np.searchsorted(idx, starts), idx.size)  # chunk c's survivors: bounds[c]:bounds[c + 1]
     dense = out.numpy()
-    raw = dense.view(np.uint8) if stream.worth_streaming(4 * dense.size) else np.empty(0, np.uint8)
-    _scatter(dense, idx, values.to(torch.float32).numpy(), bounds, raw, dense.ctypes.data)
+    streamed = stream.worth_streaming(4 * dense.size)
+    raw = dense.view(np.uint8) if streamed else np.empty(0, np.uint8)
+    scratch = np.empty((numba.config.NUMBA_NUM_THREADS if streamed else 0, CHUNK), np.float32)  # one per thread
+    _scatter(dense, idx, values.to(torch.float32).numpy(), bounds, raw, dense.ctypes.data, scratch)
     return out
