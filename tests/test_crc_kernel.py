@@ -72,3 +72,25 @@ def test_a_writer_that_reports_its_crc_gives_the_same_message_as_one_that_does_n
                                   "norms": PartWriter(torch.float32, 2, lambda v: v.fill_(2.0))}))
         for ok in (True, False)]
     assert messages[0] == messages[1] and _trailer_is_the_crc(messages[0])
+
+
+def test_the_portable_crc_steps_compute_what_the_instruction_does():
+    """Where the compiled target lacks the crc32 instruction (``NUMBA_CPU_NAME=generic``, say),
+    ``crc32c`` advances a bit at a time: each step gives the ``crc32c`` package's value."""
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        data = rng.integers(0, 256, 8, dtype=np.uint8)
+        word = int.from_bytes(data.tobytes(), "little")
+        assert int(crc._software_word(np.uint64(0xFFFFFFFF), np.uint64(word))) ^ 0xFFFFFFFF == crc32c.crc32c(data.tobytes())
+        assert int(crc._software_byte(np.uint32(0xFFFFFFFF), np.uint8(data[0]))) ^ 0xFFFFFFFF == crc32c.crc32c(data[:1].tobytes())
+
+
+def test_kernels_know_the_target_cpu_features(monkeypatch):
+    from numba.core import config
+
+    from thinwire.codecs.kernels import vector_width
+    monkeypatch.setattr(config, "CPU_FEATURES", "+sse4.2,-f16c")
+    assert vector_width.target_features() == {"+sse4.2", "-f16c"}
+    monkeypatch.setattr(config, "CPU_FEATURES", None)
+    monkeypatch.setattr(config, "CPU_NAME", "generic")
+    assert vector_width.target_features() is None

@@ -35,8 +35,8 @@ class Float16(Codec):
     dtype = torch.float16              # what every value is cast to (bf16.py sets bfloat16)
 
     def compress(self, flat, state: CodecState, key: str, shape: tuple = ()) -> Payload:
-        if _host_float32(flat):
-            bf16 = self.dtype == torch.bfloat16
+        bf16 = self.dtype == torch.bfloat16
+        if _host_float32(flat) and half.supported(bf16):
             writer = PartWriter(self.dtype, flat.numel(), lambda view: half.narrow(flat.numpy(), _bits(view), bf16),
                                 checksummed=True)
         else:  # cast straight into the message buffer on the tensor's device
@@ -47,7 +47,8 @@ class Float16(Codec):
         values = expect_part(payload, "values", self.dtype, numel)
         if out is None:
             return values.to(torch.float32)
-        if _host_float32(out):
-            half.widen(_bits(values), out.view(-1).numpy(), self.dtype == torch.bfloat16)
+        bf16 = self.dtype == torch.bfloat16
+        if _host_float32(out) and half.supported(bf16):
+            half.widen(_bits(values), out.view(-1).numpy(), bf16)
             return out
         return out.copy_(values)

@@ -8,9 +8,9 @@ thirds of its range and joins them: CRC(A || B) = CRC(A) x^(8 |B|) + CRC(B) in
 GF(2)[x] mod the polynomial (``combine``, the identity ``checksum.py`` uses between
 threads; here in compiled form, with ``crc_math``'s table of x^(2^k)).
 
-``HARDWARE`` says whether this CPU has the instruction; a kernel that calls ``crc32c``
-is compiled only where it does (elsewhere callers checksum the whole message after it
-is written, as before).
+``HARDWARE`` says whether the CPU numba compiles for has the instruction; where it does
+not, ``crc32c`` computes the same value a bit at a time (slowly: callers then checksum
+whole messages with the ``crc32c`` package instead), so every kernel still compiles.
 """
 
 from __future__ import annotations
@@ -21,13 +21,14 @@ import numpy as np
 from llvmlite import ir
 from numba import njit, prange, types
 from numba.core import cgutils
-from numba.core.codegen import get_host_cpu_features
 from numba.extending import intrinsic
 
 from .bits import prefetch
 from .crc_math import POLY, X_2K as _X_2K
+from .vector_width import target_features
 
-HARDWARE = platform.machine().lower() in ("x86_64", "amd64") and "+sse4.2" in get_host_cpu_features().split(",")
+_FEATURES = target_features()
+HARDWARE = platform.machine().lower() in ("x86_64", "amd64") and _FEATURES is not None and "+sse4.2" in _FEATURES
 X_2K = np.array(_X_2K, dtype=np.uint32)
 _POLY32 = np.uint32(POLY)
 _ONES = np.uint32(0xFFFFFFFF)
@@ -50,8 +51,33 @@ def _instruction(llvm_name: str, register, data):
     return advance
 
 
-_crc_word = _instruction("llvm.x86.sse42.crc32.64.64", types.uint64, types.uint64)  # 8 bytes
-_crc_byte = _instruction("llvm.x86.sse42.crc32.32.8", types.uint32, types.uint8)    # 1 byte
+@njit(nogil=True, cache=True)
+def _bitwise(crc, value, nbits):
+    """The CRC register advanced over the low ``nbits`` bits of ``value``, a bit at a time
+    (what the instruction computes; for targets without it, so kernels still compile)."""
+    crc = np.uint64(crc)
+    value = np.uint64(value)
+    for _ in range(nbits):
+        crc = ((crc >> np.uint64(1)) ^ np.uint64(POLY)) if (crc ^ value) & np.uint64(1) else crc >> np.uint64(1)
+        value >>= np.uint64(1)
+    return crc
+
+
+@njit(nogil=True, cache=True)
+def _software_word(crc, value):
+    return _bitwise(crc, value, 64)
+
+
+@njit(nogil=True, cache=True)
+def _software_byte(crc, value):
+    return np.uint32(_bitwise(crc, value, 8))
+
+
+if HARDWARE:
+    _crc_word = _instruction("llvm.x86.sse42.crc32.64.64", types.uint64, types.uint64)  # 8 bytes
+    _crc_byte = _instruction("llvm.x86.sse42.crc32.32.8", types.uint32, types.uint8)    # 1 byte
+else:
+    _crc_word, _crc_byte = _software_word, _software_byte
 
 
 @njit(nogil=True, cache=True)

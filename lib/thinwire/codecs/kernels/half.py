@@ -8,8 +8,8 @@ output line is read before it is written. torch's conversions are one OpenMP pas
 and the checksum another.
 
 - half: LLVM's ``fptrunc`` / ``fpext`` between ``float`` and ``half`` (x86 F16C
-  ``vcvtps2ph`` / ``vcvtph2ps``): round to nearest even, overflow to infinity, subnormals
-  kept. Checked against torch on all 2^32 float32 bit patterns and all 2^16 half ones:
+  ``vcvtps2ph`` / ``vcvtph2ps``; ``HARDWARE``: without F16C the codec casts with torch):
+  round to nearest even, overflow to infinity, subnormals kept. Checked against torch on all 2^32 float32 bit patterns and all 2^16 half ones:
   the same bits.
 - bfloat16: the upper 16 bits rounded to nearest even; every NaN becomes the quiet NaN
   0x7FC0 (c10's ``round_to_nearest_even``). torch's own vectorized conversion writes
@@ -19,6 +19,8 @@ and the checksum another.
 
 from __future__ import annotations
 
+import functools
+
 import numba
 import numpy as np
 from llvmlite import ir
@@ -26,7 +28,9 @@ from numba import njit, prange, types
 from numba.extending import intrinsic
 
 from . import crc, stream
+from .vector_width import target_features
 
+HARDWARE = "+f16c" in (target_features() or ())   # half conversions in hardware (x86 F16C)
 PIECE = 1 << 16   # values per parallel piece (128 KiB of 16-bit values, 256 KiB of float32)
 _NO_BYTES = np.empty(0, np.uint8)
 
@@ -54,71 +58,72 @@ def _half_value(typingctx, bits):
 
 
 @njit(nogil=True, cache=True)
-def _narrow_piece(x, bits, bf16, out):
-    """``out`` = the 16-bit floats of ``x`` (``bits``: x's uint32 view)."""
-    if bf16:
-        for i in range(out.size):
-            u = bits[i]
-            if (u & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000):
-                out[i] = np.uint16(0x7FC0)
-            else:
-                out[i] = np.uint16((u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16))
-    else:
-        for i in range(out.size):
-            out[i] = _half_bits(x[i])
+def _to_half(x, bits, out):
+    for i in range(out.size):
+        out[i] = _half_bits(x[i])
 
 
 @njit(nogil=True, cache=True)
-def _widen_piece(h, bf16, out, bits):
-    """``out`` = the float32 values of the 16-bit floats ``h`` (``bits``: out's uint32 view)."""
-    if bf16:
-        for i in range(h.size):
-            bits[i] = np.uint32(h[i]) << np.uint32(16)
-    else:
-        for i in range(h.size):
-            out[i] = _half_value(h[i])
+def _to_bfloat(x, bits, out):
+    for i in range(out.size):
+        u = bits[i]
+        rounded = (u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
+        out[i] = np.uint16(np.uint32(0x7FC0) if (u & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000) else rounded)
 
 
 @njit(nogil=True, cache=True)
-def _narrow_range(x, bits, bf16, out, raw, address, lo, hi, with_crc, scratch):
-    """Values ``lo .. hi`` converted into ``out`` (``raw``: out's bytes when streamed,
-    else empty; then built in ``scratch`` first) -> the CRC-32C of their 16-bit floats
-    (0 without ``with_crc``)."""
-    if raw.size == 0:
-        piece = out[lo:hi]
-        _narrow_piece(x[lo:hi], bits[lo:hi], bf16, piece)
-        return crc.crc32c(piece.view(np.uint8)) if with_crc else np.uint32(0)
-    piece = scratch[:hi - lo]
-    _narrow_piece(x[lo:hi], bits[lo:hi], bf16, piece)
-    value = crc.crc32c(piece.view(np.uint8)) if with_crc else np.uint32(0)
-    stream.stream_out(piece.view(np.uint8), raw, 2 * lo, address)
-    return value
+def _from_half(h, out, bits):
+    for i in range(h.size):
+        out[i] = _half_value(h[i])
 
 
 @njit(nogil=True, cache=True)
-def _widen_range(h, bf16, out, raw, address, lo, hi, scratch):
-    if raw.size == 0:
-        piece = out[lo:hi]
-        _widen_piece(h[lo:hi], bf16, piece, piece.view(np.uint32))
-        return
-    piece = scratch[:hi - lo]
-    _widen_piece(h[lo:hi], bf16, piece, piece.view(np.uint32))
-    stream.stream_out(piece.view(np.uint8), raw, 4 * lo, address)
+def _from_bfloat(h, out, bits):
+    for i in range(h.size):
+        bits[i] = np.uint32(h[i]) << np.uint32(16)
 
 
-@njit(parallel=True, nogil=True, cache=True)
-def _narrow(x, bits, bf16, out, raw, address, crcs, scratch):
-    n = x.size
-    for c in prange(-(-n // PIECE)):
-        crcs[c] = _narrow_range(x, bits, bf16, out, raw, address, c * PIECE, min(n, (c + 1) * PIECE), crc.HARDWARE,
-                                scratch[numba.get_thread_id()])
+@functools.lru_cache(maxsize=None)
+def _kernels(bf16: bool):
+    """(narrow one range, narrow in parallel, widen one range, widen in parallel) for one
+    16-bit format. Each format gets its own kernels, so the half conversions are compiled
+    only where they are used (``HARDWARE``)."""
+    narrow_piece = _to_bfloat if bf16 else _to_half
+    widen_piece = _from_bfloat if bf16 else _from_half
 
+    @njit(nogil=True, cache=True)
+    def narrow_range(x, bits, out, raw, address, lo, hi, scratch):
+        """Values ``lo .. hi`` into ``out`` (``raw``: out's bytes when streamed, else empty;
+        then built in ``scratch`` first) -> the CRC-32C of their 16-bit floats (0 without
+        the CRC instruction)."""
+        piece = out[lo:hi] if raw.size == 0 else scratch[:hi - lo]
+        narrow_piece(x[lo:hi], bits[lo:hi], piece)
+        value = crc.crc32c(piece.view(np.uint8)) if crc.HARDWARE else np.uint32(0)
+        if raw.size:
+            stream.stream_out(piece.view(np.uint8), raw, 2 * lo, address)
+        return value
 
-@njit(parallel=True, nogil=True, cache=True)
-def _widen(h, bf16, out, raw, address, scratch):
-    n = h.size
-    for c in prange(-(-n // PIECE)):
-        _widen_range(h, bf16, out, raw, address, c * PIECE, min(n, (c + 1) * PIECE), scratch[numba.get_thread_id()])
+    @njit(parallel=True, nogil=True, cache=True)
+    def narrow_all(x, bits, out, raw, address, crcs, scratch):
+        n = x.size
+        for c in prange(-(-n // PIECE)):
+            crcs[c] = narrow_range(x, bits, out, raw, address, c * PIECE, min(n, (c + 1) * PIECE),
+                                   scratch[numba.get_thread_id()])
+
+    @njit(nogil=True, cache=True)
+    def widen_range(h, out, raw, address, lo, hi, scratch):
+        piece = out[lo:hi] if raw.size == 0 else scratch[:hi - lo]
+        widen_piece(h[lo:hi], piece, piece.view(np.uint32))
+        if raw.size:
+            stream.stream_out(piece.view(np.uint8), raw, 4 * lo, address)
+
+    @njit(parallel=True, nogil=True, cache=True)
+    def widen_all(h, out, raw, address, scratch):
+        n = h.size
+        for c in prange(-(-n // PIECE)):
+            widen_range(h, out, raw, address, c * PIECE, min(n, (c + 1) * PIECE), scratch[numba.get_thread_id()])
+
+    return narrow_range, narrow_all, widen_range, widen_all
 
 
 def _scratch(dtype, threads: int | None = None) -> np.ndarray:
@@ -133,24 +138,30 @@ def _raw(out: np.ndarray) -> np.ndarray:
     return out.view(np.uint8) if stream.worth_streaming(out.nbytes) else _NO_BYTES
 
 
+def supported(bf16: bool) -> bool:
+    """Whether the kernels convert to this format here (half needs ``HARDWARE``)."""
+    return bf16 or HARDWARE
+
+
 def narrow(x: np.ndarray, out: np.ndarray, bf16: bool) -> int | None:
     """``out`` (uint16, contiguous) = the half (or bfloat16) bits of the float32 array
     ``x``; returns the CRC-32C of ``out``'s bytes where the CPU has the CRC instruction,
     else None. One piece runs on the calling thread."""
+    narrow_range, narrow_all, _, _ = _kernels(bf16)
     pieces = -(-x.size // PIECE)
-    raw = _raw(out)
+    bits, raw = x.view(np.uint32), _raw(out)
     if pieces <= 1:
-        value = _narrow_range(x, x.view(np.uint32), bf16, out, raw, out.ctypes.data, 0, x.size, crc.HARDWARE,
-                              _scratch(np.uint16, 1)[0])
+        value = narrow_range(x, bits, out, raw, out.ctypes.data, 0, x.size, _scratch(np.uint16, 1)[0])
         return int(value) if crc.HARDWARE else None
     crcs = np.empty(pieces, np.uint32)
-    _narrow(x, x.view(np.uint32), bf16, out, raw, out.ctypes.data, crcs, _scratch(np.uint16))
+    narrow_all(x, bits, out, raw, out.ctypes.data, crcs, _scratch(np.uint16))
     return crc.join(crcs, 2 * PIECE, 2 * x.size - 2 * (pieces - 1) * PIECE) if crc.HARDWARE else None
 
 
 def widen(h: np.ndarray, out: np.ndarray, bf16: bool) -> None:
     """``out`` (float32, contiguous) = the values of the half (or bfloat16) bits ``h``."""
+    _, _, widen_range, widen_all = _kernels(bf16)
     if -(-h.size // PIECE) <= 1:
-        _widen_range(h, bf16, out, _raw(out), out.ctypes.data, 0, h.size, _scratch(np.float32, 1)[0])
+        widen_range(h, out, _raw(out), out.ctypes.data, 0, h.size, _scratch(np.float32, 1)[0])
     else:
-        _widen(h, bf16, out, _raw(out), out.ctypes.data, _scratch(np.float32))
+        widen_all(h, out, _raw(out), out.ctypes.data, _scratch(np.float32))

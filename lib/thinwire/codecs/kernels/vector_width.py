@@ -11,7 +11,8 @@ numba builds its code generator once per process, from ``config.CPU_FEATURES`` (
 the host's features). ``prefer_wide_vectors`` sets it to the host's features with the
 tuning turned off, before the first kernel is compiled. It leaves an explicit
 ``NUMBA_CPU_FEATURES`` alone, does nothing on a CPU without AVX-512, and has no effect
-in a process that compiled numba code before importing thinwire. Vector width changes
+in a process that compiled numba code before importing thinwire. ``target_features`` tells
+kernels which instructions the compiled code may use. Vector width changes
 no result of an exact operation; a float reduction the kernels allow to reassociate
 (``fastmath``) may sum in another order, as it does between CPUs.
 """
@@ -28,6 +29,17 @@ def prefer_wide_vectors() -> None:
     features = get_host_cpu_features()
     if "+avx512f" in features.split(","):
         config.CPU_FEATURES = features + ",-prefer-256-bit"
+
+
+def target_features() -> set[str] | None:
+    """The CPU features numba compiles for ("+sse4.2", "+f16c", ...): the host's, or
+    ``NUMBA_CPU_FEATURES``; None when ``NUMBA_CPU_NAME`` names another CPU without them
+    (kernels that need an instruction then take their portable path)."""
+    if config.CPU_FEATURES is not None:
+        return set(config.CPU_FEATURES.split(","))
+    if config.CPU_NAME not in (None, "host"):
+        return None
+    return set(get_host_cpu_features().split(","))
 
 
 prefer_wide_vectors()
