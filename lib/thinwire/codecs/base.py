@@ -10,7 +10,7 @@ from typing import ClassVar
 import torch
 
 from . import wire
-from .wire.checksum import checksum
+from .wire.checksum import checksum, warm_up as warm_checksum
 from .errors import CorruptMessageError
 from .payload import Payload
 from .state import CodecState
@@ -228,6 +228,7 @@ class Codec(ABC):
         are loaded (or compiled) before anything is timed."""
         x = torch.linspace(-1.0, 1.0, 1024)
         self.decode(self.encode(x, CodecState(0), "warm_up", self.warm_up_decision()), CodecState(0), "warm_up")
+        warm_checksum()  # large messages are checksummed by a parallel kernel
 
     def warm_up_decision(self):
         """The decision ``warm_up`` encodes with: None, or for a codec that needs one (a bit

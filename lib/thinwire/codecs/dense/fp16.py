@@ -43,6 +43,11 @@ class Float16(Codec):
             writer = PartWriter(self.dtype, flat.numel(), lambda view: view.copy_(flat))
         return Payload(parts={"values": writer})
 
+    def warm_up(self) -> None:
+        super().warm_up()
+        if half.supported(self.dtype == torch.bfloat16):
+            half.warm_up(self.dtype == torch.bfloat16)  # large tensors' parallel conversions
+
     def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None, shape: tuple = ()) -> torch.Tensor:
         values = expect_part(payload, "values", self.dtype, numel)
         if out is None:

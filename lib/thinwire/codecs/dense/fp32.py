@@ -43,6 +43,10 @@ class Float32(Codec):
                                                    lambda view: stream.copy(_bytes(flat), _bytes(view), checksum=True),
                                                    checksummed=True)})
 
+    def warm_up(self) -> None:
+        super().warm_up()
+        stream.warm_up()  # large tensors' copy
+
     def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None, shape: tuple = ()) -> torch.Tensor:
         values = expect_part(payload, "values", torch.float32, numel)
         if out is None:

@@ -7,8 +7,8 @@ other with no padding between them; the last byte is zero-filled. Its length is 
 of every ``sync``-th symbol (uint32), which let the decoder work on all
 ``ceil(n / sync)`` chunks at once.
 
-Encoding is a compiled kernel (numba). A group of ``k`` codewords (about 36 bits at the
-mean codeword length; ``k`` is a compile-time constant) is first joined into one
+Encoding is a compiled kernel (numba). A group of ``k`` codewords (4 up to a mean codeword
+length of 9 bits; ``k`` is a compile-time constant) is first joined into one
 right-aligned word, which depends only on the symbols, so the groups' lookups overlap; the
 word is appended to a 64-bit register, whose 8 bytes are stored big-endian at the stream's
 current byte in one unaligned store (``kernels/bits.py``: ``store_big_endian``), and the
@@ -153,11 +153,32 @@ def _encoders(k: int):
     return serial, chunks
 
 
+GROUPS = (1, 2, 4)   # codewords per register store: the compiled variants
+
+
 def _group_size(freq: np.ndarray, lengths: np.ndarray) -> int:
-    """Codewords per register store: as many as fit 36 bits at the mean length rounded up,
+    """Codewords per register store: 4 up to a mean length of 9 bits, 2 up to 18, else 1,
     so a group rarely exceeds the register's 56 free bits (it is then split)."""
     mean = encoded_bits(freq, lengths) / max(1, int(np.sum(freq)))
-    return max(1, min(6, 36 // max(1, int(np.ceil(mean)))))
+    return 4 if mean <= 9 else 2 if mean <= 18 else 1
+
+
+_LOADED = False
+
+
+def _load_every_variant() -> None:
+    """Run every encoder variant once on a few symbols, the first time anything is encoded,
+    so a later message of another kind never loads (or compiles) a kernel while it is
+    timed (``Codec.warm_up`` encodes once before timing starts)."""
+    global _LOADED
+    if _LOADED:
+        return
+    symbols, packed = np.zeros(8, np.uint8), np.array([1 << 8 | 1], dtype=_U64)
+    for k in GROUPS:
+        serial, chunked = _encoders(k)
+        serial(symbols, packed, 4, np.zeros(16, np.uint8), np.zeros(2, np.int64))
+        chunked(symbols, packed, 4, np.array([0, 4]), np.array([4, 8]), np.zeros(16, np.uint8))
+    _LOADED = True
 
 
 def encode(symbols: np.ndarray, lengths: np.ndarray, sync: int,
@@ -180,8 +201,9 @@ def encode(symbols: np.ndarray, lengths: np.ndarray, sync: int,
     packed = (canonical_codes(lengths).astype(_U64) << _U64(8)) | lengths.astype(_U64)
     chunks = (n + sync - 1) // sync
     out = np.empty((total + 7) // 8 + 8, dtype=np.uint8)   # 8 bytes of room for the last store
+    _load_every_variant()
     serial, chunked = _encoders(_group_size(freq, lengths))
-    if (numba.get_num_threads() if threads is None else threads) == 1 or chunks < 2:
+    if (numba.get_num_threads() if threads is None else threads) == 1:
         starts = np.empty(chunks, dtype=np.int64)
         serial(symbols, packed, sync, out, starts)
     else:

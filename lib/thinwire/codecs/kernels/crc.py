@@ -181,3 +181,8 @@ def checksum(buffer: np.ndarray) -> int:
     crcs = np.empty(pieces, np.uint32)
     _pieces(buffer, crcs)
     return join(crcs, PIECE, buffer.size - (pieces - 1) * PIECE)
+
+
+def warm_up() -> None:
+    """Load (or compile) the parallel checksum, which only large messages use."""
+    checksum(np.zeros(8, np.uint8))

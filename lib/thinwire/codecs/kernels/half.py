@@ -165,3 +165,13 @@ def widen(h: np.ndarray, out: np.ndarray, bf16: bool) -> None:
         widen_range(h, out, _raw(out), out.ctypes.data, 0, h.size, _scratch(np.float32, 1)[0])
     else:
         widen_all(h, out, _raw(out), out.ctypes.data, _scratch(np.float32))
+
+
+def warm_up(bf16: bool) -> None:
+    """Load (or compile) this format's kernels, the parallel ones too (which only tensors of
+    more than one piece use), before anything is timed."""
+    x, h = np.zeros(2 * PIECE, np.float32), np.zeros(2 * PIECE, np.uint16)
+    narrow(x[:1], h[:1], bf16)
+    narrow(x, h, bf16)
+    widen(h[:1], x[:1], bf16)
+    widen(h, x, bf16)

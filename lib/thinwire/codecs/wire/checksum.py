@@ -110,3 +110,9 @@ def _around(message: bytearray, end: int, known: list[tuple[int, int, int]]) -> 
                 crc = value if crc is None else combine(crc, value, hi - lo)
         at = off + length
     return 0 if crc is None else crc
+
+
+def warm_up() -> None:
+    """Load the compiled checksum that large messages use, before anything is timed."""
+    if compiled.HARDWARE:
+        compiled.warm_up()
