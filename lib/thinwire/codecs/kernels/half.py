@@ -9,8 +9,8 @@ and the checksum another.
 
 - half: LLVM's ``fptrunc`` / ``fpext`` between ``float`` and ``half`` (x86 F16C
   ``vcvtps2ph`` / ``vcvtph2ps``; ``HARDWARE``: without F16C the codec casts with torch):
-  round to nearest even, overflow to infinity, subnormals kept. Checked against torch on all 2^32 float32 bit patterns and all 2^16 half ones:
-  the same bits.
+  round to nearest even, overflow to infinity, subnormals kept. Checked against torch on
+  all 2^32 float32 bit patterns and all 2^16 half ones: the same bits.
 - bfloat16: the upper 16 bits rounded to nearest even; every NaN becomes the quiet NaN
   0x7FC0 (c10's ``round_to_nearest_even``). torch's own vectorized conversion writes
   0xFFFF for a NaN and its scalar one 0x7FC0, so torch's bytes for NaN depend on where it
