@@ -13,10 +13,7 @@ from ..base import Codec, expect_part
 from ..kernels import half
 from ..payload import PartWriter, Payload
 from ..state import CodecState
-
-
-def _host_float32(t: torch.Tensor) -> bool:
-    return t.dtype == torch.float32 and t.device.type == "cpu" and t.is_contiguous()
+from .fp32 import host_float32
 
 
 def _bits(t: torch.Tensor):
@@ -36,7 +33,7 @@ class Float16(Codec):
 
     def compress(self, flat, state: CodecState, key: str, shape: tuple = ()) -> Payload:
         bf16 = self.dtype == torch.bfloat16
-        if _host_float32(flat) and half.supported(bf16):
+        if host_float32(flat) and half.supported(bf16):
             writer = PartWriter(self.dtype, flat.numel(), lambda view: half.narrow(flat.numpy(), _bits(view), bf16),
                                 checksummed=True)
         else:  # cast straight into the message buffer on the tensor's device
@@ -53,7 +50,7 @@ class Float16(Codec):
         if out is None:
             return values.to(torch.float32)
         bf16 = self.dtype == torch.bfloat16
-        if _host_float32(out) and half.supported(bf16):
+        if host_float32(out) and half.supported(bf16):
             half.widen(_bits(values), out.view(-1).numpy(), bf16)
             return out
         return out.copy_(values)

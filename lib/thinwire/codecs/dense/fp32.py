@@ -20,7 +20,8 @@ def _bytes(t: torch.Tensor):
     return t.view(-1).view(torch.uint8).numpy()
 
 
-def _host_float32(t: torch.Tensor) -> bool:
+def host_float32(t: torch.Tensor) -> bool:
+    """Whether the compiled kernels handle ``t``: contiguous float32 in host memory."""
     return t.dtype == torch.float32 and t.device.type == "cpu" and t.is_contiguous()
 
 
@@ -37,7 +38,7 @@ class Float32(Codec):
     carrier = "values"
 
     def compress(self, flat, state: CodecState, key: str, shape: tuple = ()) -> Payload:
-        if not _host_float32(flat):
+        if not host_float32(flat):
             return Payload(parts={"values": flat.to(torch.float32)})
         return Payload(parts={"values": PartWriter(torch.float32, flat.numel(),
                                                    lambda view: stream.copy(_bytes(flat), _bytes(view), checksum=True),
@@ -51,7 +52,7 @@ class Float32(Codec):
         values = expect_part(payload, "values", torch.float32, numel)
         if out is None:
             return values.clone()
-        if _host_float32(out) and numel:
+        if host_float32(out) and numel:
             stream.copy(_bytes(values), _bytes(out))
             return out
         return out.copy_(values)

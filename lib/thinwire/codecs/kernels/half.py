@@ -32,7 +32,6 @@ from .vector_width import target_features
 
 HARDWARE = "+f16c" in (target_features() or ())   # half conversions in hardware (x86 F16C)
 PIECE = 1 << 16   # values per parallel piece (128 KiB of 16-bit values, 256 KiB of float32)
-_NO_BYTES = np.empty(0, np.uint8)
 
 
 @intrinsic
@@ -133,11 +132,6 @@ def _scratch(dtype, threads: int | None = None) -> np.ndarray:
     return np.empty((threads or numba.config.NUMBA_NUM_THREADS, PIECE), dtype)
 
 
-def _raw(out: np.ndarray) -> np.ndarray:
-    """``out``'s bytes when it is large enough to stream, else an empty array."""
-    return out.view(np.uint8) if stream.worth_streaming(out.nbytes) else _NO_BYTES
-
-
 def supported(bf16: bool) -> bool:
     """Whether the kernels convert to this format here (half needs ``HARDWARE``)."""
     return bf16 or HARDWARE
@@ -149,7 +143,7 @@ def narrow(x: np.ndarray, out: np.ndarray, bf16: bool) -> int | None:
     else None. One piece runs on the calling thread."""
     narrow_range, narrow_all, _, _ = _kernels(bf16)
     pieces = -(-x.size // PIECE)
-    bits, raw = x.view(np.uint32), _raw(out)
+    bits, raw = x.view(np.uint32), stream.destination(out)
     if pieces <= 1:
         value = narrow_range(x, bits, out, raw, out.ctypes.data, 0, x.size, _scratch(np.uint16, 1)[0])
         return int(value) if crc.HARDWARE else None
@@ -162,9 +156,9 @@ def widen(h: np.ndarray, out: np.ndarray, bf16: bool) -> None:
     """``out`` (float32, contiguous) = the values of the half (or bfloat16) bits ``h``."""
     _, _, widen_range, widen_all = _kernels(bf16)
     if -(-h.size // PIECE) <= 1:
-        widen_range(h, out, _raw(out), out.ctypes.data, 0, h.size, _scratch(np.float32, 1)[0])
+        widen_range(h, out, stream.destination(out), out.ctypes.data, 0, h.size, _scratch(np.float32, 1)[0])
     else:
-        widen_all(h, out, _raw(out), out.ctypes.data, _scratch(np.float32))
+        widen_all(h, out, stream.destination(out), out.ctypes.data, _scratch(np.float32))
 
 
 def warm_up(bf16: bool) -> None:

@@ -29,7 +29,6 @@ from numba import literally, njit, prange
 from . import bitpack, crc, stream
 
 CHUNK = bitpack.CHUNK
-_NO_BYTES = np.empty(0, np.uint8)   # values written in place, not streamed
 _M1, _M2 = np.uint32(0x7FEB352D), np.uint32(0x846CA68B)
 _S16, _S15, _S8 = np.uint32(16), np.uint32(15), np.uint32(8)
 _INV24 = np.float32(1.0 / (1 << 24))
@@ -208,6 +207,5 @@ def quantize_packed(x: np.ndarray, bucket: int, norm: str, bits: int, key: int, 
 def dequantize_packed(packed: np.ndarray, bucket: int, step: np.ndarray, bits: int, out: np.ndarray) -> None:
     """level * step[bucket], signed, for every packed code (float32 into ``out``)."""
     if out.size:
-        raw = out.view(np.uint8) if stream.worth_streaming(4 * out.size) and out.flags.c_contiguous else _NO_BYTES
-        args = (packed, bucket, chunk_length(bucket), step, out, raw, out.ctypes.data)
+        args = (packed, bucket, chunk_length(bucket), step, out, stream.destination(out), out.ctypes.data)
         (_dequantize_narrow if bits <= 8 else _dequantize_wide)(bits, args)

@@ -49,8 +49,7 @@ def zeros_with(out: torch.Tensor, index: torch.Tensor, values: torch.Tensor) -> 
     starts = np.arange(-(-out.numel() // CHUNK), dtype=np.int64) * CHUNK
     bounds = np.append(np.searchsorted(idx, starts), idx.size)  # chunk c's survivors: bounds[c]:bounds[c + 1]
     dense = out.numpy()
-    streamed = stream.worth_streaming(4 * dense.size)
-    raw = dense.view(np.uint8) if streamed else np.empty(0, np.uint8)
-    scratch = np.empty((numba.config.NUMBA_NUM_THREADS if streamed else 0, CHUNK), np.float32)  # one per thread
+    raw = stream.destination(dense)
+    scratch = np.empty((numba.config.NUMBA_NUM_THREADS if raw.size else 0, CHUNK), np.float32)  # one per thread
     _scatter(dense, idx, values.to(torch.float32).numpy(), bounds, raw, dense.ctypes.data, scratch)
     return out

@@ -34,6 +34,17 @@ def worth_streaming(nbytes: int) -> bool:
     return nbytes >= STREAM_MIN_BYTES
 
 
+_NO_BYTES = np.empty(0, np.uint8)
+
+
+def destination(out: np.ndarray) -> np.ndarray:
+    """What a kernel streams ``out`` into: its bytes when it is large enough to stream (and
+    contiguous), else an empty array (the kernel then writes ``out`` in place)."""
+    if worth_streaming(out.nbytes) and out.flags.c_contiguous:
+        return out.reshape(-1).view(np.uint8)
+    return _NO_BYTES
+
+
 def _byte_arrays(*arrays) -> bool:
     return all(isinstance(a, types.Array) and a.dtype == types.uint8 and a.ndim == 1 for a in arrays)
 

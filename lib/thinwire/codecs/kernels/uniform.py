@@ -29,7 +29,6 @@ from numba import literally, njit, prange
 from . import bitpack, device, stream
 
 CHUNK = bitpack.CHUNK
-_NO_BYTES = np.empty(0, np.uint8)   # values written in place, not streamed
 
 
 @njit(nogil=True, cache=True, fastmath={"contract"})
@@ -143,8 +142,8 @@ def dequantize_packed(packed: torch.Tensor, n: int, bits: int, lo: float, step: 
         return torch_uniform.dequantize_packed(packed, n, bits, lo, step, out)
     if n:
         values = out.numpy()
-        raw = values.view(np.uint8) if stream.worth_streaming(4 * n) and out.is_contiguous() else _NO_BYTES
-        args = (packed.contiguous().numpy(), np.float32(lo), np.float32(step), values, raw, values.ctypes.data)
+        args = (packed.contiguous().numpy(), np.float32(lo), np.float32(step), values, stream.destination(values),
+                values.ctypes.data)
         (_dequantize_narrow if bits <= 8 else _dequantize_wide)(bits, args)
     return out
 
