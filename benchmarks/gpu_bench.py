@@ -1,0 +1,229 @@
+"""The GPU part of ``make bench`` (skipped without a GPU): codecs on a GPU tensor, the
+paper profiles' speed on one GPU, and the DDP hook under NCCL.
+
+1. **Codecs** (issue 26, item 2): encode + decode of 25M and 250M float32 values on the
+   device, as a fraction of the device's own add pass over them (reads 2n, writes n),
+   both timed here. A thinwire message is host bytes (``bytearray``), so every codec's
+   encode ends in a device-to-host copy of its message and every decode starts with the
+   host-to-device copy of what it reads; ``host_copy_s`` times those two copies of a
+   buffer of the message's length alone, so each row shows how much of its time is the
+   message's trip through host memory. ``same_bytes`` encodes 1M values on the GPU and on
+   the CPU (host kernels) with the same seed and compares the messages byte for byte.
+2. **Paper profiles on one GPU** (item 3): the gradient-dropping paper profile's speed
+   runs (3 x 4096, 4 nodes, batch 40, dropping from the first step) and the quickstart's
+   paper profile (784-1024-1024-10, 4 workers), models, replicas, batches and codecs on
+   the GPU, capped at ``steps``: modelled images/s (measured compute + communication
+   priced on the network), compute and codec seconds per step (medians after a warm-up)
+   and the codec share of the compute.
+3. **DDP hook under NCCL** (item 4): ``examples/ddp_mnist.py`` under torchrun with the
+   NCCL backend, one process per GPU.
+
+Every time is the best of several runs after a warm-up, each ended by
+``torch.cuda.synchronize()``, as ``roofline.best_seconds`` does on the CPU.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).parents[1]
+SIZES = (25_000_000, 250_000_000)
+SPECS = ["fp32", "fp16", "bf16", "quantize(bits=8)", "quantize(bits=4)", "quantize(bits=1)", "topk(ratio=0.01)",
+         "qsgd(bits=8, bucket=512)", "graddrop(ratio=0.99)", "graddrop(ratio=0.99, bits=1)"]
+TARGET = 0.5
+HOOK_CODECS = ("fp32", "ef(topk(ratio=0.01))", "quantize(bits=8)")
+DEVICE = "cuda"  # ``--dry-run``: "cpu", the device paths forced (kernels/device.py), tiny sizes
+
+
+def _sync() -> None:
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
+
+
+def available() -> bool:
+    return torch.cuda.is_available()
+
+
+def device_seconds(fn, repeats: int = 5, warmup: int = 2) -> float:
+    """Best of ``repeats`` timed calls after ``warmup``, each ended by a device synchronize."""
+    for _ in range(warmup):
+        fn()
+    _sync()
+    best = float("inf")
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        _sync()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def same_bytes(spec: str, n: int = 1_000_000) -> bool:
+    """A GPU tensor's message equals the CPU tensor's (host kernels), same seed, two steps."""
+    from thinwire.codecs import CodecState, make_codec
+    from thinwire.codecs.kernels import device
+    x = torch.randn(n, generator=torch.Generator().manual_seed(1))
+    messages = []
+    for where in (DEVICE, "cpu"):
+        codec, state = make_codec(spec), CodecState(7)
+        t = x.to(where)
+        with device.forced() if where == DEVICE else _nothing():
+            messages.append([bytes(codec.encode(t * s, state, "x")) for s in (1.0, 0.5)])  # a residual carries over
+    return messages[0] == messages[1]
+
+
+@contextmanager
+def _nothing():
+    yield
+
+
+def codecs(sizes=SIZES, specs=SPECS) -> list[dict]:
+    from thinwire.codecs import CodecState, make_codec, wire
+    from thinwire.codecs.kernels import device
+    rows = []
+    for n in sizes:
+        x = torch.randn(n, device=DEVICE, generator=torch.Generator(DEVICE).manual_seed(0))
+        a, b, sum_out = torch.randn_like(x), torch.randn_like(x), torch.empty_like(x)
+        roof = device_seconds(lambda: torch.add(a, b, out=sum_out), repeats=20)
+        del a, b, sum_out
+        out = torch.empty_like(x)
+        repeats = 5 if n <= 50_000_000 else 3
+        for spec in specs:
+            codec, state = make_codec(spec), CodecState(0)
+            codec.warm_up()
+            with device.forced() if DEVICE == "cpu" else _nothing():
+                message = codec.encode(x, state, "x")
+                encode = device_seconds(lambda: codec.encode(x, state, "x", out=message), repeats, 1)
+                decode = device_seconds(lambda: codec.decode(message, state, "x", out=out), repeats, 1)
+            payload = wire.measure(message)[0]
+            staged = torch.empty(len(message), dtype=torch.uint8, device=DEVICE)  # overwrites the message
+            host = torch.frombuffer(message, dtype=torch.uint8)
+            copies = device_seconds(lambda: (host.copy_(staged), staged.copy_(host)), repeats, 1)
+            del staged, host
+            rows.append({"codec": spec, "values": n, "bytes": len(message), "payload": payload,
+                         "encode_s": encode, "decode_s": decode, "add_pass_s": roof, "host_copy_s": copies,
+                         "fraction_of_add_pass": roof / (encode + decode),
+                         "host_copy_share": copies / (encode + decode), "target": TARGET})
+            print(f"gpu codec {spec} n={n:,}: encode {encode * 1e3:.2f} ms, decode {decode * 1e3:.2f} ms, "
+                  f"add pass {roof * 1e3:.3f} ms, message copies {copies * 1e3:.2f} ms", flush=True)
+            del message
+        del x, out
+        if DEVICE == "cuda":
+            torch.cuda.empty_cache()
+    return rows
+
+
+def _speed(result, networks: tuple[str, ...]) -> dict:
+    from thinwire.experiment import measures
+    compute = measures.measured_seconds(result, "compute_seconds") / result.steps
+    codec = measures.codec_seconds(result) / result.steps
+    return {"steps": result.steps, "compute_s_per_step": compute, "codec_s_per_step": codec,
+            "codec_share_of_compute": codec / compute,
+            "images_per_s": {net: measures.images_per_second(result, net) for net in networks},
+            "final_accuracy": result.summary.get("final_accuracy")}
+
+
+def paper_profiles(steps: int, root: Path, profile: str = "paper") -> dict:
+    """Speed of the gradient-dropping and quickstart paper profiles, ``steps`` steps each."""
+    from thinwire.experiment.runner import run
+    from thinwire.papers.gradient_dropping.published import PUBLISHED
+    from thinwire.papers.gradient_dropping.runs import gradient_dropping_runs
+    from thinwire.papers.quickstart.runs import quickstart_configs
+    out = {"gradient_dropping": {}, "quickstart": {}, "steps": steps, "profile": profile}
+    runs = gradient_dropping_runs(profile=profile, device=DEVICE, steps=steps)
+    networks = ("pcie3_x16", "ethernet_10g", "net_10mbs")
+    for ratio, config in runs.speed.items():
+        t = time.perf_counter()
+        row = _speed(run(config, root=root, reuse=False, progress=False), networks)
+        row["paper_images_per_s"] = PUBLISHED["images_per_second"][ratio]
+        out["gradient_dropping"][f"{ratio:.1%}"] = row
+        print(f"gradient dropping {ratio:.1%}: {row['images_per_s']} ({time.perf_counter() - t:.0f} s)", flush=True)
+    for label, config in quickstart_configs(profile=profile, device=DEVICE, steps=steps).items():
+        row = _speed(run(config, root=root, reuse=False, progress=False), ("ethernet_10g",))
+        out["quickstart"][label] = row
+        print(f"quickstart {label}: {row['images_per_s']}", flush=True)
+    return out
+
+
+def hook_nccl(steps: int, codecs=HOOK_CODECS) -> list[dict]:
+    """``examples/ddp_mnist.py`` under torchrun with NCCL, one process per GPU, per codec."""
+    rows = []
+    nproc = torch.cuda.device_count() if DEVICE == "cuda" else 2
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "lib"), os.environ.get("PYTHONPATH", "")]))
+    for codec in codecs:
+        with tempfile.TemporaryDirectory() as folder:
+            t = time.perf_counter()
+            done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(nproc),
+                                   str(ROOT / "examples" / "ddp_mnist.py"), codec, str(steps)],
+                                  cwd=folder, env=env, capture_output=True, text=True, timeout=300)
+            wall = time.perf_counter() - t
+            text = done.stdout + done.stderr
+            found = re.search(r"rank 0: test accuracy ([\d.]+)%, sent ([\d,]+) bytes \(([\d,]+) payload\)", text)
+            ledger = Path(folder, "ddp_ledger_0.json")
+            doc = json.loads(ledger.read_text()) if ledger.exists() else {}
+            seconds = doc.get("seconds", [[]])[0][steps // 10:]  # after a warm-up
+            per = {part: sorted(s[part] for s in seconds)[len(seconds) // 2] if seconds else None
+                   for part in ("encode", "exchange", "decode")}
+            rows.append({"codec": codec, "processes": nproc, "backend": "nccl" if DEVICE == "cuda" else "gloo", "returncode": done.returncode,
+                         "steps": steps, "test_accuracy": float(found.group(1)) / 100 if found else None,
+                         "sent_bytes": int(found.group(2).replace(",", "")) if found else None,
+                         "ledger_rows": len(doc.get("rows", [])), "median_step_seconds": per, "wall_s": wall,
+                         "tail": text[-600:] if done.returncode else ""})
+            print(f"ddp hook nccl {codec}: rc {done.returncode}, {rows[-1]['test_accuracy']}, {per}", flush=True)
+    return rows
+
+
+def run(save, steps: int = 30, hook_steps: int = 600, sizes=SIZES, profile: str = "paper") -> dict:
+    """Every part in turn; ``save(doc)`` after each, so a run cut short keeps what it measured."""
+    if DEVICE == "cuda":
+        props = torch.cuda.get_device_properties(0)
+        name, memory, count = props.name, props.total_memory / 2 ** 30, torch.cuda.device_count()
+    else:
+        name, memory, count = "cpu (dry run)", 0.0, 0
+    doc = {"device": {"name": name, "memory_gib": memory, "count": count, "torch": torch.__version__,
+                      "cuda": torch.version.cuda, "date": time.strftime("%Y-%m-%d", time.gmtime())}}
+    doc["same_bytes"] = {spec: same_bytes(spec) for spec in SPECS}
+    print("GPU and CPU messages equal:", doc["same_bytes"], flush=True)
+    save(doc)
+    doc["hook_nccl"] = hook_nccl(hook_steps)
+    save(doc)
+    doc["codecs"] = codecs(sizes)
+    save(doc)
+    with tempfile.TemporaryDirectory() as root:
+        doc["paper"] = paper_profiles(steps, Path(root), profile)
+    save(doc)
+    return doc
+
+
+def main(argv: list[str]) -> int:
+    global DEVICE
+    dry = "--dry-run" in argv
+    argv = [a for a in argv if a != "--dry-run"]
+    if dry:
+        DEVICE = "cpu"
+    elif not available():
+        print("gpu_bench: no GPU here, nothing measured")
+        return 0
+    target = Path(argv[0]) if argv else ROOT / "gpu-runs" / "bench_gpu.json"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    save = lambda doc: target.write_text(json.dumps(doc, indent=1))  # noqa: E731
+    if dry:
+        run(save, steps=3, hook_steps=20, sizes=(100_000,), profile="smoke")
+    else:
+        run(save)
+    print(f"written {target}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
