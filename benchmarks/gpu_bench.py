@@ -18,6 +18,10 @@ paper profiles' speed on one GPU, and the DDP hook under NCCL.
 3. **DDP hook under NCCL** (item 4): ``examples/ddp_mnist.py`` under torchrun with the
    NCCL backend, one process per GPU.
 
+``python benchmarks/gpu_bench.py [FILE] [--only=PART,...]`` updates ``FILE``
+(``gpu-runs/bench_gpu.json``) with the parts it runs; ``THINWIRE_COMMIT`` names the code
+measured in each part's stamp.
+
 Every time is the best of several runs after a warm-up, each ended by
 ``torch.cuda.synchronize()``, as ``roofline.best_seconds`` does on the CPU.
 """
@@ -183,25 +187,34 @@ def hook_nccl(steps: int, codecs=HOOK_CODECS) -> list[dict]:
     return rows
 
 
-def run(save, steps: int = 30, hook_steps: int = 600, sizes=SIZES, profile: str = "paper") -> dict:
-    """Every part in turn; ``save(doc)`` after each, so a run cut short keeps what it measured."""
+PARTS = ("same_bytes", "hook_nccl", "codecs", "paper")
+
+
+def run(save, doc: dict, parts=PARTS, steps: int = 30, hook_steps: int = 600, sizes=SIZES,
+        profile: str = "paper") -> dict:
+    """Each of ``parts`` in turn, into ``doc`` (the parts not run keep what it holds, each
+    with its own ``measured`` stamp); ``save(doc)`` after each, so a run cut short keeps
+    what it measured."""
     if DEVICE == "cuda":
         props = torch.cuda.get_device_properties(0)
         name, memory, count = props.name, props.total_memory / 2 ** 30, torch.cuda.device_count()
     else:
         name, memory, count = "cpu (dry run)", 0.0, 0
-    doc = {"device": {"name": name, "memory_gib": memory, "count": count, "torch": torch.__version__,
-                      "cuda": torch.version.cuda, "date": time.strftime("%Y-%m-%d", time.gmtime())}}
-    doc["same_bytes"] = {spec: same_bytes(spec) for spec in SPECS}
-    print("GPU and CPU messages equal:", doc["same_bytes"], flush=True)
-    save(doc)
-    doc["hook_nccl"] = hook_nccl(hook_steps)
-    save(doc)
-    doc["codecs"] = codecs(sizes)
-    save(doc)
-    with tempfile.TemporaryDirectory() as root:
-        doc["paper"] = paper_profiles(steps, Path(root), profile)
-    save(doc)
+    doc["device"] = {"name": name, "memory_gib": memory, "count": count, "torch": torch.__version__,
+                     "cuda": torch.version.cuda}
+    stamp = {"date": time.strftime("%Y-%m-%d %H:%M", time.gmtime()), "commit": os.environ.get("THINWIRE_COMMIT", "")}
+    jobs = {"same_bytes": lambda: {spec: same_bytes(spec) for spec in [*SPECS, "ef(topk(ratio=0.01))"]},
+            "hook_nccl": lambda: hook_nccl(hook_steps), "codecs": lambda: codecs(sizes)}
+    for part in parts:
+        if part == "paper":
+            with tempfile.TemporaryDirectory() as root:
+                doc["paper"] = paper_profiles(steps, Path(root), profile)
+        else:
+            doc[part] = jobs[part]()
+        doc.setdefault("measured", {})[part] = stamp
+        if part == "same_bytes":
+            print("GPU and CPU messages equal:", doc["same_bytes"], flush=True)
+        save(doc)
     return doc
 
 
@@ -214,13 +227,18 @@ def main(argv: list[str]) -> int:
     elif not available():
         print("gpu_bench: no GPU here, nothing measured")
         return 0
+    only = next((a.split("=", 1)[1].split(",") for a in argv if a.startswith("--only=")), list(PARTS))
+    if any(part not in PARTS for part in only):
+        raise SystemExit(f"--only={','.join(only)} is not allowed: parts are {','.join(PARTS)}")
+    argv = [a for a in argv if not a.startswith("--only=")]
     target = Path(argv[0]) if argv else ROOT / "gpu-runs" / "bench_gpu.json"
     target.parent.mkdir(parents=True, exist_ok=True)
+    doc = json.loads(target.read_text()) if target.exists() else {}
     save = lambda doc: target.write_text(json.dumps(doc, indent=1))  # noqa: E731
     if dry:
-        run(save, steps=3, hook_steps=20, sizes=(100_000,), profile="smoke")
+        run(save, doc, only, steps=3, hook_steps=20, sizes=(100_000,), profile="smoke")
     else:
-        run(save)
+        run(save, doc, only)
     print(f"written {target}")
     return 0
 

@@ -175,3 +175,30 @@ def test_qsgd_refuses_non_finite_values_and_overflowing_norms_on_the_device_path
         with device.forced(), pytest.raises(ValueError, match=match):
             codec.encode(bad, state, "g")
         assert torch.equal(state.generator.get_state(), before)  # a refused message draws nothing
+
+
+DEVICE_DECODERS = ["fp32", "fp16", "bf16", "quantize(bits=3)", "qsgd(bits=4, bucket=64)", "topk(ratio=0.05)",
+                   "graddrop(ratio=0.9)", "graddrop(ratio=0.9, bits=2)", "ef(topk(ratio=0.05))",
+                   "sized(quantize(bits=8), min_numel=100)"]
+
+
+@pytest.mark.parametrize("spec", DEVICE_DECODERS)
+def test_codecs_that_decode_on_the_device_write_out_the_host_values_on_the_device_path(spec):
+    """A codec that ``decodes_on_device`` is handed a GPU ``out`` itself; on CPU tensors the
+    forced device path stands in for it and must write the values the host path returns."""
+    codec = make_codec(spec)
+    assert codec.decodes_on_device
+    x = torch.randn(3_001, generator=torch.Generator().manual_seed(5))
+    message = codec.encode(x, CodecState(1), "w")
+    expected = codec.decode(message, CodecState(0), "w")
+    out = torch.full_like(x, float("nan"))
+    with device.forced():
+        got = codec.decode(message, CodecState(0), "w", out=out)
+    assert got is out and torch.equal(out, expected)
+
+
+def test_codecs_without_a_device_decoder_say_so():
+    """Their decompress reads host buffers: a GPU ``out`` gets the host-decoded values."""
+    for spec in ("colquant(bits=4)", "binquant(bits=5, coder='huffman')", "chain(topk(ratio=0.1), quantize(bits=8))",
+                 "sized(quantize(bits=8), min_numel=100, otherwise='binquant(bits=5)')"):
+        assert not make_codec(spec).decodes_on_device, spec

@@ -35,6 +35,9 @@ class Codec(ABC):
     codec_id: ClassVar[int]          # the wire's one-byte codec id; fixed per class (registry)
     carrier: ClassVar[str | None] = None
     host_only: ClassVar[bool] = True  # compress needs host memory (numpy / numba kernels)
+    # decompress writes a GPU ``out`` on the GPU (the message's parts go there, not the
+    # decoded values); without it a GPU ``out`` gets the values decoded on the host
+    decodes_on_device: ClassVar[bool] = False
     # A codec that sends NaN and Inf bit for bit (fp32, fp16) sets this; any other refuses
     # them in ``encode`` before its state (residual, cache) is touched, with one extra pass
     # over the tensor unless ``refuses_non_finite``: its own first pass refuses them and it
@@ -157,7 +160,8 @@ class Codec(ABC):
             if tuple(out.shape) != shape or out.dtype != header["dtype"] or not out.is_contiguous():
                 raise ValueError(f"out must be contiguous {header['dtype']} of shape {shape}, "
                                  f"got {out.dtype} {tuple(out.shape)}")
-            flat_out = out.view(-1) if out.dtype == torch.float32 and out.device.type == "cpu" else None
+            flat_out = (out.view(-1) if out.dtype == torch.float32 and (out.device.type == "cpu" or self.decodes_on_device)
+                        else None)
         flat = _within_dtype(self._dense(payload, numel, state, key, flat_out, shape), header["dtype"])
         if out is None:
             return flat.to(header["dtype"]).reshape(shape)
@@ -167,7 +171,8 @@ class Codec(ABC):
 
     def _dense(self, payload: Payload, numel: int, state: CodecState, key: str,
                out: torch.Tensor | None, shape: tuple = ()) -> torch.Tensor:
-        """The flat values of an opened message (``out``: a flat float32 host buffer or None)."""
+        """The flat values of an opened message (``out``: a flat float32 buffer, on the host or,
+        for a codec that ``decodes_on_device``, on a GPU; or None)."""
         flat = self._guarded(self.decompress, payload, numel, state, key, out=out, shape=shape)
         if flat.numel() != numel:
             raise CorruptMessageError(f"{self.spec()}: decoded {flat.numel()} values, header says {numel}")

@@ -26,6 +26,7 @@ class ErrorFeedback(Codec):
             raise ValueError(f"ef: inner must be a Codec, got {inner!r}")
         self.inner = inner
         self.host_only = inner.host_only
+        self.decodes_on_device = inner.decodes_on_device
 
     @property
     def carrier(self):  # type: ignore[override]

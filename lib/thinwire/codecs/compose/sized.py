@@ -34,6 +34,7 @@ class Sized(Codec):
         self.inner, self.min_numel, self.ndim = inner, min_numel, ndim
         self.otherwise = make_codec(otherwise)
         self.host_only = inner.host_only or self.otherwise.host_only
+        self.decodes_on_device = inner.decodes_on_device and self.otherwise.decodes_on_device
 
     @property
     def memory(self) -> bool:

@@ -2,7 +2,8 @@
 
 A float32 host tensor is converted by ``kernels/half.py``: a cached piece at a time,
 checksummed there on the way into the message (a large one streamed into it, and out of
-it into ``out``); other tensors (on a GPU, say) by torch's cast.
+it into ``out``); other tensors by torch's cast, a GPU tensor on the GPU, so only the
+16-bit values cross to the host message and back.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ class Float16(Codec):
 
     name = "fp16"
     host_only = False
+    decodes_on_device = True
     carries_non_finite = True
     codec_id = 2
     carrier = "values"
@@ -36,7 +38,9 @@ class Float16(Codec):
         if host_float32(flat) and half.supported(bf16):
             writer = PartWriter(self.dtype, flat.numel(), lambda view: half.narrow(flat.numpy(), _bits(view), bf16),
                                 checksummed=True)
-        else:  # cast straight into the message buffer on the tensor's device
+        elif flat.device.type != "cpu":  # cast on the tensor's device; only the 16-bit values cross
+            writer = PartWriter(self.dtype, flat.numel(), lambda view: view.copy_(flat.to(self.dtype)))
+        else:  # cast straight into the message buffer
             writer = PartWriter(self.dtype, flat.numel(), lambda view: view.copy_(flat))
         return Payload(parts={"values": writer})
 
@@ -53,4 +57,4 @@ class Float16(Codec):
         if host_float32(out) and half.supported(bf16):
             half.widen(_bits(values), out.view(-1).numpy(), bf16)
             return out
-        return out.copy_(values)
+        return out.copy_(values.to(out.device))  # on a GPU: the 16-bit values cross, then widen there

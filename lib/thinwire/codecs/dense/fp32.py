@@ -33,6 +33,7 @@ class Float32(Codec):
 
     name = "fp32"
     host_only = False
+    decodes_on_device = True
     carries_non_finite = True
     codec_id = 1
     carrier = "values"

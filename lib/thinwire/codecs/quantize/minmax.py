@@ -52,6 +52,7 @@ class Quantize(Codec):
 
     name = "quantize"
     host_only = False  # a GPU tensor is ranged, quantized and packed on the GPU (kernels/device.py)
+    decodes_on_device = True
     refuses_non_finite = True  # value_range refuses NaN and Inf before anything else
     codec_id = 4
     carrier = None  # its codes are bit-packed bytes: no codec compresses them further

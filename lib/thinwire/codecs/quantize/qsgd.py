@@ -49,6 +49,7 @@ class QSGD(Codec):
 
     name = "qsgd"
     host_only = False  # a GPU tensor is quantized on the GPU (kernels/torch_qsgd.py), the same bytes
+    decodes_on_device = True
     refuses_non_finite = True  # the norm pass refuses NaN and Inf; only the generator has moved
     codec_id = 10
     carrier = None  # bit-packed codes: no codec compresses them further

@@ -30,6 +30,7 @@ class TopK(Codec):
 
     name = "topk"
     host_only = False
+    decodes_on_device = True
     codec_id = 3
     carrier = "values"
     refuses_non_finite = True  # the selection's count pass refuses NaN and Inf

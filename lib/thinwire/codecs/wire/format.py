@@ -149,9 +149,10 @@ def pack(codec_id: int, digest: int, dtype: torch.dtype, shape: tuple[int, ...],
                 known.append((off, nbytes, part_crc))
         else:
             src = t.view(-1).view(torch.uint8)
-            if src.device.type != "cpu":  # explicit device-to-host copy of the part
-                src = src.cpu()
-            copies.append((off, src.numpy()))
+            if src.device.type != "cpu":  # from the device straight into the message (checksummed below)
+                torch.frombuffer(message, dtype=torch.uint8, count=nbytes, offset=off).copy_(src)
+            else:
+                copies.append((off, src.numpy()))
     _TRAILER.pack_into(message, total, fill_and_checksum(message, total, copies, known))
     return message
 
