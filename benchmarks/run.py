@@ -19,12 +19,17 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent))
 
 import codecs_bench  # noqa: E402
+import gpu_bench  # noqa: E402
 import graddrop_bench  # noqa: E402
 import load_bench  # noqa: E402
 import oland_raj_bench  # noqa: E402
 import replicas_bench  # noqa: E402
 
 README = Path(__file__).parents[1] / "README.md"
+GPU_RESULTS = Path(__file__).parents[1] / "gpu-runs" / "bench_gpu.json"
+# the gradient-dropping paper profile's modelled images/s on pcie3_x16 in the H100 run
+# before the codecs' device paths (gpu-runs/gradient_dropping_paper_gpu.ipynb, speed table)
+BEFORE_DEVICE_PATHS = {"0.0%": 404.4, "90.0%": 388.8, "99.0%": 491.5, "99.9%": 504.3}
 BLOCK = re.compile(r"(<!-- bench: (\w+) -->\n)(.*?)(<!-- /bench -->)", re.S)
 
 
@@ -105,6 +110,66 @@ def tables(doc: dict) -> dict[str, str]:
     return out
 
 
+def gpu_tables(doc: dict) -> dict[str, str]:
+    """Markdown for the README's GPU blocks, from ``gpu-runs/bench_gpu.json`` (``gpu_bench.py``)."""
+    dev, stamps = doc["device"], doc.get("measured", {})
+
+    def stamp(part: str) -> str:
+        s = stamps.get(part, {})
+        return f"{dev['name']}, torch {dev['torch']}, measured {s.get('date', '?')} at commit {s.get('commit') or '?'}"
+
+    out = {}
+    same = doc["same_bytes"]
+    rows = [r for r in doc["codecs"]]
+    lines = [f"GPU messages equal the CPU's byte for byte (1M values, two steps, same seed) for "
+             f"{sum(same.values())} of {len(same)} codecs"
+             + ("" if all(same.values()) else f"; differ: {[k for k, v in same.items() if not v]}") + ".\n",
+             "| codec | values | payload bytes | encode ms | decode ms | the message's two host copies alone, ms "
+             "| add pass ms | fraction of the add pass |", "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['codec']} | {r['values']:,} | {r['payload']:,} | {r['encode_s'] * 1e3:.2f} | "
+                     f"{r['decode_s'] * 1e3:.2f} | {r['host_copy_s'] * 1e3:.2f} | {r['add_pass_s'] * 1e3:.3f} | "
+                     f"{_target(r['fraction_of_add_pass'], r['target'])} |")
+    out["gpu_codecs"] = "\n".join(lines) + f"\n\n<sub>{stamp('codecs')}; `gpu-runs/bench_gpu.json`.</sub>\n"
+
+    paper = doc["paper"]
+    nets = list(next(iter(paper["gradient_dropping"].values()))["images_per_s"])
+    previous = doc.get("paper_previous", {}).get("gradient_dropping", {})
+    commit = stamps.get("paper_previous", {}).get("commit", "?")
+    lines = [f"Gradient dropping, paper profile (3 x 4096, 4 nodes, batch 40), {paper['steps']} steps per ratio:\n",
+             "| dropped | paper images/s | notebook run before the device paths, pcie3_x16 | "
+             f"at {commit}, GPU outs decoded on the host, pcie3_x16 | "
+             + " | ".join(f"modelled {n}" for n in nets)
+             + " | compute ms / step | codec ms / step | codec share of compute |",
+             "|---|---|---|---|" + "---|" * len(nets) + "---|---|---|"]
+    for ratio, r in paper["gradient_dropping"].items():
+        before = previous.get(ratio, {}).get("images_per_s", {}).get("pcie3_x16", float("nan"))
+        lines.append(f"| {ratio} | {r['paper_images_per_s']:,} | {BEFORE_DEVICE_PATHS.get(ratio, float('nan')):,.1f} | "
+                     f"{before:,.1f} | "
+                     + " | ".join(f"{r['images_per_s'][n]:,.1f}" for n in nets)
+                     + f" | {r['compute_s_per_step'] * 1e3:.1f} | {r['codec_s_per_step'] * 1e3:.1f} | "
+                     f"{r['codec_share_of_compute']:.3f} |")
+    lines += ["", f"Quickstart, paper profile (784-1024-1024-10, 4 workers, batch 32), {paper['steps']} steps:\n",
+              "| method | modelled images/s, ethernet_10g | compute ms / step | codec ms / step | codec share of compute |",
+              "|---|---|---|---|---|"]
+    for label, r in paper["quickstart"].items():
+        lines.append(f"| {label} | {r['images_per_s']['ethernet_10g']:,.0f} | {r['compute_s_per_step'] * 1e3:.1f} | "
+                     f"{r['codec_s_per_step'] * 1e3:.1f} | {r['codec_share_of_compute']:.3f} |")
+    out["gpu_paper"] = "\n".join(lines) + f"\n\n<sub>{stamp('paper')}; `gpu-runs/bench_gpu.json`.</sub>\n"
+
+    lines = ["| codec | processes | backend | steps | exit | test accuracy | bytes sent | median encode ms | "
+             "median exchange ms | median decode ms |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in doc["hook_nccl"]:
+        t = r["median_step_seconds"]
+        ms = [f"{t[k] * 1e3:.2f}" if t.get(k) is not None else "" for k in ("encode", "exchange", "decode")]
+        accuracy = f"{r['test_accuracy']:.4f}" if r["test_accuracy"] is not None else ""
+        sent = f"{r['sent_bytes']:,}" if r["sent_bytes"] is not None else ""
+        lines.append(f"| {r['codec']} | {r['processes']} | {r['backend']} | {r['steps']} | {r['returncode']} | "
+                     f"{accuracy} | {sent} | {' | '.join(ms)} |")
+    out["gpu_hook"] = "\n".join(lines) + f"\n\n<sub>{stamp('hook_nccl')}; `gpu-runs/bench_gpu.json`.</sub>\n"
+    return out
+
+
 def update_readme(text: str, blocks: dict[str, str]) -> str:
     return BLOCK.sub(lambda m: m.group(1) + blocks[m.group(2)] + m.group(4) if m.group(2) in blocks else m.group(0),
                      text)
@@ -113,12 +178,19 @@ def update_readme(text: str, blocks: dict[str, str]) -> str:
 def main(argv: list[str]) -> int:
     out = Path(__file__).parent / "out"
     out.mkdir(exist_ok=True)
+    if gpu_bench.available():  # the GPU part updates gpu-runs/bench_gpu.json; without a GPU it is kept
+        gpu_bench.main([str(GPU_RESULTS)])
+    if "--gpu-tables" in argv:  # only the README's GPU blocks, from the kept results
+        README.write_text(update_readme(README.read_text(), gpu_tables(json.loads(GPU_RESULTS.read_text()))))
+        return 0
     doc = {"machine": {"cpu": platform.processor() or platform.machine(), "threads": torch.get_num_threads(),
                        "torch": torch.__version__},
            "codecs": codecs_bench.run(), "graddrop": graddrop_bench.run(), "replicas": replicas_bench.run(),
            "oland_raj": oland_raj_bench.run(), "load": load_bench.run(), "load_running": load_bench.run_continuous()}
     (out / "results.json").write_text(json.dumps(doc, indent=1))
     blocks = tables(doc)
+    if GPU_RESULTS.exists():
+        blocks.update(gpu_tables(json.loads(GPU_RESULTS.read_text())))
     for name, table in blocks.items():
         print(f"\n## {name}\n\n{table}")
     if "--no-readme" not in argv:
