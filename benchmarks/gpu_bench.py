@@ -43,7 +43,10 @@ import torch
 ROOT = Path(__file__).parents[1]
 SIZES = (25_000_000, 250_000_000)
 SPECS = ["fp32", "fp16", "bf16", "quantize(bits=8)", "quantize(bits=4)", "quantize(bits=1)", "topk(ratio=0.01)",
-         "qsgd(bits=8, bucket=512)", "graddrop(ratio=0.99)", "graddrop(ratio=0.99, bits=1)"]
+         "qsgd(bits=8, bucket=512)", "graddrop(ratio=0.99)", "graddrop(ratio=0.99, bits=1)", "binquant(bits=8)",
+         "colquant(bits=8)"]
+# compared byte for byte too: codes made on the GPU, entropy-coded on the host; error feedback
+SAME_BYTES_ALSO = ["binquant(bits=5, coder='huffman')", "binquant(bits=12, coder='ans')", "ef(topk(ratio=0.01))"]
 TARGET = 0.5
 HOOK_CODECS = ("fp32", "ef(topk(ratio=0.01))", "quantize(bits=8)")
 DEVICE = "cuda"  # ``--dry-run``: "cpu", the device paths forced (kernels/device.py), tiny sizes
@@ -203,7 +206,7 @@ def run(save, doc: dict, parts=PARTS, steps: int = 30, hook_steps: int = 600, si
     doc["device"] = {"name": name, "memory_gib": memory, "count": count, "torch": torch.__version__,
                      "cuda": torch.version.cuda}
     stamp = {"date": time.strftime("%Y-%m-%d %H:%M", time.gmtime()), "commit": os.environ.get("THINWIRE_COMMIT", "")}
-    jobs = {"same_bytes": lambda: {spec: same_bytes(spec) for spec in [*SPECS, "ef(topk(ratio=0.01))"]},
+    jobs = {"same_bytes": lambda: {spec: same_bytes(spec) for spec in [*SPECS, *SAME_BYTES_ALSO]},
             "hook_nccl": lambda: hook_nccl(hook_steps), "codecs": lambda: codecs(sizes)}
     for part in parts:
         if part == "paper":

@@ -179,7 +179,7 @@ def test_qsgd_refuses_non_finite_values_and_overflowing_norms_on_the_device_path
 
 DEVICE_DECODERS = ["fp32", "fp16", "bf16", "quantize(bits=3)", "qsgd(bits=4, bucket=64)", "topk(ratio=0.05)",
                    "graddrop(ratio=0.9)", "graddrop(ratio=0.9, bits=2)", "ef(topk(ratio=0.05))",
-                   "sized(quantize(bits=8), min_numel=100)"]
+                   "sized(quantize(bits=8), min_numel=100)", "colquant(bits=5)"]
 
 
 @pytest.mark.parametrize("spec", DEVICE_DECODERS)
@@ -199,6 +199,66 @@ def test_codecs_that_decode_on_the_device_write_out_the_host_values_on_the_devic
 
 def test_codecs_without_a_device_decoder_say_so():
     """Their decompress reads host buffers: a GPU ``out`` gets the host-decoded values."""
-    for spec in ("colquant(bits=4)", "binquant(bits=5, coder='huffman')", "chain(topk(ratio=0.1), quantize(bits=8))",
+    for spec in ("binquant(bits=5, coder='huffman')", "chain(topk(ratio=0.1), quantize(bits=8))",
                  "sized(quantize(bits=8), min_numel=100, otherwise='binquant(bits=5)')"):
         assert not make_codec(spec).decodes_on_device, spec
+
+
+def _same_on_either_path(codec, x, decision=None, key="w"):
+    """The message of ``x`` on both paths (equal bytes), and both decodes into ``out``."""
+    host = codec.encode(x, CodecState(0), key, decision)
+    with device.forced():
+        moved = codec.encode(x, CodecState(0), key, decision)
+    assert bytes(moved) == bytes(host)
+    expected = codec.decode(host, CodecState(0), key)
+    out = torch.full_like(x, float("nan"))
+    with device.forced():
+        got = codec.decode(host, CodecState(0), key, out=out)
+    assert got is out and torch.equal(out.view(torch.int32), expected.view(torch.int32))
+
+
+def _same_for_each(codec, tensors):
+    for name, x in tensors:
+        try:
+            _same_on_either_path(codec, x)
+        except AssertionError as error:
+            raise AssertionError(name) from error
+
+
+def _matrices():
+    g = torch.Generator().manual_seed(11)
+    yield "normal", torch.randn(37, 101, generator=g)
+    yield "far from zero", torch.randn(9, 500, generator=g) * 1e-3 + 40.0
+    yield "all negative", -torch.rand(5, 64, generator=g) - 1.0
+    constant = torch.randn(6, 33, generator=g)
+    constant[2] = 0.75
+    yield "a constant row", constant
+    yield "one row", torch.randn(1, 999, generator=g)
+    yield "1-D", torch.randn(4_001, generator=g)
+
+
+@pytest.mark.parametrize("bits", [1, 2, 3, 5, 8, 9, 12, 16])
+@pytest.mark.parametrize("options", ["", ", eps=0.0", ", max_floor=True"])
+def test_column_quantization_sends_the_same_bytes_and_decodes_the_same_values_on_either_path(bits, options):
+    """MQGrad's per-row bins (``kernels/torch_bins.py`` against ``kernels/rows.py``)."""
+    codec = make_codec(f"colquant(bits={bits}{options})")
+    _same_for_each(codec, _matrices())
+
+
+@pytest.mark.parametrize("coder", ["raw", "huffman", "ans"])
+@pytest.mark.parametrize("bits", [1, 3, 8, 11, 16])
+def test_bin_quantization_sends_the_same_bytes_and_decodes_the_same_values_on_either_path(coder, bits):
+    """Oland & Raj's bins (``kernels/torch_bins.py`` against ``bin_quantize``'s kernels):
+    codes on the device, the raw coder packing there, the entropy coders on the host."""
+    codec = make_codec(f"binquant(bits={bits}, coder={coder!r})")
+    _same_for_each(codec, _tensors())
+
+
+def test_bin_quantization_with_fractional_levels_and_column_ranges_is_the_same_on_either_path():
+    from thinwire.codecs.base import plain_decision
+    x = torch.randn(70_001, generator=torch.Generator().manual_seed(4))
+    for levels in (5, 7, 8):
+        _same_on_either_path(make_codec("binquant(bits=0, coder='huffman')"), x, plain_decision(bits=3, levels=levels))
+    m = torch.randn(40, 70, generator=torch.Generator().manual_seed(6))
+    for per in ("column", "row"):
+        _same_on_either_path(make_codec(f"binquant(bits=4, coder='huffman', per={per!r})"), m)

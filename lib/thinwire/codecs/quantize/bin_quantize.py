@@ -17,7 +17,9 @@ Codes are numpy arrays (uint8 for N <= 8, uint16 up to 16 bits): the entropy cod
 layout for the raw coder: one pass over the weights, the codes never leave the cache.
 Both run as compiled kernels (numba), in parallel over chunks. They compute in float64,
 so w - w_min does not cancel for weights far from zero and the scale cannot overflow
-even for a range of a few subnormals.
+even for a range of a few subnormals. A GPU tensor's codes are made on the GPU with the
+same float64 arithmetic (``kernels/torch_bins.py``): the raw coder packs them there, the
+entropy coders get only the codes on the host.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import numpy as np
 import torch
 from numba import literally, njit, prange
 
-from ..kernels import bitpack, uniform
+from ..kernels import bitpack, device, torch_bins, uniform
 
 CHUNK = bitpack.CHUNK
 check_bits = bitpack.check_bits
@@ -91,14 +93,21 @@ def bin_codes(flat: torch.Tensor, lo: float, hi: float, bits: int, out: np.ndarr
     out = np.empty(n, dtype=code_dtype(bits)) if out is None else out
     if hi <= lo:
         out.fill(0)
+    elif n and device.on_device(flat):  # codes made on the tensor's device; only they cross to the host
+        codes = torch_bins.bin_codes(flat, lo, count / (hi - lo), count - 1)
+        out[:] = (codes.to(torch.uint8) if bits <= 8 else codes.to(torch.int16)).cpu().numpy().view(out.dtype)
     elif n:
         _codes(uniform.float32_numpy(flat), lo, count / (hi - lo), count - 1, out)
     return out
 
 
 def bin_pack(flat: torch.Tensor, lo: float, hi: float, bits: int, out: torch.Tensor | None = None) -> torch.Tensor:
-    """``bitpack.pack(bin_codes(flat, lo, hi, bits), bits)`` in one pass (uint8 tensor)."""
+    """``bitpack.pack(bin_codes(flat, lo, hi, bits), bits)`` in one pass (uint8 tensor; on the
+    tensor's device when it takes the device path and no ``out`` is given)."""
     n = flat.numel()
+    if n and hi > lo and device.on_device(flat):
+        codes = torch_bins.bin_codes(flat, lo, (1 << bits) / (hi - lo), (1 << bits) - 1)
+        return bitpack.pack(codes, bits) if out is None else out.copy_(bitpack.pack(codes, bits))
     out = torch.empty(bitpack.packed_bytes(n, bits), dtype=torch.uint8) if out is None else out
     if hi <= lo:
         out.fill_(0)

@@ -48,6 +48,7 @@ class BinQuantize(Codec):
 
     name = "binquant"
     per = "tensor"
+    host_only = False  # codes made on a GPU tensor's device (bin_quantize.py); only they, or the packed bytes, cross
     refuses_non_finite = True  # value_range refuses NaN and Inf before anything else
     codec_id = 8
 
@@ -96,7 +97,7 @@ class BinQuantize(Codec):
         if self.per != "tensor" and len(shape) == 2:
             if levels is not None:
                 raise ValueError(f"{self.spec()}: per-{self.per} ranges take 2^bits levels, not levels={levels}")
-            matrix = flat.reshape(shape)
+            matrix = flat.reshape(shape).cpu()  # per-column ranges: host kernels (an explicit copy from a GPU)
             return self._quantize_columns(matrix if self.per == "column" else matrix.t(), bits)
         if self.coder == "raw" and levels is None:  # QUANTIZE fused with the raw coder's packing (same part)
             parts, meta = {"codes": bin_pack(flat, lo, hi, bits)}, {}

@@ -20,7 +20,8 @@ code does (``std::numeric_limits<float>::min()``, the smallest *positive* float)
 all-negative row then gets hi = 1.2e-38 instead of its maximum, a wider range and coarser
 bins. Off by default: the paper does not describe it, and it reads as a slip. Steps 2 and
 4 are compiled kernels over the rows (``kernels/rows.py``) computing in float64 (the code
-computes in float32; they can differ only for a value on a bin edge).
+computes in float32; they can differ only for a value on a bin edge); a GPU tensor takes
+the same float64 arithmetic in torch operations on the GPU (``kernels/torch_bins.py``).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import torch
 
 from ..base import Codec, expect_part, plain_decision
 from ..errors import CorruptMessageError
-from ..kernels import bitpack
+from ..kernels import bitpack, device, torch_bins
 from ..kernels.rows import row_codes, row_values
 from ..payload import Payload
 from ..state import CodecState
@@ -47,6 +48,8 @@ def _rows(flat: torch.Tensor, shape: tuple) -> torch.Tensor:
 class ColumnQuantize(Codec):
     name = "colquant"
     codec_id = 13
+    host_only = False  # a GPU tensor is ranged, quantized and packed on the GPU (kernels/torch_bins.py)
+    decodes_on_device = True
     refuses_non_finite = True  # its own first pass refuses NaN and Inf, before any state changes
 
     def __init__(self, bits: int = 0, eps: float = EPS, max_floor: bool = False):
@@ -89,6 +92,10 @@ class ColumnQuantize(Codec):
         if self.max_floor:
             hi = hi.clamp_min(FLT_MIN)
         lo, hi = lo.contiguous(), hi.contiguous()
+        if device.on_device(rows):
+            codes = torch_bins.row_codes(rows, lo, hi, self.eps, 1 << bits)                         # 2.
+            return Payload(parts={"codes": bitpack.pack(codes.reshape(-1), bits), "lo": lo, "hi": hi},  # 3.
+                           meta={"bits": bits})
         codes = np.empty(tuple(rows.shape), dtype=np.uint8 if bits <= 8 else np.int32)
         row_codes(rows.contiguous().numpy(), lo.numpy(), hi.numpy(), self.eps, 1 << bits, codes)  # 2.
         return Payload(parts={"codes": bitpack.pack(torch.from_numpy(codes).reshape(-1), bits),    # 3.
@@ -108,6 +115,10 @@ class ColumnQuantize(Codec):
         if numel == 0:
             values = torch.empty(0, dtype=torch.float32)
             return values if out is None else out
+        if out is not None and device.on_device(out):  # the codes go to out's device, the values stay there
+            codes = bitpack.unpack(packed.to(out.device), numel, bits).reshape(lo.numel(), -1)   # 4.
+            values = torch_bins.row_values(codes, lo.to(out.device), hi.to(out.device), 1 << bits)
+            return out.copy_(values.reshape(-1))
         codes = bitpack.unpack(packed, numel, bits).reshape(lo.numel(), -1).numpy()               # 4.
         values = np.empty(codes.shape, dtype=np.float32)
         row_values(codes, lo.contiguous().numpy(), hi.contiguous().numpy(), 1 << bits, values)
