@@ -205,7 +205,8 @@ def run(save, doc: dict, parts=PARTS, steps: int = 30, hook_steps: int = 600, si
         name, memory, count = "cpu (dry run)", 0.0, 0
     doc["device"] = {"name": name, "memory_gib": memory, "count": count, "torch": torch.__version__,
                      "cuda": torch.version.cuda}
-    stamp = {"date": time.strftime("%Y-%m-%d %H:%M", time.gmtime()), "commit": os.environ.get("THINWIRE_COMMIT", "")}
+    stamp = {"date": time.strftime("%Y-%m-%d %H:%M", time.gmtime()), "commit": os.environ.get("THINWIRE_COMMIT", ""),
+             "device": name, "torch": torch.__version__}
     jobs = {"same_bytes": lambda: {spec: same_bytes(spec) for spec in [*SPECS, *SAME_BYTES_ALSO]},
             "hook_nccl": lambda: hook_nccl(hook_steps), "codecs": lambda: codecs(sizes)}
     for part in parts:

@@ -3,6 +3,7 @@ load, and every README benchmark block gets a table."""
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ ROOT = Path(__file__).parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import codecs_bench  # noqa: E402
+import gpu_bench  # noqa: E402
 import graddrop_bench  # noqa: E402
 import load_bench  # noqa: E402
 import oland_raj_bench  # noqa: E402
@@ -34,7 +36,7 @@ def small_doc():
 
 
 def test_every_readme_block_is_written_from_a_run(small_doc):
-    blocks = run.tables(small_doc)
+    blocks = {**run.tables(small_doc), **run.gpu_tables(json.loads(run.GPU_RESULTS.read_text()))}
     readme = (ROOT / "README.md").read_text()
     names = re.findall(r"<!-- bench: (\w+) -->", readme)
     assert sorted(names) == sorted(blocks)
@@ -45,3 +47,19 @@ def test_every_readme_block_is_written_from_a_run(small_doc):
     assert all(r["alone_s"] > 0 and r["loaded_s"] > 0 for r in small_doc["load"])
     assert [r["codec"] for r in small_doc["load_running"]] == load_bench.SPECS
     assert all(r["alone_s"] > 0 and r["loaded_s"] > 0 for r in small_doc["load_running"])
+
+
+def test_the_gpu_benchmark_runs_its_codecs_through_the_device_paths_on_the_cpu(monkeypatch):
+    """``gpu_bench --dry-run``'s codec part: every spec's row, its message compared with the
+    host kernels' byte for byte (the device paths forced on CPU tensors)."""
+    monkeypatch.setattr(gpu_bench, "DEVICE", "cpu")
+    rows = gpu_bench.codecs(sizes=(20_000,))
+    assert [r["codec"] for r in rows] == gpu_bench.SPECS
+    assert all(r["encode_s"] > 0 and r["decode_s"] > 0 and 0 < r["payload"] < r["bytes"] for r in rows)
+    assert all(gpu_bench.same_bytes(spec, n=5_000) for spec in [*gpu_bench.SPECS, *gpu_bench.SAME_BYTES_ALSO])
+
+
+def test_the_kept_gpu_results_name_where_each_part_was_measured():
+    doc = json.loads(run.GPU_RESULTS.read_text())
+    for part in gpu_bench.PARTS:
+        assert part in doc and {"date", "commit", "device"} <= set(doc["measured"][part]), part
