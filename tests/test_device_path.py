@@ -74,6 +74,9 @@ def _tied_tensors():
     yield "few non-zeros", torch.zeros(200_000).index_fill_(0, torch.arange(0, 200_000, 997), -1.5)
     yield "descending", torch.arange(150_000.0).flip(0)
     yield "large", torch.randn(3_000_000, generator=g)
+    crowded = torch.randn(1_000_003, generator=g)
+    crowded[70_000:150_000] += 1e3  # one chunk holds more candidates than its slots: the second read
+    yield "a crowded chunk", crowded
 
 
 @pytest.mark.parametrize("ratio", [1e-5, 0.01, 0.3, 0.5, 1.0])
