@@ -3,7 +3,9 @@ of every codec under a competing CPU load, and the in-process simulation overhea
 
 Writes ``benchmarks/out/results.json``, prints every table, and rewrites the README's
 blocks ``<!-- bench: NAME -->`` ... ``<!-- /bench -->`` with them, so the README's benchmark
-numbers are the last run's, never typed. ``--no-readme`` leaves the README alone.
+numbers are the last run's, never typed. ``--no-readme`` leaves the README alone. On a machine
+with a GPU it first runs ``gpu_bench.py``, which updates ``gpu-runs/bench_gpu.json``; the
+README's GPU blocks are rendered from that file on any machine (``--gpu-tables``: only them).
 """
 
 from __future__ import annotations
@@ -192,11 +194,11 @@ def update_readme(text: str, blocks: dict[str, str]) -> str:
 def main(argv: list[str]) -> int:
     out = Path(__file__).parent / "out"
     out.mkdir(exist_ok=True)
-    if gpu_bench.available():  # the GPU part updates gpu-runs/bench_gpu.json; without a GPU it is kept
-        gpu_bench.main([str(GPU_RESULTS)])
     if "--gpu-tables" in argv:  # only the README's GPU blocks, from the kept results
         README.write_text(update_readme(README.read_text(), gpu_tables(json.loads(GPU_RESULTS.read_text()))))
         return 0
+    if gpu_bench.available():  # the GPU part updates gpu-runs/bench_gpu.json; without a GPU it is kept
+        gpu_bench.main([str(GPU_RESULTS)])
     doc = {"machine": {"cpu": platform.processor() or platform.machine(), "threads": torch.get_num_threads(),
                        "torch": torch.__version__},
            "codecs": codecs_bench.run(), "graddrop": graddrop_bench.run(), "replicas": replicas_bench.run(),
