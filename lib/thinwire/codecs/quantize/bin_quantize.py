@@ -95,7 +95,9 @@ def bin_codes(flat: torch.Tensor, lo: float, hi: float, bits: int, out: np.ndarr
         out.fill(0)
     elif n and device.on_device(flat):  # codes made on the tensor's device; only they cross to the host
         codes = torch_bins.bin_codes(flat, lo, count / (hi - lo), count - 1)
-        out[:] = (codes.to(torch.uint8) if bits <= 8 else codes.to(torch.int16)).cpu().numpy().view(out.dtype)
+        if bits > 8:  # uint16 codes travel as the int16 of the same bits (no out-of-range cast)
+            codes = torch.where(codes >= 1 << 15, codes - (1 << 16), codes)
+        out[:] = codes.to(torch.uint8 if bits <= 8 else torch.int16).cpu().numpy().view(out.dtype)
     elif n:
         _codes(uniform.float32_numpy(flat), lo, count / (hi - lo), count - 1, out)
     return out
