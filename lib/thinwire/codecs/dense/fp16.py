@@ -38,10 +38,8 @@ class Float16(Codec):
         if host_float32(flat) and half.supported(bf16):
             writer = PartWriter(self.dtype, flat.numel(), lambda view: half.narrow(flat.numpy(), _bits(view), bf16),
                                 checksummed=True)
-        elif flat.device.type != "cpu":  # cast on the tensor's device; only the 16-bit values cross
+        else:  # cast on the tensor's own device (from a GPU only the 16-bit values cross)
             writer = PartWriter(self.dtype, flat.numel(), lambda view: view.copy_(flat.to(self.dtype)))
-        else:  # cast straight into the message buffer
-            writer = PartWriter(self.dtype, flat.numel(), lambda view: view.copy_(flat))
         return Payload(parts={"values": writer})
 
     def warm_up(self) -> None:
