@@ -19,7 +19,8 @@ from pathlib import Path
 
 # torch's OpenMP runtime, which numba's kernels run on too, reads its wait policy when torch
 # is imported: threads that sleep when idle, unless the environment chose (load_bench.py).
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+if __name__ == "__main__":
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import torch  # noqa: E402
 
@@ -77,13 +78,14 @@ def tables(doc: dict) -> dict[str, str]:
                      f"{r['decode_s'] * 1e3:.1f} | {_target(r['fraction_of_roofline'], r['target'])} |")
     out["codecs"] = "\n".join(lines) + "\n"
 
-    policy = doc["machine"].get("omp_wait_policy")
+    policy = doc.get("machine", {}).get("omp_wait_policy")
     default = {r["codec"]: r for r in doc.get("load_running_default", [])}
-    lines = ([f"OpenMP wait policy: `OMP_WAIT_POLICY={policy}`; the last three columns: loads left running, in a "
-              f"process started with torch's default (unset: {_above(default.values())}).\n"] if policy else []) + [
-        "| codec | loads paused between pairs: alone ms | with load ms | slowdown | loads left running: "
-        "alone ms | with load ms | slowdown | torch's default policy: alone ms | with load ms | slowdown |",
-        "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [f"OpenMP wait policy: {f'`OMP_WAIT_POLICY={policy}`' if policy else 'unset'}; the last three columns: "
+             f"loads left running, in a process started with torch's default, unset "
+             f"({_above(default.values())}).\n",
+             "| codec | loads paused between pairs: alone ms | with load ms | slowdown | loads left running: "
+             "alone ms | with load ms | slowdown | torch's default policy: alone ms | with load ms | slowdown |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     running = {r["codec"]: r for r in doc.get("load_running", [])}
 
     def cells(c, target=True):
@@ -238,7 +240,7 @@ def main(argv: list[str]) -> int:
     if gpu_bench.available():  # the GPU part updates gpu-runs/bench_gpu.json; without a GPU it is kept
         gpu_bench.main([str(GPU_RESULTS)])
     doc = {"machine": {"cpu": platform.processor() or platform.machine(), "threads": torch.get_num_threads(),
-                       "torch": torch.__version__, "omp_wait_policy": os.environ["OMP_WAIT_POLICY"]},
+                       "torch": torch.__version__, "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY")},
            "codecs": codecs_bench.run(), "graddrop": graddrop_bench.run(), "replicas": replicas_bench.run(),
            "oland_raj": oland_raj_bench.run(), "load": load_bench.run(), "load_running": load_bench.run_continuous(),
            "load_running_default": load_bench.run_continuous_in(None)}

@@ -16,7 +16,7 @@ numba's kernels run on torch's libgomp (``load_bench``'s docstring says why), so
 
 ``python benchmarks/wait_policy.py [repeats]`` writes ``benchmarks/wait_policy.json``
 (kept in git, with the date, commit and CPU it ran on); ``run.py`` renders its summary into
-the README. About 2 minutes per run on the 2-core Xeon.
+the README. About a minute per run on the 2-core Xeon.
 """
 
 from __future__ import annotations

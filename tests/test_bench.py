@@ -22,6 +22,7 @@ import load_bench  # noqa: E402
 import oland_raj_bench  # noqa: E402
 import replicas_bench  # noqa: E402
 import run  # noqa: E402
+import wait_policy  # noqa: E402
 
 
 def test_the_load_benchmark_covers_every_registered_codec():
@@ -32,11 +33,13 @@ def test_the_load_benchmark_covers_every_registered_codec():
 def small_doc():
     return {"codecs": codecs_bench.run(n=20_000), "graddrop": graddrop_bench.run(n=200_000),
             "replicas": replicas_bench.run(), "oland_raj": oland_raj_bench.run(n=20_000),
-            "load": load_bench.run(n=20_000, repeats=1), "load_running": load_bench.run_continuous(n=20_000, repeats=1)}
+            "load": load_bench.run(n=20_000, repeats=1), "load_running": load_bench.run_continuous(n=20_000, repeats=1),
+            "load_running_default": load_bench.run_continuous_in(None, n=20_000, repeats=1)}
 
 
 def test_every_readme_block_is_written_from_a_run(small_doc):
-    blocks = {**run.tables(small_doc), **run.gpu_tables(json.loads(run.GPU_RESULTS.read_text()))}
+    blocks = {**run.tables(small_doc), **run.gpu_tables(json.loads(run.GPU_RESULTS.read_text())),
+              **run.wait_policy_table(json.loads(run.WAIT_POLICY_RESULTS.read_text()))}
     readme = (ROOT / "README.md").read_text()
     names = re.findall(r"<!-- bench: (\w+) -->", readme)
     assert sorted(names) == sorted(blocks)
@@ -47,6 +50,20 @@ def test_every_readme_block_is_written_from_a_run(small_doc):
     assert all(r["alone_s"] > 0 and r["loaded_s"] > 0 for r in small_doc["load"])
     assert [r["codec"] for r in small_doc["load_running"]] == load_bench.SPECS
     assert all(r["alone_s"] > 0 and r["loaded_s"] > 0 for r in small_doc["load_running"])
+    assert [r["codec"] for r in small_doc["load_running_default"]] == load_bench.SPECS
+    assert "torch's default policy" in blocks["load"]
+
+
+def test_the_wait_policy_ablation_sets_the_policy_where_each_setting_says(tmp_path):
+    """Each setting's child process runs the benchmark; the kept results cover every
+    setting with the same number of runs, each run every codec."""
+    rows = wait_policy.measure("numba_only", 20_000, 1)
+    assert [r["codec"] for r in rows] == load_bench.SPECS
+    doc = json.loads(run.WAIT_POLICY_RESULTS.read_text())
+    assert list(doc["runs"]) == list(wait_policy.SETTINGS) == list(doc["summary"])
+    assert len({len(runs) for runs in doc["runs"].values()}) == 1
+    assert all([r["codec"] for r in one] == load_bench.SPECS for runs in doc["runs"].values() for one in runs)
+    assert doc["summary"] == wait_policy.summary(doc["runs"])
 
 
 def test_the_gpu_benchmark_runs_its_codecs_through_the_device_paths_on_the_cpu(monkeypatch):

@@ -15,7 +15,10 @@ bucket. ``CodecHook`` does, for each bucket of each backward pass:
 3. Decode and average: every rank decodes every message, its own included, with its
    receiver state for that sender, sums them in sender order and divides by the world
    size (as Plump-DP's center does, ``algorithms/plump_dp.py`` step 3), so all ranks apply
-   the same gradient and the replicas stay equal.
+   the same gradient and the replicas stay equal. Each tensor is decoded into one buffer
+   kept for it on the bucket's device (``decode(..., out=)``): on a GPU the codecs that
+   set ``Codec.decodes_on_device`` write the values there, and no dense tensor crosses
+   from the host.
 
 Dense codecs (fp32, fp16, bf16) may instead ``collective="allreduce"``: the bucket cast to
 the codec's dtype is summed by the backend's all-reduce (what ``torch``'s own fp16 hook
@@ -77,6 +80,7 @@ class CodecHook:
         self.seconds: list[dict[str, float]] = []
         self.transport: DistributedTransport | None = None
         self.messages: dict[str, bytearray] = {}
+        self.decoded: dict[str, torch.Tensor] = {}
 
     def register(self, model: DistributedDataParallel) -> CodecHook:
         """Install the hook on ``model`` (before its first backward pass) and return self."""
@@ -144,15 +148,23 @@ class CodecHook:
         received = {(e.sender, e.tensor): e.message for e in [*own, *inbox]}
         total = torch.zeros(buffer.numel(), dtype=torch.float32, device=buffer.device)
         for key, o, n, shape in parts:
-            like = torch.empty(shape, dtype=buffer.dtype)
+            out = self._decoded(key, shape, buffer)
             for sender in range(self.world):
                 message = received[(sender, key)]
-                decoded = self.codec.decode(message, self.receivers(self.rank, sender), key, like=like)
-                total[o:o + n] += decoded.reshape(-1).to(device=buffer.device, dtype=torch.float32)
+                decoded = self.codec.decode(message, self.receivers(self.rank, sender), key, out=out, like=out)
+                total[o:o + n] += decoded.reshape(-1).to(torch.float32)
         buffer.copy_(total.div_(self.world))
         times["encode"] += t1 - t0
         times["exchange"] += t2 - t1
         times["decode"] += time.perf_counter() - t2
+
+    def _decoded(self, key: str, shape: tuple, buffer: torch.Tensor) -> torch.Tensor:
+        """The buffer ``key``'s messages are decoded into, on the bucket's device (kept
+        from step to step; made again if DDP's rebuilt buckets change what it holds)."""
+        out = self.decoded.get(key)
+        if out is None or tuple(out.shape) != shape or out.dtype != buffer.dtype or out.device != buffer.device:
+            out = self.decoded[key] = torch.empty(shape, dtype=buffer.dtype, device=buffer.device)
+        return out
 
     def _encode(self, gradient: torch.Tensor, key: str) -> bytearray:
         """The message for ``key``, written into the buffer of its previous message (sent and
