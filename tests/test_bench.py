@@ -54,7 +54,7 @@ def test_every_readme_block_is_written_from_a_run(small_doc):
     assert "torch's default policy" in blocks["load"]
 
 
-def test_the_wait_policy_ablation_sets_the_policy_where_each_setting_says(tmp_path):
+def test_the_wait_policy_ablation_runs_and_its_kept_results_are_whole():
     """Each setting's child process runs the benchmark; the kept results cover every
     setting with the same number of runs, each run every codec."""
     rows = wait_policy.measure("numba_only", 20_000, 1)
