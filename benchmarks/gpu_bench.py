@@ -17,6 +17,10 @@ paper profiles' speed on one GPU, and the DDP hook under NCCL.
    and the codec share of the compute.
 3. **DDP hook under NCCL** (item 4): ``examples/ddp_mnist.py`` under torchrun with the
    NCCL backend, one process per GPU.
+4. **Device CRC-32C** (``kernels/triton_crc.py``): the checksum of a buffer the size of
+   the fp32 message of 25M and 250M values, computed on the GPU, as a fraction of the
+   add pass (the first figure a message kept in device memory would depend on), and
+   compared with the host's value for the same bytes.
 
 ``python benchmarks/gpu_bench.py [FILE] [--only=PART,...]`` updates ``FILE``
 (``gpu-runs/bench_gpu.json``) with the parts it runs; ``THINWIRE_COMMIT`` names the code
@@ -125,6 +129,30 @@ def codecs(sizes=SIZES, specs=SPECS) -> list[dict]:
     return rows
 
 
+def device_crc(sizes=SIZES) -> list[dict]:
+    import crc32c
+
+    from thinwire.codecs.kernels import triton_crc
+    if not triton_crc.AVAILABLE:
+        print("gpu_bench: no triton here, the device CRC is not measured", flush=True)
+        return []
+    rows = []
+    for n in sizes:
+        a = torch.randn(n, device=DEVICE, generator=torch.Generator(DEVICE).manual_seed(0))
+        b, sum_out = torch.randn_like(a), torch.empty_like(a)
+        roof = device_seconds(lambda: torch.add(a, b, out=sum_out), repeats=20)
+        del b, sum_out
+        buffer = a.view(torch.uint8)
+        crc = device_seconds(lambda: triton_crc.crc32c(buffer), 5, 2)
+        equal = triton_crc.crc32c(buffer) == crc32c.crc32c(buffer.cpu().numpy().tobytes())
+        rows.append({"bytes": buffer.numel(), "crc_s": crc, "add_pass_s": roof, "gb_per_s": buffer.numel() / crc / 1e9,
+                     "fraction_of_add_pass": roof / crc, "equal_to_host": equal})
+        print(f"device crc32c of {buffer.numel():,} bytes: {crc * 1e3:.3f} ms ({rows[-1]['gb_per_s']:.0f} GB/s), "
+              f"add pass {roof * 1e3:.3f} ms, equal to the host's: {equal}", flush=True)
+        del a, buffer
+    return rows
+
+
 def _speed(result, networks: tuple[str, ...]) -> dict:
     from thinwire.experiment import measures
     compute = measures.measured_seconds(result, "compute_seconds") / result.steps
@@ -185,7 +213,7 @@ def hook_nccl(steps: int, codecs=HOOK_CODECS) -> list[dict]:
     return rows
 
 
-PARTS = ("same_bytes", "hook_nccl", "codecs", "paper")
+PARTS = ("same_bytes", "hook_nccl", "codecs", "paper", "device_crc")
 
 
 def run(save, doc: dict, parts=PARTS, steps: int = 30, hook_steps: int = 600, sizes=SIZES,
@@ -203,7 +231,8 @@ def run(save, doc: dict, parts=PARTS, steps: int = 30, hook_steps: int = 600, si
     stamp = {"date": time.strftime("%Y-%m-%d %H:%M", time.gmtime()), "commit": os.environ.get("THINWIRE_COMMIT", ""),
              "device": name, "torch": torch.__version__}
     jobs = {"same_bytes": lambda: {spec: same_bytes(spec) for spec in [*SPECS, *SAME_BYTES_ALSO]},
-            "hook_nccl": lambda: hook_nccl(hook_steps), "codecs": lambda: codecs(sizes)}
+            "hook_nccl": lambda: hook_nccl(hook_steps), "codecs": lambda: codecs(sizes),
+            "device_crc": lambda: device_crc(sizes)}
     for part in parts:
         if part == "paper":
             with tempfile.TemporaryDirectory() as root:
@@ -223,6 +252,7 @@ def main(argv: list[str]) -> int:
     argv = [a for a in argv if a != "--dry-run"]
     if dry:
         DEVICE = "cpu"
+        os.environ.setdefault("TRITON_INTERPRET", "1")  # the device CRC's kernels on the CPU
     elif not available():
         print("gpu_bench: no GPU here, nothing measured")
         return 0

@@ -163,6 +163,10 @@ def gpu_tables(doc: dict) -> dict[str, str]:
               f"{max(r['fraction_of_add_pass'] for r in rows):.3f}; {sum(r['fraction_of_add_pass'] >= gpu_bench.TARGET for r in rows)}"
               f" of {len(rows)} rows meet {gpu_bench.TARGET}. The message's two host copies alone take longer than the whole "
               f"add pass in {slower} of {len(rows)} rows."]
+    for r in doc.get("device_crc", []):  # kernels/triton_crc.py, once a GPU has run it
+        lines += ["", f"Device CRC-32C of {r['bytes']:,} bytes (`kernels/triton_crc.py`, {stamp('device_crc')}): "
+                  f"{r['crc_s'] * 1e3:.3f} ms, {r['gb_per_s']:.0f} GB/s, {r['fraction_of_add_pass']:.3f} of the add pass; "
+                  f"equal to the host's: {r['equal_to_host']}."]
     out["gpu_codecs"] = "\n".join(lines) + f"\n\n<sub>{stamp('codecs')}; `gpu-runs/bench_gpu.json`.</sub>\n"
 
     paper = doc["paper"]

@@ -27,12 +27,17 @@ for _ in range(63):
     X_2K.append(multiply(X_2K[-1], X_2K[-1]))
 
 
+def x_8n(nbytes: int) -> int:
+    """x^(8 nbytes) mod the polynomial: the product of x^(2^k) over nbytes' bits, k from 3."""
+    shift, k = 1 << 31, 3
+    while nbytes:
+        if nbytes & 1:
+            shift = multiply(X_2K[k], shift)
+        nbytes >>= 1
+        k += 1
+    return shift
+
+
 def combine(crc_a: int, crc_b: int, length_b: int) -> int:
     """The CRC-32C of A || B from CRC(A), CRC(B) and len(B) in bytes."""
-    shift, k, n = 1 << 31, 3, length_b  # x^(8 n) = product of x^(2^k) over n's bits, k from 3
-    while n:
-        if n & 1:
-            shift = multiply(X_2K[k], shift)
-        n >>= 1
-        k += 1
-    return multiply(shift, crc_a) ^ crc_b
+    return multiply(x_8n(length_b), crc_a) ^ crc_b

@@ -1,0 +1,144 @@
+"""CRC-32C of a buffer in device memory, computed on the device (Triton): the checksum a
+message kept on a GPU would need, so that its bytes never cross to the host.
+
+Nothing in the codecs uses it yet. Messages are still host bytes, and ``gpu_bench``'s
+``device_crc`` part measures this kernel against the GPU's add pass, which is the first
+figure a device-resident message would depend on. It gives ``wire/checksum.py``'s value
+for the same bytes (tested on the CPU under Triton's interpreter, ``TRITON_INTERPRET=1``).
+
+The arithmetic is ``crc_math``'s: for the raw CRC R (zero initial register, no final xor),
+R(A || B) = R(A) x^(8 |B|) + R(B) in GF(2)[x] mod the Castagnoli polynomial, and leading
+zero bytes leave R unchanged. The standard CRC-32C (initial register and final xor all
+ones) is R(M) + x^(8 |M|) (2^32 - 1) + (2^32 - 1).
+
+1. ``_block_crcs``, one program per ``BLOCK`` bytes: ``LANES`` lanes each take ``SEG``
+   contiguous bytes and advance their own register 16 bytes at a time through the 16
+   slicing tables (table 15 - j holds byte j's effect on the register 15 - j bytes later;
+   the register's 4 bytes are mixed into the first 4). The lanes' CRCs are then joined in
+   pairs, level k multiplying the left one by x^(8 SEG 2^k), until one is left. The
+   message is padded with zeros at the front to whole blocks, which changes no raw CRC.
+2. ``_join``, one program: the blocks' CRCs, padded with zeros at the front to a power of
+   two, joined the same way, level k by x^(8 BLOCK 2^k).
+
+Multiplying by a constant K is linear in the other factor, so it is four lookups, one per
+byte of the register, in K's 4 x 256 table (``_mul``). Every table is made once per device
+on the host from ``crc_math.multiply``.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+
+import numpy as np
+import torch
+
+from .crc_math import POLY, multiply, x_8n
+
+AVAILABLE = importlib.util.find_spec("triton") is not None
+LANES, SEG = 256, 64           # one program: 256 lanes x 64 contiguous bytes
+BLOCK = LANES * SEG            # 16 KiB
+LANE_LEVELS = LANES.bit_length() - 1
+
+
+def slicing_tables() -> np.ndarray:
+    """16 x 256: table k is byte b's effect on the register after k more zero bytes."""
+    t = np.zeros((16, 256), np.uint64)
+    for b in range(256):
+        c = b
+        for _ in range(8):
+            c = (c >> 1) ^ POLY if c & 1 else c >> 1
+        t[0, b] = c
+    for k in range(1, 16):
+        t[k] = (t[k - 1] >> 8) ^ t[0][t[k - 1] & 0xFF]
+    return t.astype(np.uint32)
+
+
+def product_tables(constants: list[int]) -> np.ndarray:
+    """For each constant K, 4 x 256 entries: K * a = xor over j of table[j][byte j of a]."""
+    out = np.zeros((len(constants), 4, 256), np.uint32)
+    for i, k in enumerate(constants):
+        for j in range(4):
+            for b in range(256):
+                out[i, j, b] = multiply(k, b << (8 * j))
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _tables(device: str, block_levels: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def on(t: np.ndarray) -> torch.Tensor:
+        return torch.from_numpy(t.view(np.int32).copy()).to(device)
+    return (on(slicing_tables()), on(product_tables([x_8n(SEG << k) for k in range(LANE_LEVELS)])),
+            on(product_tables([x_8n(BLOCK << k) for k in range(block_levels)])))
+
+
+@functools.lru_cache(maxsize=64)
+def _ones_term(n: int) -> int:
+    """What the all-ones initial register and final xor add to the raw CRC of n bytes."""
+    return multiply(x_8n(n), 0xFFFFFFFF) ^ 0xFFFFFFFF
+
+
+if AVAILABLE:  # the kernels are compiled for the device of their first buffer
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def _mul(a, table):
+        r = tl.load(table + (a & 255).to(tl.int32))
+        r ^= tl.load(table + 256 + ((a >> 8) & 255).to(tl.int32))
+        r ^= tl.load(table + 512 + ((a >> 16) & 255).to(tl.int32))
+        r ^= tl.load(table + 768 + (a >> 24).to(tl.int32))
+        return r.to(tl.uint32, bitcast=True)
+
+    @triton.jit
+    def _tree(crc, products, N: tl.constexpr, LEVELS: tl.constexpr):
+        for k in tl.static_range(LEVELS):
+            left, right = tl.split(tl.reshape(crc, [N >> (k + 1), 2]))
+            crc = _mul(left, products + k * 1024) ^ right
+        return crc
+
+    @triton.jit
+    def _block_crcs(message, n, pad, slicing, products, out, LANES: tl.constexpr, SEG: tl.constexpr,
+                    LEVELS: tl.constexpr):
+        block = tl.program_id(0).to(tl.int64)
+        lane = tl.arange(0, LANES).to(tl.int64)
+        j = tl.arange(0, 16)
+        start = block * (LANES * SEG) + lane * SEG - pad
+        crc = tl.zeros([LANES], dtype=tl.uint32)
+        for t in tl.static_range(0, SEG, 16):
+            at = start[:, None] + t + j[None, :]
+            b = tl.load(message + at, mask=(at >= 0) & (at < n), other=0).to(tl.uint32)
+            register = (crc[:, None] >> (8 * (j[None, :] & 3)).to(tl.uint32)) & 255
+            mixed = b ^ tl.where(j[None, :] < 4, register, 0)
+            effect = tl.load(slicing + (15 - j[None, :]) * 256 + mixed.to(tl.int32)).to(tl.uint32, bitcast=True)
+            crc = tl.xor_sum(effect, axis=1)
+        crc = _tree(crc, products, LANES, LEVELS)
+        tl.store(out + block + tl.arange(0, 1), crc.to(tl.int32, bitcast=True))
+
+    @triton.jit
+    def _join(crcs, m, products, out, P: tl.constexpr, LEVELS: tl.constexpr):
+        i = tl.arange(0, P)
+        crc = tl.load(crcs + i - (P - m), mask=i >= P - m, other=0).to(tl.uint32, bitcast=True)
+        crc = _tree(crc, products, P, LEVELS)
+        tl.store(out + tl.arange(0, 1), crc.to(tl.int32, bitcast=True))
+
+
+def crc32c(buffer: torch.Tensor) -> int:
+    """The CRC-32C of a contiguous uint8 tensor's bytes, computed on its device (a GPU, or
+    the CPU under ``TRITON_INTERPRET=1``); reading the result waits for the device."""
+    if not AVAILABLE:
+        raise RuntimeError("triton_crc.crc32c needs the triton package (it comes with CUDA builds of torch)")
+    if buffer.dtype != torch.uint8 or buffer.dim() != 1 or not buffer.is_contiguous():
+        raise ValueError(f"buffer must be a contiguous 1-d uint8 tensor, got {buffer.dtype} {tuple(buffer.shape)}")
+    n = buffer.numel()
+    if n == 0:
+        return 0
+    blocks = -(-n // BLOCK)
+    levels = max(1, (blocks - 1).bit_length())
+    slicing, lane_products, block_products = _tables(str(buffer.device), levels)
+    crcs = torch.empty(blocks, dtype=torch.int32, device=buffer.device)
+    _block_crcs[(blocks,)](buffer, n, blocks * BLOCK - n, slicing, lane_products, crcs, LANES=LANES, SEG=SEG,
+                          LEVELS=LANE_LEVELS)
+    raw = torch.empty(1, dtype=torch.int32, device=buffer.device)
+    _join[(1,)](crcs, blocks, block_products, raw, P=1 << levels, LEVELS=levels)
+    return (int(raw.item()) & 0xFFFFFFFF) ^ _ones_term(n)

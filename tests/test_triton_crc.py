@@ -1,0 +1,60 @@
+"""The device CRC-32C (``kernels/triton_crc.py``) gives the message checksum's value, run
+on the CPU by Triton's interpreter (``TRITON_INTERPRET=1``, set before triton is imported,
+so in a process of its own)."""
+
+import subprocess
+import sys
+
+import pytest
+
+from thinwire.codecs.kernels import crc_math, triton_crc
+
+CHECK = r"""
+import os
+os.environ["TRITON_INTERPRET"] = "1"
+import crc32c, numpy as np, torch
+from thinwire.codecs import make_codec
+from thinwire.codecs.kernels import triton_crc
+B = triton_crc.BLOCK
+rng = np.random.default_rng(5)
+# empty, shorter than a 16-byte step, around a lane, a block and two blocks, three blocks
+for n in [0, 1, 15, 16, 17, 63, 64, 65, B - 1, B, B + 1, 2 * B + 3, 3 * B]:
+    data = rng.integers(0, 256, n, dtype=np.uint8)
+    got, want = triton_crc.crc32c(torch.from_numpy(data)), crc32c.crc32c(data.tobytes())
+    assert got == want, (n, hex(got), hex(want))
+assert triton_crc.crc32c(torch.zeros(B + 5, dtype=torch.uint8)) == crc32c.crc32c(bytes(B + 5))
+# a real message: its trailer is the CRC-32C of the bytes before it
+message = make_codec("quantize(bits=8)").encode(torch.randn(30_000, generator=torch.Generator().manual_seed(2)))
+body = torch.frombuffer(message, dtype=torch.uint8)[:-4].clone()
+assert triton_crc.crc32c(body) == int.from_bytes(bytes(message[-4:]), "little")
+print("ok")
+"""
+
+
+@pytest.mark.skipif(not triton_crc.AVAILABLE, reason="triton is in requirements.lock; absent only outside make setup")
+def test_the_device_crc_equals_the_message_checksum_under_the_interpreter():
+    done = subprocess.run([sys.executable, "-c", CHECK], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]
+
+
+def test_the_tables_multiply_as_crc_math_does():
+    """A constant's product table gives crc_math's product; x^(8n) joins CRCs as combine does."""
+    import numpy as np
+    rng = np.random.default_rng(0)
+    constants = [crc_math.x_8n(n) for n in (1, 64, 16384, 12345)]
+    tables = triton_crc.product_tables(constants)
+    for k, table in zip(constants, tables):
+        for a in rng.integers(0, 2 ** 32, 20, dtype=np.uint64).tolist():
+            got = 0
+            for j in range(4):
+                got ^= int(table[j][(a >> (8 * j)) & 255])
+            assert got == crc_math.multiply(k, a)
+    for n in (1, 7, 4096):
+        a, b = 0x12345678, 0x9ABCDEF0
+        assert crc_math.multiply(crc_math.x_8n(n), a) ^ b == crc_math.combine(a, b, n)
+
+
+def test_bad_buffers_name_what_is_allowed():
+    import torch
+    with pytest.raises((ValueError, RuntimeError), match="uint8|triton"):
+        triton_crc.crc32c(torch.zeros(4, dtype=torch.float32))
