@@ -22,6 +22,12 @@ for n in [0, 1, 15, 16, 17, 63, 64, 65, B - 1, B, B + 1, 2 * B + 3, 3 * B]:
     data = rng.integers(0, 256, n, dtype=np.uint8)
     got, want = triton_crc.crc32c(torch.from_numpy(data)), crc32c.crc32c(data.tobytes())
     assert got == want, (n, hex(got), hex(want))
+# the blocks' CRCs joined over several rounds of groups (as past 2^10 blocks), padded groups
+triton_crc.JOIN_LEVELS = 1
+for n in [2 * B, 3 * B + 1, 5 * B - 2]:
+    data = rng.integers(0, 256, n, dtype=np.uint8)
+    assert triton_crc.crc32c(torch.from_numpy(data)) == crc32c.crc32c(data.tobytes()), n
+triton_crc.JOIN_LEVELS = 10
 assert triton_crc.crc32c(torch.zeros(B + 5, dtype=torch.uint8)) == crc32c.crc32c(bytes(B + 5))
 # a real message: its trailer is the CRC-32C of the bytes before it
 message = make_codec("quantize(bits=8)").encode(torch.randn(30_000, generator=torch.Generator().manual_seed(2)))

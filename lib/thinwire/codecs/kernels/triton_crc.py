@@ -17,8 +17,9 @@ ones) is R(M) + x^(8 |M|) (2^32 - 1) + (2^32 - 1).
    the register's 4 bytes are mixed into the first 4). The lanes' CRCs are then joined in
    pairs, level k multiplying the left one by x^(8 SEG 2^k), until one is left. The
    message is padded with zeros at the front to whole blocks, which changes no raw CRC.
-2. ``_join``, one program: the blocks' CRCs, padded with zeros at the front to a power of
-   two, joined the same way, level k by x^(8 BLOCK 2^k).
+2. ``_join``: the blocks' CRCs in groups of up to 2^``JOIN_LEVELS``, one program each,
+   joined the same way (level k of the whole tree by x^(8 BLOCK 2^k)), the first group
+   padded with zeros at the front; again on the groups' CRCs until one is left.
 
 Multiplying by a constant K is linear in the other factor, so it is four lookups, one per
 byte of the register, in K's 4 x 256 table (``_mul``). Every table is made once per device
@@ -39,6 +40,7 @@ AVAILABLE = importlib.util.find_spec("triton") is not None
 LANES, SEG = 256, 64           # one program: 256 lanes x 64 contiguous bytes
 BLOCK = LANES * SEG            # 16 KiB
 LANE_LEVELS = LANES.bit_length() - 1
+JOIN_LEVELS = 10               # one program of ``_join`` joins up to 2^10 CRCs
 
 
 def slicing_tables() -> np.ndarray:
@@ -116,11 +118,12 @@ if AVAILABLE:  # the kernels are compiled for the device of their first buffer
         tl.store(out + block + tl.arange(0, 1), crc.to(tl.int32, bitcast=True))
 
     @triton.jit
-    def _join(crcs, m, products, out, P: tl.constexpr, LEVELS: tl.constexpr):
-        i = tl.arange(0, P)
-        crc = tl.load(crcs + i - (P - m), mask=i >= P - m, other=0).to(tl.uint32, bitcast=True)
-        crc = _tree(crc, products, P, LEVELS)
-        tl.store(out + tl.arange(0, 1), crc.to(tl.int32, bitcast=True))
+    def _join(crcs, m, pad, products, out, GROUP: tl.constexpr, LEVELS: tl.constexpr):
+        group = tl.program_id(0)
+        at = group * GROUP + tl.arange(0, GROUP) - pad
+        crc = tl.load(crcs + at, mask=(at >= 0) & (at < m), other=0).to(tl.uint32, bitcast=True)
+        crc = _tree(crc, products, GROUP, LEVELS)
+        tl.store(out + group + tl.arange(0, 1), crc.to(tl.int32, bitcast=True))
 
 
 def crc32c(buffer: torch.Tensor) -> int:
@@ -134,11 +137,17 @@ def crc32c(buffer: torch.Tensor) -> int:
     if n == 0:
         return 0
     blocks = -(-n // BLOCK)
-    levels = max(1, (blocks - 1).bit_length())
-    slicing, lane_products, block_products = _tables(str(buffer.device), levels)
+    slicing, lane_products, block_products = _tables(str(buffer.device), max(1, (blocks - 1).bit_length()))
     crcs = torch.empty(blocks, dtype=torch.int32, device=buffer.device)
     _block_crcs[(blocks,)](buffer, n, blocks * BLOCK - n, slicing, lane_products, crcs, LANES=LANES, SEG=SEG,
-                          LEVELS=LANE_LEVELS)
-    raw = torch.empty(1, dtype=torch.int32, device=buffer.device)
-    _join[(1,)](crcs, blocks, block_products, raw, P=1 << levels, LEVELS=levels)
-    return (int(raw.item()) & 0xFFFFFFFF) ^ _ones_term(n)
+                           LEVELS=LANE_LEVELS)
+    level = 0  # each CRC in crcs now covers BLOCK << level bytes
+    while crcs.numel() > 1:
+        m = crcs.numel()
+        levels = min(JOIN_LEVELS, (m - 1).bit_length())
+        groups = -(-m // (1 << levels))
+        joined = torch.empty(groups, dtype=torch.int32, device=buffer.device)
+        _join[(groups,)](crcs, m, (groups << levels) - m, block_products[level:], joined, GROUP=1 << levels,
+                         LEVELS=levels)
+        crcs, level = joined, level + levels
+    return (int(crcs.item()) & 0xFFFFFFFF) ^ _ones_term(n)
