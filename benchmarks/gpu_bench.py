@@ -93,7 +93,6 @@ def same_bytes(spec: str, n: int = 1_000_000) -> bool:
     return messages[0] == messages[1]
 
 
-
 def codecs(sizes=SIZES, specs=SPECS) -> list[dict]:
     from thinwire.codecs import CodecState, make_codec, wire
     from thinwire.codecs.kernels import device

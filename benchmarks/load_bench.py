@@ -19,23 +19,20 @@ shared machine, where the loads' caches, frequencies and thread pools are never 
 The OpenMP wait policy decides the loaded numbers. numba's compiled kernels run on the
 OpenMP runtime torch loads at import (torch opens ``libtorch_global_deps``, which needs its
 libgomp, with ``RTLD_GLOBAL``, so numba's ``omppool`` binds ``GOMP_parallel`` to torch's
-libgomp and not to the system's it loads itself: ``LD_DEBUG=bindings`` shows it), and that runtime reads ``OMP_WAIT_POLICY`` once, when torch is imported. Left unset,
-libgomp's threads spin 300,000 times before they sleep after every parallel region (its
+libgomp and not to the system's it loads itself: ``LD_DEBUG=bindings`` shows it), and that
+runtime reads ``OMP_WAIT_POLICY`` once, when torch is imported. Left unset, libgomp's
+threads spin 300,000 times before they sleep after every parallel region (its
 ``GOMP_SPINCOUNT`` default); under contention the spinning threads spend the process's
 share of the cores waiting instead of working. ``make bench`` runs with ``PASSIVE``
-(``run.py`` sets it before importing torch, unless the environment chose a policy), and
-``run_continuous_in`` measures the loads-left-running case again in a fresh process under
-torch's default, so the README shows both. ``wait_policy.py`` is the ablation behind this:
-the policy set for the whole process, for torch's runtime only, and for the second libgomp
-numba loads but does not run on (its results: ``wait_policy.json``, summarized in the README).
+(``run.py`` sets it before importing torch, unless the environment chose a policy) and
+measures the loads-left-running case again in a fresh process under torch's default
+(``wait_policy.measure("default", ...)``), so the README shows both. ``wait_policy.py`` is
+the ablation behind this: the policy set for the whole process, for torch's runtime only,
+and for the second libgomp numba loads but does not run on (its results:
+``wait_policy.json``, summarized in the README).
 """
 
 from __future__ import annotations
-
-import json
-import os
-import subprocess
-import sys
 
 import torch
 
@@ -102,18 +99,3 @@ def run_continuous(n: int = N, repeats: int = 7) -> list[dict]:
              "slowdown": loaded[spec] / alone[spec], "target": TARGET, "met": loaded[spec] / alone[spec] <= TARGET}
             for spec in SPECS]
 
-
-def run_continuous_in(policy: str | None, n: int = N, repeats: int = 7) -> list[dict]:
-    """``run_continuous`` in a fresh process whose OpenMP runtime starts with
-    ``OMP_WAIT_POLICY=policy`` (None: unset, torch's default)."""
-    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
-    if policy is not None:
-        env["OMP_WAIT_POLICY"] = policy
-    done = subprocess.run([sys.executable, __file__, str(n), str(repeats)], env=env, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise RuntimeError(f"load_bench under OMP_WAIT_POLICY={policy} failed:\n{done.stderr[-2000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-if __name__ == "__main__":  # run_continuous_in's child: prints its rows as one JSON line
-    print(json.dumps(run_continuous(int(sys.argv[1]), int(sys.argv[2]))))
