@@ -10,6 +10,7 @@ from typing import ClassVar
 import torch
 
 from . import wire
+from .wire import tensor_message
 from .wire.checksum import checksum, warm_up as warm_checksum
 from .errors import CorruptMessageError
 from .payload import Payload
@@ -38,6 +39,9 @@ class Codec(ABC):
     # decompress writes a GPU ``out`` on the GPU (the message's parts go there, not the
     # decoded values); without it a GPU ``out`` gets the values decoded on the host
     decodes_on_device: ClassVar[bool] = False
+    # decompress reads a message kept in GPU memory in place (its parts are views there:
+    # ``wire/tensor_message.py``); without it such a message is copied to the host first
+    reads_device_messages: ClassVar[bool] = False
     # A codec that sends NaN and Inf bit for bit (fp32, fp16) sets this; any other refuses
     # them in ``encode`` before its state (residual, cache) is touched, with one extra pass
     # over the tensor unless ``refuses_non_finite``: its own first pass refuses them and it
@@ -101,7 +105,10 @@ class Codec(ABC):
         """Compress ``tensor`` into a message (a ``bytearray``). ``decision`` (a policy's
         ``Decision``) may fix this message's bit width or keys, for codecs that take them.
         ``out``: a message no longer needed (sent and decoded) to write this one into, so a
-        sender that encodes every step reuses one buffer; it is resized to fit."""
+        sender that encodes every step reuses one buffer; it is resized to fit. ``out`` a uint8
+        tensor: the message is written into it, on its device (``wire/tensor_message.py``),
+        and that tensor (or a larger one on its device) is returned; a codec that compresses
+        on the host then copies its message there."""
         state = state if state is not None else CodecState()
         if decision is not None and not decision.send:
             raise ValueError("a decision not to send has no message: skip the encode")
@@ -121,7 +128,11 @@ class Codec(ABC):
                 payload = self.compress_decided(flat, state, key, decision, shape=tuple(tensor.shape))
             if decision is not None and decision.entropy is not None:
                 state.last.entropy = decision.entropy
-            message = wire.pack(self.codec_id, self.digest, tensor.dtype, tuple(tensor.shape), payload, out)
+            to_device = isinstance(out, torch.Tensor) and out.device.type != "cpu" and flat.device.type == "cpu"
+            message = wire.pack(self.codec_id, self.digest, tensor.dtype, tuple(tensor.shape), payload,
+                                None if to_device else out)
+            if to_device:  # host kernels wrote host memory: the message goes to out's device once
+                message = tensor_message.into(message, out)
         except BaseException:
             state.generator.set_state(rng)  # a refused message draws nothing
             raise
@@ -150,6 +161,7 @@ class Codec(ABC):
         fit ``out``).
         """
         state = state if state is not None else CodecState()
+        message = self._readable(message, out)
         header, payload, numel = self._open(message)
         shape = header["shape"]
         if like is not None and (tuple(like.shape) != shape or like.dtype != header["dtype"]):
@@ -162,12 +174,25 @@ class Codec(ABC):
                                  f"got {out.dtype} {tuple(out.shape)}")
             flat_out = (out.view(-1) if out.dtype == torch.float32 and (out.device.type == "cpu" or self.decodes_on_device)
                         else None)
+        elif isinstance(message, torch.Tensor) and message.device.type != "cpu":  # decoded on the message's device
+            flat_out = torch.empty(numel, dtype=torch.float32, device=message.device)
         flat = _within_dtype(self._dense(payload, numel, state, key, flat_out, shape), header["dtype"])
         if out is None:
             return flat.to(header["dtype"]).reshape(shape)
         if flat is not flat_out:
             out.view(-1).copy_(flat)
         return out
+
+    def _readable(self, message, out: torch.Tensor | None = None):
+        """``message`` as this codec decodes it: a message tensor on a GPU stays there when
+        the codec ``reads_device_messages`` and the values go to that device (``out`` there,
+        or None); otherwise its bytes are copied to the host first."""
+        if not isinstance(message, torch.Tensor):
+            return message
+        tensor_message.check(message)
+        if message.device.type == "cpu" or (self.reads_device_messages and (out is None or out.device == message.device)):
+            return message
+        return tensor_message.to_host(message)
 
     def _dense(self, payload: Payload, numel: int, state: CodecState, key: str,
                out: torch.Tensor | None, shape: tuple = ()) -> torch.Tensor:
@@ -187,7 +212,7 @@ class Codec(ABC):
     def _entries_for(self, message, into: torch.Tensor, state: CodecState, key: str):
         """(payload, numel, checked (index, values) or None for a dense message) of a
         message to be decoded into ``into``."""
-        header, payload, numel = self._open(message)
+        header, payload, numel = self._open(self._readable(message, torch.empty(0)))  # a GPU message: read on the host
         if tuple(into.shape) != header["shape"] or not into.is_contiguous():
             raise ValueError(f"into must be contiguous of shape {header['shape']}, got {tuple(into.shape)}")
         entries = self._guarded(self.sparse_entries, payload, numel, state, key, shape=header["shape"])

@@ -27,6 +27,7 @@ class ErrorFeedback(Codec):
         self.inner = inner
         self.host_only = inner.host_only
         self.decodes_on_device = inner.decodes_on_device
+        self.reads_device_messages = inner.reads_device_messages
 
     @property
     def carrier(self):  # type: ignore[override]

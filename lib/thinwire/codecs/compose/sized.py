@@ -35,6 +35,7 @@ class Sized(Codec):
         self.otherwise = make_codec(otherwise)
         self.host_only = inner.host_only or self.otherwise.host_only
         self.decodes_on_device = inner.decodes_on_device and self.otherwise.decodes_on_device
+        self.reads_device_messages = inner.reads_device_messages and self.otherwise.reads_device_messages
 
     @property
     def memory(self) -> bool:

@@ -28,6 +28,7 @@ class Float16(Codec):
     name = "fp16"
     host_only = False
     decodes_on_device = True
+    reads_device_messages = True
     carries_non_finite = True
     codec_id = 2
     carrier = "values"

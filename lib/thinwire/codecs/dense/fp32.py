@@ -34,6 +34,7 @@ class Float32(Codec):
     name = "fp32"
     host_only = False
     decodes_on_device = True
+    reads_device_messages = True
     carries_non_finite = True
     codec_id = 1
     carrier = "values"

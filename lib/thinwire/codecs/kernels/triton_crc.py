@@ -1,9 +1,8 @@
 """CRC-32C of a buffer in device memory, computed on the device (Triton): the checksum a
 message kept on a GPU would need, so that its bytes never cross to the host.
 
-Nothing in the codecs uses it yet. Messages are still host bytes, and ``gpu_bench``'s
-``device_crc`` part measures this kernel against the GPU's add pass, which is the first
-figure a device-resident message would depend on. It gives ``wire/checksum.py``'s value
+A message written into a GPU tensor (``wire/tensor_message.py``) is checksummed by it,
+on the GPU, and ``gpu_bench``'s ``device_crc`` part measures it against the GPU's add pass. It gives ``wire/checksum.py``'s value
 for the same bytes (tested on the CPU under Triton's interpreter, ``TRITON_INTERPRET=1``).
 
 The arithmetic is ``crc_math``'s: for the raw CRC R (zero initial register, no final xor),
@@ -129,13 +128,19 @@ if AVAILABLE:  # the kernels are compiled for the device of their first buffer
 def crc32c(buffer: torch.Tensor) -> int:
     """The CRC-32C of a contiguous uint8 tensor's bytes, computed on its device (a GPU, or
     the CPU under ``TRITON_INTERPRET=1``); reading the result waits for the device."""
+    return int(crc32c_tensor(buffer).item()) & 0xFFFFFFFF
+
+
+def crc32c_tensor(buffer: torch.Tensor) -> torch.Tensor:
+    """``crc32c`` as a one-element int32 tensor on the buffer's device (the CRC's bits),
+    without waiting for the device: a message's trailer is copied from it there."""
     if not AVAILABLE:
         raise RuntimeError("triton_crc.crc32c needs the triton package (it comes with CUDA builds of torch)")
     if buffer.dtype != torch.uint8 or buffer.dim() != 1 or not buffer.is_contiguous():
         raise ValueError(f"buffer must be a contiguous 1-d uint8 tensor, got {buffer.dtype} {tuple(buffer.shape)}")
     n = buffer.numel()
     if n == 0:
-        return 0
+        return torch.zeros(1, dtype=torch.int32, device=buffer.device)
     blocks = -(-n // BLOCK)
     slicing, lane_products, block_products = _tables(str(buffer.device), max(1, (blocks - 1).bit_length()))
     crcs = torch.empty(blocks, dtype=torch.int32, device=buffer.device)
@@ -150,4 +155,5 @@ def crc32c(buffer: torch.Tensor) -> int:
         _join[(groups,)](crcs, m, (groups << levels) - m, block_products[level:], joined, GROUP=1 << levels,
                          LEVELS=levels)
         crcs, level = joined, level + levels
-    return (int(crcs.item()) & 0xFFFFFFFF) ^ _ones_term(n)
+    ones = _ones_term(n)
+    return crcs ^ (ones - (1 << 32) if ones >= 1 << 31 else ones)  # the constant as int32's bits

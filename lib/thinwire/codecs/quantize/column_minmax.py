@@ -50,6 +50,7 @@ class ColumnQuantize(Codec):
     codec_id = 13
     host_only = False  # a GPU tensor is ranged, quantized and packed on the GPU (kernels/torch_bins.py)
     decodes_on_device = True
+    reads_device_messages = True
     refuses_non_finite = True  # its own first pass refuses NaN and Inf, before any state changes
 
     def __init__(self, bits: int = 0, eps: float = EPS, max_floor: bool = False):

@@ -53,6 +53,7 @@ class Quantize(Codec):
     name = "quantize"
     host_only = False  # a GPU tensor is ranged, quantized and packed on the GPU (kernels/device.py)
     decodes_on_device = True
+    reads_device_messages = True
     refuses_non_finite = True  # value_range refuses NaN and Inf before anything else
     codec_id = 4
     carrier = None  # its codes are bit-packed bytes: no codec compresses them further

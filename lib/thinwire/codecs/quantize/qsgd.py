@@ -50,6 +50,7 @@ class QSGD(Codec):
     name = "qsgd"
     host_only = False  # a GPU tensor is quantized on the GPU (kernels/torch_qsgd.py), the same bytes
     decodes_on_device = True
+    reads_device_messages = True
     refuses_non_finite = True  # the norm pass refuses NaN and Inf; only the generator has moved
     codec_id = 10
     carrier = None  # bit-packed codes: no codec compresses them further
@@ -124,13 +125,13 @@ class QSGD(Codec):
         norms = expect_part(payload, "norms", torch.float32, self.buckets(numel))
         if self.coding == "elias":
             codes = np.empty(numel, np.uint8 if self.bits <= 8 else np.int32)
-            if elias.decode(expect_part(payload, "stream", torch.uint8).contiguous().numpy(), numel, self.bucket,
+            if elias.decode(expect_part(payload, "stream", torch.uint8).cpu().contiguous().numpy(), numel, self.bucket,
                             self.bits, codes) != 0:
                 raise CorruptMessageError("qsgd: the Elias-coded levels are inconsistent with the tensor's size")
             packed = bitpack.pack(torch.from_numpy(codes), self.bits)
         else:
             packed = expect_part(payload, "codes", torch.uint8, bitpack.packed_bytes(numel, self.bits))
-        norms_np = norms.numpy()
+        norms_np = norms.cpu().numpy()  # one per bucket; from a message on a GPU, copied
         if not (np.isfinite(norms_np).all() and (norms_np >= 0).all()):
             raise CorruptMessageError("qsgd: bucket norms must be finite and non-negative")
         step = (norms_np.astype(np.float64) / self.levels).astype(np.float32)

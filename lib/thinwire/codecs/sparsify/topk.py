@@ -31,6 +31,7 @@ class TopK(Codec):
     name = "topk"
     host_only = False
     decodes_on_device = True
+    reads_device_messages = True
     codec_id = 3
     carrier = "values"
     refuses_non_finite = True  # the selection's count pass refuses NaN and Inf

@@ -38,8 +38,8 @@ from ..payload import PartWriter, Payload
 
 MAGIC = 0xA2
 MAX_NUMEL = 2**31 - 1  # values one message may describe (int32 indexing; 8 GiB of float32)
-_FIXED = struct.Struct("<BBIBB")
-_TRAILER = struct.Struct("<I")
+FIXED = struct.Struct("<BBIBB")
+TRAILER = struct.Struct("<I")
 _F32, _F64 = struct.Struct("<f"), struct.Struct("<d")
 
 # Codes are part of the format: append, never reorder.
@@ -102,20 +102,19 @@ def _meta_value(value) -> tuple[int, bytes]:
     raise ValueError(f"wire: meta values must be ints or floats, got {type(value).__name__} {value!r}")
 
 
-def _nbytes(part) -> int:
+def part_nbytes(part) -> int:
     numel = part.numel if isinstance(part, PartWriter) else part.numel()
     return numel * ITEMSIZE[DTYPE_CODES[part.dtype]]
 
 
-def pack(codec_id: int, digest: int, dtype: torch.dtype, shape: tuple[int, ...], payload: Payload,
-         out: bytearray | None = None) -> Message:
-    """Lay ``payload`` out as one checksummed byte buffer: ``out`` (resized to fit; a buffer
-    reused from message to message is not allocated and faulted in again), or a new one."""
+def plan(dtype: torch.dtype, shape: tuple[int, ...], payload: Payload, codec_id: int, digest: int):
+    """(header bytes, [(name, part)], each part's offset, end of the last part) of a message:
+    the layout ``pack`` writes, on the host or into a tensor (``tensor_message.py``)."""
     parts = [(name, t if isinstance(t, PartWriter) else t.detach().contiguous()) for name, t in payload.parts.items()]
     if len(shape) > 15 or len(payload.meta) > 15 or len(parts) > 15:
         raise ValueError(f"wire: at most 15 dimensions, meta entries and parts, got {len(shape)}, "
                          f"{len(payload.meta)}, {len(parts)}")
-    head = bytearray(_FIXED.pack(MAGIC, codec_id, digest, DTYPE_CODES[dtype] << 4 | len(shape),
+    head = bytearray(FIXED.pack(MAGIC, codec_id, digest, DTYPE_CODES[dtype] << 4 | len(shape),
                                  len(payload.meta) << 4 | len(parts)))
     for size in shape:
         head += _uvarint(int(size))
@@ -133,13 +132,25 @@ def pack(codec_id: int, digest: int, dtype: torch.dtype, shape: tuple[int, ...],
         align = ITEMSIZE[DTYPE_CODES[t.dtype]]
         total = -(-total // align) * align
         offsets.append(total)
-        total += _nbytes(t)
-    message = _sized(out, total + _TRAILER.size)
+        total += part_nbytes(t)
+    return head, parts, offsets, total
+
+
+def pack(codec_id: int, digest: int, dtype: torch.dtype, shape: tuple[int, ...], payload: Payload,
+         out: bytearray | torch.Tensor | None = None) -> Message:
+    """Lay ``payload`` out as one checksummed byte buffer: ``out`` (resized to fit; a buffer
+    reused from message to message is not allocated and faulted in again), or a new one.
+    ``out`` a uint8 tensor: the message is written there, on its device (``tensor_message``)."""
+    if isinstance(out, torch.Tensor):
+        from . import tensor_message
+        return tensor_message.pack(codec_id, digest, dtype, shape, payload, out)
+    head, parts, offsets, total = plan(dtype, shape, payload, codec_id, digest)
+    message = _sized(out, total + TRAILER.size)
     message[:len(head)] = head
     copies, known, written = [], [], len(head)
     for (_, t), off in zip(parts, offsets):
         message[written:off] = bytes(off - written)  # alignment padding: zeros, also in a reused buffer
-        nbytes = _nbytes(t)
+        nbytes = part_nbytes(t)
         written = off + nbytes
         if not nbytes:
             continue
@@ -153,7 +164,7 @@ def pack(codec_id: int, digest: int, dtype: torch.dtype, shape: tuple[int, ...],
                 torch.frombuffer(message, dtype=torch.uint8, count=nbytes, offset=off).copy_(src)
             else:
                 copies.append((off, src.numpy()))
-    _TRAILER.pack_into(message, total, fill_and_checksum(message, total, copies, known))
+    TRAILER.pack_into(message, total, fill_and_checksum(message, total, copies, known))
     return message
 
 
@@ -174,7 +185,7 @@ class _Reader:
     """Reads the header fields in order; any overrun is a ``CorruptMessageError``."""
 
     def __init__(self, buffer, end: int):
-        self.buffer, self.pos, self.end = buffer, _FIXED.size, end
+        self.buffer, self.pos, self.end = buffer, FIXED.size, end
 
     def byte(self) -> int:
         if self.pos >= self.end:
@@ -211,11 +222,11 @@ class _Reader:
         return bytes(self.buffer[self.pos - n:self.pos])
 
 
-def _read_header(message, end: int):
+def read_header(message, end: int):
     """(codec id, digest, dtype, shape, meta, [(name, dtype, numel)], meta value bytes, reader)."""
-    if end < _FIXED.size:
-        raise CorruptMessageError(f"message of {end + _TRAILER.size} bytes is shorter than the minimal frame")
-    magic, codec_id, digest, dtype_dims, counts = _FIXED.unpack_from(message, 0)
+    if end < FIXED.size:
+        raise CorruptMessageError(f"message of {end + TRAILER.size} bytes is shorter than the minimal frame")
+    magic, codec_id, digest, dtype_dims, counts = FIXED.unpack_from(message, 0)
     if magic != MAGIC:
         raise CorruptMessageError(f"not a thinwire v2 message (first byte {magic:#04x}, expected {MAGIC:#04x})")
     dtype_code, ndim = dtype_dims >> 4, dtype_dims & 0xF
@@ -254,7 +265,7 @@ def _read_header(message, end: int):
     return codec_id, digest, DTYPES[dtype_code], shape, meta, parts, meta_bytes, reader.pos
 
 
-def _layout(parts, start: int, end: int) -> list[int]:
+def layout(parts, start: int, end: int) -> list[int]:
     offsets, off = [], start
     for name, dtype, numel in parts:
         align = ITEMSIZE[DTYPE_CODES[dtype]]
@@ -273,20 +284,24 @@ def unpack(message) -> tuple[dict, Payload]:
 
     The header dict has ``codec_id``, ``digest``, ``dtype`` and ``shape``. Raises
     ``CorruptMessageError`` for a bad checksum, truncation, extra bytes or a malformed
-    header. The parts alias the message buffer.
+    header. The parts alias the message buffer (a uint8 tensor's parts are views of it, on
+    its device: ``tensor_message``).
     """
+    if isinstance(message, torch.Tensor):
+        from . import tensor_message
+        return tensor_message.unpack(message)
     if not isinstance(message, bytearray):
         message = bytearray(message)
     n = len(message)
-    if n < _FIXED.size + _TRAILER.size:
+    if n < FIXED.size + TRAILER.size:
         raise CorruptMessageError(f"message of {n} bytes is shorter than the minimal frame")
-    end = n - _TRAILER.size
-    (stored,) = _TRAILER.unpack_from(message, end)
+    end = n - TRAILER.size
+    (stored,) = TRAILER.unpack_from(message, end)
     if checksum(memoryview(message)[:end]) != stored:
         raise CorruptMessageError(f"checksum mismatch in a message of {n} bytes")
-    codec_id, digest, dtype, shape, meta, parts, _, pos = _read_header(message, end)
+    codec_id, digest, dtype, shape, meta, parts, _, pos = read_header(message, end)
     payload = Payload(meta=meta)
-    for (name, part_dtype, numel), off in zip(parts, _layout(parts, pos, end)):
+    for (name, part_dtype, numel), off in zip(parts, layout(parts, pos, end)):
         if name in payload.parts:
             raise CorruptMessageError(f"part {name!r} appears twice")
         payload.parts[name] = (torch.frombuffer(message, dtype=part_dtype, count=numel, offset=off) if numel
@@ -297,8 +312,11 @@ def unpack(message) -> tuple[dict, Payload]:
 def measure(message) -> tuple[int, int]:
     """(payload bytes, framing bytes) of a message, read from its header; the two add up
     to ``len(message)``. The checksum is not verified here (decoding does that)."""
+    if isinstance(message, torch.Tensor):
+        from . import tensor_message
+        return tensor_message.measure(message)
     n = len(message)
-    end = n - _TRAILER.size
-    _, _, _, _, _, parts, meta_bytes, _ = _read_header(message, end)
+    end = n - TRAILER.size
+    _, _, _, _, _, parts, meta_bytes, _ = read_header(message, end)
     payload = meta_bytes + sum(numel * ITEMSIZE[DTYPE_CODES[dtype]] for _, dtype, numel in parts)
     return payload, n - payload

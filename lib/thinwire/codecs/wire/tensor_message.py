@@ -1,0 +1,168 @@
+"""Messages kept in a uint8 tensor on any device: the same bytes as a host message
+(``format.py``), written and checked where the tensor lives, so that a message made on a
+GPU from a GPU tensor never crosses to the host to be framed, checksummed, sent (NCCL
+moves device buffers) or decoded.
+
+Writing (``pack``): the header is made on the host, as for a host message (it is a few
+bytes: ``format.plan``), and copied in; each part is written into its slice of the tensor,
+viewed as the part's dtype (parts are aligned to their element size, so the view is
+exact), by the part's ``PartWriter`` or a device copy; padding bytes are zeroed; the
+trailer is the CRC-32C of everything before it. On a GPU the CRC is computed there
+(``kernels/triton_crc.py``) and copied into the trailer as a tensor, so nothing waits for
+the device; on the CPU it is ``checksum.checksum``.
+
+Reading (``unpack``): the CRC of the body is computed on the device and compared with the
+trailer, and the header is parsed on the host from one small copy that carries both CRCs
+and the first ``HEAD`` bytes (one wait for the device per message). A damaged message is a
+``CorruptMessageError``, as on the host. The parts are views of the message tensor.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import torch
+
+from ..errors import CorruptMessageError
+from ..kernels import triton_crc
+from ..payload import PartWriter, Payload
+from .checksum import checksum
+from .format import FIXED, TRAILER, layout, part_nbytes, plan, read_header
+
+HEAD = 256  # bytes of a message copied to the host to read its header (more if it is longer)
+
+
+def check(message: torch.Tensor, name: str = "message") -> torch.Tensor:
+    """``message`` if it is a contiguous 1-d uint8 tensor, else a ``ValueError`` naming it."""
+    if message.dtype != torch.uint8 or message.dim() != 1 or not message.is_contiguous():
+        raise ValueError(f"{name} must be a contiguous 1-d uint8 tensor, got {message.dtype} "
+                         f"{tuple(message.shape)}{'' if message.is_contiguous() else ' (not contiguous)'}")
+    return message
+
+
+def _sized(out: torch.Tensor, nbytes: int) -> torch.Tensor:
+    """``out`` resized to ``nbytes`` within its storage, or a new tensor on its device when the
+    storage is too small (a grown message is not copied: its old bytes are overwritten)."""
+    check(out, "out")
+    room = out.untyped_storage().nbytes() - out.storage_offset()
+    if room >= nbytes and out._base is None:  # not a view: its storage holds nothing else
+        return out.set_(out.untyped_storage(), out.storage_offset(), (nbytes,))
+    return torch.empty(nbytes, dtype=torch.uint8, device=out.device)
+
+
+def _host_bytes(data) -> torch.Tensor:
+    """A uint8 CPU tensor of ``data`` (bytes), pinned when a GPU is present so that its copy
+    to the device does not wait."""
+    host = torch.frombuffer(bytearray(data), dtype=torch.uint8)
+    return host.pin_memory() if torch.cuda.is_available() else host
+
+
+def _crc(body: torch.Tensor) -> torch.Tensor:
+    """The CRC-32C of ``body`` as a one-element int32 tensor on its device."""
+    if body.device.type != "cpu" and triton_crc.AVAILABLE:
+        return triton_crc.crc32c_tensor(body)
+    value = checksum(memoryview(body.cpu().numpy()))  # the host's checksum (a device without Triton: a copy)
+    return torch.tensor([value], dtype=torch.int64).to(torch.int32).to(body.device)
+
+
+def pack(codec_id: int, digest: int, dtype: torch.dtype, shape: tuple[int, ...], payload: Payload,
+         out: torch.Tensor) -> torch.Tensor:
+    """``format.pack``'s bytes written into ``out`` (a uint8 tensor, resized within its storage
+    or replaced by a new one on its device) and returned."""
+    head, parts, offsets, total = plan(dtype, shape, payload, codec_id, digest)
+    message = _sized(out, total + TRAILER.size)
+    on_host = message.device.type == "cpu"
+    message[:len(head)].copy_(_host_bytes(head), non_blocking=not on_host)
+    written = len(head)
+    for (_, t), off in zip(parts, offsets):
+        if off > written:
+            message[written:off].zero_()  # alignment padding
+        nbytes = part_nbytes(t)
+        written = off + nbytes
+        if not nbytes:
+            continue
+        view = message[off:written].view(t.dtype)
+        if isinstance(t, PartWriter):
+            t.fill(view)
+        else:
+            view.copy_(t.view(-1))
+    body = message[:total]
+    if on_host:
+        message[total:].copy_(torch.frombuffer(bytearray(TRAILER.pack(checksum(memoryview(body.numpy())))),
+                                               dtype=torch.uint8))
+    else:
+        message[total:].copy_(_crc(body).view(torch.uint8))
+    return message
+
+
+def _head(message: torch.Tensor, end: int, extra: torch.Tensor | None = None) -> tuple[bytes, bytes]:
+    """(``extra``'s bytes, the first ``min(end, HEAD)`` bytes of the message) in one copy to the host."""
+    prefix = message[:min(end, HEAD)]
+    pieces = [prefix] if extra is None else [extra, prefix]
+    host = bytes(torch.cat(pieces).cpu().numpy()) if message.device.type != "cpu" or extra is not None \
+        else bytes(prefix.numpy())
+    cut = 0 if extra is None else extra.numel()
+    return host[:cut], host[cut:]
+
+
+def _header(message: torch.Tensor, end: int, head: bytes):
+    """``format.read_header`` of the message from its first bytes ``head``; the whole header
+    is copied when it is longer than those."""
+    try:
+        return read_header(head, len(head))
+    except CorruptMessageError:
+        if len(head) >= end:
+            raise
+        return read_header(bytes(message[:end].cpu().numpy()), end)
+
+
+def unpack(message: torch.Tensor) -> tuple[dict, Payload]:
+    """``format.unpack`` of a message tensor: the parts are views of it, on its device."""
+    check(message)
+    n = message.numel()
+    if n < FIXED.size + TRAILER.size:
+        raise CorruptMessageError(f"message of {n} bytes is shorter than the minimal frame")
+    end = n - TRAILER.size
+    crcs, head = _head(message, end, torch.cat([_crc(message[:end]).view(torch.uint8), message[end:]]))
+    computed, stored = struct.unpack("<II", crcs)
+    if computed != stored:
+        raise CorruptMessageError(f"checksum mismatch in a message of {n} bytes")
+    codec_id, digest, dtype, shape, meta, parts, _, pos = _header(message, end, head)
+    payload = Payload(meta=meta)
+    for (name, part_dtype, numel), off in zip(parts, layout(parts, pos, end)):
+        if name in payload.parts:
+            raise CorruptMessageError(f"part {name!r} appears twice")
+        size = numel * torch.empty((), dtype=part_dtype).element_size()
+        payload.parts[name] = message[off:off + size].view(part_dtype)
+    return {"codec_id": codec_id, "digest": digest, "dtype": dtype, "shape": shape}, payload
+
+
+def measure(message: torch.Tensor) -> tuple[int, int]:
+    """``format.measure`` of a message tensor (its header copied to the host)."""
+    check(message)
+    n = message.numel()
+    end = n - TRAILER.size
+    if end < FIXED.size:
+        raise CorruptMessageError(f"message of {n} bytes is shorter than the minimal frame")
+    _, head = _head(message, end)
+    _, _, _, _, _, parts, meta_bytes, _ = _header(message, end, head)
+    payload = meta_bytes + sum(numel * torch.empty((), dtype=dtype).element_size() for _, dtype, numel in parts)
+    return payload, n - payload
+
+
+def into(message, out: torch.Tensor) -> torch.Tensor:
+    """A host message's bytes copied into ``out`` (sized as by ``pack``) on its device."""
+    target = _sized(out, len(message))
+    target.copy_(_host_bytes(message), non_blocking=target.device.type != "cpu")
+    return target
+
+
+def to_host(message: torch.Tensor) -> bytearray:
+    """A message tensor's bytes as a host message (``bytearray``)."""
+    return bytearray(check(message).cpu().numpy().tobytes())
+
+
+def from_host(message, device) -> torch.Tensor:
+    """A host message's bytes in a new uint8 tensor on ``device``."""
+    return torch.from_numpy(np.frombuffer(bytes(message), dtype=np.uint8).copy()).to(device)
