@@ -22,6 +22,11 @@ paper profiles' speed on one GPU, and the DDP hook under NCCL.
    add pass (the first figure a message kept in device memory would depend on), and
    compared with the host's value for the same bytes.
 
+5. **Messages kept on the device** (``wire/tensor_message.py``): the codecs of part 1
+   encoding into a uint8 tensor on the GPU and decoding from it, as a fraction of the add
+   pass, with no host copy of the message; each message is also compared byte for byte
+   with the host message of the same tensor and state.
+
 ``python benchmarks/gpu_bench.py [FILE] [--only=PART,...]`` updates ``FILE``
 (``gpu-runs/bench_gpu.json``) with the parts it runs; ``THINWIRE_COMMIT`` names the code
 measured in each part's stamp.
@@ -93,7 +98,8 @@ def same_bytes(spec: str, n: int = 1_000_000) -> bool:
     return messages[0] == messages[1]
 
 
-def codecs(sizes=SIZES, specs=SPECS) -> list[dict]:
+def codecs(sizes=SIZES, specs=SPECS, kept_on_device: bool = False) -> list[dict]:
+    """Part 1 (host messages), or part 5 with ``kept_on_device`` (message tensors on the device)."""
     from thinwire.codecs import CodecState, make_codec, wire
     from thinwire.codecs.kernels import device
     rows = []
@@ -108,19 +114,27 @@ def codecs(sizes=SIZES, specs=SPECS) -> list[dict]:
             codec, state = make_codec(spec), CodecState(0)
             codec.warm_up()
             with device.forced() if DEVICE == "cpu" else nullcontext():
-                message = codec.encode(x, state, "x")
+                first = torch.empty(0, dtype=torch.uint8, device=DEVICE) if kept_on_device else None
+                message = codec.encode(x, state, "x", out=first)
                 encode = device_seconds(lambda: codec.encode(x, state, "x", out=message), repeats, 1)
                 decode = device_seconds(lambda: codec.decode(message, state, "x", out=out), repeats, 1)
             payload = wire.measure(message)[0]
-            staged = torch.empty(len(message), dtype=torch.uint8, device=DEVICE)  # overwrites the message
-            host = torch.frombuffer(message, dtype=torch.uint8)
-            copies = device_seconds(lambda: (host.copy_(staged), staged.copy_(host)), repeats, 1)
-            del staged, host
-            rows.append({"codec": spec, "values": n, "bytes": len(message), "payload": payload,
-                         "encode_s": encode, "decode_s": decode, "add_pass_s": roof, "host_copy_s": copies,
-                         "fraction_of_add_pass": roof / (encode + decode), "target": TARGET})
-            print(f"gpu codec {spec} n={n:,}: encode {encode * 1e3:.2f} ms, decode {decode * 1e3:.2f} ms, "
-                  f"add pass {roof * 1e3:.3f} ms, message copies {copies * 1e3:.2f} ms", flush=True)
+            row = {"codec": spec, "values": n, "bytes": len(message), "payload": payload, "encode_s": encode,
+                   "decode_s": decode, "add_pass_s": roof, "fraction_of_add_pass": roof / (encode + decode),
+                   "target": TARGET}
+            if kept_on_device:  # the same bytes as the host message of the same tensor and state
+                again, host_state = make_codec(spec), CodecState(0)
+                with device.forced() if DEVICE == "cpu" else nullcontext():
+                    moved = codec.encode(x, CodecState(0), "x", out=message)
+                    row["equal_to_host"] = bytes(moved.cpu().numpy()) == bytes(again.encode(x, host_state, "x"))
+            else:
+                staged = torch.empty(len(message), dtype=torch.uint8, device=DEVICE)  # overwrites the message
+                host = torch.frombuffer(message, dtype=torch.uint8)
+                row["host_copy_s"] = device_seconds(lambda: (host.copy_(staged), staged.copy_(host)), repeats, 1)
+                del staged, host
+            rows.append(row)
+            print(f"gpu codec {spec} n={n:,}{' (message on the device)' if kept_on_device else ''}: encode "
+                  f"{encode * 1e3:.2f} ms, decode {decode * 1e3:.2f} ms, add pass {roof * 1e3:.3f} ms", flush=True)
             del message
         del x, out
         if DEVICE == "cuda":
@@ -212,7 +226,7 @@ def hook_nccl(steps: int, codecs=HOOK_CODECS) -> list[dict]:
     return rows
 
 
-PARTS = ("same_bytes", "hook_nccl", "codecs", "paper", "device_crc")
+PARTS = ("same_bytes", "hook_nccl", "codecs", "paper", "device_crc", "device_messages")
 
 
 def run(save, doc: dict, parts=PARTS, steps: int = 30, hook_steps: int = 600, sizes=SIZES,
@@ -231,7 +245,7 @@ def run(save, doc: dict, parts=PARTS, steps: int = 30, hook_steps: int = 600, si
              "device": name, "torch": torch.__version__}
     jobs = {"same_bytes": lambda: {spec: same_bytes(spec) for spec in [*SPECS, *SAME_BYTES_ALSO]},
             "hook_nccl": lambda: hook_nccl(hook_steps), "codecs": lambda: codecs(sizes),
-            "device_crc": lambda: device_crc(sizes)}
+            "device_crc": lambda: device_crc(sizes), "device_messages": lambda: codecs(sizes, kept_on_device=True)}
     for part in parts:
         if part == "paper":
             with tempfile.TemporaryDirectory() as root:

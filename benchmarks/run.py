@@ -168,6 +168,17 @@ def gpu_tables(doc: dict) -> dict[str, str]:
         lines += ["", f"Device CRC-32C of {r['bytes']:,} bytes (`kernels/triton_crc.py`, {stamp('device_crc')}): "
                   f"{r['crc_s'] * 1e3:.3f} ms, {r['gb_per_s']:.0f} GB/s, {r['fraction_of_add_pass']:.3f} of the add pass; "
                   f"equal to the host's: {r['equal_to_host']}."]
+    kept = doc.get("device_messages", [])  # wire/tensor_message.py, once a GPU has run it
+    if kept:
+        lines += ["", f"Messages kept on the device (`wire/tensor_message.py`, {stamp('device_messages')}), equal to "
+                  f"the host's message byte for byte in {sum(r['equal_to_host'] for r in kept)} of {len(kept)} rows:\n",
+                  "| codec | values | payload bytes | encode ms | decode ms | add pass ms | fraction of the add pass |",
+                  "|---|---|---|---|---|---|---|"]
+        lines += [f"| {r['codec']} | {r['values']:,} | {r['payload']:,} | {r['encode_s'] * 1e3:.2f} | "
+                  f"{r['decode_s'] * 1e3:.2f} | {r['add_pass_s'] * 1e3:.3f} | "
+                  f"{_target(r['fraction_of_add_pass'], r['target'])} |" for r in kept]
+        lines += ["", f"{sum(r['fraction_of_add_pass'] >= gpu_bench.TARGET for r in kept)} of {len(kept)} rows meet "
+                  f"{gpu_bench.TARGET} with the message kept on the device."]
     out["gpu_codecs"] = "\n".join(lines) + f"\n\n<sub>{stamp('codecs')}; `gpu-runs/bench_gpu.json`.</sub>\n"
 
     paper = doc["paper"]

@@ -20,6 +20,11 @@ def _model() -> nn.Module:
     return nn.Sequential(nn.Linear(12, 8), nn.ReLU(), nn.Linear(8, 3))
 
 
+def _bytes(message) -> bytes:
+    """A message's bytes, from a host message or a message tensor."""
+    return bytes(message.numpy()) if isinstance(message, torch.Tensor) else bytes(message)
+
+
 def train(rank: int, codec: str | None, steps: int = STEPS, **hook_options) -> dict:
     """Each step's gradients as every rank applies them, the messages of each exchange
     (step, sender, receiver, tensor, message), and the hook's ledger rows."""
@@ -31,7 +36,7 @@ def train(rank: int, codec: str | None, steps: int = STEPS, **hook_options) -> d
 
         def recording(outbox, step, phase):
             inbox = send(outbox, step, phase)
-            exchanges.extend((step, e.sender, e.receiver, e.tensor, bytes(e.message)) for e in [*outbox, *inbox])
+            exchanges.extend((step, e.sender, e.receiver, e.tensor, _bytes(e.message)) for e in [*outbox, *inbox])
             return inbox
         hook.transport.exchange = recording
     sgd = torch.optim.SGD(model.parameters(), lr=0.1)

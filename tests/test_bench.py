@@ -74,11 +74,18 @@ def test_the_gpu_benchmark_runs_its_codecs_through_the_device_paths_on_the_cpu(m
     assert [r["codec"] for r in rows] == gpu_bench.SPECS
     assert all(r["encode_s"] > 0 and r["decode_s"] > 0 and 0 < r["payload"] < r["bytes"] for r in rows)
     assert all(gpu_bench.same_bytes(spec, n=5_000) for spec in [*gpu_bench.SPECS, *gpu_bench.SAME_BYTES_ALSO])
+    kept = gpu_bench.codecs(sizes=(20_000,), kept_on_device=True)  # part 5: message tensors
+    assert [r["codec"] for r in kept] == gpu_bench.SPECS and all(r["equal_to_host"] for r in kept)
+    assert [r["bytes"] for r in kept] == [r["bytes"] for r in rows]
+    doc = json.loads(run.GPU_RESULTS.read_text())
+    tables = run.gpu_tables({**doc, "device_messages": kept})
+    assert "Messages kept on the device" in tables["gpu_codecs"] and "12 of 12 rows:" in tables["gpu_codecs"]
 
 
 def test_the_kept_gpu_results_name_where_each_part_was_measured():
-    """Every kept part carries its stamp; only the device CRC (no GPU has run it yet) may be missing."""
+    """Every kept part carries its stamp; only the device CRC and the messages kept on the
+    device (no GPU has run them yet) may be missing."""
     doc = json.loads(run.GPU_RESULTS.read_text())
-    assert set(gpu_bench.PARTS) - set(doc) <= {"device_crc"}
+    assert set(gpu_bench.PARTS) - set(doc) <= {"device_crc", "device_messages"}
     for part in set(gpu_bench.PARTS) & set(doc):
         assert {"date", "commit", "device"} <= set(doc["measured"][part]), part

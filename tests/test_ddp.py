@@ -19,7 +19,10 @@ ROOT = Path(__file__).resolve().parents[1]
 CASES = [(None, {}), ("fp32", {}), ("ef(topk(ratio=0.25))", {}), ("quantize(bits=4)", {}),
          ("qsgd(bits=4, bucket=8)", {}), ("fp32", {"granularity": "bucket", "bucket_cap_mb": 0.0003}),
          ("ef(topk(ratio=0.25))", {"granularity": "bucket", "bucket_cap_mb": 0.0003}),
-         ("fp16", {"collective": "allreduce"})]
+         ("fp16", {"collective": "allreduce"}),
+         *[(c, {"messages": "tensors"}) for c in ("fp32", "ef(topk(ratio=0.25))", "quantize(bits=4)",
+                                                  "qsgd(bits=4, bucket=8)", "graddrop(ratio=0.75)")],
+         ("graddrop(ratio=0.75)", {})]
 
 
 @pytest.fixture(scope="module", params=[2, 4])
@@ -34,7 +37,7 @@ def _case(ranks, codec, **options):
 
 def test_fp32_through_the_hook_is_ddp_without_one(ranks):
     world, plain = _case(ranks, None)
-    for options in ({}, {"granularity": "bucket", "bucket_cap_mb": 0.0003}):
+    for options in ({}, {"granularity": "bucket", "bucket_cap_mb": 0.0003}, {"messages": "tensors"}):
         _, hooked = _case(ranks, "fp32", **options)
         for rank in range(world):
             for step in range(STEPS):
@@ -46,8 +49,9 @@ def test_fp32_through_the_hook_is_ddp_without_one(ranks):
 
 
 @pytest.mark.parametrize("codec", ["ef(topk(ratio=0.25))", "quantize(bits=4)", "qsgd(bits=4, bucket=8)"])
-def test_the_averaged_gradient_is_the_mean_of_the_decoded_messages(ranks, codec):
-    world, results = _case(ranks, codec)
+@pytest.mark.parametrize("messages", ["bytes", "tensors"])
+def test_the_averaged_gradient_is_the_mean_of_the_decoded_messages(ranks, codec, messages):
+    world, results = _case(ranks, codec, **({"messages": "tensors"} if messages == "tensors" else {}))
     decoder = make_codec(codec)
     for rank in range(world):
         sent = {(s, t, step): m for step, s, _, t, m in results[rank]["exchanges"]}
@@ -74,6 +78,21 @@ def test_the_ledger_holds_the_lengths_of_the_messages_sent(ranks, codec, options
         assert len({t for *_, t, _ in results[0]["exchanges"]}) > 1
 
 
+@pytest.mark.parametrize("codec", ["fp32", "ef(topk(ratio=0.25))", "quantize(bits=4)", "qsgd(bits=4, bucket=8)",
+                                   "graddrop(ratio=0.75)"])
+def test_messages_kept_in_tensors_are_the_same_bytes_and_give_the_same_gradients(ranks, codec):
+    """``messages="tensors"`` (framed and sent as tensors, decoded from them) against host
+    messages: every exchange the same bytes, every rank the same gradients."""
+    world, as_bytes = _case(ranks, codec)
+    _, as_tensors = _case(ranks, codec, messages="tensors")
+    for rank in range(world):
+        assert sorted(as_tensors[rank]["exchanges"]) == sorted(as_bytes[rank]["exchanges"])
+        assert as_tensors[rank]["ledger"] == as_bytes[rank]["ledger"]
+        for step in range(STEPS):
+            for name, g in as_bytes[rank]["grads"][step].items():
+                assert torch.equal(as_tensors[rank]["grads"][step][name], g), (rank, step, name)
+
+
 def test_fp16_all_reduce_sums_half_precision_gradients(ranks):
     world, plain = _case(ranks, None)
     _, hooked = _case(ranks, "fp16", collective="allreduce")
@@ -96,6 +115,8 @@ def test_bad_settings_name_the_parameter():
         CodecHook("fp32", collective="broadcast")
     with pytest.raises(ValueError, match="seed=-1 is not allowed"):
         CodecHook("fp32", seed=-1)
+    with pytest.raises(ValueError, match="messages='gpu' is not allowed"):
+        CodecHook("fp32", messages="gpu")
     with pytest.raises(ValueError, match="model=Linear is not allowed"):
         CodecHook("fp32").register(torch.nn.Linear(2, 2))
 

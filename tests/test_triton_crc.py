@@ -33,6 +33,9 @@ assert triton_crc.crc32c(torch.zeros(B + 5, dtype=torch.uint8)) == crc32c.crc32c
 message = make_codec("quantize(bits=8)").encode(torch.randn(30_000, generator=torch.Generator().manual_seed(2)))
 body = torch.frombuffer(message, dtype=torch.uint8)[:-4].clone()
 assert triton_crc.crc32c(body) == int.from_bytes(bytes(message[-4:]), "little")
+# the tensor form a message tensor's trailer is copied from: the CRC's bits, little-endian
+assert bytes(triton_crc.crc32c_tensor(body).view(torch.uint8).numpy()) == bytes(message[-4:])
+assert triton_crc.crc32c_tensor(torch.zeros(0, dtype=torch.uint8)).tolist() == [0]
 print("ok")
 """
 

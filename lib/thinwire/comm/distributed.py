@@ -25,6 +25,7 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
+from . import tensor_frame
 from .envelope import Envelope
 from .stall import ProgressBoard, StalledRankError
 from .transport import Transport
@@ -52,14 +53,13 @@ def _default_store():
     except (AttributeError, RuntimeError, ValueError):  # no store to post progress to
         return None
 
-_ROW = struct.Struct("<iiII")
-
 
 def frame(envelopes: list[Envelope]) -> bytearray:
+    """Host messages as one buffer: count, one row per envelope, then each name and message."""
     names = [e.tensor.encode() for e in envelopes]
     out = bytearray(struct.pack("<I", len(envelopes)))
     for e, n in zip(envelopes, names):
-        out += _ROW.pack(e.sender, e.receiver, len(n), len(e.message))
+        out += tensor_frame.ROW.pack(e.sender, e.receiver, len(n), len(e.message))
     for e, n in zip(envelopes, names):
         out += n
         out += e.message
@@ -68,8 +68,8 @@ def frame(envelopes: list[Envelope]) -> bytearray:
 
 def unframe(buffer: bytearray) -> list[Envelope]:
     (count,) = struct.unpack_from("<I", buffer, 0)
-    rows = [_ROW.unpack_from(buffer, 4 + i * _ROW.size) for i in range(count)]
-    off = 4 + count * _ROW.size
+    rows = [tensor_frame.ROW.unpack_from(buffer, 4 + i * tensor_frame.ROW.size) for i in range(count)]
+    off = 4 + count * tensor_frame.ROW.size
     envelopes = []
     for sender, receiver, name_len, msg_len in rows:
         name = bytes(buffer[off:off + name_len]).decode()
@@ -80,13 +80,17 @@ def unframe(buffer: bytearray) -> list[Envelope]:
 
 
 class DistributedTransport(Transport):
-    """Requires an initialised default process group."""
+    """Requires an initialised default process group. ``tensor_messages``: messages are uint8
+    tensors on ``device``, framed and received there (``tensor_frame.py``); every rank must
+    set it alike."""
 
-    def __init__(self, device: torch.device | str = "cpu", timeout_s: float = DEFAULT_TIMEOUT_S):
+    def __init__(self, device: torch.device | str = "cpu", timeout_s: float = DEFAULT_TIMEOUT_S,
+                 tensor_messages: bool = False):
         super().__init__()
         if not dist.is_initialized():
             raise RuntimeError("DistributedTransport needs torch.distributed.init_process_group first")
         self.device = torch.device(device)
+        self.tensor_messages = tensor_messages
         self.board = ProgressBoard(_default_store(), dist.get_rank(), dist.get_world_size(), check_timeout(timeout_s))
 
     def collective(self, what: str, fn):
@@ -116,6 +120,8 @@ class DistributedTransport(Transport):
         for env in outbox:
             groups[self.rank_of(env.receiver)].append(env)
         inbox = groups[me]
+        if self.tensor_messages:
+            return inbox + self._send_and_receive_tensors(groups)
         frames = [frame(g) if g and r != me else bytearray() for r, g in enumerate(groups)]
         sizes = torch.tensor([len(f) for f in frames], dtype=torch.int64, device=self.device)
         table = [torch.empty_like(sizes) for _ in range(world)]
@@ -143,6 +149,33 @@ class DistributedTransport(Transport):
             req.wait()
         for peer in sorted(received):
             inbox.extend(unframe(bytearray(received[peer].cpu().numpy().tobytes())))
+        return inbox
+
+    def _send_and_receive_tensors(self, groups: list[list[Envelope]]) -> list[Envelope]:
+        """Steps 2-4 with frames on the device (``tensor_frame``): the sizes table carries
+        each frame's length and its table's length, so only the tables cross to the host."""
+        world, me = self.world_size, self.rank
+        framed = [tensor_frame.frame(g, self.device) if g and r != me else None for r, g in enumerate(groups)]
+        sizes = torch.tensor([f[0].numel() if f else 0 for f in framed] + [f[1] if f else 0 for f in framed],
+                             dtype=torch.int64, device=self.device)
+        table = [torch.empty_like(sizes) for _ in range(world)]
+        dist.all_gather(table, sizes)
+        rows = torch.stack(table).cpu()
+        incoming, heads = rows[:, me].tolist(), rows[:, world + me].tolist()
+        requests, received = [], {}
+        for peer in range(world):  # receives first, as in _send_and_receive
+            if peer != me and incoming[peer]:
+                received[peer] = torch.empty(incoming[peer], dtype=torch.uint8, device=self.device)
+                requests.append(dist.irecv(received[peer], src=peer))
+        for peer in range(world):
+            if framed[peer] is not None:
+                requests.append(dist.isend(framed[peer][0], dst=peer))
+        for req in requests:
+            req.wait()
+        inbox = []
+        for peer in sorted(received):
+            head = bytes(received[peer][:heads[peer]].cpu().numpy())
+            inbox.extend(tensor_frame.unframe(received[peer], head))
         return inbox
 
     def all_gather_object(self, obj) -> list:

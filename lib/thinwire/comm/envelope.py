@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import torch
+
 from ..codecs import wire
 
 
@@ -12,7 +14,7 @@ class Envelope:
     sender: int
     receiver: int
     tensor: str
-    message: bytearray
+    message: bytearray | torch.Tensor  # host bytes, or a uint8 tensor (``wire/tensor_message.py``)
 
     @property
     def nbytes(self) -> int:

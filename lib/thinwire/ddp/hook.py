@@ -20,6 +20,15 @@ bucket. ``CodecHook`` does, for each bucket of each backward pass:
    set ``Codec.decodes_on_device`` write the values there, and no dense tensor crosses
    from the host.
 
+Messages (``messages=``): ``"tensors"`` keeps each message in a uint8 tensor on the
+bucket's device (``codecs/wire/tensor_message.py``): written there by the codecs' device
+paths, checksummed there, sent device to device in one frame per peer
+(``comm/tensor_frame.py``), and decoded in place by the codecs that
+``reads_device_messages``; only the frames' tables and each message's header cross to
+the host. ``"bytes"`` makes host messages (``bytearray``), framed on the host. ``"auto"``
+(the default): tensors under NCCL, bytes under gloo. The bytes of every message are the
+same either way.
+
 Dense codecs (fp32, fp16, bf16) may instead ``collective="allreduce"``: the bucket cast to
 the codec's dtype is summed by the backend's all-reduce (what ``torch``'s own fp16 hook
 does); its ledger row is the tensor handed to the collective (a ring moves 2(n-1)/n of it
@@ -48,6 +57,7 @@ from ..seed_tree import SeedTree
 
 GRANULARITIES = ("tensor", "bucket")
 COLLECTIVES = ("allgather", "allreduce")
+MESSAGES = ("auto", "tensors", "bytes")
 ALLREDUCE_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 PHASE = "allgather"
 
@@ -61,7 +71,7 @@ class CodecHook:
     """
 
     def __init__(self, codec: str | Codec, *, granularity: str = "tensor", collective: str = "allgather",
-                 seed: int = 0, timeout_s: float = DEFAULT_TIMEOUT_S):
+                 seed: int = 0, timeout_s: float = DEFAULT_TIMEOUT_S, messages: str = "auto"):
         self.codec = make_codec(codec) if isinstance(codec, str) else codec
         if not isinstance(self.codec, Codec):
             raise ValueError(f"codec={codec!r} is not allowed: give a codec spec (\"ef(topk(ratio=0.01))\") or a Codec")
@@ -72,14 +82,17 @@ class CodecHook:
         if collective == "allreduce" and self.codec.spec() not in ALLREDUCE_DTYPES:
             raise ValueError(f"collective='allreduce' is not allowed with codec {self.codec.spec()!r}: only the dense "
                              f"codecs {sorted(ALLREDUCE_DTYPES)} sum under an all-reduce; use collective='allgather'")
+        if messages not in MESSAGES:
+            raise ValueError(f"messages={messages!r} is not allowed: it must be one of {list(MESSAGES)}")
         if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
             raise ValueError(f"seed={seed!r} is not allowed: it must be an int >= 0")
         self.granularity, self.collective, self.seeds, self.timeout_s = granularity, collective, SeedTree(seed), timeout_s
+        self.message_kind = messages
         self.codec.warm_up()  # compiled kernels load now, not inside the first timed bucket
         self.step = 0
         self.seconds: list[dict[str, float]] = []
         self.transport: DistributedTransport | None = None
-        self.messages: dict[str, bytearray] = {}
+        self.messages: dict[str, bytearray | torch.Tensor] = {}
         self.decoded: dict[str, torch.Tensor] = {}
 
     def register(self, model: DistributedDataParallel) -> CodecHook:
@@ -91,7 +104,11 @@ class CodecHook:
             raise ValueError("this CodecHook is registered already: make one hook per model")
         self.names = {p: name for name, p in model.module.named_parameters()}
         device = next(iter(self.names)).device if self.names else torch.device("cpu")
-        self.transport = DistributedTransport(device if dist.get_backend() == "nccl" else "cpu", self.timeout_s)
+        nccl = dist.get_backend() == "nccl"
+        if self.message_kind == "auto":
+            self.message_kind = "tensors" if nccl else "bytes"
+        self.transport = DistributedTransport(device if nccl else "cpu", self.timeout_s,
+                                              tensor_messages=self.message_kind == "tensors")
         self.rank, self.world = dist.get_rank(), dist.get_world_size()
         self.sender = CodecState(self.seeds.seed("worker", self.rank, "push_codec"))
         self.receivers = StateBook(self.seeds.pairs("worker", "push_receive"))
@@ -166,10 +183,14 @@ class CodecHook:
             out = self.decoded[key] = torch.empty(shape, dtype=buffer.dtype, device=buffer.device)
         return out
 
-    def _encode(self, gradient: torch.Tensor, key: str) -> bytearray:
+    def _encode(self, gradient: torch.Tensor, key: str) -> bytearray | torch.Tensor:
         """The message for ``key``, written into the buffer of its previous message (sent and
-        decoded by now: the transport copies what it sends)."""
-        message = self.codec.encode(gradient, self.sender, key, out=self.messages.get(key))
+        decoded by now: the transport copies what it sends); a tensor on the gradient's
+        device for ``messages="tensors"``."""
+        out = self.messages.get(key)
+        if out is None and self.message_kind == "tensors":
+            out = torch.empty(0, dtype=torch.uint8, device=gradient.device)
+        message = self.codec.encode(gradient, self.sender, key, out=out)
         self.messages[key] = message
         return message
 
@@ -198,6 +219,7 @@ class CodecHook:
         seconds = self.transport.all_gather_object(self.seconds) if merged else [self.seconds]
         path = Path(path)
         document = {"codec": self.codec.spec(), "granularity": self.granularity, "collective": self.collective,
+                    "messages": self.message_kind,
                     "world_size": self.world, "rank": None if merged else self.rank, "steps": self.step,
                     "columns": ["step", "phase", "sender", "receiver", "tensor", "bytes", "payload"],
                     "rows": [list(r) for r in ledger.rows()], "seconds": seconds}
