@@ -3,7 +3,7 @@ paper profiles' speed on one GPU, and the DDP hook under NCCL.
 
 1. **Codecs** (issue 26, item 2): encode + decode of 25M and 250M float32 values on the
    device, as a fraction of the device's own add pass over them (reads 2n, writes n),
-   both timed here. A thinwire message is host bytes (``bytearray``), so every codec's
+   both timed here. Here a message is host bytes (``bytearray``), so every codec's
    encode ends in a device-to-host copy of its message and every decode starts with the
    host-to-device copy of what it reads; ``host_copy_s`` times those two copies of a
    buffer of the message's length alone, so each row shows how much of its time is the
