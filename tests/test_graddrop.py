@@ -1,6 +1,7 @@
 """Gradient dropping (Aji & Heafield 2017): residual conservation, density, encodings,
 quantized variants, the offset coding and the CPU kernel."""
 
+import contextlib
 import math
 
 import numpy as np
@@ -11,7 +12,10 @@ from hypothesis import strategies as st
 
 from thinwire.codecs import CodecState, CorruptMessageError, GradDrop, make_codec, wire
 from thinwire.codecs.sparsify.drop_pass import _drop_torch, drop_pass
+from thinwire.codecs.kernels import device
 from thinwire.codecs.sparsify.offsets import decode_offsets, encode_offsets
+
+PATHS = [contextlib.nullcontext, device.forced]  # host kernels; torch operations (a GPU's path)
 
 
 def _gen(seed):
@@ -150,7 +154,9 @@ def test_offsets_round_trip(gaps):
     index = torch.tensor(np.cumsum(gaps, dtype=np.int64) - 1 if gaps else np.zeros(0, np.int64))
     numel = int(index[-1]) + 1 if gaps else 1
     width, words, escaped = encode_offsets(index)
-    assert torch.equal(decode_offsets(width, words, escaped, len(gaps), numel), index)
+    for path in PATHS:  # the host loop and the torch operations a GPU message takes
+        with path():
+            assert torch.equal(decode_offsets(width, words, escaped, len(gaps), numel), index)
 
 
 @settings(max_examples=40, deadline=None)
@@ -167,20 +173,22 @@ def test_offsets_words_are_the_gaps_with_escapes(gaps):
     assert width == (8 if g.size + 4 * int((g >= 255).sum()) <= 2 * g.size + 4 * int((g >= 65535).sum()) else 16)
 
 
-def test_offsets_reject_gaps_below_one():
+@pytest.mark.parametrize("path", PATHS)
+def test_offsets_reject_gaps_below_one(path):
     width, words, escaped = encode_offsets(torch.tensor([3, 400, 100_000]))
     for bad in (0, -5):
-        with pytest.raises(CorruptMessageError, match="gap below 1"):
+        with path(), pytest.raises(CorruptMessageError, match="gap below 1"):
             decode_offsets(width, words, torch.full_like(escaped, bad), 3, 200_000)
 
 
-def test_offsets_reject_inconsistent_input():
+@pytest.mark.parametrize("path", PATHS)
+def test_offsets_reject_inconsistent_input(path):
     width, words, escaped = encode_offsets(torch.tensor([3, 400, 100_000]))
-    with pytest.raises(CorruptMessageError):
+    with path(), pytest.raises(CorruptMessageError):
         decode_offsets(width, words, escaped, 2, 200_000)
-    with pytest.raises(CorruptMessageError):
+    with path(), pytest.raises(CorruptMessageError, match="1 escapes but 0 long gaps"):
         decode_offsets(width, words, escaped[:0], 3, 200_000)
-    with pytest.raises(CorruptMessageError):
+    with path(), pytest.raises(CorruptMessageError, match="out of range"):
         decode_offsets(width, words, escaped, 3, 1000)
 
 

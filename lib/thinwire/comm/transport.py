@@ -42,10 +42,14 @@ class Transport(ABC):
         return self.rank_of(agent) == self.rank
 
     def exchange(self, outbox: list[Envelope], step: int, phase: str) -> list[Envelope]:
+        payloads: dict[int, int] = {}  # one message sent to several receivers is measured once
         for env in outbox:
             if not self.is_local(env.sender):
                 raise ValueError(f"agent {env.sender} is not hosted by rank {self.rank}")
-            self.ledger.record(step, phase, env.sender, env.receiver, env.tensor, env.nbytes, env.payload_nbytes)
+            payload = payloads.get(id(env.message))
+            if payload is None:
+                payload = payloads[id(env.message)] = env.payload_nbytes
+            self.ledger.record(step, phase, env.sender, env.receiver, env.tensor, env.nbytes, payload)
         entered = time.monotonic()
         inbox = self._deliver(outbox)
         self.timeline.append((step, phase, entered, time.monotonic()))

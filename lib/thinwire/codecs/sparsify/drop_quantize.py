@@ -34,7 +34,7 @@ def group_ids(index: torch.Tensor, segments: torch.Tensor, levels: str) -> tuple
     ``segments``: int64 (S, 3) rows of (start, numel, columns) covering the message.
     """
     if levels == "global":
-        return torch.zeros(index.numel(), dtype=torch.int64), 1
+        return torch.zeros(index.numel(), dtype=torch.int64, device=index.device), 1
     seg = torch.searchsorted(segments[:, 0].contiguous(), index, right=True) - 1
     if levels == "threshold":
         return seg, segments.shape[0]
@@ -57,6 +57,13 @@ def quantize(values: torch.Tensor, groups: torch.Tensor, count: int, bits: int, 
 
 
 def dequantize(codes: torch.Tensor, groups: torch.Tensor, table: torch.Tensor, bits: int) -> torch.Tensor:
+    """Each survivor's level, signed: ``table[group, negative, level]`` (on the codes' device
+    in torch operations, ``kernels/device.py``)."""
+    if device.on_device(codes):
+        negative = (codes & 1).to(torch.int64)
+        level = (codes >> 1).to(torch.int64) if bits == 2 else torch.zeros_like(negative)
+        magnitude = table.to(codes.device)[groups.to(codes.device), negative, level]
+        return torch.where(negative.bool(), -magnitude, magnitude)
     out = np.empty(codes.numel(), dtype=np.float32)
     _dequantize(codes.numpy(), groups.numpy(), table.contiguous().numpy(), bits, out)
     return torch.from_numpy(out)

@@ -73,6 +73,7 @@ class GradDrop(Codec):
     refuses_non_finite = True  # NaN and Inf survive the drop and refuse the message before the residual changes
     host_only = False  # threshold, drop and residual on the tensor's device; the survivors come to the host
     decodes_on_device = True
+    reads_device_messages = True
     revision = 1  # 1: with ties="drop", a span where the strict test keeps nothing sends its ties
 
     def __init__(self, ratio: float = 0.99, threshold: str = "sampled", sample: float = 0.001,

@@ -16,10 +16,11 @@ import numpy as np
 import torch
 
 from ..errors import CorruptMessageError
-from ..kernels import gaps
+from ..kernels import device, gaps
 
 WIDTHS = {8: np.uint8, 16: np.uint16}
 WIRE = {8: np.uint8, 16: np.int16}  # 16-bit words travel as int16 bit patterns
+WIRE_TORCH = {8: torch.uint8, 16: torch.int16}
 
 
 def encode_offsets(index: torch.Tensor) -> tuple[int, torch.Tensor, torch.Tensor]:
@@ -35,10 +36,13 @@ def encode_offsets(index: torch.Tensor) -> tuple[int, torch.Tensor, torch.Tensor
 
 def decode_offsets(width: int, words: torch.Tensor, escaped: torch.Tensor, count: int, numel: int) -> torch.Tensor:
     """Inverse of ``encode_offsets``: ``count`` strictly increasing int64 indices below
-    ``numel``, or ``CorruptMessageError``."""
-    if width not in WIDTHS or words.numel() != count or words.numpy().dtype != WIRE[width]:
+    ``numel``, or ``CorruptMessageError``; on the words' device (torch operations there,
+    ``kernels/device.py``)."""
+    if width not in WIDTHS or words.numel() != count or words.dtype != WIRE_TORCH[width]:
         raise CorruptMessageError(f"offsets: width {width!r} with {words.numel()} {words.dtype} words "
                                   f"for {count} indices")
+    if device.on_device(words):
+        return _decode_on_device(width, words, escaped, count, numel)
     index = np.empty(count, np.int64)
     fault = gaps.join_gaps(words.numpy().view(WIDTHS[width]), (1 << width) - 1, escaped.numpy(), index)
     if fault == 1:
@@ -49,3 +53,21 @@ def decode_offsets(width: int, words: torch.Tensor, escaped: torch.Tensor, count
     if count and int(index[-1]) >= numel:
         raise CorruptMessageError(f"offsets: index {int(index[-1])} out of range for {numel} values")
     return torch.from_numpy(index)
+
+
+def _decode_on_device(width: int, words: torch.Tensor, escaped: torch.Tensor, count: int, numel: int) -> torch.Tensor:
+    """``join_gaps`` in torch operations: each escape replaced by its long gap, in order, and
+    the gaps summed from -1; the same checks (and messages) as the host loop."""
+    escape = (1 << width) - 1
+    gap = words.to(torch.int64) & escape  # a 16-bit word's int16 bit pattern read unsigned
+    long = gap == escape
+    escapes = int(long.sum())
+    if escapes != escaped.numel():
+        raise CorruptMessageError(f"offsets: {escapes} escapes but {escaped.numel()} long gaps")
+    gap[long] = escaped.to(device=gap.device, dtype=torch.int64)
+    if count and bool((gap < 1).any()):
+        raise CorruptMessageError("offsets: a gap below 1 (indices must increase)")
+    index = torch.cumsum(gap, 0) - 1
+    if count and int(index[-1]) >= numel:
+        raise CorruptMessageError(f"offsets: index {int(index[-1])} out of range for {numel} values")
+    return index

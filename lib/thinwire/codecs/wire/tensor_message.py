@@ -73,8 +73,8 @@ def pack(codec_id: int, digest: int, dtype: torch.dtype, shape: tuple[int, ...],
     head, parts, offsets, total = plan(dtype, shape, payload, codec_id, digest)
     message = _sized(out, total + TRAILER.size)
     on_host = message.device.type == "cpu"
-    message[:len(head)].copy_(_host_bytes(head), non_blocking=not on_host)
-    written = len(head)
+    written = offsets[0] if offsets else total  # the padding before the first part goes with the header
+    message[:written].copy_(_host_bytes(head + bytes(written - len(head))), non_blocking=not on_host)
     for (_, t), off in zip(parts, offsets):
         if off > written:
             message[written:off].zero_()  # alignment padding
