@@ -123,6 +123,8 @@ def codecs(sizes=SIZES, specs=SPECS, kept_on_device: bool = False) -> list[dict]
                    "decode_s": decode, "add_pass_s": roof, "fraction_of_add_pass": roof / (encode + decode),
                    "target": TARGET}
             if kept_on_device:  # the same bytes as the host message of the same tensor and state
+                from thinwire.codecs.wire import tensor_message
+                row["device_crc_failure"] = tensor_message.DEVICE_CRC_FAILURE
                 again, host_state = make_codec(spec), CodecState(0)
                 with device.forced() if DEVICE == "cpu" else nullcontext():
                     moved = codec.encode(x, CodecState(0), "x", out=message)

@@ -179,6 +179,9 @@ def gpu_tables(doc: dict) -> dict[str, str]:
                   f"{_target(r['fraction_of_add_pass'], r['target'])} |" for r in kept]
         lines += ["", f"{sum(r['fraction_of_add_pass'] >= gpu_bench.TARGET for r in kept)} of {len(kept)} rows meet "
                   f"{gpu_bench.TARGET} with the message kept on the device."]
+        failures = {r["device_crc_failure"] for r in kept if r.get("device_crc_failure")}
+        if failures:
+            lines += ["", f"The device CRC failed on this GPU and the host checksummed these messages: {sorted(failures)}."]
     out["gpu_codecs"] = "\n".join(lines) + f"\n\n<sub>{stamp('codecs')}; `gpu-runs/bench_gpu.json`.</sub>\n"
 
     paper = doc["paper"]

@@ -13,7 +13,7 @@ CHECK = r"""
 import os
 os.environ["TRITON_INTERPRET"] = "1"
 import crc32c, numpy as np, torch
-from thinwire.codecs import make_codec
+from thinwire.codecs import CorruptMessageError, make_codec
 from thinwire.codecs.kernels import triton_crc
 B = triton_crc.BLOCK
 rng = np.random.default_rng(5)
@@ -36,6 +36,43 @@ assert triton_crc.crc32c(body) == int.from_bytes(bytes(message[-4:]), "little")
 # the tensor form a message tensor's trailer is copied from: the CRC's bits, little-endian
 assert bytes(triton_crc.crc32c_tensor(body).view(torch.uint8).numpy()) == bytes(message[-4:])
 assert triton_crc.crc32c_tensor(torch.zeros(0, dtype=torch.uint8)).tolist() == [0]
+# a part copied in by the CRC's own pass: the bytes land after the header, and the CRC is the whole's
+for off, n in [(0, 5), (3, 40), (21, B + 7), (B + 2, 2 * B + 9)]:
+    head = rng.integers(0, 256, off, dtype=np.uint8)
+    src = torch.from_numpy(rng.integers(0, 256, n - off, dtype=np.uint8))
+    buffer = torch.full((n,), 7, dtype=torch.uint8)
+    buffer[:off] = torch.from_numpy(head)
+    got = triton_crc.crc32c_tensor(buffer, src, off)
+    assert bytes(buffer[off:].numpy()) == bytes(src.numpy()) and bytes(buffer[:off].numpy()) == head.tobytes()
+    assert int(got.item()) & 0xFFFFFFFF == crc32c.crc32c(buffer.numpy().tobytes()), (off, n)
+# message tensors written and read as on a GPU (the kernel checksums them, fp32's one part is
+# copied in by its pass): the host message's bytes, decoded to the same values
+from thinwire.codecs import CodecState
+from thinwire.codecs.kernels import device
+from thinwire.codecs.wire import tensor_message
+tensor_message._on_device = lambda t: True
+x = torch.randn(5_000, generator=torch.Generator().manual_seed(3))
+for spec in ["fp32", "fp16", "quantize(bits=8)", "qsgd(bits=4, bucket=64)", "topk(ratio=0.01)"]:
+    codec = make_codec(spec)
+    host = codec.encode(x, CodecState(1), "w")
+    with device.forced():
+        moved = codec.encode(x, CodecState(1), "w", out=torch.empty(0, dtype=torch.uint8))
+        assert bytes(moved.numpy()) == bytes(host), spec
+        assert torch.equal(codec.decode(moved, CodecState(0), "w"), codec.decode(host, CodecState(0), "w")), spec
+        moved[len(host) // 2] ^= 1
+        try:
+            codec.decode(moved, CodecState(0), "w")
+            raise AssertionError(f"{spec}: a damaged message decoded")
+        except CorruptMessageError:
+            pass
+# one plain part (fp32's on a GPU): copied in by the CRC's pass
+from thinwire.codecs import Payload, wire
+for n in (1, 3_001, 9_000):
+    payload = Payload(parts={"values": torch.randn(n)}, meta={"lo": 1.5})
+    host = wire.pack(1, 0xABC, torch.float32, (n,), payload)
+    moved = wire.pack(1, 0xABC, torch.float32, (n,), payload, torch.empty(0, dtype=torch.uint8))
+    assert bytes(moved.numpy()) == bytes(host), n
+assert tensor_message.DEVICE_CRC_FAILURE is None
 print("ok")
 """
 

@@ -99,8 +99,8 @@ if AVAILABLE:  # the kernels are compiled for the device of their first buffer
         return crc
 
     @triton.jit
-    def _block_crcs(message, n, pad, slicing, products, out, LANES: tl.constexpr, SEG: tl.constexpr,
-                    LEVELS: tl.constexpr):
+    def _block_crcs(message, n, pad, slicing, products, out, src, off, LANES: tl.constexpr, SEG: tl.constexpr,
+                    LEVELS: tl.constexpr, COPY: tl.constexpr):
         block = tl.program_id(0).to(tl.int64)
         lane = tl.arange(0, LANES).to(tl.int64)
         j = tl.arange(0, 16)
@@ -108,7 +108,14 @@ if AVAILABLE:  # the kernels are compiled for the device of their first buffer
         crc = tl.zeros([LANES], dtype=tl.uint32)
         for t in tl.static_range(0, SEG, 16):
             at = start[:, None] + t + j[None, :]
-            b = tl.load(message + at, mask=(at >= 0) & (at < n), other=0).to(tl.uint32)
+            inside = (at >= 0) & (at < n)
+            if COPY:  # bytes from ``off`` on are read from ``src`` and written into the message
+                copied = inside & (at >= off)
+                b = tl.load(src + (at - off), mask=copied, other=0)
+                tl.store(message + at, b, mask=copied)
+                b = (b | tl.load(message + at, mask=inside & (at < off), other=0)).to(tl.uint32)
+            else:
+                b = tl.load(message + at, mask=inside, other=0).to(tl.uint32)
             register = (crc[:, None] >> (8 * (j[None, :] & 3)).to(tl.uint32)) & 255
             mixed = b ^ tl.where(j[None, :] < 4, register, 0)
             effect = tl.load(slicing + (15 - j[None, :]) * 256 + mixed.to(tl.int32)).to(tl.uint32, bitcast=True)
@@ -131,21 +138,30 @@ def crc32c(buffer: torch.Tensor) -> int:
     return int(crc32c_tensor(buffer).item()) & 0xFFFFFFFF
 
 
-def crc32c_tensor(buffer: torch.Tensor) -> torch.Tensor:
+def crc32c_tensor(buffer: torch.Tensor, src: torch.Tensor | None = None, off: int = 0) -> torch.Tensor:
     """``crc32c`` as a one-element int32 tensor on the buffer's device (the CRC's bits),
-    without waiting for the device: a message's trailer is copied from it there."""
+    without waiting for the device: a message's trailer is copied from it there.
+
+    ``src`` (uint8, ``buffer.numel() - off`` bytes): copied into ``buffer[off:]`` by the same
+    pass that checksums it, so a message's one part is written and checksummed reading its
+    bytes once (``buffer[:off]``, the header, must be written already)."""
     if not AVAILABLE:
         raise RuntimeError("triton_crc.crc32c needs the triton package (it comes with CUDA builds of torch)")
-    if buffer.dtype != torch.uint8 or buffer.dim() != 1 or not buffer.is_contiguous():
-        raise ValueError(f"buffer must be a contiguous 1-d uint8 tensor, got {buffer.dtype} {tuple(buffer.shape)}")
+    for name, t in (("buffer", buffer), ("src", src)):
+        if t is not None and (t.dtype != torch.uint8 or t.dim() != 1 or not t.is_contiguous()):
+            raise ValueError(f"{name} must be a contiguous 1-d uint8 tensor, got {t.dtype} {tuple(t.shape)}")
+    if src is not None and (src.numel() != buffer.numel() - off or off < 0 or src.device != buffer.device):
+        raise ValueError(f"src must hold the {buffer.numel() - off} bytes after off={off} on {buffer.device}, "
+                         f"got {src.numel()} on {src.device}")
     n = buffer.numel()
     if n == 0:
         return torch.zeros(1, dtype=torch.int32, device=buffer.device)
     blocks = -(-n // BLOCK)
     slicing, lane_products, block_products = _tables(str(buffer.device), max(1, (blocks - 1).bit_length()))
     crcs = torch.empty(blocks, dtype=torch.int32, device=buffer.device)
-    _block_crcs[(blocks,)](buffer, n, blocks * BLOCK - n, slicing, lane_products, crcs, LANES=LANES, SEG=SEG,
-                           LEVELS=LANE_LEVELS)
+    _block_crcs[(blocks,)](buffer, n, blocks * BLOCK - n, slicing, lane_products, crcs,
+                           buffer if src is None else src, n if src is None else off, LANES=LANES, SEG=SEG,
+                           LEVELS=LANE_LEVELS, COPY=src is not None)
     level = 0  # each CRC in crcs now covers BLOCK << level bytes
     while crcs.numel() > 1:
         m = crcs.numel()

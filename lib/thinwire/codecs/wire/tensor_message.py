@@ -9,7 +9,8 @@ viewed as the part's dtype (parts are aligned to their element size, so the view
 exact), by the part's ``PartWriter`` or a device copy; padding bytes are zeroed; the
 trailer is the CRC-32C of everything before it. On a GPU the CRC is computed there
 (``kernels/triton_crc.py``) and copied into the trailer as a tensor, so nothing waits for
-the device; on the CPU it is ``checksum.checksum``.
+the device; on the CPU it is ``checksum.checksum``. A message of one plain part on a GPU
+(fp32's values) has the part copied in by the CRC's own pass, which reads it once.
 
 Reading (``unpack``): the CRC of the body is computed on the device and compared with the
 trailer, and the header is parsed on the host from one small copy that carries both CRCs
@@ -58,11 +59,30 @@ def _host_bytes(data) -> torch.Tensor:
     return host.pin_memory() if torch.cuda.is_available() else host
 
 
-def _crc(body: torch.Tensor) -> torch.Tensor:
-    """The CRC-32C of ``body`` as a one-element int32 tensor on its device."""
-    if body.device.type != "cpu" and triton_crc.AVAILABLE:
-        return triton_crc.crc32c_tensor(body)
-    value = checksum(memoryview(body.cpu().numpy()))  # the host's checksum (a device without Triton: a copy)
+DEVICE_CRC_FAILURE: str | None = None  # why the device CRC could not run here, once it failed
+
+
+def _on_device(t: torch.Tensor) -> bool:
+    """True where a message is checksummed by the device kernel: any tensor not on the CPU
+    (the interpreter test of ``triton_crc`` sends CPU tensors this way too)."""
+    return t.device.type != "cpu"
+
+
+def _crc(body: torch.Tensor, src: torch.Tensor | None = None, off: int = 0) -> torch.Tensor:
+    """The CRC-32C of ``body`` as a one-element int32 tensor on its device (``src``: bytes
+    copied into ``body[off:]`` first, by the same pass on a GPU): computed there by
+    ``triton_crc`` on a GPU; on the host otherwise (a copy of the body), and on a GPU where
+    Triton is missing or its kernel failed to compile (``DEVICE_CRC_FAILURE`` says why, and
+    ``gpu_bench`` reports it), so messages stay correct either way."""
+    global DEVICE_CRC_FAILURE
+    if _on_device(body) and triton_crc.AVAILABLE and DEVICE_CRC_FAILURE is None:
+        try:
+            return triton_crc.crc32c_tensor(body, src, off)
+        except Exception as exc:  # a compiler or driver refusing the kernel: the host computes it
+            DEVICE_CRC_FAILURE = f"{type(exc).__name__}: {exc}"[:500]
+    if src is not None:
+        body[off:].copy_(src)
+    value = checksum(memoryview(body.cpu().numpy()))
     return torch.tensor([value], dtype=torch.int64).to(torch.int32).to(body.device)
 
 
@@ -72,9 +92,14 @@ def pack(codec_id: int, digest: int, dtype: torch.dtype, shape: tuple[int, ...],
     or replaced by a new one on its device) and returned."""
     head, parts, offsets, total = plan(dtype, shape, payload, codec_id, digest)
     message = _sized(out, total + TRAILER.size)
-    on_host = message.device.type == "cpu"
+    on_host = not _on_device(message)
     written = offsets[0] if offsets else total  # the padding before the first part goes with the header
     message[:written].copy_(_host_bytes(head + bytes(written - len(head))), non_blocking=not on_host)
+    if not on_host and len(parts) == 1 and isinstance(parts[0][1], torch.Tensor) and written < total \
+            and parts[0][1].device == message.device:  # one part (fp32): copied and checksummed in one pass
+        crc = _crc(message[:total], parts[0][1].view(-1).view(torch.uint8), written)
+        message[total:].copy_(crc.view(torch.uint8))
+        return message
     for (_, t), off in zip(parts, offsets):
         if off > written:
             message[written:off].zero_()  # alignment padding
