@@ -44,3 +44,26 @@ def test_explicit_cpu_is_the_auto_path_here(tmp_path, algorithm, codec):
     auto = run(RunConfig(**kwargs), root=tmp_path / "a")
     cpu = run(RunConfig(**kwargs, device="cpu"), root=tmp_path / "b")
     assert auto.metrics["loss"] == cpu.metrics["loss"] and auto.ledger.rows() == cpu.ledger.rows()
+
+
+@pytest.mark.parametrize("algorithm,codec", [("plump_dp", "ef(topk(ratio=0.1))"), ("plump_dp", "quantize(bits=4)"),
+                                            ("sharded_ps", "graddrop(ratio=0.9)"), ("slim_dp", "keycache"),
+                                            ("eventgrad", "fp32"), ("allreduce", "fp16"),
+                                            ("mqgrad", None)])
+def test_messages_kept_in_tensors_give_the_same_run_as_host_messages(tmp_path, monkeypatch, algorithm, codec):
+    """What a GPU run does (``Round.send``: a GPU tensor's message is a uint8 tensor on its
+    device), on CPU tensors sent down the device path: the same ledger and losses as the
+    same path with host messages."""
+    from thinwire.codecs.kernels import device
+    from thinwire.comm import InProcessTransport
+    kwargs = dict(TINY, algorithm=algorithm, **({} if codec is None else {"push_codec": codec}))
+    if algorithm == "sharded_ps":
+        kwargs.update(optimizer="adagrad", lr=0.01, pull_mode="delta")
+    results = []
+    for tensors in (True, False):
+        monkeypatch.setattr(InProcessTransport, "tensor_messages", tensors)
+        with device.forced():
+            results.append(run(RunConfig(**kwargs), root=tmp_path / str(tensors)))
+    as_tensors, as_bytes = results
+    assert as_tensors.metrics["loss"] == as_bytes.metrics["loss"]
+    assert as_tensors.ledger.rows() == as_bytes.ledger.rows() and len(as_bytes.ledger) > 0

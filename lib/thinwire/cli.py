@@ -118,7 +118,7 @@ def cmd_run(args) -> int:
             local = int(os.environ.get("LOCAL_RANK", 0))
             torch.cuda.set_device(local)
             device = f"cuda:{local}"
-        transport = DistributedTransport(device, args.timeout)
+        transport = DistributedTransport(device, args.timeout, tensor_messages=device != "cpu")
     rank = 0 if transport is None else transport.rank
     try:
         result = run(config, transport, backend=args.backend, root=args.results, reuse=not args.no_reuse,

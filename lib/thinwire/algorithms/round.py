@@ -4,7 +4,11 @@ paper's numbered steps.
 A ``Round`` is opened at the start of a step and closed into its ``StepReport``:
 - ``send``: the policy's decision (timed as selection), the encode (timed, less the
   selection the codec reported, e.g. top-k or a drop threshold), the statistics into the
-  tally, and one envelope per receiver into the outbox of the next exchange;
+  tally, and one envelope per receiver into the outbox of the next exchange. A GPU
+  tensor's message is a uint8 tensor on its device when the transport carries those
+  (``Transport.tensor_messages``: in one process, and under NCCL) and the codec reads them
+  there (``Codec.reads_device_messages``), so it is never copied to the host; the same
+  bytes either way;
 - ``exchange(phase)``: the outbox goes through the transport; the seconds spent there are
   kept per phase (``StepReport.exchange_seconds``, a metric per step beside the ledger);
 - ``decode`` / ``merge`` / ``accumulate``: a received message decoded with the receiver's
@@ -26,6 +30,7 @@ from typing import Iterable
 import torch
 
 from ..codecs import Codec, CodecState
+from ..codecs.kernels import device
 from ..comm import Envelope, Transport
 from ..policies import Decision, Policy
 from .report import CodecTimes, StepReport, Tally
@@ -111,7 +116,7 @@ class Round:
 
     def send(self, phase: str, sender: int, receivers: Iterable[int], key: str, tensor: torch.Tensor,
              codec: Codec, state: CodecState, policy: Policy | None = None,
-             decision: Decision | None = None) -> bytearray | None:
+             decision: Decision | None = None) -> bytearray | torch.Tensor | None:
         """Decide (unless ``decision`` is given), encode, count, address; the message, or
         None when the policy decided not to send."""
         if decision is None:
@@ -120,7 +125,11 @@ class Round:
             self.tally.skip(phase)
             return None
         t0 = time.perf_counter()
-        message = codec.encode(tensor, state, key, decision)
+        out = None
+        if self.transport.tensor_messages and device.on_device(tensor) and codec.reads_device_messages:
+            # a GPU tensor's message stays there (a codec that decodes on the host keeps host messages)
+            out = torch.empty(0, dtype=torch.uint8, device=tensor.device)
+        message = codec.encode(tensor, state, key, decision, out=out)
         spent, chose = time.perf_counter() - t0, state.last.select_seconds
         self.codec[self.side].add("select", chose)
         self.codec[self.side].add("encode", spent - chose)

@@ -7,6 +7,8 @@ from .transport import Transport
 
 
 class InProcessTransport(Transport):
+    tensor_messages = True
+
     @property
     def world_size(self) -> int:
         return 1

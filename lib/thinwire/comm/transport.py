@@ -19,6 +19,10 @@ from .ledger import Ledger
 
 
 class Transport(ABC):
+    # messages may be uint8 tensors (``codecs/wire/tensor_message.py``): a GPU tensor's
+    # message then stays on its device (the in-process transport moves objects, so any kind)
+    tensor_messages: bool = False
+
     def __init__(self):
         self.ledger = Ledger()
         self.exchange_seconds = 0.0
