@@ -8,7 +8,10 @@ One phase of ``exchange``:
 3. all-gather every rank's vector of outgoing frame sizes, so each rank knows what
    to receive;
 4. post the non-blocking receives, then the sends, for the non-empty frames, and wait.
-Only the encoded messages are ledgered; the frame table is transport overhead.
+Only the encoded messages are ledgered; the frame table is transport overhead. With
+``tensor_messages`` the frames are tensors on the transport's device (``tensor_frame.py``:
+messages kept in GPU memory go from GPU to GPU), and step 3 also carries each frame's
+table length, so only the tables cross to the host.
 
 Every collective waits at most the process group's timeout (``init_process_group``
 here sets it; ``DEFAULT_TIMEOUT_S`` unless told otherwise, where torch's default for gloo
