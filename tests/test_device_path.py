@@ -109,7 +109,9 @@ def test_top_k_refuses_nan_and_inf_anywhere_on_either_path():
 GRADDROP = ["graddrop(ratio=0.99)", "graddrop(ratio=0.9, sampling='stride', encoding='index_value')",
             "graddrop(ratio=0.99, bits=1)", "graddrop(ratio=0.95, bits=2, levels='column')",
             "graddrop(ratio=0.99, bits=2, levels='global', ties='keep')", "graddrop(ratio=0.9, threshold='exact')",
-            "graddrop(ratio=0.99, scope='local', residual=False)", "graddrop(ratio=0.0)"]
+            "graddrop(ratio=0.99, scope='local', residual=False)", "graddrop(ratio=0.0)",
+            "graddrop(ratio=0.95, bits=2, levels='threshold', scope='local')",
+            "graddrop(ratio=0.99, bits=1, levels='threshold')", "graddrop(ratio=0.99, bits=2, encoding='index_value')"]
 
 
 @pytest.mark.parametrize("spec", GRADDROP)

@@ -154,9 +154,11 @@ def test_offsets_round_trip(gaps):
     index = torch.tensor(np.cumsum(gaps, dtype=np.int64) - 1 if gaps else np.zeros(0, np.int64))
     numel = int(index[-1]) + 1 if gaps else 1
     width, words, escaped = encode_offsets(index)
-    for path in PATHS:  # the host loop and the torch operations a GPU message takes
+    for path in PATHS:  # the host loops and the torch operations a GPU tensor takes
         with path():
             assert torch.equal(decode_offsets(width, words, escaped, len(gaps), numel), index)
+            moved = encode_offsets(index)
+        assert moved[0] == width and torch.equal(moved[1], words) and torch.equal(moved[2], escaped)
 
 
 @settings(max_examples=40, deadline=None)

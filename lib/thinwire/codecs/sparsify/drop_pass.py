@@ -79,4 +79,4 @@ def _drop_torch(residual, segments, keep_residual, inclusive):
     values = residual[index]
     if keep_residual:
         residual[index] = 0.0
-    return index.cpu(), values.cpu()
+    return index, values  # on the tensor's device: the message is written from there

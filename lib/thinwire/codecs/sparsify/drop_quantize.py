@@ -35,6 +35,7 @@ def group_ids(index: torch.Tensor, segments: torch.Tensor, levels: str) -> tuple
     """
     if levels == "global":
         return torch.zeros(index.numel(), dtype=torch.int64, device=index.device), 1
+    segments = segments.to(index.device)
     seg = torch.searchsorted(segments[:, 0].contiguous(), index, right=True) - 1
     if levels == "threshold":
         return seg, segments.shape[0]
@@ -49,11 +50,36 @@ def quantize(values: torch.Tensor, groups: torch.Tensor, count: int, bits: int, 
 
     ``thresholds``: the threshold of each group (used by ``threshold`` levels).
     """
+    if device.on_device(values):
+        return _quantize_torch(values, groups, count, bits, levels == "threshold", thresholds)
     codes = np.empty(values.numel(), dtype=np.uint8)
     table = np.empty((count, 2, 1 << (bits - 1)), dtype=np.float32)
     _quantize(values.numpy(), groups.numpy(), count, bits, levels == "threshold",
               thresholds.double().numpy(), codes, table)
     return torch.from_numpy(codes), torch.from_numpy(table)
+
+
+def _quantize_torch(values, groups, count, bits, threshold_levels, thresholds):
+    """``_quantize`` in torch operations on the values' device: the same cells, float64
+    sums in survivor order (``bincount`` with weights), codes and level table."""
+    dev = values.device
+    negative = (values < 0).to(torch.int64)
+    cell = groups.to(dev) * 2 + negative
+    magnitude = values.abs().to(torch.float64)
+    cells = 2 * count
+    mean = (torch.bincount(cell, weights=magnitude, minlength=cells)
+            / torch.bincount(cell, minlength=cells).clamp_(min=1))
+    t = thresholds.to(dev, torch.float64).repeat_interleave(2)  # per cell: its group's threshold
+    if bits == 1:
+        table = (t if threshold_levels else mean).reshape(count, 2, 1)
+        return negative.to(torch.uint8), table.to(torch.float32)
+    high = (magnitude > mean[cell]).to(torch.int64)
+    codes = (negative | (high << 1)).to(torch.uint8)
+    fine = cell * 2 + high
+    mean2 = (torch.bincount(fine, weights=magnitude, minlength=2 * cells)
+             / torch.bincount(fine, minlength=2 * cells).clamp_(min=1)).reshape(cells, 2)
+    table = torch.stack([t, mean], 1) if threshold_levels else mean2
+    return codes, table.reshape(count, 2, 2).to(torch.float32)
 
 
 def dequantize(codes: torch.Tensor, groups: torch.Tensor, table: torch.Tensor, bits: int) -> torch.Tensor:
@@ -71,7 +97,7 @@ def dequantize(codes: torch.Tensor, groups: torch.Tensor, table: torch.Tensor, b
 
 def keep_error(residual: torch.Tensor, index: torch.Tensor, values: torch.Tensor, sent: torch.Tensor) -> None:
     """residual[index] = values - sent: the quantization error stays in the residual (on
-    its device; the survivors' values and codes are on the host)."""
+    its device, where the survivors are too)."""
     if device.on_device(residual):
         residual[index.to(residual.device)] = (values - sent).to(residual.device)
         return

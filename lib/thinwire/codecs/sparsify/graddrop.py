@@ -38,7 +38,6 @@ from __future__ import annotations
 import math
 import time
 
-import numpy as np
 import torch
 
 from ..kernels import bitpack, drop, scatter
@@ -71,7 +70,7 @@ class GradDrop(Codec):
     name = "graddrop"
     codec_id = 7
     refuses_non_finite = True  # NaN and Inf survive the drop and refuse the message before the residual changes
-    host_only = False  # threshold, drop and residual on the tensor's device; the survivors come to the host
+    host_only = False  # threshold, drop, residual, index coding and levels all on the tensor's device
     decodes_on_device = True
     reads_device_messages = True
     revision = 1  # 1: with ties="drop", a span where the strict test keeps nothing sends its ties
@@ -134,7 +133,7 @@ class GradDrop(Codec):
                                   source=source)
         if self.ties == "drop":
             index, values = self._unstall(corrected, spans, thresholds, index, values)
-        if values.numel() and not np.isfinite(values.numpy()).all():  # NaN and Inf always survive
+        if values.numel() and not bool(torch.isfinite(values).all()):  # NaN and Inf always survive
             raise ValueError(f"graddrop: tensor {key!r} contains NaN or Inf; cannot rank magnitudes")
         slot = state.slot(key)
         slot.setdefault("segments", segments)
@@ -171,7 +170,8 @@ class GradDrop(Codec):
         would grow without bound. With it, every step sends at least a span's largest
         magnitudes, so no non-zero residual is held forever. Spans with survivors are
         untouched, so Alg. 1's strict test decides every ordinary step."""
-        bounds = np.searchsorted(index.numpy(), np.array([v for span in spans for v in span], dtype=np.int64))
+        ends = torch.tensor([v for span in spans for v in span], dtype=torch.int64, device=index.device)
+        bounds = torch.searchsorted(index, ends).tolist()  # left side, as numpy's default
         stalled = [(a, b, t) for (a, b), t, first, stop in zip(spans, thresholds, bounds[0::2], bounds[1::2])
                    if t > 0 and first == stop and b > a]
         if not stalled:

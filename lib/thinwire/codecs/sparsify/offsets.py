@@ -24,7 +24,10 @@ WIRE_TORCH = {8: torch.uint8, 16: torch.int16}
 
 
 def encode_offsets(index: torch.Tensor) -> tuple[int, torch.Tensor, torch.Tensor]:
-    """Strictly increasing non-negative indices -> (width, words, escaped gaps as int32)."""
+    """Strictly increasing non-negative indices -> (width, words, escaped gaps as int32), on
+    the indices' device (torch operations there, ``kernels/device.py``)."""
+    if device.on_device(index):
+        return _encode_on_device(index)
     idx = index.numpy().astype(np.int64, copy=False)
     long8, long16 = gaps.long_gaps(idx, 0xFF, 0xFFFF)
     width = 8 if idx.size + 4 * long8 <= 2 * idx.size + 4 * long16 else 16
@@ -53,6 +56,18 @@ def decode_offsets(width: int, words: torch.Tensor, escaped: torch.Tensor, count
     if count and int(index[-1]) >= numel:
         raise CorruptMessageError(f"offsets: index {int(index[-1])} out of range for {numel} values")
     return torch.from_numpy(index)
+
+
+def _encode_on_device(index: torch.Tensor) -> tuple[int, torch.Tensor, torch.Tensor]:
+    """``split_gaps`` in torch operations: the same width choice, words and escaped gaps."""
+    gap = torch.diff(index.to(torch.int64), prepend=torch.full((1,), -1, dtype=torch.int64, device=index.device))
+    long8, long16 = int((gap >= 0xFF).sum()), int((gap >= 0xFFFF).sum())
+    width = 8 if gap.numel() + 4 * long8 <= 2 * gap.numel() + 4 * long16 else 16
+    escape = (1 << width) - 1
+    long = gap >= escape
+    words = torch.where(long, escape, gap)
+    words = words.to(torch.uint8) if width == 8 else (words - ((words >> 15) << 16)).to(torch.int16)  # int16 bits
+    return width, words, gap[long].to(torch.int32)
 
 
 def _decode_on_device(width: int, words: torch.Tensor, escaped: torch.Tensor, count: int, numel: int) -> torch.Tensor:
