@@ -161,7 +161,7 @@ class Codec(ABC):
         fit ``out``).
         """
         state = state if state is not None else CodecState()
-        message = self._readable(message, out)
+        message = self._readable(message, None if out is None else out.device)
         header, payload, numel = self._open(message)
         shape = header["shape"]
         if like is not None and (tuple(like.shape) != shape or like.dtype != header["dtype"]):
@@ -183,14 +183,14 @@ class Codec(ABC):
             out.view(-1).copy_(flat)
         return out
 
-    def _readable(self, message, out: torch.Tensor | None = None):
+    def _readable(self, message, values_on: torch.device | None):
         """``message`` as this codec decodes it: a message tensor on a GPU stays there when
-        the codec ``reads_device_messages`` and the values go to that device (``out`` there,
-        or None); otherwise its bytes are copied to the host first."""
+        the codec ``reads_device_messages`` and the values go to that device (``values_on``
+        it, or None); otherwise its bytes are copied to the host first."""
         if not isinstance(message, torch.Tensor):
             return message
         tensor_message.check(message)
-        if message.device.type == "cpu" or (self.reads_device_messages and (out is None or out.device == message.device)):
+        if message.device.type == "cpu" or (self.reads_device_messages and values_on in (None, message.device)):
             return message
         return tensor_message.to_host(message)
 
@@ -212,7 +212,7 @@ class Codec(ABC):
     def _entries_for(self, message, into: torch.Tensor, state: CodecState, key: str):
         """(payload, numel, checked (index, values) or None for a dense message) of a
         message to be decoded into ``into``."""
-        header, payload, numel = self._open(self._readable(message, torch.empty(0)))  # a GPU message: read on the host
+        header, payload, numel = self._open(self._readable(message, torch.device("cpu")))  # entries are read on the host
         if tuple(into.shape) != header["shape"] or not into.is_contiguous():
             raise ValueError(f"into must be contiguous of shape {header['shape']}, got {tuple(into.shape)}")
         entries = self._guarded(self.sparse_entries, payload, numel, state, key, shape=header["shape"])

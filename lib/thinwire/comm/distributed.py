@@ -60,9 +60,7 @@ def _default_store():
 def frame(envelopes: list[Envelope]) -> bytearray:
     """Host messages as one buffer: count, one row per envelope, then each name and message."""
     names = [e.tensor.encode() for e in envelopes]
-    out = bytearray(struct.pack("<I", len(envelopes)))
-    for e, n in zip(envelopes, names):
-        out += tensor_frame.ROW.pack(e.sender, e.receiver, len(n), len(e.message))
+    out = tensor_frame.rows(envelopes, names)
     for e, n in zip(envelopes, names):
         out += n
         out += e.message

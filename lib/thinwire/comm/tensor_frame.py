@@ -27,15 +27,19 @@ def _padded(n: int) -> int:
     return -(-n // ALIGN) * ALIGN
 
 
-def table(envelopes: list[Envelope]) -> bytes:
-    """The frame's table: count, one row per envelope, the names."""
-    names = [e.tensor.encode() for e in envelopes]
+def rows(envelopes: list[Envelope], names: list[bytes]) -> bytearray:
+    """The count, then one row (sender, receiver, name length, message length) per envelope:
+    how every frame, on the host or on a device, begins."""
     out = bytearray(struct.pack("<I", len(envelopes)))
     for e, n in zip(envelopes, names):
         out += ROW.pack(e.sender, e.receiver, len(n), len(e.message))
-    for n in names:
-        out += n
-    return bytes(out)
+    return out
+
+
+def table(envelopes: list[Envelope]) -> bytes:
+    """The frame's table: ``rows``, then the names."""
+    names = [e.tensor.encode() for e in envelopes]
+    return bytes(rows(envelopes, names) + b"".join(names))
 
 
 def frame(envelopes: list[Envelope], device: torch.device) -> tuple[torch.Tensor, int]:

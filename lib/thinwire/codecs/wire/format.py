@@ -316,7 +316,11 @@ def measure(message) -> tuple[int, int]:
         from . import tensor_message
         return tensor_message.measure(message)
     n = len(message)
-    end = n - TRAILER.size
-    _, _, _, _, _, parts, meta_bytes, _ = read_header(message, end)
-    payload = meta_bytes + sum(numel * ITEMSIZE[DTYPE_CODES[dtype]] for _, dtype, numel in parts)
+    _, _, _, _, _, parts, meta_bytes, _ = read_header(message, n - TRAILER.size)
+    payload = payload_nbytes(parts, meta_bytes)
     return payload, n - payload
+
+
+def payload_nbytes(parts, meta_bytes: int) -> int:
+    """The payload bytes a header describes: its meta values and its parts' bytes."""
+    return meta_bytes + sum(numel * ITEMSIZE[DTYPE_CODES[dtype]] for _, dtype, numel in parts)

@@ -29,7 +29,7 @@ from ..errors import CorruptMessageError
 from ..kernels import triton_crc
 from ..payload import PartWriter, Payload
 from .checksum import checksum
-from .format import FIXED, TRAILER, layout, part_nbytes, plan, read_header
+from .format import DTYPE_CODES, FIXED, ITEMSIZE, TRAILER, layout, part_nbytes, payload_nbytes, plan, read_header
 
 HEAD = 256  # bytes of a message copied to the host to read its header (more if it is longer)
 
@@ -158,8 +158,7 @@ def unpack(message: torch.Tensor) -> tuple[dict, Payload]:
     for (name, part_dtype, numel), off in zip(parts, layout(parts, pos, end)):
         if name in payload.parts:
             raise CorruptMessageError(f"part {name!r} appears twice")
-        size = numel * torch.empty((), dtype=part_dtype).element_size()
-        payload.parts[name] = message[off:off + size].view(part_dtype)
+        payload.parts[name] = message[off:off + numel * ITEMSIZE[DTYPE_CODES[part_dtype]]].view(part_dtype)
     return {"codec_id": codec_id, "digest": digest, "dtype": dtype, "shape": shape}, payload
 
 
@@ -172,7 +171,7 @@ def measure(message: torch.Tensor) -> tuple[int, int]:
         raise CorruptMessageError(f"message of {n} bytes is shorter than the minimal frame")
     _, head = _head(message, end)
     _, _, _, _, _, parts, meta_bytes, _ = _header(message, end, head)
-    payload = meta_bytes + sum(numel * torch.empty((), dtype=dtype).element_size() for _, dtype, numel in parts)
+    payload = payload_nbytes(parts, meta_bytes)
     return payload, n - payload
 
 
