@@ -44,6 +44,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -235,7 +236,8 @@ def run(save, doc: dict, parts=PARTS, steps: int = 30, hook_steps: int = 600, si
         profile: str = "paper") -> dict:
     """Each of ``parts`` in turn, into ``doc`` (the parts not run keep what it holds, each
     with its own ``measured`` stamp); ``save(doc)`` after each, so a run cut short keeps
-    what it measured."""
+    what it measured. A part that raises is recorded under ``failed`` with its traceback
+    and keeps its earlier figures."""
     if DEVICE == "cuda":
         props = torch.cuda.get_device_properties(0)
         name, memory, count = props.name, props.total_memory / 2 ** 30, torch.cuda.device_count()
@@ -249,11 +251,19 @@ def run(save, doc: dict, parts=PARTS, steps: int = 30, hook_steps: int = 600, si
             "hook_nccl": lambda: hook_nccl(hook_steps), "codecs": lambda: codecs(sizes),
             "device_crc": lambda: device_crc(sizes), "device_messages": lambda: codecs(sizes, kept_on_device=True)}
     for part in parts:
-        if part == "paper":
-            with tempfile.TemporaryDirectory() as root:
-                doc["paper"] = paper_profiles(steps, Path(root), profile)
-        else:
-            doc[part] = jobs[part]()
+        try:
+            if part == "paper":
+                with tempfile.TemporaryDirectory() as root:
+                    doc["paper"] = paper_profiles(steps, Path(root), profile)
+            else:
+                doc[part] = jobs[part]()
+        except Exception:  # a part that fails is reported and the next part still runs
+            failure = traceback.format_exc()
+            print(f"gpu_bench part {part} failed:\n{failure}", flush=True)
+            doc.setdefault("failed", {})[part] = {**stamp, "traceback": failure[-4000:]}
+            save(doc)
+            continue
+        doc.get("failed", {}).pop(part, None)
         doc.setdefault("measured", {})[part] = stamp
         if part == "same_bytes":
             print("GPU and CPU messages equal:", doc["same_bytes"], flush=True)
