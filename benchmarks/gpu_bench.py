@@ -26,6 +26,10 @@ paper profiles' speed on one GPU, and the DDP hook under NCCL.
    encoding into a uint8 tensor on the GPU and decoding from it, as a fraction of the add
    pass, with no host copy of the message; each message is also compared byte for byte
    with the host message of the same tensor and state.
+6. **CRC variants** (``crc_variants.py``): the device CRC's block kernel beside variants
+   that tell what bounds it, over the bytes of the fp32 message of 25M values.
+7. **Message overhead**: encode and decode of small message tensors (4,096 and 1M values),
+   seconds per call and the CUDA runtime calls and kernels each makes.
 
 ``python benchmarks/gpu_bench.py [FILE] [--only=PART,...]`` updates ``FILE``
 (``gpu-runs/bench_gpu.json``) with the parts it runs; ``THINWIRE_COMMIT`` names the code
@@ -59,6 +63,7 @@ SPECS = ["fp32", "fp16", "bf16", "quantize(bits=8)", "quantize(bits=4)", "quanti
 SAME_BYTES_ALSO = ["binquant(bits=5, coder='huffman')", "binquant(bits=12, coder='ans')", "ef(topk(ratio=0.01))"]
 TARGET = 0.5
 HOOK_CODECS = ("fp32", "ef(topk(ratio=0.01))", "quantize(bits=8)")
+OVERHEAD_CODECS = ("fp32", "quantize(bits=8)", "topk(ratio=0.01)", "graddrop(ratio=0.99)")
 DEVICE = "cuda"  # ``--dry-run``: "cpu", the device paths forced (kernels/device.py), tiny sizes
 
 
@@ -229,7 +234,56 @@ def hook_nccl(steps: int, codecs=HOOK_CODECS) -> list[dict]:
     return rows
 
 
-PARTS = ("same_bytes", "hook_nccl", "codecs", "paper", "device_crc", "device_messages")
+def message_overhead(sizes=(4_096, 1_000_000), specs=OVERHEAD_CODECS, calls: int = 50) -> list[dict]:
+    """What one message costs where it is small: encode and decode of message tensors on the
+    device, ``calls`` in a row with one synchronize at the end (seconds per call), and the
+    CUDA runtime calls and kernels per call (``torch.profiler`` over 10 calls)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from thinwire.codecs import CodecState, make_codec
+    from thinwire.codecs.kernels import device
+    rows = []
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if DEVICE == "cuda" else [])
+    for n in sizes:
+        x = torch.randn(n, device=DEVICE, generator=torch.Generator(DEVICE).manual_seed(0))
+        out = torch.empty_like(x)
+        for spec in specs:
+            codec, state = make_codec(spec), CodecState(0)
+            with device.forced() if DEVICE == "cpu" else nullcontext():
+                message = codec.encode(x, state, "x", out=torch.empty(0, dtype=torch.uint8, device=DEVICE))
+                steps = {"encode": lambda: codec.encode(x, state, "x", out=message),
+                         "decode": lambda: codec.decode(message, state, "x", out=out)}
+                row = {"codec": spec, "values": n, "bytes": message.numel()}
+                for name, fn in steps.items():
+                    row[f"{name}_s_per_call"] = device_seconds(lambda: [fn() for _ in range(calls)], 3, 1) / calls
+                    with profile(activities=activities) as prof:
+                        for _ in range(10):
+                            fn()
+                        _sync()
+                    events = sorted(prof.key_averages(), key=lambda e: -e.cpu_time_total)
+                    row[f"{name}_calls"] = {e.key: round(e.count / 10, 1) for e in events
+                                            if e.key.startswith(("cuda", "cu")) and e.count}
+                    row[f"{name}_ops"] = {e.key: [round(e.count / 10, 1), round(e.cpu_time_total / 10, 1)]
+                                          for e in events[:25]}  # calls and CPU microseconds per message
+                    row[f"{name}_kernels"] = sum(e.count for e in prof.key_averages()
+                                                 if getattr(e, "device_type", None) is not None
+                                                 and str(e.device_type).endswith("CUDA")) / 10
+            rows.append(row)
+            print(f"overhead {spec} n={n:,}: encode {row['encode_s_per_call'] * 1e6:.0f} us, decode "
+                  f"{row['decode_s_per_call'] * 1e6:.0f} us; encode {row['encode_calls']}; decode {row['decode_calls']}",
+                  flush=True)
+    return rows
+
+
+def crc_variant_rows(nbytes: int) -> list[dict]:
+    """``crc_variants.py``'s block kernels side by side over ``nbytes`` bytes."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    import crc_variants
+    return crc_variants.variants(nbytes, lambda fn: device_seconds(fn, 10, 2), DEVICE)
+
+
+PARTS = ("same_bytes", "hook_nccl", "codecs", "paper", "device_crc", "device_messages", "crc_variants",
+         "message_overhead")
 
 
 def run(save, doc: dict, parts=PARTS, steps: int = 30, hook_steps: int = 600, sizes=SIZES,
@@ -249,7 +303,9 @@ def run(save, doc: dict, parts=PARTS, steps: int = 30, hook_steps: int = 600, si
              "device": name, "torch": torch.__version__}
     jobs = {"same_bytes": lambda: {spec: same_bytes(spec) for spec in [*SPECS, *SAME_BYTES_ALSO]},
             "hook_nccl": lambda: hook_nccl(hook_steps), "codecs": lambda: codecs(sizes),
-            "device_crc": lambda: device_crc(sizes), "device_messages": lambda: codecs(sizes, kept_on_device=True)}
+            "device_crc": lambda: device_crc(sizes), "device_messages": lambda: codecs(sizes, kept_on_device=True),
+            "crc_variants": lambda: crc_variant_rows(sizes[0] * 4 if DEVICE == "cuda" else 20_000), "message_overhead": lambda: message_overhead(
+                (4_096, min(1_000_000, sizes[0])))}
     for part in parts:
         try:
             if part == "paper":

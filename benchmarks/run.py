@@ -138,6 +138,11 @@ def tables(doc: dict) -> dict[str, str]:
     return out
 
 
+# earlier paper-profile speed runs kept beside the last (``gpu-runs/bench_gpu.json``), oldest first
+EARLIER_PAPER_RUNS = (("paper_previous", "GPU outs decoded on the host"),
+                      ("paper_host_messages", "decoded on the GPU, messages in host memory"))
+
+
 def gpu_tables(doc: dict) -> dict[str, str]:
     """Markdown for the README's GPU blocks, from ``gpu-runs/bench_gpu.json`` (``gpu_bench.py``)."""
     dev, stamps = doc["device"], doc.get("measured", {})
@@ -186,33 +191,34 @@ def gpu_tables(doc: dict) -> dict[str, str]:
 
     paper = doc["paper"]
     nets = list(next(iter(paper["gradient_dropping"].values()))["images_per_s"])
-    previous = doc.get("paper_previous", {}).get("gradient_dropping", {})
-    commit = stamps.get("paper_previous", {}).get("commit", "?")
+    earlier = [(key, what, stamps.get(key, {}).get("commit", "?"), doc[key]) for key, what in EARLIER_PAPER_RUNS
+               if key in doc]
     lines = [f"Gradient dropping, paper profile (3 x 4096, 4 nodes, batch 40), {paper['steps']} steps per ratio:\n",
              "| dropped | paper images/s | notebook run before the device paths, pcie3_x16 | "
-             f"at {commit}, GPU outs decoded on the host, pcie3_x16 | "
+             + "".join(f"at {commit}, {what}, pcie3_x16 | " for _, what, commit, _ in earlier)
              + " | ".join(f"modelled {n}" for n in nets)
              + " | compute ms / step | codec ms / step | codec share of compute |",
-             "|---|---|---|---|" + "---|" * len(nets) + "---|---|---|"]
+             "|---|---|---|" + "---|" * len(earlier) + "---|" * len(nets) + "---|---|---|"]
     for ratio, r in paper["gradient_dropping"].items():
-        before = previous.get(ratio, {}).get("images_per_s", {}).get("pcie3_x16", float("nan"))
+        before = [run["gradient_dropping"].get(ratio, {}).get("images_per_s", {}).get("pcie3_x16", float("nan"))
+                  for *_, run in earlier]
         lines.append(f"| {ratio} | {r['paper_images_per_s']:,} | {BEFORE_DEVICE_PATHS.get(ratio, float('nan')):,.1f} | "
-                     f"{before:,.1f} | "
+                     + "".join(f"{b:,.1f} | " for b in before)
                      + " | ".join(f"{r['images_per_s'][n]:,.1f}" for n in nets)
                      + f" | {r['compute_s_per_step'] * 1e3:.1f} | {r['codec_s_per_step'] * 1e3:.1f} | "
                      f"{r['codec_share_of_compute']:.3f} |")
-    at = "99.0%"
-    if at in paper["gradient_dropping"] and at in previous:
-        now, shares = paper["gradient_dropping"], [r["codec_share_of_compute"] for r in paper["gradient_dropping"].values()]
-        lines += ["", f"At {at} dropping, modelled on pcie3_x16: {previous[at]['images_per_s']['pcie3_x16']:,.0f} images/s "
-                  f"with GPU outs decoded on the host, {now[at]['images_per_s']['pcie3_x16']:,.0f} decoded on the GPU "
-                  f"(the paper: {now[at]['paper_images_per_s']:,}); the codecs are {min(shares):.0%} to {max(shares):.0%} "
-                  "of each step's compute."]
+    shares = [r["codec_share_of_compute"] for r in paper["gradient_dropping"].values()]
+    lines += ["", f"The codecs are {min(shares):.0%} to {max(shares):.0%} of each step's compute in the last run "
+              f"(messages {'kept on the GPU' if 'paper_host_messages' in doc else 'in host memory'})."]
+    quick = [(what, commit, run["quickstart"]) for _, what, commit, run in earlier if "quickstart" in run]
     lines += ["", f"Quickstart, paper profile (784-1024-1024-10, 4 workers, batch 32), {paper['steps']} steps:\n",
-              "| method | modelled images/s, ethernet_10g | compute ms / step | codec ms / step | codec share of compute |",
-              "|---|---|---|---|---|"]
+              "| method | " + "".join(f"at {commit}, {what}, ethernet_10g | " for what, commit, _ in quick)
+              + "modelled images/s, ethernet_10g | compute ms / step | codec ms / step | codec share of compute |",
+              "|---|" + "---|" * len(quick) + "---|---|---|---|"]
     for label, r in paper["quickstart"].items():
-        lines.append(f"| {label} | {r['images_per_s']['ethernet_10g']:,.0f} | {r['compute_s_per_step'] * 1e3:.1f} | "
+        before = "".join(f"{q.get(label, {}).get('images_per_s', {}).get('ethernet_10g', float('nan')):,.0f} | "
+                         for *_, q in quick)
+        lines.append(f"| {label} | {before}{r['images_per_s']['ethernet_10g']:,.0f} | {r['compute_s_per_step'] * 1e3:.1f} | "
                      f"{r['codec_s_per_step'] * 1e3:.1f} | {r['codec_share_of_compute']:.3f} |")
     out["gpu_paper"] = "\n".join(lines) + f"\n\n<sub>{stamp('paper')}; `gpu-runs/bench_gpu.json`.</sub>\n"
 

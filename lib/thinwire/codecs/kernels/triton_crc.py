@@ -19,6 +19,9 @@ ones) is R(M) + x^(8 |M|) (2^32 - 1) + (2^32 - 1).
 2. ``_join``: the blocks' CRCs in groups of up to 2^``JOIN_LEVELS``, one program each,
    joined the same way (level k of the whole tree by x^(8 BLOCK 2^k)), the first group
    padded with zeros at the front; again on the groups' CRCs until one is left.
+3. ``_finish``: the kernel that makes the last CRC adds the all-ones term and, for a
+   message, writes the trailer's 4 bytes itself, so checksumming a message on a GPU is one
+   or two launches and nothing else.
 
 Multiplying by a constant K is linear in the other factor, so it is four lookups, one per
 byte of the register, in K's 4 x 256 table (``_mul``). Every table is made once per device
@@ -99,8 +102,9 @@ if AVAILABLE:  # the kernels are compiled for the device of their first buffer
         return crc
 
     @triton.jit
-    def _block_crcs(message, n, pad, slicing, products, out, src, off, LANES: tl.constexpr, SEG: tl.constexpr,
-                    LEVELS: tl.constexpr, COPY: tl.constexpr):
+    def _block_crcs(message, n, pad, slicing, products, out, src, off, ones, trailer, LANES: tl.constexpr,
+                    SEG: tl.constexpr, LEVELS: tl.constexpr, COPY: tl.constexpr, FINAL: tl.constexpr,
+                    STORE: tl.constexpr):
         block = tl.program_id(0).to(tl.int64)
         lane = tl.arange(0, LANES).to(tl.int64)
         j = tl.arange(0, 16)
@@ -121,15 +125,27 @@ if AVAILABLE:  # the kernels are compiled for the device of their first buffer
             effect = tl.load(slicing + (15 - j[None, :]) * 256 + mixed.to(tl.int32)).to(tl.uint32, bitcast=True)
             crc = tl.xor_sum(effect, axis=1)
         crc = _tree(crc, products, LANES, LEVELS)
-        tl.store(out + block + tl.arange(0, 1), crc.to(tl.int32, bitcast=True))
+        _finish(crc, out + block, ones, trailer, FINAL, STORE)
 
     @triton.jit
-    def _join(crcs, m, pad, products, out, GROUP: tl.constexpr, LEVELS: tl.constexpr):
+    def _finish(crc, out, ones, trailer, FINAL: tl.constexpr, STORE: tl.constexpr):
+        """Store one CRC; the last one (``FINAL``) gets the all-ones term and, with ``STORE``,
+        is also written little-endian into the message's 4-byte trailer."""
+        if FINAL:
+            crc ^= ones.to(tl.uint32, bitcast=True)
+        tl.store(out + tl.arange(0, 1), crc.to(tl.int32, bitcast=True))
+        if STORE:
+            shift = (8 * tl.arange(0, 4)).to(tl.uint32)
+            tl.store(trailer + tl.arange(0, 4), ((crc >> shift) & 255).to(tl.uint8))
+
+    @triton.jit
+    def _join(crcs, m, pad, products, out, ones, trailer, GROUP: tl.constexpr, LEVELS: tl.constexpr,
+              FINAL: tl.constexpr, STORE: tl.constexpr):
         group = tl.program_id(0)
         at = group * GROUP + tl.arange(0, GROUP) - pad
         crc = tl.load(crcs + at, mask=(at >= 0) & (at < m), other=0).to(tl.uint32, bitcast=True)
         crc = _tree(crc, products, GROUP, LEVELS)
-        tl.store(out + group + tl.arange(0, 1), crc.to(tl.int32, bitcast=True))
+        _finish(crc, out + group, ones, trailer, FINAL, STORE)
 
 
 def crc32c(buffer: torch.Tensor) -> int:
@@ -138,38 +154,51 @@ def crc32c(buffer: torch.Tensor) -> int:
     return int(crc32c_tensor(buffer).item()) & 0xFFFFFFFF
 
 
-def crc32c_tensor(buffer: torch.Tensor, src: torch.Tensor | None = None, off: int = 0) -> torch.Tensor:
+def crc32c_tensor(buffer: torch.Tensor, src: torch.Tensor | None = None, off: int = 0,
+                  trailer: torch.Tensor | None = None) -> torch.Tensor:
     """``crc32c`` as a one-element int32 tensor on the buffer's device (the CRC's bits),
-    without waiting for the device: a message's trailer is copied from it there.
+    without waiting for the device.
 
+    ``trailer`` (4 uint8 on that device): the CRC is also written there, little-endian, by
+    the last kernel, as a message's trailer (no separate operation per message).
     ``src`` (uint8, ``buffer.numel() - off`` bytes): copied into ``buffer[off:]`` by the same
-    pass that checksums it, so a message's one part is written and checksummed reading its
-    bytes once (``buffer[:off]``, the header, must be written already)."""
+    pass that checksums it (``buffer[:off]`` must be written already)."""
     if not AVAILABLE:
         raise RuntimeError("triton_crc.crc32c needs the triton package (it comes with CUDA builds of torch)")
-    for name, t in (("buffer", buffer), ("src", src)):
+    for name, t in (("buffer", buffer), ("src", src), ("trailer", trailer)):
         if t is not None and (t.dtype != torch.uint8 or t.dim() != 1 or not t.is_contiguous()):
             raise ValueError(f"{name} must be a contiguous 1-d uint8 tensor, got {t.dtype} {tuple(t.shape)}")
     if src is not None and (src.numel() != buffer.numel() - off or off < 0 or src.device != buffer.device):
         raise ValueError(f"src must hold the {buffer.numel() - off} bytes after off={off} on {buffer.device}, "
                          f"got {src.numel()} on {src.device}")
+    if trailer is not None and (trailer.numel() != 4 or trailer.device != buffer.device):
+        raise ValueError(f"trailer must be 4 bytes on {buffer.device}, got {trailer.numel()} on {trailer.device}")
     n = buffer.numel()
     if n == 0:
-        return torch.zeros(1, dtype=torch.int32, device=buffer.device)
+        crc = torch.zeros(1, dtype=torch.int32, device=buffer.device)
+        if trailer is not None:
+            trailer.zero_()
+        return crc
+    ones = _ones_term(n)
+    ones = ones - (1 << 32) if ones >= 1 << 31 else ones  # the constant as int32's bits
     blocks = -(-n // BLOCK)
     slicing, lane_products, block_products = _tables(str(buffer.device), max(1, (blocks - 1).bit_length()))
     crcs = torch.empty(blocks, dtype=torch.int32, device=buffer.device)
+    store = trailer is not None
+    final = blocks == 1
     _block_crcs[(blocks,)](buffer, n, blocks * BLOCK - n, slicing, lane_products, crcs,
-                           buffer if src is None else src, n if src is None else off, LANES=LANES, SEG=SEG,
-                           LEVELS=LANE_LEVELS, COPY=src is not None)
+                           buffer if src is None else src, n if src is None else off, ones,
+                           trailer if store else crcs, LANES=LANES, SEG=SEG, LEVELS=LANE_LEVELS,
+                           COPY=src is not None, FINAL=final, STORE=store and final)
     level = 0  # each CRC in crcs now covers BLOCK << level bytes
     while crcs.numel() > 1:
         m = crcs.numel()
         levels = min(JOIN_LEVELS, (m - 1).bit_length())
         groups = -(-m // (1 << levels))
         joined = torch.empty(groups, dtype=torch.int32, device=buffer.device)
-        _join[(groups,)](crcs, m, (groups << levels) - m, block_products[level:], joined, GROUP=1 << levels,
-                         LEVELS=levels)
+        final = groups == 1
+        _join[(groups,)](crcs, m, (groups << levels) - m, block_products[level:], joined, ones,
+                         trailer if store else joined, GROUP=1 << levels, LEVELS=levels, FINAL=final,
+                         STORE=store and final)
         crcs, level = joined, level + levels
-    ones = _ones_term(n)
-    return crcs ^ (ones - (1 << 32) if ones >= 1 << 31 else ones)  # the constant as int32's bits
+    return crcs

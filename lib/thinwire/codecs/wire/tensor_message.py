@@ -68,22 +68,23 @@ def _on_device(t: torch.Tensor) -> bool:
     return t.device.type != "cpu"
 
 
-def _crc(body: torch.Tensor, src: torch.Tensor | None = None, off: int = 0) -> torch.Tensor:
-    """The CRC-32C of ``body`` as a one-element int32 tensor on its device (``src``: bytes
-    copied into ``body[off:]`` first, by the same pass on a GPU): computed there by
-    ``triton_crc`` on a GPU; on the host otherwise (a copy of the body), and on a GPU where
-    Triton is missing or its kernel failed to compile (``DEVICE_CRC_FAILURE`` says why, and
-    ``gpu_bench`` reports it), so messages stay correct either way."""
+def _crc(body: torch.Tensor, trailer: torch.Tensor | None = None) -> torch.Tensor:
+    """The CRC-32C of ``body`` as a one-element int32 tensor on its device, also written into
+    ``trailer`` (4 bytes) when given: computed there by ``triton_crc`` on a GPU; on the host
+    otherwise (a copy of the body), and on a GPU where Triton is missing or its kernel failed
+    to compile (``DEVICE_CRC_FAILURE`` says why, and ``gpu_bench`` reports it), so messages
+    stay correct either way."""
     global DEVICE_CRC_FAILURE
     if _on_device(body) and triton_crc.AVAILABLE and DEVICE_CRC_FAILURE is None:
         try:
-            return triton_crc.crc32c_tensor(body, src, off)
+            return triton_crc.crc32c_tensor(body, trailer=trailer)
         except Exception as exc:  # a compiler or driver refusing the kernel: the host computes it
             DEVICE_CRC_FAILURE = f"{type(exc).__name__}: {exc}"[:500]
-    if src is not None:
-        body[off:].copy_(src)
     value = checksum(memoryview(body.cpu().numpy()))
-    return torch.tensor([value], dtype=torch.int64).to(torch.int32).to(body.device)
+    crc = torch.tensor([value], dtype=torch.int64).to(torch.int32).to(body.device)
+    if trailer is not None:
+        trailer.copy_(crc.view(torch.uint8))
+    return crc
 
 
 def pack(codec_id: int, digest: int, dtype: torch.dtype, shape: tuple[int, ...], payload: Payload,
@@ -95,11 +96,6 @@ def pack(codec_id: int, digest: int, dtype: torch.dtype, shape: tuple[int, ...],
     on_host = not _on_device(message)
     written = offsets[0] if offsets else total  # the padding before the first part goes with the header
     message[:written].copy_(_host_bytes(head + bytes(written - len(head))), non_blocking=not on_host)
-    if not on_host and len(parts) == 1 and isinstance(parts[0][1], torch.Tensor) and written < total \
-            and parts[0][1].device == message.device:  # one part (fp32): copied and checksummed in one pass
-        crc = _crc(message[:total], parts[0][1].view(-1).view(torch.uint8), written)
-        message[total:].copy_(crc.view(torch.uint8))
-        return message
     for (_, t), off in zip(parts, offsets):
         if off > written:
             message[written:off].zero_()  # alignment padding
@@ -117,7 +113,7 @@ def pack(codec_id: int, digest: int, dtype: torch.dtype, shape: tuple[int, ...],
         message[total:].copy_(torch.frombuffer(bytearray(TRAILER.pack(checksum(memoryview(body.numpy())))),
                                                dtype=torch.uint8))
     else:
-        message[total:].copy_(_crc(body).view(torch.uint8))
+        _crc(body, message[total:])
     return message
 
 

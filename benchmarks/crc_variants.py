@@ -1,0 +1,157 @@
+"""Variants of the device CRC-32C's block kernel (``kernels/triton_crc.py``), timed side by
+side on a GPU by ``gpu_bench``'s ``crc_variants`` part, to find what bounds it.
+
+- ``library``: ``triton_crc.crc32c_tensor`` as the library runs it (4 warps), and with 8.
+- ``loads only``: the library kernel's loads (the same lanes, offsets and masks) with no
+  table lookup, their bytes only xor-ed: how fast this access pattern alone can go.
+- ``gather``: the slicing tables held by each program as one [256, 16] tensor and looked up
+  with ``tl.gather`` (which Triton may serve from shared memory) instead of loads from
+  global memory; with 64 or 256 bytes per lane.
+- ``copy then CRC`` and ``fused copy``: a 100 MB part written into a message and
+  checksummed, by ``torch.Tensor.copy_`` followed by the CRC, or by the CRC kernel's own
+  copying pass (``src``).
+
+Each variant's CRC is checked against the host's (``crc32c``) for the same bytes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from thinwire.codecs.kernels import triton_crc
+from thinwire.codecs.kernels.crc_math import x_8n
+
+if triton_crc.AVAILABLE:
+    import triton
+    import triton.language as tl
+
+    from thinwire.codecs.kernels.triton_crc import _join, _tree  # noqa: F401  (called by the kernels)
+
+    @triton.jit
+    def _loads_only(message, n, pad, out, LANES: tl.constexpr, SEG: tl.constexpr):
+        block = tl.program_id(0).to(tl.int64)
+        lane = tl.arange(0, LANES).to(tl.int64)
+        j = tl.arange(0, 16)
+        start = block * (LANES * SEG) + lane * SEG - pad
+        acc = tl.zeros([LANES], dtype=tl.uint32)
+        for t in tl.static_range(0, SEG, 16):
+            at = start[:, None] + t + j[None, :]
+            b = tl.load(message + at, mask=(at >= 0) & (at < n), other=0).to(tl.uint32)
+            acc ^= tl.xor_sum(b << (8 * (j[None, :] & 3)).to(tl.uint32), axis=1)
+        tl.store(out + block, tl.xor_sum(acc, axis=0).to(tl.int32, bitcast=True))
+
+    @triton.jit
+    def _block_gather(message, n, pad, table, products, out, LANES: tl.constexpr, SEG: tl.constexpr,
+                      LEVELS: tl.constexpr):
+        block = tl.program_id(0).to(tl.int64)
+        lane = tl.arange(0, LANES).to(tl.int64)
+        j = tl.arange(0, 16)
+        rows = tl.arange(0, 256)
+        slicing = tl.load(table + rows[:, None] * 16 + j[None, :])  # [b, j]: byte b's effect 15 - j bytes on
+        start = block * (LANES * SEG) + lane * SEG - pad
+        crc = tl.zeros([LANES], dtype=tl.uint32)
+        for t in tl.static_range(0, SEG, 16):
+            at = start[:, None] + t + j[None, :]
+            b = tl.load(message + at, mask=(at >= 0) & (at < n), other=0).to(tl.uint32)
+            register = (crc[:, None] >> (8 * (j[None, :] & 3)).to(tl.uint32)) & 255
+            mixed = (b ^ tl.where(j[None, :] < 4, register, 0)).to(tl.int32)
+            effect = tl.gather(slicing, mixed, axis=0).to(tl.uint32, bitcast=True)
+            crc = tl.xor_sum(effect, axis=1)
+        crc = _tree(crc, products, LANES, LEVELS)
+        tl.store(out + block + tl.arange(0, 1), crc.to(tl.int32, bitcast=True))
+
+
+def _gather_tables(device: str, lanes: int, seg: int) -> tuple[torch.Tensor, torch.Tensor]:
+    slicing = np.ascontiguousarray(np.flip(triton_crc.slicing_tables(), 0).T)  # [256, 16]
+    products = triton_crc.product_tables([x_8n(seg << k) for k in range(lanes.bit_length() - 1)])
+    on = lambda t: torch.from_numpy(t.view(np.int32).copy()).to(device)  # noqa: E731
+    return on(slicing), on(products)
+
+
+def gather_crc(buffer: torch.Tensor, lanes: int = 256, seg: int = 64) -> torch.Tensor:
+    """The CRC-32C of ``buffer`` with the ``gather`` block kernel, joined as the library does."""
+    n, block = buffer.numel(), lanes * seg
+    blocks = -(-n // block)
+    table, products = _gather_tables(str(buffer.device), lanes, seg)
+    crcs = torch.empty(blocks, dtype=torch.int32, device=buffer.device)
+    _block_gather[(blocks,)](buffer, n, blocks * block - n, table, products, crcs, LANES=lanes, SEG=seg,
+                             LEVELS=lanes.bit_length() - 1)
+    joins = triton_crc.product_tables([x_8n(block << k) for k in range(max(1, (blocks - 1).bit_length()))])
+    joins = torch.from_numpy(joins.view(np.int32).copy()).to(buffer.device)
+    level = 0
+    while crcs.numel() > 1:
+        m = crcs.numel()
+        levels = min(triton_crc.JOIN_LEVELS, (m - 1).bit_length())
+        groups = -(-m // (1 << levels))
+        joined = torch.empty(groups, dtype=torch.int32, device=buffer.device)
+        _join[(groups,)](crcs, m, (groups << levels) - m, joins[level:], joined, 0, joined, GROUP=1 << levels,
+                         LEVELS=levels, FINAL=False, STORE=False)
+        crcs, level = joined, level + levels
+    ones = triton_crc._ones_term(n)
+    return crcs ^ (ones - (1 << 32) if ones >= 1 << 31 else ones)
+
+
+def loads_only(buffer: torch.Tensor) -> torch.Tensor:
+    n = buffer.numel()
+    blocks = -(-n // triton_crc.BLOCK)
+    out = torch.empty(blocks, dtype=torch.int32, device=buffer.device)
+    _loads_only[(blocks,)](buffer, n, blocks * triton_crc.BLOCK - n, out, LANES=triton_crc.LANES,
+                           SEG=triton_crc.SEG)
+    return out
+
+
+def variants(nbytes: int, seconds, device: str) -> list[dict]:
+    """Each variant's best time over ``nbytes`` random bytes (``seconds(fn)``: the bench's
+    timer), its GB/s, and whether its CRC equals the host's."""
+    import crc32c
+    buffer = torch.randint(0, 256, (nbytes,), dtype=torch.uint8, device=device,
+                           generator=torch.Generator(device).manual_seed(0))
+    want = crc32c.crc32c(buffer.cpu().numpy().tobytes())
+    value = lambda t: int(t.reshape(-1)[0].item()) & 0xFFFFFFFF  # noqa: E731
+    head = 24
+    src = buffer[head:].clone()
+    message = torch.empty_like(buffer)
+    message[:head] = buffer[:head]
+
+    def copy_then_crc():
+        message[head:].copy_(src)
+        return triton_crc.crc32c_tensor(message)
+
+    runs = {"library (4 warps)": lambda: triton_crc.crc32c_tensor(buffer),
+            "library (8 warps)": None,
+            "loads only": lambda: loads_only(buffer),
+            "gather, 64 bytes per lane": lambda: gather_crc(buffer, 256, 64),
+            "gather, 256 bytes per lane": lambda: gather_crc(buffer, 64, 256),
+            "copy then CRC": copy_then_crc,
+            "fused copy": lambda: triton_crc.crc32c_tensor(message, src, head)}
+    rows = []
+    for name, fn in runs.items():
+        if fn is None:  # the library kernel launched with 8 warps
+            def fn(kernel=triton_crc._block_crcs):
+                original = triton_crc._block_crcs
+                triton_crc._block_crcs = _Warps(kernel, 8)
+                try:
+                    return triton_crc.crc32c_tensor(buffer)
+                finally:
+                    triton_crc._block_crcs = original
+        try:
+            got = value(fn())
+            best = seconds(fn)
+            row = {"variant": name, "bytes": nbytes, "seconds": best, "gb_per_s": nbytes / best / 1e9,
+                   "equal_to_host": name == "loads only" or got == want}
+        except Exception as exc:  # a variant Triton cannot compile here is reported, the rest still run
+            row = {"variant": name, "bytes": nbytes, "error": f"{type(exc).__name__}: {exc}"[:400]}
+        rows.append(row)
+        print("crc variant", row, flush=True)
+    return rows
+
+
+class _Warps:
+    """A Triton kernel launched with ``num_warps`` warps."""
+
+    def __init__(self, kernel, num_warps: int):
+        self.kernel, self.num_warps = kernel, num_warps
+
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: self.kernel[grid](*args, num_warps=self.num_warps, **kwargs)
