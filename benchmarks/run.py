@@ -168,11 +168,22 @@ def gpu_tables(doc: dict) -> dict[str, str]:
     lines += ["", f"Fractions of the add pass: {min(r['fraction_of_add_pass'] for r in rows):.3f} to "
               f"{max(r['fraction_of_add_pass'] for r in rows):.3f}; {sum(r['fraction_of_add_pass'] >= gpu_bench.TARGET for r in rows)}"
               f" of {len(rows)} rows meet {gpu_bench.TARGET}. The message's two host copies alone take longer than the whole "
-              f"add pass in {slower} of {len(rows)} rows."]
+              f"add pass in {slower} of {len(rows)} rows.", "", f"<sub>{stamp('codecs')}.</sub>"]
     for r in doc.get("device_crc", []):  # kernels/triton_crc.py, once a GPU has run it
         lines += ["", f"Device CRC-32C of {r['bytes']:,} bytes (`kernels/triton_crc.py`, {stamp('device_crc')}): "
                   f"{r['crc_s'] * 1e3:.3f} ms, {r['gb_per_s']:.0f} GB/s, {r['fraction_of_add_pass']:.3f} of the add pass; "
                   f"equal to the host's: {r['equal_to_host']}."]
+    variants = doc.get("crc_variants", [])  # crc_variants.py
+    if variants:
+        lines += ["", f"What bounds the device CRC (`benchmarks/crc_variants.py`, {stamp('crc_variants')}), "
+                  f"{variants[0]['bytes']:,} bytes:\n", "| variant | ms | GB/s | equal to the host's CRC |",
+                  "|---|---|---|---|"]
+        lines += [f"| {r['variant']} | {r['seconds'] * 1e3:.3f} | {r['gb_per_s']:,.0f} | {r['equal_to_host']} |"
+                  if "seconds" in r else f"| {r['variant']} | | | failed: {r['error']} |" for r in variants]
+        by = {r["variant"]: r for r in variants if "seconds" in r}
+        if {"library (4 warps)", "loads only"} <= set(by):
+            lines += ["", f"The kernel's loads alone run {by['library (4 warps)']['seconds'] / by['loads only']['seconds']:.1f}x "
+                      "faster than the kernel with its table lookups."]
     kept = doc.get("device_messages", [])  # wire/tensor_message.py, once a GPU has run it
     if kept:
         lines += ["", f"Messages kept on the device (`wire/tensor_message.py`, {stamp('device_messages')}), equal to "
@@ -184,10 +195,33 @@ def gpu_tables(doc: dict) -> dict[str, str]:
                   f"{_target(r['fraction_of_add_pass'], r['target'])} |" for r in kept]
         lines += ["", f"{sum(r['fraction_of_add_pass'] >= gpu_bench.TARGET for r in kept)} of {len(kept)} rows meet "
                   f"{gpu_bench.TARGET} with the message kept on the device."]
+        crc = {r["bytes"]: r["crc_s"] for r in doc.get("device_crc", [])}
+        fp32 = next((r for r in kept if r["codec"] == "fp32"), None)
+        if fp32 and crc:
+            nearest = min(crc, key=lambda b: abs(b - fp32["bytes"]))
+            lines[-1] += (f" Two passes of the device CRC over {nearest:,} bytes (one to write fp32's message of "
+                          f"{fp32['values']:,} values, one to check it) take {2 * crc[nearest] * 1e3:.2f} ms of its "
+                          f"{(fp32['encode_s'] + fp32['decode_s']) * 1e3:.2f} ms encode + decode.")
         failures = {r["device_crc_failure"] for r in kept if r.get("device_crc_failure")}
         if failures:
             lines += ["", f"The device CRC failed on this GPU and the host checksummed these messages: {sorted(failures)}."]
-    out["gpu_codecs"] = "\n".join(lines) + f"\n\n<sub>{stamp('codecs')}; `gpu-runs/bench_gpu.json`.</sub>\n"
+    overhead = doc.get("message_overhead", [])
+    if overhead:
+        def count(calls: dict, *names: str) -> str:
+            return f"{sum(calls.get(n, 0) for n in names):g}"
+        lines += ["", f"What one small message costs (message tensors on the device; {stamp('message_overhead')}): "
+                  "seconds per call over 50 calls in a row, and the CUDA runtime's calls per message under "
+                  "`torch.profiler`:\n",
+                  "| codec | values | encode us | decode us | kernel launches, encode / decode | "
+                  "stream synchronizations, encode / decode | copies, encode / decode |", "|---|---|---|---|---|---|---|"]
+        for r in overhead:
+            e, d = r["encode_calls"], r["decode_calls"]
+            launches, syncs, copies = ("cudaLaunchKernel", "cuLaunchKernelEx"), ("cudaStreamSynchronize",), \
+                ("cudaMemcpyAsync",)
+            lines.append(f"| {r['codec']} | {r['values']:,} | {r['encode_s_per_call'] * 1e6:,.0f} | "
+                         f"{r['decode_s_per_call'] * 1e6:,.0f} | {count(e, *launches)} / {count(d, *launches)} | "
+                         f"{count(e, *syncs)} / {count(d, *syncs)} | {count(e, *copies)} / {count(d, *copies)} |")
+    out["gpu_codecs"] = "\n".join(lines) + "\n\n<sub>All from `gpu-runs/bench_gpu.json`.</sub>\n"
 
     paper = doc["paper"]
     nets = list(next(iter(paper["gradient_dropping"].values()))["images_per_s"])
@@ -207,6 +241,14 @@ def gpu_tables(doc: dict) -> dict[str, str]:
                      + " | ".join(f"{r['images_per_s'][n]:,.1f}" for n in nets)
                      + f" | {r['compute_s_per_step'] * 1e3:.1f} | {r['codec_s_per_step'] * 1e3:.1f} | "
                      f"{r['codec_share_of_compute']:.3f} |")
+    second = doc.get("paper_second_run")
+    if second:
+        rates = [r["images_per_s"]["pcie3_x16"] for r in second["gradient_dropping"].values()]
+        lines += ["", f"A second run of the same speed runs ({stamp('paper_second_run')}), after `message_overhead` had "
+                  f"run `torch.profiler` in the same process, modelled {min(rates):,.0f} to {max(rates):,.0f} images/s "
+                  "on pcie3_x16, with compute per step "
+                  + ", ".join(f"{r['compute_s_per_step'] * 1e3:.1f}" for r in second["gradient_dropping"].values())
+                  + " ms; `gpu_bench` now runs that part last."]
     shares = [r["codec_share_of_compute"] for r in paper["gradient_dropping"].values()]
     lines += ["", f"The codecs are {min(shares):.0%} to {max(shares):.0%} of each step's compute in the last run "
               f"(messages {'kept on the GPU' if 'paper_host_messages' in doc else 'in host memory'})."]

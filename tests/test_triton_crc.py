@@ -36,17 +36,15 @@ assert triton_crc.crc32c(body) == int.from_bytes(bytes(message[-4:]), "little")
 # the tensor form a message tensor's trailer is copied from: the CRC's bits, little-endian
 assert bytes(triton_crc.crc32c_tensor(body).view(torch.uint8).numpy()) == bytes(message[-4:])
 assert triton_crc.crc32c_tensor(torch.zeros(0, dtype=torch.uint8)).tolist() == [0]
-# a part copied in by the CRC's own pass: the bytes land after the header, and the CRC is the whole's
-for off, n in [(0, 5), (3, 40), (21, B + 7), (B + 2, 2 * B + 9)]:
-    head = rng.integers(0, 256, off, dtype=np.uint8)
-    src = torch.from_numpy(rng.integers(0, 256, n - off, dtype=np.uint8))
-    buffer = torch.full((n,), 7, dtype=torch.uint8)
-    buffer[:off] = torch.from_numpy(head)
-    got = triton_crc.crc32c_tensor(buffer, src, off)
-    assert bytes(buffer[off:].numpy()) == bytes(src.numpy()) and bytes(buffer[:off].numpy()) == head.tobytes()
-    assert int(got.item()) & 0xFFFFFFFF == crc32c.crc32c(buffer.numpy().tobytes()), (off, n)
-# message tensors written and read as on a GPU (the kernel checksums them, fp32's one part is
-# copied in by its pass): the host message's bytes, decoded to the same values
+# the trailer written by the last kernel, one block or joined, and the CRC returned beside it
+for n in [5, B - 3, 3 * B + 7]:
+    data = torch.from_numpy(rng.integers(0, 256, n, dtype=np.uint8))
+    trailer = torch.full((4,), 7, dtype=torch.uint8)
+    got = triton_crc.crc32c_tensor(data, trailer)
+    want = crc32c.crc32c(data.numpy().tobytes())
+    assert int.from_bytes(bytes(trailer.numpy()), "little") == want == int(got.item()) & 0xFFFFFFFF, n
+# message tensors written and read as on a GPU (the kernel checksums them and writes their
+# trailer): the host message's bytes, decoded to the same values
 from thinwire.codecs import CodecState
 from thinwire.codecs.kernels import device
 from thinwire.codecs.wire import tensor_message
@@ -65,7 +63,7 @@ for spec in ["fp32", "fp16", "quantize(bits=8)", "qsgd(bits=4, bucket=64)", "top
             raise AssertionError(f"{spec}: a damaged message decoded")
         except CorruptMessageError:
             pass
-# one plain part (fp32's on a GPU): copied in by the CRC's pass
+# one plain part (fp32's on a GPU), after a header of any length
 from thinwire.codecs import Payload, wire
 for n in (1, 3_001, 9_000):
     payload = Payload(parts={"values": torch.randn(n)}, meta={"lo": 1.5})

@@ -102,9 +102,8 @@ if AVAILABLE:  # the kernels are compiled for the device of their first buffer
         return crc
 
     @triton.jit
-    def _block_crcs(message, n, pad, slicing, products, out, src, off, ones, trailer, LANES: tl.constexpr,
-                    SEG: tl.constexpr, LEVELS: tl.constexpr, COPY: tl.constexpr, FINAL: tl.constexpr,
-                    STORE: tl.constexpr):
+    def _block_crcs(message, n, pad, slicing, products, out, ones, trailer, LANES: tl.constexpr,
+                    SEG: tl.constexpr, LEVELS: tl.constexpr, FINAL: tl.constexpr, STORE: tl.constexpr):
         block = tl.program_id(0).to(tl.int64)
         lane = tl.arange(0, LANES).to(tl.int64)
         j = tl.arange(0, 16)
@@ -112,14 +111,7 @@ if AVAILABLE:  # the kernels are compiled for the device of their first buffer
         crc = tl.zeros([LANES], dtype=tl.uint32)
         for t in tl.static_range(0, SEG, 16):
             at = start[:, None] + t + j[None, :]
-            inside = (at >= 0) & (at < n)
-            if COPY:  # bytes from ``off`` on are read from ``src`` and written into the message
-                copied = inside & (at >= off)
-                b = tl.load(src + (at - off), mask=copied, other=0)
-                tl.store(message + at, b, mask=copied)
-                b = (b | tl.load(message + at, mask=inside & (at < off), other=0)).to(tl.uint32)
-            else:
-                b = tl.load(message + at, mask=inside, other=0).to(tl.uint32)
+            b = tl.load(message + at, mask=(at >= 0) & (at < n), other=0).to(tl.uint32)
             register = (crc[:, None] >> (8 * (j[None, :] & 3)).to(tl.uint32)) & 255
             mixed = b ^ tl.where(j[None, :] < 4, register, 0)
             effect = tl.load(slicing + (15 - j[None, :]) * 256 + mixed.to(tl.int32)).to(tl.uint32, bitcast=True)
@@ -154,23 +146,17 @@ def crc32c(buffer: torch.Tensor) -> int:
     return int(crc32c_tensor(buffer).item()) & 0xFFFFFFFF
 
 
-def crc32c_tensor(buffer: torch.Tensor, src: torch.Tensor | None = None, off: int = 0,
-                  trailer: torch.Tensor | None = None) -> torch.Tensor:
+def crc32c_tensor(buffer: torch.Tensor, trailer: torch.Tensor | None = None) -> torch.Tensor:
     """``crc32c`` as a one-element int32 tensor on the buffer's device (the CRC's bits),
     without waiting for the device.
 
     ``trailer`` (4 uint8 on that device): the CRC is also written there, little-endian, by
-    the last kernel, as a message's trailer (no separate operation per message).
-    ``src`` (uint8, ``buffer.numel() - off`` bytes): copied into ``buffer[off:]`` by the same
-    pass that checksums it (``buffer[:off]`` must be written already)."""
+    the last kernel, as a message's trailer (no separate operation per message)."""
     if not AVAILABLE:
         raise RuntimeError("triton_crc.crc32c needs the triton package (it comes with CUDA builds of torch)")
-    for name, t in (("buffer", buffer), ("src", src), ("trailer", trailer)):
+    for name, t in (("buffer", buffer), ("trailer", trailer)):
         if t is not None and (t.dtype != torch.uint8 or t.dim() != 1 or not t.is_contiguous()):
             raise ValueError(f"{name} must be a contiguous 1-d uint8 tensor, got {t.dtype} {tuple(t.shape)}")
-    if src is not None and (src.numel() != buffer.numel() - off or off < 0 or src.device != buffer.device):
-        raise ValueError(f"src must hold the {buffer.numel() - off} bytes after off={off} on {buffer.device}, "
-                         f"got {src.numel()} on {src.device}")
     if trailer is not None and (trailer.numel() != 4 or trailer.device != buffer.device):
         raise ValueError(f"trailer must be 4 bytes on {buffer.device}, got {trailer.numel()} on {trailer.device}")
     n = buffer.numel()
@@ -186,10 +172,9 @@ def crc32c_tensor(buffer: torch.Tensor, src: torch.Tensor | None = None, off: in
     crcs = torch.empty(blocks, dtype=torch.int32, device=buffer.device)
     store = trailer is not None
     final = blocks == 1
-    _block_crcs[(blocks,)](buffer, n, blocks * BLOCK - n, slicing, lane_products, crcs,
-                           buffer if src is None else src, n if src is None else off, ones,
+    _block_crcs[(blocks,)](buffer, n, blocks * BLOCK - n, slicing, lane_products, crcs, ones,
                            trailer if store else crcs, LANES=LANES, SEG=SEG, LEVELS=LANE_LEVELS,
-                           COPY=src is not None, FINAL=final, STORE=store and final)
+                           FINAL=final, STORE=store and final)
     level = 0  # each CRC in crcs now covers BLOCK << level bytes
     while crcs.numel() > 1:
         m = crcs.numel()

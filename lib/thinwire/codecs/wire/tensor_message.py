@@ -54,9 +54,16 @@ def _sized(out: torch.Tensor, nbytes: int) -> torch.Tensor:
 
 def _host_bytes(data) -> torch.Tensor:
     """A uint8 CPU tensor of ``data`` (bytes), pinned when a GPU is present so that its copy
-    to the device does not wait."""
-    host = torch.frombuffer(bytearray(data), dtype=torch.uint8)
-    return host.pin_memory() if torch.cuda.is_available() else host
+    to the device does not wait. The pinned tensor comes from torch's caching host allocator
+    (``torch.empty(..., pin_memory=True)``) and is filled in place: ``Tensor.pin_memory()``
+    first asks the driver whether the source is pinned (``aten::is_pinned``), the largest
+    single operation of a 1M-value fp32 message's encode on an H100 machine, 46 us under
+    ``torch.profiler`` of 183 us per encode unprofiled (``gpu_bench``'s ``message_overhead``)."""
+    if not torch.cuda.is_available():
+        return torch.frombuffer(bytearray(data), dtype=torch.uint8)
+    host = torch.empty(len(data), dtype=torch.uint8, pin_memory=True)
+    host.numpy()[:] = np.frombuffer(data, dtype=np.uint8)
+    return host
 
 
 DEVICE_CRC_FAILURE: str | None = None  # why the device CRC could not run here, once it failed
@@ -117,13 +124,13 @@ def pack(codec_id: int, digest: int, dtype: torch.dtype, shape: tuple[int, ...],
     return message
 
 
-def _head(message: torch.Tensor, end: int, extra: torch.Tensor | None = None) -> tuple[bytes, bytes]:
-    """(``extra``'s bytes, the first ``min(end, HEAD)`` bytes of the message) in one copy to the host."""
+def _head(message: torch.Tensor, end: int, extra: tuple[torch.Tensor, ...] = ()) -> tuple[bytes, bytes]:
+    """(``extra``'s bytes, the first ``min(end, HEAD)`` bytes of the message) in one copy to
+    the host (one concatenation on the device)."""
     prefix = message[:min(end, HEAD)]
-    pieces = [prefix] if extra is None else [extra, prefix]
-    host = bytes(torch.cat(pieces).cpu().numpy()) if message.device.type != "cpu" or extra is not None \
+    host = bytes(torch.cat([*extra, prefix]).cpu().numpy()) if message.device.type != "cpu" or extra \
         else bytes(prefix.numpy())
-    cut = 0 if extra is None else extra.numel()
+    cut = sum(t.numel() for t in extra)
     return host[:cut], host[cut:]
 
 
@@ -145,7 +152,7 @@ def unpack(message: torch.Tensor) -> tuple[dict, Payload]:
     if n < FIXED.size + TRAILER.size:
         raise CorruptMessageError(f"message of {n} bytes is shorter than the minimal frame")
     end = n - TRAILER.size
-    crcs, head = _head(message, end, torch.cat([_crc(message[:end]).view(torch.uint8), message[end:]]))
+    crcs, head = _head(message, end, (_crc(message[:end]).view(torch.uint8), message[end:]))
     computed, stored = struct.unpack("<II", crcs)
     if computed != stored:
         raise CorruptMessageError(f"checksum mismatch in a message of {n} bytes")
