@@ -4,21 +4,27 @@ side on a GPU by ``gpu_bench``'s ``crc_variants`` part, to find what bounds it.
 - ``library``: ``triton_crc.crc32c_tensor`` as the library runs it (4 warps), and with 8.
 - ``loads only``: the library kernel's loads (the same lanes, offsets and masks) with no
   table lookup, their bytes only xor-ed: how fast this access pattern alone can go.
+- ``nibble tables``: each byte looked up as two nibbles in tables of 16 entries, so that a
+  warp's lookups fall in one cache line (not measured on a GPU yet).
 - ``gather``: the slicing tables held by each program as one [256, 16] tensor and looked up
   with ``tl.gather`` (which Triton may serve from shared memory) instead of loads from
   global memory; with 64 or 256 bytes per lane.
 - ``copy then CRC``: a part written into a message by ``torch.Tensor.copy_`` and the
   message checksummed, as ``wire/tensor_message.py`` does on a GPU.
 
-On an H100 (``gpu-runs/bench_gpu.json``, 100 MB): the library kernel 416 GB/s, its loads
-alone 1,833 GB/s (so the table lookups bound it, not the loads), 8 warps 90 GB/s, the
-``tl.gather`` tables about 1 GB/s; copy then CRC 0.305 ms, where a copying pass inside the
-CRC kernel (one byte per lane per store, since removed) took 1.48 ms.
+On an H100 (``gpu-runs/bench_gpu.json``, 100 MB, commit 2736f1e): the library kernel
+416 GB/s, its loads alone 1,833 GB/s (so the table lookups bound it, not the loads),
+8 warps 90 GB/s; copy then CRC 0.305 ms, where a copying pass inside the CRC kernel (one
+byte per lane per store, since removed) took 1.48 ms. The ``gather`` rows of that run
+(about 1 GB/s) timed the host building their tables on every call as well (now cached),
+so they say nothing of ``tl.gather`` yet.
 
 Each variant's CRC is checked against the host's (``crc32c``) for the same bytes.
 """
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 import torch
@@ -66,6 +72,49 @@ if triton_crc.AVAILABLE:
         tl.store(out + block + tl.arange(0, 1), crc.to(tl.int32, bitcast=True))
 
 
+if triton_crc.AVAILABLE:
+    @triton.jit
+    def _block_nibbles(message, n, pad, nibbles, products, out, LANES: tl.constexpr, SEG: tl.constexpr,
+                       LEVELS: tl.constexpr):
+        """The library kernel with each byte's lookup split into two lookups of 16 entries
+        (64 bytes, so a warp's 32 lookups read one cache line, where a 256-entry table's
+        read up to 8)."""
+        block = tl.program_id(0).to(tl.int64)
+        lane = tl.arange(0, LANES).to(tl.int64)
+        j = tl.arange(0, 16)
+        start = block * (LANES * SEG) + lane * SEG - pad
+        crc = tl.zeros([LANES], dtype=tl.uint32)
+        for t in tl.static_range(0, SEG, 16):
+            at = start[:, None] + t + j[None, :]
+            b = tl.load(message + at, mask=(at >= 0) & (at < n), other=0).to(tl.uint32)
+            register = (crc[:, None] >> (8 * (j[None, :] & 3)).to(tl.uint32)) & 255
+            mixed = b ^ tl.where(j[None, :] < 4, register, 0)
+            table = nibbles + (15 - j[None, :]) * 32
+            effect = tl.load(table + (mixed & 15).to(tl.int32)) ^ tl.load(table + 16 + (mixed >> 4).to(tl.int32))
+            crc = tl.xor_sum(effect.to(tl.uint32, bitcast=True), axis=1)
+        crc = _tree(crc, products, LANES, LEVELS)
+        tl.store(out + block + tl.arange(0, 1), crc.to(tl.int32, bitcast=True))
+
+
+def nibble_tables() -> np.ndarray:
+    """16 x 2 x 16: for slicing table k, the effect of a byte's low nibble v and of its high
+    nibble v (table k of ``v`` and of ``v << 4``); a byte's effect is the xor of the two."""
+    t = triton_crc.slicing_tables()
+    return np.stack([t[:, :16], t[:, ::16]], axis=1)
+
+
+def nibble_crc(buffer: torch.Tensor) -> torch.Tensor:
+    """The CRC-32C of ``buffer`` with the ``nibbles`` block kernel, joined as the library does."""
+    n, lanes, seg = buffer.numel(), triton_crc.LANES, triton_crc.SEG
+    blocks = -(-n // triton_crc.BLOCK)
+    _, products, _ = triton_crc._tables(str(buffer.device), 1)
+    crcs = torch.empty(blocks, dtype=torch.int32, device=buffer.device)
+    _block_nibbles[(blocks,)](buffer, n, blocks * triton_crc.BLOCK - n, _nibble_tables(str(buffer.device)), products, crcs,
+                              LANES=lanes, SEG=seg, LEVELS=triton_crc.LANE_LEVELS)
+    return _joined(crcs, n, triton_crc.BLOCK)
+
+
+@functools.lru_cache(maxsize=None)
 def _gather_tables(device: str, lanes: int, seg: int) -> tuple[torch.Tensor, torch.Tensor]:
     slicing = np.ascontiguousarray(np.flip(triton_crc.slicing_tables(), 0).T)  # [256, 16]
     products = triton_crc.product_tables([x_8n(seg << k) for k in range(lanes.bit_length() - 1)])
@@ -81,19 +130,34 @@ def gather_crc(buffer: torch.Tensor, lanes: int = 256, seg: int = 64) -> torch.T
     crcs = torch.empty(blocks, dtype=torch.int32, device=buffer.device)
     _block_gather[(blocks,)](buffer, n, blocks * block - n, table, products, crcs, LANES=lanes, SEG=seg,
                              LEVELS=lanes.bit_length() - 1)
-    joins = triton_crc.product_tables([x_8n(block << k) for k in range(max(1, (blocks - 1).bit_length()))])
-    joins = torch.from_numpy(joins.view(np.int32).copy()).to(buffer.device)
+    return _joined(crcs, n, block)
+
+
+def _joined(crcs: torch.Tensor, n: int, block: int) -> torch.Tensor:
+    """Blocks' CRCs of ``block`` bytes each, joined into the CRC-32C of ``n`` bytes."""
+    joins = _join_tables(str(crcs.device), block, max(1, (crcs.numel() - 1).bit_length()))
     level = 0
     while crcs.numel() > 1:
         m = crcs.numel()
         levels = min(triton_crc.JOIN_LEVELS, (m - 1).bit_length())
         groups = -(-m // (1 << levels))
-        joined = torch.empty(groups, dtype=torch.int32, device=buffer.device)
+        joined = torch.empty(groups, dtype=torch.int32, device=crcs.device)
         _join[(groups,)](crcs, m, (groups << levels) - m, joins[level:], joined, 0, joined, GROUP=1 << levels,
                          LEVELS=levels, FINAL=False, STORE=False)
         crcs, level = joined, level + levels
     ones = triton_crc._ones_term(n)
     return crcs ^ (ones - (1 << 32) if ones >= 1 << 31 else ones)
+
+
+@functools.lru_cache(maxsize=None)
+def _join_tables(device: str, block: int, levels: int) -> torch.Tensor:
+    joins = triton_crc.product_tables([x_8n(block << k) for k in range(levels)])
+    return torch.from_numpy(joins.view(np.int32).copy()).to(device)
+
+
+@functools.lru_cache(maxsize=None)
+def _nibble_tables(device: str) -> torch.Tensor:
+    return torch.from_numpy(np.ascontiguousarray(nibble_tables()).view(np.int32).copy()).to(device)
 
 
 def loads_only(buffer: torch.Tensor) -> torch.Tensor:
@@ -125,6 +189,7 @@ def variants(nbytes: int, seconds, device: str) -> list[dict]:
     runs = {"library (4 warps)": lambda: triton_crc.crc32c_tensor(buffer),
             "library (8 warps)": None,
             "loads only": lambda: loads_only(buffer),
+            "nibble tables": lambda: nibble_crc(buffer),
             "gather, 64 bytes per lane": lambda: gather_crc(buffer, 256, 64),
             "gather, 256 bytes per lane": lambda: gather_crc(buffer, 64, 256),
             "copy then CRC": copy_then_crc}
@@ -142,7 +207,7 @@ def variants(nbytes: int, seconds, device: str) -> list[dict]:
             got = value(fn())
             best = seconds(fn)
             row = {"variant": name, "bytes": nbytes, "seconds": best, "gb_per_s": nbytes / best / 1e9,
-                   "equal_to_host": name == "loads only" or got == want}
+                   "equal_to_host": None if name == "loads only" else got == want}  # no CRC
         except Exception as exc:  # a variant Triton cannot compile here is reported, the rest still run
             row = {"variant": name, "bytes": nbytes, "error": f"{type(exc).__name__}: {exc}"[:400]}
         rows.append(row)

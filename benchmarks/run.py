@@ -176,10 +176,11 @@ def gpu_tables(doc: dict) -> dict[str, str]:
     variants = doc.get("crc_variants", [])  # crc_variants.py
     if variants:
         lines += ["", f"What bounds the device CRC (`benchmarks/crc_variants.py`, {stamp('crc_variants')}), "
-                  f"{variants[0]['bytes']:,} bytes:\n", "| variant | ms | GB/s | equal to the host's CRC |",
-                  "|---|---|---|---|"]
-        lines += [f"| {r['variant']} | {r['seconds'] * 1e3:.3f} | {r['gb_per_s']:,.0f} | {r['equal_to_host']} |"
-                  if "seconds" in r else f"| {r['variant']} | | | failed: {r['error']} |" for r in variants]
+                  f"{variants[0]['bytes']:,} bytes:\n", "| variant | ms | GB/s | equal to the host's CRC | note |",
+                  "|---|---|---|---|---|"]
+        lines += [f"| {r['variant']} | {r['seconds'] * 1e3:.3f} | {r['gb_per_s']:,.0f} | {'(no CRC)' if r['equal_to_host'] is None else r['equal_to_host']} | "
+                  f"{r.get('note', '')} |" if "seconds" in r else f"| {r['variant']} | | | | failed: {r['error']} |"
+                  for r in variants]
         by = {r["variant"]: r for r in variants if "seconds" in r}
         if {"library (4 warps)", "loads only"} <= set(by):
             lines += ["", f"The kernel's loads alone run {by['library (4 warps)']['seconds'] / by['loads only']['seconds']:.1f}x "
