@@ -52,13 +52,17 @@ if triton_crc.AVAILABLE:
         tl.store(out + block, tl.xor_sum(acc, axis=0).to(tl.int32, bitcast=True))
 
     @triton.jit
-    def _block_gather(message, n, pad, table, products, out, LANES: tl.constexpr, SEG: tl.constexpr,
-                      LEVELS: tl.constexpr):
+    def _block_variant(message, n, pad, table, products, out, LANES: tl.constexpr, SEG: tl.constexpr,
+                       LEVELS: tl.constexpr, NIBBLES: tl.constexpr):
+        """The library kernel with another lookup: ``NIBBLES``, each byte as two lookups in
+        tables of 16 entries (64 bytes, so a warp's 32 lookups read one cache line, where a
+        256-entry table's read up to 8); else ``tl.gather`` from the tables held by the
+        program as one [256, 16] tensor."""
         block = tl.program_id(0).to(tl.int64)
         lane = tl.arange(0, LANES).to(tl.int64)
         j = tl.arange(0, 16)
-        rows = tl.arange(0, 256)
-        slicing = tl.load(table + rows[:, None] * 16 + j[None, :])  # [b, j]: byte b's effect 15 - j bytes on
+        if not NIBBLES:
+            slicing = tl.load(table + tl.arange(0, 256)[:, None] * 16 + j[None, :])  # [b, j]: 15 - j bytes on
         start = block * (LANES * SEG) + lane * SEG - pad
         crc = tl.zeros([LANES], dtype=tl.uint32)
         for t in tl.static_range(0, SEG, 16):
@@ -66,31 +70,11 @@ if triton_crc.AVAILABLE:
             b = tl.load(message + at, mask=(at >= 0) & (at < n), other=0).to(tl.uint32)
             register = (crc[:, None] >> (8 * (j[None, :] & 3)).to(tl.uint32)) & 255
             mixed = (b ^ tl.where(j[None, :] < 4, register, 0)).to(tl.int32)
-            effect = tl.gather(slicing, mixed, axis=0).to(tl.uint32, bitcast=True)
-            crc = tl.xor_sum(effect, axis=1)
-        crc = _tree(crc, products, LANES, LEVELS)
-        tl.store(out + block + tl.arange(0, 1), crc.to(tl.int32, bitcast=True))
-
-
-if triton_crc.AVAILABLE:
-    @triton.jit
-    def _block_nibbles(message, n, pad, nibbles, products, out, LANES: tl.constexpr, SEG: tl.constexpr,
-                       LEVELS: tl.constexpr):
-        """The library kernel with each byte's lookup split into two lookups of 16 entries
-        (64 bytes, so a warp's 32 lookups read one cache line, where a 256-entry table's
-        read up to 8)."""
-        block = tl.program_id(0).to(tl.int64)
-        lane = tl.arange(0, LANES).to(tl.int64)
-        j = tl.arange(0, 16)
-        start = block * (LANES * SEG) + lane * SEG - pad
-        crc = tl.zeros([LANES], dtype=tl.uint32)
-        for t in tl.static_range(0, SEG, 16):
-            at = start[:, None] + t + j[None, :]
-            b = tl.load(message + at, mask=(at >= 0) & (at < n), other=0).to(tl.uint32)
-            register = (crc[:, None] >> (8 * (j[None, :] & 3)).to(tl.uint32)) & 255
-            mixed = b ^ tl.where(j[None, :] < 4, register, 0)
-            table = nibbles + (15 - j[None, :]) * 32
-            effect = tl.load(table + (mixed & 15).to(tl.int32)) ^ tl.load(table + 16 + (mixed >> 4).to(tl.int32))
+            if NIBBLES:
+                nibbles = table + (15 - j[None, :]) * 32
+                effect = tl.load(nibbles + (mixed & 15)) ^ tl.load(nibbles + 16 + (mixed >> 4))
+            else:
+                effect = tl.gather(slicing, mixed, axis=0)
             crc = tl.xor_sum(effect.to(tl.uint32, bitcast=True), axis=1)
         crc = _tree(crc, products, LANES, LEVELS)
         tl.store(out + block + tl.arange(0, 1), crc.to(tl.int32, bitcast=True))
@@ -109,8 +93,8 @@ def nibble_crc(buffer: torch.Tensor) -> torch.Tensor:
     blocks = -(-n // triton_crc.BLOCK)
     _, products, _ = triton_crc._tables(str(buffer.device), 1)
     crcs = torch.empty(blocks, dtype=torch.int32, device=buffer.device)
-    _block_nibbles[(blocks,)](buffer, n, blocks * triton_crc.BLOCK - n, _nibble_tables(str(buffer.device)), products, crcs,
-                              LANES=lanes, SEG=seg, LEVELS=triton_crc.LANE_LEVELS)
+    _block_variant[(blocks,)](buffer, n, blocks * triton_crc.BLOCK - n, _nibble_tables(str(buffer.device)), products,
+                              crcs, LANES=lanes, SEG=seg, LEVELS=triton_crc.LANE_LEVELS, NIBBLES=True)
     return _joined(crcs, n, triton_crc.BLOCK)
 
 
@@ -128,8 +112,8 @@ def gather_crc(buffer: torch.Tensor, lanes: int = 256, seg: int = 64) -> torch.T
     blocks = -(-n // block)
     table, products = _gather_tables(str(buffer.device), lanes, seg)
     crcs = torch.empty(blocks, dtype=torch.int32, device=buffer.device)
-    _block_gather[(blocks,)](buffer, n, blocks * block - n, table, products, crcs, LANES=lanes, SEG=seg,
-                             LEVELS=lanes.bit_length() - 1)
+    _block_variant[(blocks,)](buffer, n, blocks * block - n, table, products, crcs, LANES=lanes, SEG=seg,
+                              LEVELS=lanes.bit_length() - 1, NIBBLES=False)
     return _joined(crcs, n, block)
 
 
