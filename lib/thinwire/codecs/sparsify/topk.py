@@ -85,7 +85,7 @@ class TopK(Codec):
         values = payload.parts.get("values")
         if values is None or values.numel() != k:
             raise CorruptMessageError(f"topk: expected {k} values")
-        if k and (int(index.min()) < 0 or int(index.max()) >= numel):
+        if k and _out_of_range(index, numel):
             raise CorruptMessageError("topk: index out of range")
         return index, values.to(torch.float32)
 
@@ -93,3 +93,10 @@ class TopK(Codec):
         index, values = self.sparse_entries(payload, numel, state, key, shape=shape)
         return scatter.zeros_with(torch.empty(numel, dtype=torch.float32, device=values.device) if out is None else out,
                                   index, values)
+
+
+def _out_of_range(index: torch.Tensor, numel: int) -> bool:
+    """Whether any of ``index`` (not empty) is outside [0, numel): its least and greatest
+    read in one copy to the host."""
+    low, high = torch.stack(torch.aminmax(index)).tolist()
+    return low < 0 or high >= numel
