@@ -267,3 +267,15 @@ def test_bin_quantization_with_fractional_levels_and_column_ranges_is_the_same_o
     m = torch.randn(40, 70, generator=torch.Generator().manual_seed(6))
     for per in ("column", "row"):
         _same_on_either_path(make_codec(f"binquant(bits=4, coder='huffman', per={per!r})"), m)
+
+
+@pytest.mark.parametrize("spec", ["graddrop(ratio=0.5)", "graddrop(ratio=0.5, threshold='exact')",
+                                  "graddrop(ratio=0.99, encoding='index_value')"])
+def test_graddrop_refuses_inf_even_when_the_threshold_itself_is_inf_on_either_path(spec):
+    """Mostly Inf: the threshold is Inf, nothing passes the strict test, and the values at the
+    threshold (Inf) would be sent as a stalled span's; both paths refuse the tensor instead."""
+    x = torch.full((10_000,), float("inf"))
+    x[:10] = 1.0
+    for forced in (False, True):
+        with device.forced() if forced else contextlib.nullcontext(), pytest.raises(ValueError, match="NaN or Inf"):
+            make_codec(spec).encode(x, CodecState(0), "g")

@@ -36,18 +36,23 @@ def sample_positions(n: int, m: int, sampling: str, generator: torch.Generator) 
     return torch.arange(m) * (n // m)
 
 
-def threshold_from_sample(sample_abs: torch.Tensor, ratio: float) -> float:
-    """The order statistic above; ``sample_abs`` holds |values|."""
+def threshold_from_sample(sample_abs: torch.Tensor, ratio: float) -> tuple[float, int]:
+    """(the order statistic above, how many of ``sample_abs`` equal it); ``sample_abs``
+    holds |values|."""
     m = sample_abs.numel()
     j = min(m, round(ratio * (m + 1)))
-    if j <= 0 or m == 0:
-        return -math.inf
-    return float(torch.kthvalue(sample_abs, j).values)
+    return _order_statistic(sample_abs, j) if j > 0 and m else (-math.inf, 0)
 
 
-def exact_threshold(values_abs: torch.Tensor, ratio: float) -> float:
-    """The round(R n)-th smallest |value| (-inf when that is 0)."""
+def exact_threshold(values_abs: torch.Tensor, ratio: float) -> tuple[float, int]:
+    """(the round(R n)-th smallest |value| (-inf when that is 0), how many values equal it)."""
     k = round(ratio * values_abs.numel())
-    if k <= 0:
-        return -math.inf
-    return float(torch.kthvalue(values_abs, k).values)
+    return _order_statistic(values_abs, k) if k > 0 else (-math.inf, 0)
+
+
+def _order_statistic(magnitude: torch.Tensor, j: int) -> tuple[float, int]:
+    """(the j-th smallest of ``magnitude``, how many equal it), read together in one copy to
+    the host (on a GPU, one wait for the device)."""
+    t = torch.kthvalue(magnitude, j).values
+    value, ties = torch.stack([t.double(), (magnitude == t).sum().double()]).tolist()
+    return value, int(ties)

@@ -131,9 +131,10 @@ class GradDrop(Codec):
         index, values = drop_pass(corrected, gradient, [(a, b, t) for (a, b), t in zip(spans, thresholds)],
                                   keep_residual=self.residual, inclusive=self.ties == "keep", density=1 - self.ratio,
                                   source=source)
+        finite = torch.isfinite(values).all().reshape(1).to(torch.int64)  # NaN and Inf always survive
         if self.ties == "drop":
-            index, values = self._unstall(corrected, spans, thresholds, index, values)
-        if values.numel() and not bool(torch.isfinite(values).all()):  # NaN and Inf always survive
+            index, values, finite = self._unstall(corrected, spans, thresholds, index, values, finite)
+        if not bool(finite):
             raise ValueError(f"graddrop: tensor {key!r} contains NaN or Inf; cannot rank magnitudes")
         slot = state.slot(key)
         slot.setdefault("segments", segments)
@@ -161,7 +162,7 @@ class GradDrop(Codec):
             payload.parts["segments"] = segments
         return payload
 
-    def _unstall(self, corrected, spans, thresholds, index, values):
+    def _unstall(self, corrected, spans, thresholds, index, values, finite):
         """Send the values at the threshold of every span where the strict test kept none.
 
         A span keeps nothing under ``|x| > t`` with ``t > 0`` only when its largest
@@ -169,17 +170,20 @@ class GradDrop(Codec):
         Without this rule such a span would never send: a constant gradient's residual
         would grow without bound. With it, every step sends at least a span's largest
         magnitudes, so no non-zero residual is held forever. Spans with survivors are
-        untouched, so Alg. 1's strict test decides every ordinary step."""
+        untouched, so Alg. 1's strict test decides every ordinary step.
+
+        ``finite`` (a one-element tensor) is read to the host with the spans' bounds, in one
+        copy, and returned as a bool."""
         ends = torch.tensor([v for span in spans for v in span], dtype=torch.int64, device=index.device)
-        bounds = torch.searchsorted(index, ends).tolist()  # left side, as numpy's default
+        *bounds, finite = torch.cat([torch.searchsorted(index, ends), finite.to(index.device)]).tolist()  # left side
         stalled = [(a, b, t) for (a, b), t, first, stop in zip(spans, thresholds, bounds[0::2], bounds[1::2])
                    if t > 0 and first == stop and b > a]
         if not stalled:
-            return index, values
+            return index, values, bool(finite)
         extra_index, extra_values = drop_pass(corrected, None, stalled, keep_residual=self.residual, inclusive=True)
         index, values = torch.cat([index, extra_index]), torch.cat([values, extra_values])
-        order = torch.argsort(index)
-        return index[order], values[order]
+        order = torch.argsort(index)  # an infinite threshold lets Inf in here: checked too
+        return index[order], values[order], bool(finite) and bool(torch.isfinite(extra_values).all())
 
     def _corrected(self, flat, slot, state: CodecState, key: str):
         """(buffer that becomes the corrected tensor, residual to add ``gradient`` to or None,
@@ -207,7 +211,7 @@ class GradDrop(Codec):
             return -math.inf, 0.0
         if self.threshold == "exact":
             magnitude = corrected[start:stop].abs()
-            t = exact_threshold(magnitude, self.ratio)
+            t, equal = exact_threshold(magnitude, self.ratio)
         else:
             n = stop - start
             pos = (sample_positions(n, sample_size(n, self.sample, self.min_sample), self.sampling, generator)
@@ -218,9 +222,9 @@ class GradDrop(Codec):
                                         pos.numpy(), magnitude.numpy())
             else:
                 magnitude = (corrected[pos] if gradient is None else corrected[pos] + gradient[pos]).abs_()
-            t = threshold_from_sample(magnitude, self.ratio)
+            t, equal = threshold_from_sample(magnitude, self.ratio)
         # The order statistic is itself one of the values: ties are the others equal to it.
-        return t, max(0, int((magnitude == t).sum()) - 1) / magnitude.numel() if t > 0 else 0.0
+        return t, max(0, equal - 1) / magnitude.numel() if t > 0 else 0.0
 
     def _put_index(self, payload: Payload, index: torch.Tensor) -> None:
         if self.encoding == "index_value":

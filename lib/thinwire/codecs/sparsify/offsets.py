@@ -61,13 +61,14 @@ def decode_offsets(width: int, words: torch.Tensor, escaped: torch.Tensor, count
 def _encode_on_device(index: torch.Tensor) -> tuple[int, torch.Tensor, torch.Tensor]:
     """``split_gaps`` in torch operations: the same width choice, words and escaped gaps."""
     gap = torch.diff(index.to(torch.int64), prepend=torch.full((1,), -1, dtype=torch.int64, device=index.device))
-    long8, long16 = int((gap >= 0xFF).sum()), int((gap >= 0xFFFF).sum())
+    long8, long16 = torch.stack([(gap >= 0xFF).sum(), (gap >= 0xFFFF).sum()]).tolist()  # one wait on a GPU
     width = 8 if gap.numel() + 4 * long8 <= 2 * gap.numel() + 4 * long16 else 16
     escape = (1 << width) - 1
     long = gap >= escape
     words = torch.where(long, escape, gap)
     words = words.to(torch.uint8) if width == 8 else (words - ((words >> 15) << 16)).to(torch.int16)  # int16 bits
-    return width, words, gap[long].to(torch.int32)
+    escaped = torch.nonzero_static(long, size=long8 if width == 8 else long16).reshape(-1)  # its size is known
+    return width, words, gap[escaped].to(torch.int32)
 
 
 def _decode_on_device(width: int, words: torch.Tensor, escaped: torch.Tensor, count: int, numel: int) -> torch.Tensor:
