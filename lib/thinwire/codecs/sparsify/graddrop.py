@@ -259,8 +259,10 @@ class GradDrop(Codec):
                 raise CorruptMessageError("graddrop: missing part 'offsets'")
             return decode_offsets(payload.meta.get("width"), words, escaped, count, numel)
         index = expect_part(payload, "index", torch.int32, count).long()
-        if count and (int(index[0]) < 0 or int(index[-1]) >= numel or bool((index[1:] <= index[:-1]).any())):
-            raise CorruptMessageError("graddrop: indices out of range or not increasing")
+        if count:  # read in one copy to the host
+            first, last, unordered = torch.stack([index[0], index[-1], (index[1:] <= index[:-1]).any()]).tolist()
+            if first < 0 or last >= numel or unordered:
+                raise CorruptMessageError("graddrop: indices out of range or not increasing")
         return index
 
     def _dequantize(self, payload, index, count, numel) -> torch.Tensor:
@@ -269,7 +271,8 @@ class GradDrop(Codec):
             segments = torch.tensor([[0, numel, 1]], dtype=torch.int64)
         else:
             segments = expect_part(payload, "segments", torch.int64).view(-1, 3)
-            if int(segments[:, 1].sum()) != numel or bool((segments[:, 2] < 1).any()):
+            covered, empty = torch.stack([segments[:, 1].sum(), (segments[:, 2] < 1).any()]).tolist()
+            if covered != numel or empty:
                 raise CorruptMessageError("graddrop: segments do not cover the tensor")
         groups, groups_count = group_ids(index, segments, self.levels)
         table = expect_part(payload, "levels", torch.float32, groups_count * 2 * (1 << (self.bits - 1)))

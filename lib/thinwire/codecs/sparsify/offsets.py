@@ -81,9 +81,11 @@ def _decode_on_device(width: int, words: torch.Tensor, escaped: torch.Tensor, co
     if escapes != escaped.numel():
         raise CorruptMessageError(f"offsets: {escapes} escapes but {escaped.numel()} long gaps")
     gap[long] = escaped.to(device=gap.device, dtype=torch.int64)
-    if count and bool((gap < 1).any()):
-        raise CorruptMessageError("offsets: a gap below 1 (indices must increase)")
     index = torch.cumsum(gap, 0) - 1
-    if count and int(index[-1]) >= numel:
-        raise CorruptMessageError(f"offsets: index {int(index[-1])} out of range for {numel} values")
+    if count:  # both checks read in one copy to the host
+        below, last = torch.stack([(gap < 1).any().to(torch.int64), index[-1]]).tolist()
+        if below:
+            raise CorruptMessageError("offsets: a gap below 1 (indices must increase)")
+        if last >= numel:
+            raise CorruptMessageError(f"offsets: index {last} out of range for {numel} values")
     return index
