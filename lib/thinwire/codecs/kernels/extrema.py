@@ -91,7 +91,8 @@ def extrema(flat: torch.Tensor) -> tuple[float, float]:
     x = (x if x.dtype == torch.float32 else x.to(torch.float32)).contiguous()
     if device.on_device(x):  # the same maxima in torch operations (the uint32 view as int64)
         k = x.view(torch.int32)
-        return _ends(int(k.max()), int((k.to(torch.int64) & 0xFFFFFFFF).max()), k.min)
+        imax, umax = torch.stack([k.max().to(torch.int64), (k.to(torch.int64) & 0xFFFFFFFF).max()]).tolist()
+        return _ends(imax, umax, k.min)  # both maxima in one copy to the host
     k = x.numpy().view(np.int32)
     small = k.size <= CHUNK
     imax, umax = _max_keys(k) if small else _chunked_max_keys(k)
