@@ -32,6 +32,8 @@ import torch
 from thinwire.codecs.kernels import triton_crc
 from thinwire.codecs.kernels.crc_math import x_8n
 
+LOADS, NIBBLES, GATHER = 0, 1, 2  # the variant kernel's LOOKUP
+
 if triton_crc.AVAILABLE:
     import triton
     import triton.language as tl
@@ -39,45 +41,39 @@ if triton_crc.AVAILABLE:
     from thinwire.codecs.kernels.triton_crc import _join, _tree  # noqa: F401  (called by the kernels)
 
     @triton.jit
-    def _loads_only(message, n, pad, out, LANES: tl.constexpr, SEG: tl.constexpr):
-        block = tl.program_id(0).to(tl.int64)
-        lane = tl.arange(0, LANES).to(tl.int64)
-        j = tl.arange(0, 16)
-        start = block * (LANES * SEG) + lane * SEG - pad
-        acc = tl.zeros([LANES], dtype=tl.uint32)
-        for t in tl.static_range(0, SEG, 16):
-            at = start[:, None] + t + j[None, :]
-            b = tl.load(message + at, mask=(at >= 0) & (at < n), other=0).to(tl.uint32)
-            acc ^= tl.xor_sum(b << (8 * (j[None, :] & 3)).to(tl.uint32), axis=1)
-        tl.store(out + block, tl.xor_sum(acc, axis=0).to(tl.int32, bitcast=True))
-
-    @triton.jit
     def _block_variant(message, n, pad, table, products, out, LANES: tl.constexpr, SEG: tl.constexpr,
-                       LEVELS: tl.constexpr, NIBBLES: tl.constexpr):
-        """The library kernel with another lookup: ``NIBBLES``, each byte as two lookups in
+                       LEVELS: tl.constexpr, LOOKUP: tl.constexpr):
+        """The library kernel with another lookup. ``NIBBLES``: each byte as two lookups in
         tables of 16 entries (64 bytes, so a warp's 32 lookups read one cache line, where a
-        256-entry table's read up to 8); else ``tl.gather`` from the tables held by the
-        program as one [256, 16] tensor."""
+        256-entry table's read up to 8). ``GATHER``: ``tl.gather`` from the tables held by the
+        program as one [256, 16] tensor. ``LOADS``: no lookup and no CRC, the loaded bytes
+        only xor-ed into one word per block."""
         block = tl.program_id(0).to(tl.int64)
         lane = tl.arange(0, LANES).to(tl.int64)
         j = tl.arange(0, 16)
-        if not NIBBLES:
+        if LOOKUP == 2:
             slicing = tl.load(table + tl.arange(0, 256)[:, None] * 16 + j[None, :])  # [b, j]: 15 - j bytes on
         start = block * (LANES * SEG) + lane * SEG - pad
         crc = tl.zeros([LANES], dtype=tl.uint32)
         for t in tl.static_range(0, SEG, 16):
             at = start[:, None] + t + j[None, :]
             b = tl.load(message + at, mask=(at >= 0) & (at < n), other=0).to(tl.uint32)
-            register = (crc[:, None] >> (8 * (j[None, :] & 3)).to(tl.uint32)) & 255
-            mixed = (b ^ tl.where(j[None, :] < 4, register, 0)).to(tl.int32)
-            if NIBBLES:
-                nibbles = table + (15 - j[None, :]) * 32
-                effect = tl.load(nibbles + (mixed & 15)) ^ tl.load(nibbles + 16 + (mixed >> 4))
+            if LOOKUP == 0:
+                crc ^= tl.xor_sum(b << (8 * (j[None, :] & 3)).to(tl.uint32), axis=1)
             else:
-                effect = tl.gather(slicing, mixed, axis=0)
-            crc = tl.xor_sum(effect.to(tl.uint32, bitcast=True), axis=1)
-        crc = _tree(crc, products, LANES, LEVELS)
-        tl.store(out + block + tl.arange(0, 1), crc.to(tl.int32, bitcast=True))
+                register = (crc[:, None] >> (8 * (j[None, :] & 3)).to(tl.uint32)) & 255
+                mixed = (b ^ tl.where(j[None, :] < 4, register, 0)).to(tl.int32)
+                if LOOKUP == 1:
+                    nibbles = table + (15 - j[None, :]) * 32
+                    effect = tl.load(nibbles + (mixed & 15)) ^ tl.load(nibbles + 16 + (mixed >> 4))
+                else:
+                    effect = tl.gather(slicing, mixed, axis=0)
+                crc = tl.xor_sum(effect.to(tl.uint32, bitcast=True), axis=1)
+        if LOOKUP == 0:
+            tl.store(out + block, tl.xor_sum(crc, axis=0).to(tl.int32, bitcast=True))
+        else:
+            crc = _tree(crc, products, LANES, LEVELS)
+            tl.store(out + block + tl.arange(0, 1), crc.to(tl.int32, bitcast=True))
 
 
 def nibble_tables() -> np.ndarray:
@@ -94,7 +90,7 @@ def nibble_crc(buffer: torch.Tensor) -> torch.Tensor:
     _, products, _ = triton_crc._tables(str(buffer.device), 1)
     crcs = torch.empty(blocks, dtype=torch.int32, device=buffer.device)
     _block_variant[(blocks,)](buffer, n, blocks * triton_crc.BLOCK - n, _nibble_tables(str(buffer.device)), products,
-                              crcs, LANES=lanes, SEG=seg, LEVELS=triton_crc.LANE_LEVELS, NIBBLES=True)
+                              crcs, LANES=lanes, SEG=seg, LEVELS=triton_crc.LANE_LEVELS, LOOKUP=NIBBLES)
     return _joined(crcs, n, triton_crc.BLOCK)
 
 
@@ -113,7 +109,7 @@ def gather_crc(buffer: torch.Tensor, lanes: int = 256, seg: int = 64) -> torch.T
     table, products = _gather_tables(str(buffer.device), lanes, seg)
     crcs = torch.empty(blocks, dtype=torch.int32, device=buffer.device)
     _block_variant[(blocks,)](buffer, n, blocks * block - n, table, products, crcs, LANES=lanes, SEG=seg,
-                              LEVELS=lanes.bit_length() - 1, NIBBLES=False)
+                              LEVELS=lanes.bit_length() - 1, LOOKUP=GATHER)
     return _joined(crcs, n, block)
 
 
@@ -148,8 +144,8 @@ def loads_only(buffer: torch.Tensor) -> torch.Tensor:
     n = buffer.numel()
     blocks = -(-n // triton_crc.BLOCK)
     out = torch.empty(blocks, dtype=torch.int32, device=buffer.device)
-    _loads_only[(blocks,)](buffer, n, blocks * triton_crc.BLOCK - n, out, LANES=triton_crc.LANES,
-                           SEG=triton_crc.SEG)
+    _block_variant[(blocks,)](buffer, n, blocks * triton_crc.BLOCK - n, out, out, out, LANES=triton_crc.LANES,
+                              SEG=triton_crc.SEG, LEVELS=triton_crc.LANE_LEVELS, LOOKUP=LOADS)
     return out
 
 

@@ -304,8 +304,8 @@ def run(save, doc: dict, parts=PARTS, steps: int = 30, hook_steps: int = 600, si
     jobs = {"same_bytes": lambda: {spec: same_bytes(spec) for spec in [*SPECS, *SAME_BYTES_ALSO]},
             "hook_nccl": lambda: hook_nccl(hook_steps), "codecs": lambda: codecs(sizes),
             "device_crc": lambda: device_crc(sizes), "device_messages": lambda: codecs(sizes, kept_on_device=True),
-            "crc_variants": lambda: crc_variant_rows(sizes[0] * 4 if DEVICE == "cuda" else 20_000), "message_overhead": lambda: message_overhead(
-                (4_096, min(1_000_000, sizes[0])))}
+            "crc_variants": lambda: crc_variant_rows(sizes[0] * 4 if DEVICE == "cuda" else 20_000),
+            "message_overhead": lambda: message_overhead((4_096, min(1_000_000, sizes[0])))}
     # the part that runs torch.profiler goes last: no other part is timed in a process that has run it
     parts = sorted(parts, key=lambda part: part == "message_overhead")
     for part in parts:
