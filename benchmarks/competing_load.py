@@ -10,11 +10,13 @@ the same machine state, and the slowdown is their ratio.
 from __future__ import annotations
 
 import os
+import resource
 import signal
 import statistics
 import subprocess
 import sys
 import time
+from typing import NamedTuple
 
 LOAD = """
 import torch
@@ -67,21 +69,43 @@ class _Running:
             p.send_signal(signal.SIGSTOP)
 
 
-def median_seconds(fn, repeats: int = 7, warmup: int = 1) -> float:
-    """Median wall time of ``fn()``: under load the best run is luck, the median is typical."""
+class Timing(NamedTuple):
+    """Calls of one function: the median wall seconds of a call, and the CPU seconds a call
+    used on all of this process's threads (``getrusage``: user and system) with the cores
+    that kept busy on average (CPU seconds over wall seconds)."""
+    seconds: float
+    cpu_seconds: float
+    cores: float
+
+
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timing(fn, repeats: int = 7, warmup: int = 1) -> Timing:
+    """``repeats`` calls of ``fn()`` after ``warmup``; the median wall time, because under
+    load the best call is luck and the median typical."""
     for _ in range(warmup):
         fn()
     times = []
+    cpu, wall = _cpu_seconds(), time.perf_counter()
     for _ in range(repeats):
         t = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t)
-    return statistics.median(times)
+    cpu, wall = _cpu_seconds() - cpu, time.perf_counter() - wall
+    return Timing(statistics.median(times), cpu / repeats, cpu / wall)
 
 
-def slowdown(fn, load: CompetingLoad, repeats: int = 7) -> tuple[float, float]:
-    """(median seconds alone, median seconds with the load running)."""
-    alone = median_seconds(fn, repeats)
+def median_seconds(fn, repeats: int = 7, warmup: int = 1) -> float:
+    """Median wall time of ``fn()`` (``timing``)."""
+    return timing(fn, repeats, warmup).seconds
+
+
+def slowdown(fn, load: CompetingLoad, repeats: int = 7) -> tuple[Timing, Timing]:
+    """(``fn``'s timing alone, its timing with the load running)."""
+    alone = timing(fn, repeats)
     with load.running():
-        loaded = median_seconds(fn, repeats)
+        loaded = timing(fn, repeats)
     return alone, loaded

@@ -83,7 +83,9 @@ def tables(doc: dict) -> dict[str, str]:
     default = {r["codec"]: r for r in doc.get("load_running_default", [])}
     lines = [f"OpenMP wait policy: {f'`OMP_WAIT_POLICY={policy}`' if policy else 'unset'}; the last three columns: "
              f"loads left running, in a process started with torch's default, unset "
-             f"({_above(default.values())}).\n",
+             f"({_above(default.values())})."
+             + (f" Each slowdown is the median of {doc['load'][0]['rounds']} rounds of measurements, with their range."
+                if doc["load"] and doc["load"][0].get("rounds", 1) > 1 else "") + "\n",
              "| codec | loads paused between pairs: alone ms | with load ms | slowdown | loads left running: "
              "alone ms | with load ms | slowdown | torch's default policy: alone ms | with load ms | slowdown |",
              "|---|---|---|---|---|---|---|---|---|---|"]
@@ -93,11 +95,21 @@ def tables(doc: dict) -> dict[str, str]:
         if c is None:
             return " | | "
         shown = _target(c["slowdown"], c["target"], at_least=False) if target else f"{c['slowdown']:.3f}"
+        if len(c.get("slowdowns", [])) > 1:  # the rounds' spread beside their median
+            shown += f" ({min(c['slowdowns']):.2f}-{max(c['slowdowns']):.2f})"
         return f"{c['alone_s'] * 1e3:.1f} | {c['loaded_s'] * 1e3:.1f} | {shown}"
     for r in doc["load"]:
         lines.append(f"| {r['codec']} | {cells(r)} | {cells(running.get(r['codec']))} | "
                      f"{cells(default.get(r['codec']), target=False)} |")
     out["load"] = "\n".join(lines) + "\n"
+
+    lines = ["| codec | cores busy alone | cores busy with load | CPU time per call, with load / alone | "
+             "slowdown |", "|---|---|---|---|---|"]
+    for r in doc["load"]:
+        if "cores_alone" in r:
+            lines.append(f"| {r['codec']} | {r['cores_alone']:.2f} | {r['cores_loaded']:.2f} | {r['cpu_growth']:.2f} | "
+                         f"{r['slowdown']:.3f} |")
+    out["load_cores"] = "\n".join(lines) + "\n"
 
     lines = ["| codec | payload bytes | encode ms | decode ms | fraction of roofline | x faster than a sorting top-k 1% "
              "| density | density error |", "|---|---|---|---|---|---|---|---|"]
@@ -311,7 +323,7 @@ def main(argv: list[str]) -> int:
                        "torch": torch.__version__, "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY")},
            "codecs": codecs_bench.run(), "graddrop": graddrop_bench.run(), "replicas": replicas_bench.run(),
            "oland_raj": oland_raj_bench.run(), "load": load_bench.run(), "load_running": load_bench.run_continuous(),
-           "load_running_default": wait_policy.measure("default", load_bench.N, 7)}
+           "load_running_default": wait_policy.measure("default", load_bench.N, 7, load_bench.ROUNDS)}
     (out / "results.json").write_text(json.dumps(doc, indent=1))
     blocks = tables(doc)
     if GPU_RESULTS.exists():

@@ -33,7 +33,7 @@ SETTINGS = ("default", "passive", "torch_only", "numba_only")
 RESULTS = Path(__file__).with_name("wait_policy.json")
 
 
-def child(setting: str, n: int, repeats: int) -> None:
+def child(setting: str, n: int, repeats: int, rounds: int) -> None:
     """Runs in the fresh process: sets the policy around torch's import and numba's thread
     start as ``setting`` says, then prints ``run_continuous``'s rows as one JSON line."""
     if setting in ("passive", "torch_only"):
@@ -48,14 +48,14 @@ def child(setting: str, n: int, repeats: int) -> None:
     if setting == "numba_only":
         del os.environ["OMP_WAIT_POLICY"]
     import load_bench
-    print(json.dumps(load_bench.run_continuous(n, repeats)))
+    print(json.dumps(load_bench.run_continuous(n, repeats, rounds)))
 
 
-def measure(setting: str, n: int, repeats: int) -> list[dict]:
-    """``load_bench.run_continuous`` in a fresh process under ``setting`` (``make bench``
-    measures torch's default this way, beside its own PASSIVE run)."""
+def measure(setting: str, n: int, repeats: int, rounds: int = 1) -> list[dict]:
+    """``load_bench.run_continuous`` (``rounds`` rounds) in a fresh process under ``setting``
+    (``make bench`` measures torch's default this way, beside its own PASSIVE run)."""
     env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
-    done = subprocess.run([sys.executable, __file__, "--child", setting, str(n), str(repeats)], env=env,
+    done = subprocess.run([sys.executable, __file__, "--child", setting, str(n), str(repeats), str(rounds)], env=env,
                           capture_output=True, text=True, cwd=Path(__file__).parent)
     if done.returncode != 0:
         raise RuntimeError(f"wait_policy {setting} failed:\n{done.stderr[-2000:]}")
@@ -84,7 +84,7 @@ def commit() -> str:
 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--child"]:
-        child(argv[1], int(argv[2]), int(argv[3]))
+        child(argv[1], int(argv[2]), int(argv[3]), int(argv[4]))
         return 0
     repeats = int(argv[0]) if argv else 3
     import load_bench
