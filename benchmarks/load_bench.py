@@ -93,9 +93,18 @@ def _row(spec: str, n: int, alone: list[Timing], loaded: list[Timing]) -> dict:
             "cpu_growth": statistics.median(b.cpu_seconds / a.cpu_seconds for a, b in zip(alone, loaded))}
 
 
-def _gradients(n: int):
+def _rounds(n: int, repeats: int, rounds: int, one_round) -> list[dict]:
+    """``rounds`` calls of ``one_round(load, trip, alone, loaded)``, which measures every
+    codec (``trip(spec)``: its round trip) and appends its timings to ``alone[spec]`` and
+    ``loaded[spec]``; then each codec's row."""
     gen = torch.Generator().manual_seed(0)
-    return [torch.randn(n, generator=gen) for _ in range(2)], torch.empty(n)
+    grads, out = [torch.randn(n, generator=gen) for _ in range(2)], torch.empty(n)
+    alone: dict[str, list[Timing]] = {spec: [] for spec in SPECS}
+    loaded: dict[str, list[Timing]] = {spec: [] for spec in SPECS}
+    with CompetingLoad(processes=2) as load:
+        for _ in range(rounds):
+            one_round(load, lambda spec: round_trip(spec, grads, out), alone, loaded)
+    return [_row(spec, n, alone[spec], loaded[spec]) for spec in SPECS]
 
 
 def run(n: int = N, repeats: int = 7, rounds: int = ROUNDS) -> list[dict]:
@@ -103,29 +112,22 @@ def run(n: int = N, repeats: int = 7, rounds: int = ROUNDS) -> list[dict]:
     missing = set(CODECS) - covered()
     if missing:
         raise RuntimeError(f"load_bench.SPECS covers no spec of codec(s) {sorted(missing)}")
-    grads, out = _gradients(n)
-    alone: dict[str, list[Timing]] = {spec: [] for spec in SPECS}
-    loaded: dict[str, list[Timing]] = {spec: [] for spec in SPECS}
-    with CompetingLoad(processes=2) as load:
-        for _ in range(rounds):
-            for spec in SPECS:
-                a, b = slowdown(round_trip(spec, grads, out), load, repeats)
-                alone[spec].append(a)
-                loaded[spec].append(b)
-    return [_row(spec, n, alone[spec], loaded[spec]) for spec in SPECS]
+
+    def paired(load, trip, alone, loaded):
+        for spec in SPECS:
+            a, b = slowdown(trip(spec), load, repeats)
+            alone[spec].append(a)
+            loaded[spec].append(b)
+    return _rounds(n, repeats, rounds, paired)
 
 
 def run_continuous(n: int = N, repeats: int = 7, rounds: int = ROUNDS) -> list[dict]:
     """Each round measures every codec alone, then every codec with the loads running the
     whole time."""
-    grads, out = _gradients(n)
-    alone: dict[str, list[Timing]] = {spec: [] for spec in SPECS}
-    loaded: dict[str, list[Timing]] = {spec: [] for spec in SPECS}
-    with CompetingLoad(processes=2) as load:
-        for _ in range(rounds):
+    def phases(load, trip, alone, loaded):
+        for spec in SPECS:
+            alone[spec].append(timing(trip(spec), repeats))
+        with load.running():
             for spec in SPECS:
-                alone[spec].append(timing(round_trip(spec, grads, out), repeats))
-            with load.running():
-                for spec in SPECS:
-                    loaded[spec].append(timing(round_trip(spec, grads, out), repeats))
-    return [_row(spec, n, alone[spec], loaded[spec]) for spec in SPECS]
+                loaded[spec].append(timing(trip(spec), repeats))
+    return _rounds(n, repeats, rounds, phases)
