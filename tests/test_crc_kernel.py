@@ -19,11 +19,35 @@ def _trailer_is_the_crc(message) -> bool:
 
 @needs_instruction
 def test_the_compiled_crc_is_crc32c_for_every_length_and_alignment():
+    """``crc32c`` (folded on CPUs with ``VPCLMULQDQ``) and the ``crc32`` streams alone, on
+    lengths around the fold's 256-byte steps and its two-step minimum."""
     data = np.random.default_rng(0).integers(0, 256, 70_000).astype(np.uint8)
-    for n in list(range(0, 60)) + [1000, 16_384, 16_391, 69_993]:
+    steps = [k * 256 + d for k in (1, 2, 3, 8) for d in (-1, 0, 1, 8, 255)]
+    for n in list(range(0, 60)) + steps + [1000, 16_384, 16_391, 69_993]:
         for start in (0, 1, 3, 7):
             piece = data[start:start + n]
-            assert int(crc.crc32c(piece)) == crc32c.crc32c(piece.tobytes()), (n, start)
+            expected = crc32c.crc32c(piece.tobytes())
+            assert int(crc.crc32c(piece)) == expected, (n, start)
+            assert int(crc.streams(piece)) == expected, (n, start)
+
+
+def test_the_fold_constants_are_powers_of_x_modulo_the_polynomial():
+    """``crc_math.x_power`` against long division of x^k by the Castagnoli polynomial in
+    its normal bit order, then reflected; the fold's multiplicands are x^(2048+63) and
+    x^2047 placed in the upper half of a 64-bit word."""
+    from thinwire.codecs.kernels import crc_fold, crc_math
+
+    def divided(k):
+        remainder = 1
+        for _ in range(k):
+            remainder <<= 1
+            if remainder >> 32:
+                remainder ^= 0x11EDC6F41
+        return int(f"{remainder:032b}"[::-1], 2)
+    for k in (0, 1, 31, 32, 33, 64, 127, 2047, 2111, 5000):
+        assert crc_math.x_power(k) == divided(k), k
+    assert crc_fold.HIGH == divided(2048 + 63) << 32 and crc_fold.LOW == divided(2047) << 32
+    assert crc_math.x_8n(1000) == divided(8000)
 
 
 def test_joined_crcs_are_the_crc_of_the_whole():

@@ -6,7 +6,11 @@ The ``crc32`` instruction takes 8 bytes per call with a latency of 3 cycles and 
 throughput of one per cycle, so ``crc32c`` runs three independent streams over the
 thirds of its range and joins them: CRC(A || B) = CRC(A) x^(8 |B|) + CRC(B) in
 GF(2)[x] mod the polynomial (``combine``, the identity ``checksum.py`` uses between
-threads; here in compiled form, with ``crc_math``'s table of x^(2^k)).
+threads; here in compiled form, with ``crc_math``'s table of x^(2^k)). On CPUs with
+``VPCLMULQDQ`` (``FOLD``), ``crc32c`` folds 256 bytes a step with carry-less products
+instead (``crc_fold.py``: about 3x faster on data in the cache) and finishes with the
+instruction; the parallel ``checksum``, which reads from memory, keeps the three
+streams, which prefetch ahead and draw memory as fast.
 
 ``HARDWARE`` says whether the CPU numba compiles for has the instruction; where it does
 not, ``crc32c`` computes the same value a bit at a time (slowly: callers then checksum
@@ -23,6 +27,7 @@ from numba import njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from . import crc_fold
 from .bits import prefetch
 from .crc_math import POLY, X_2K as _X_2K
 from .vector_width import target_features
@@ -32,6 +37,7 @@ HARDWARE = platform.machine().lower() in ("x86_64", "amd64") and _FEATURES is no
 X_2K = np.array(_X_2K, dtype=np.uint32)
 _POLY32 = np.uint32(POLY)
 _ONES = np.uint32(0xFFFFFFFF)
+FOLD = HARDWARE and crc_fold.FOLD
 AHEAD = 256   # words (2 KiB) each chain prefetches ahead: 100 MB on two cores 3.2 -> 1.9 ms
 
 
@@ -115,8 +121,34 @@ def combine(crc_a, crc_b, length_b):
 
 
 @njit(nogil=True, cache=True)
-def crc32c(buffer):
-    """The CRC-32C of a contiguous uint8 array (the ``crc32c`` package's value)."""
+def _advance(register, buffer):
+    """The CRC register (not inverted) advanced over a short uint8 array, one stream."""
+    whole = buffer.size // 8
+    crc = np.uint64(register)
+    if whole:
+        words = buffer[:whole * 8].view(np.uint64)
+        for i in range(whole):
+            crc = _crc_word(crc, words[i])
+    tail = np.uint32(crc)
+    for i in range(whole * 8, buffer.size):
+        tail = _crc_byte(tail, buffer[i])
+    return tail
+
+
+@njit(nogil=True, cache=True)
+def _folded(buffer):
+    """``crc32c`` by folding 256 bytes a step (``crc_fold``), then the instruction over the
+    folded 256 bytes and the rest."""
+    steps = buffer.size // crc_fold.STEP
+    folded = np.empty(crc_fold.STEP // 8, np.uint64)
+    crc_fold.fold(buffer[:steps * crc_fold.STEP].view(np.uint64), steps, folded)
+    register = _advance(np.uint32(0), folded.view(np.uint8))
+    return _advance(register, buffer[steps * crc_fold.STEP:]) ^ _ONES
+
+
+@njit(nogil=True, cache=True)
+def streams(buffer):
+    """The CRC-32C of a contiguous uint8 array with the ``crc32`` instruction alone."""
     n = buffer.size
     whole = n // 8
     words = buffer[:whole * 8].view(np.uint64)
@@ -146,6 +178,18 @@ def crc32c(buffer):
 
 
 @njit(nogil=True, cache=True)
+def _with_folding(buffer):
+    if buffer.size >= 2 * crc_fold.STEP:
+        return _folded(buffer)
+    return streams(buffer)
+
+
+# The CRC-32C of a contiguous uint8 array (the ``crc32c`` package's value): folded where
+# the CPU can (``crc_fold.FOLD``) and the array holds two steps, else by ``streams``.
+crc32c = _with_folding if FOLD else streams
+
+
+@njit(nogil=True, cache=True)
 def _join(crcs, length, last):
     shift = _shift(length)  # once for every piece of that length
     crc = np.uint32(crcs[0])
@@ -169,7 +213,7 @@ PIECE = 1 << 20   # bytes per parallel piece of ``checksum``
 def _pieces(buffer, crcs):
     n = buffer.size
     for c in prange(crcs.size):
-        crcs[c] = crc32c(buffer[c * PIECE:min(n, (c + 1) * PIECE)])
+        crcs[c] = streams(buffer[c * PIECE:min(n, (c + 1) * PIECE)])  # from memory: as fast as folding
 
 
 def checksum(buffer: np.ndarray) -> int:

@@ -27,15 +27,20 @@ for _ in range(63):
     X_2K.append(multiply(X_2K[-1], X_2K[-1]))
 
 
-def x_8n(nbytes: int) -> int:
-    """x^(8 nbytes) mod the polynomial: the product of x^(2^k) over nbytes' bits, k from 3."""
-    shift, k = 1 << 31, 3
-    while nbytes:
-        if nbytes & 1:
-            shift = multiply(X_2K[k], shift)
-        nbytes >>= 1
+def x_power(exponent: int) -> int:
+    """x^exponent mod the polynomial: the product of x^(2^k) over the exponent's bits."""
+    power, k = 1 << 31, 0
+    while exponent:
+        if exponent & 1:
+            power = multiply(X_2K[k], power)
+        exponent >>= 1
         k += 1
-    return shift
+    return power
+
+
+def x_8n(nbytes: int) -> int:
+    """x^(8 nbytes) mod the polynomial."""
+    return x_power(8 * nbytes)
 
 
 def combine(crc_a: int, crc_b: int, length_b: int) -> int:

@@ -97,17 +97,24 @@ def stream_out(src, dst, at, address):
     fence()
 
 
-PIECE = 1 << 18   # bytes per parallel piece of ``copy``: checksummed, then streamed from the L2 cache
+PIECE = 1 << 18   # bytes per parallel piece of ``copy``, checksummed while it is in the L2 cache
 
 
 @njit(parallel=True, nogil=True, cache=True)
 def _copy(src, dst, address, crcs):
+    """Each piece is read from memory once: with folding (``crc.FOLD``) the copy reads it
+    and the CRC folds it from the cache; the ``crc32`` streams, slower on cached data but
+    with their own read-ahead, read it first and the copy streams it from the cache (100
+    MB on two cores, interleaved runs: copy alone 3.8-4.0 ms; copy, then fold 4.3-4.5;
+    streams, then copy 4.7; copy, then streams 5.8)."""
     n = src.size
     for c in prange(-(-n // PIECE)):
         lo, hi = c * PIECE, min(n, (c + 1) * PIECE)
-        if crcs.size:
+        if crcs.size and not crc.FOLD:
             crcs[c] = crc.crc32c(src[lo:hi])
         stream_out(src[lo:hi], dst, lo, address)
+        if crcs.size and crc.FOLD:
+            crcs[c] = crc.crc32c(src[lo:hi])
 
 
 def copy(src: np.ndarray, dst: np.ndarray, checksum: bool = False) -> int | None:

@@ -1,0 +1,103 @@
+"""CRC-32C by folding with carry-less multiplication (x86 ``VPCLMULQDQ`` on 512-bit
+registers), the method of Gopal et al., "Fast CRC Computation for Generic Polynomials
+Using PCLMULQDQ Instruction" (Intel, 2009), on four registers of four 128-bit
+lanes: 256 bytes per step.
+
+A message M of 128-bit blocks satisfies M = sum_j B_j x^(128 (m-1-j)). Sixteen 128-bit
+accumulators take the first 256 bytes; each step multiplies every accumulator by
+x^2048 mod P (the polynomial) and adds the next 256 bytes, so the accumulators always
+hold a 256-byte message congruent to the part read so far, and with the same CRC. A
+128-bit accumulator A = H x^64 + L (H: its first 8 bytes in the CRC's reflected bit
+order) becomes H (x^(2048+64) mod P) + L (x^2048 mod P): two carry-less products of 64
+by 32 bits, under 128 bits, so nothing is reduced inside the loop. The instruction
+multiplies bit-reversed operands, which leaves each product one bit short, so the
+constants are x^(2048+63) and x^2047 (``crc_math.x_power``). The CRC's initial all-ones
+register is the first 4 bytes xor all ones, added to the first block.
+
+``fold`` returns those 256 bytes; ``crc.crc32c`` runs the ``crc32`` instruction over them
+and over the bytes after the last whole step. On the benchmark machine one core folds
+256 KiB in its cache at about 89 GB/s, against about 28 GB/s for three ``crc32`` streams (the instruction's limit: 8
+bytes per cycle), so a kernel that checksums each piece of a message while the piece is
+in its cache pays about a third as much for it.
+
+``FOLD`` says whether the CPU numba compiles for has the instructions (``+vpclmulqdq``
+and ``+avx512f``); elsewhere ``crc.crc32c`` uses the ``crc32`` streams alone.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+from .crc_math import x_power
+from .vector_width import target_features
+
+_FEATURES = target_features() or set()
+FOLD = {"+vpclmulqdq", "+avx512f", "+sse4.2"} <= _FEATURES
+STEP = 256                 # bytes folded per step: 4 registers of 64 bytes
+DISTANCE = 8 * STEP        # bits each step moves an accumulator by
+AHEAD = 2048               # bytes read ahead of the step, for data that is not in the cache
+
+
+def _operand(exponent: int) -> int:
+    """x^exponent mod P as a 64-bit multiplicand: degree d at bit 63 - d (32-bit reflected
+    remainder in the upper half)."""
+    return x_power(exponent) << 32
+
+
+HIGH = _operand(DISTANCE + 64 - 1)  # for the first 8 bytes of a 128-bit lane (H)
+LOW = _operand(DISTANCE - 1)        # for the last 8 (L)
+
+
+@intrinsic
+def fold(typingctx, words, steps, out):
+    """Fold ``steps`` (>= 1) steps of 256 bytes, the uint64 array ``words`` (any
+    alignment), into 256 bytes written to the 32-word uint64 array ``out``, with the
+    same CRC-32C register as ``words``' bytes from the initial all-ones register."""
+    if not (isinstance(words, types.Array) and isinstance(steps, types.Integer) and isinstance(out, types.Array)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        i8, i64 = ir.IntType(8), ir.IntType(64)
+        vector = ir.VectorType(i64, 8)
+        source = builder.bitcast(context.make_array(signature.args[0])(context, builder, args[0]).data,
+                                 vector.as_pointer())
+        target = builder.bitcast(context.make_array(signature.args[2])(context, builder, args[2]).data,
+                                 vector.as_pointer())
+        count = context.cast(builder, args[1], signature.args[1], types.intp)
+        multiply = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vector, [vector, vector, i8]),
+                                                  "llvm.x86.pclmulqdq.512")
+        constants = ir.Constant(vector, [ir.Constant(i64, HIGH), ir.Constant(i64, LOW)] * 4)
+        ones = ir.Constant(vector, [ir.Constant(i64, 0xFFFFFFFF)] + [ir.Constant(i64, 0)] * 7)
+
+        def load(index):
+            return builder.load(builder.gep(source, [index]), align=1)
+
+        accumulators = []
+        for r in range(4):
+            slot = cgutils.alloca_once(builder, vector)
+            first = load(ir.Constant(count.type, r))
+            builder.store(builder.xor(first, ones) if r == 0 else first, slot)
+            accumulators.append(slot)
+        byte = ir.IntType(8).as_pointer()
+        i32 = ir.IntType(32)
+        prefetch = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [byte, i32, i32, i32]),
+                                                  "llvm.prefetch.p0")
+        with cgutils.for_range(builder, builder.sub(count, ir.Constant(count.type, 1))) as loop:
+            base = builder.mul(builder.add(loop.index, ir.Constant(count.type, 1)), ir.Constant(count.type, 4))
+            for r in range(4):  # the lines AHEAD bytes on (a hint: past the end it does nothing)
+                ahead = builder.gep(source, [builder.add(base, ir.Constant(count.type, AHEAD // 64 + r))])
+                builder.call(prefetch, [builder.bitcast(ahead, byte), ir.Constant(i32, 0), ir.Constant(i32, 3),
+                                        ir.Constant(i32, 1)])
+            for r, slot in enumerate(accumulators):
+                a = builder.load(slot)
+                high = builder.call(multiply, [a, constants, ir.Constant(i8, 0x00)])  # H x^(2048+64)
+                low = builder.call(multiply, [a, constants, ir.Constant(i8, 0x11)])   # L x^2048
+                block = load(builder.add(base, ir.Constant(count.type, r)))
+                builder.store(builder.xor(builder.xor(high, low), block), slot)
+        for r, slot in enumerate(accumulators):
+            builder.store(builder.load(slot), builder.gep(target, [ir.Constant(count.type, r)]), align=1)
+        return context.get_dummy_value()
+    return types.void(words, steps, out), codegen
