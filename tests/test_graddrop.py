@@ -286,3 +286,25 @@ def test_the_compiled_drop_pass_matches_whole_tensor_torch_operations(density, i
         index, values = drop_pass(residual, gradient, segments, keep, inclusive, density)
         assert torch.equal(index, expected[0]) and torch.equal(values, expected[1])
         assert torch.equal(residual, expected_residual)
+
+
+@pytest.mark.parametrize("density", [1e-4, 0.01])
+@pytest.mark.parametrize("offset", [0, 3])
+def test_a_large_corrected_tensor_is_streamed_into_its_own_buffer_exactly(density, offset):
+    """Large enough to be streamed out (``stream.STREAM_MIN_BYTES``), into a buffer apart
+    from ``source`` and at an offset that is not a cache line's, with chunks that overflow
+    their slots (threshold -inf: every value survives): the same survivors and corrected
+    tensor as whole-tensor torch operations, and ``source`` untouched."""
+    from thinwire.codecs.kernels import stream
+    g = torch.Generator().manual_seed(11)
+    n = stream.STREAM_MIN_BYTES // 4 + 300_007
+    source = torch.randint(-4, 5, (n,), generator=g).float() * 0.5
+    gradient = torch.randn(n, generator=g)
+    segments = [(0, 700_000, 1.0), (700_000, 900_000, -float("inf")), (900_000, n, 2.0)]
+    kept = source.clone()
+    corrected = torch.full((n + offset,), 7.0)[offset:]
+    index, values = drop_pass(corrected, gradient, segments, True, False, density, source=source)
+    expected_residual = source + gradient
+    expected = _drop_torch(expected_residual, segments, True, False)
+    assert torch.equal(index, expected[0]) and torch.equal(values, expected[1])
+    assert torch.equal(corrected, expected_residual) and torch.equal(source, kept)

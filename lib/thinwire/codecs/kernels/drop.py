@@ -18,10 +18,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from . import stream
 from .bits import trailing_zeros
 
 
 BLOCK = 64  # values tested together: one bit each in a survivor mask
+PIECE = 1 << 14  # values built in cache, then streamed out (64 KiB), when the output is large
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -40,33 +42,56 @@ def _record(res, t, keep, first, lo, hi, index, values, j, found, capacity):
 
 
 @njit(nogil=True, cache=True)
-def _add_and_drop_chunk(src, grad, res, t, first, index, values, j, capacity):
-    """Alg. 1 on one chunk. Each block of ``BLOCK`` values is corrected and tested in one
-    loop of fixed trip count (it vectorizes: an add pass with a compare beside it), which
-    leaves one bit per survivor in a 64-bit mask; the survivors are then visited by their
-    bits alone (``trailing_zeros``), so a block costs its survivors, not its length."""
-    found, n = 0, res.size
+def _add_and_drop_piece(src, grad, out, t, first, index, values, j, found, capacity):
+    """Alg. 1 on one piece, written to ``out``. Each block of ``BLOCK`` values is corrected
+    and tested in one loop of fixed trip count (it vectorizes: an add pass with a compare
+    beside it), which leaves one bit per survivor in a 64-bit mask; the survivors are then
+    visited by their bits alone (``trailing_zeros``), so a block costs its survivors, not
+    its length. Out of slots: the piece's rest is corrected, not dropped, and the position
+    of the survivor that did not fit is returned (else -1)."""
+    n = out.size
     full = n - n % BLOCK
     for base in range(0, full, BLOCK):
         mask = np.uint64(0)
         for k in range(BLOCK):
             x = src[base + k] + grad[base + k]
-            res[base + k] = x
+            out[base + k] = x
             mask |= np.uint64(not abs(x) <= t) << np.uint64(k)
         while mask:
             i = base + trailing_zeros(mask)
             mask &= mask - np.uint64(1)
             if found == capacity:
-                for r in range(base + BLOCK, n):  # the rest is corrected, not yet dropped
-                    res[r] = src[r] + grad[r]
+                for r in range(base + BLOCK, n):
+                    out[r] = src[r] + grad[r]
                 return found, i
-            index[j + found], values[j + found] = first + i, res[i]
+            index[j + found], values[j + found] = first + i, out[i]
             found += 1
-            res[i] = 0.0
+            out[i] = 0.0
     for i in range(full, n):
-        res[i] = src[i] + grad[i]
-    found, stop = _record(res, t, True, first, full, n, index, values, j, found, capacity)
-    return found, stop
+        out[i] = src[i] + grad[i]
+    return _record(out, t, True, first, full, n, index, values, j, found, capacity)
+
+
+@njit(nogil=True, cache=True)
+def _add_and_drop_chunk(src, grad, res, t, first, index, values, j, capacity, raw, address):
+    """Alg. 1 on one chunk (``res``: the chunk of the corrected tensor, at ``first``), a
+    ``PIECE`` at a time. With ``raw`` (the whole corrected tensor's bytes, at ``address``:
+    a large tensor) each piece is built in a cached buffer and streamed out
+    (``stream.stream_out``), so no line of ``res`` is read before it is written."""
+    found, n = 0, res.size
+    scratch = np.empty(PIECE if raw.size else 0, np.float32)
+    for lo in range(0, n, PIECE):
+        hi = min(n, lo + PIECE)
+        out = scratch[:hi - lo] if raw.size else res[lo:hi]
+        found, stop = _add_and_drop_piece(src[lo:hi], grad[lo:hi], out, t, first + lo, index, values, j, found,
+                                          capacity)
+        if raw.size:
+            stream.stream_out(out.view(np.uint8), raw, 4 * (first + lo), address)
+        if stop >= 0:  # out of slots: the chunk's rest is corrected, not yet dropped
+            for r in range(hi, n):
+                res[r] = src[r] + grad[r]
+            return found, lo + stop
+    return found, -1
 
 
 @njit(nogil=True, cache=True)
@@ -91,14 +116,17 @@ def _drop_chunk(res, t, keep, first, index, values, j, capacity):
 
 
 @njit(parallel=True, nogil=True, cache=True)
-def drop_chunks(src, grad, res, add, starts, stops, thresholds, keep, capacity, index, values, found, stopped):
+def drop_chunks(src, grad, res, add, starts, stops, thresholds, keep, capacity, index, values, found, stopped, raw,
+                address):
     """Every chunk [starts[c], stops[c]) against its threshold; ``add``: ``res`` is first
-    written with ``src + grad`` (``src`` may be ``res``), and implies ``keep``."""
+    written with ``src + grad`` (``src`` may be ``res``), and implies ``keep``; then
+    ``raw`` (``stream.destination(res)``, at ``address``), when not empty, takes the
+    corrected values by streamed stores (``src`` must then not be ``res``)."""
     for c in prange(starts.size):
         a, b = starts[c], stops[c]
         if add:
             found[c], stopped[c] = _add_and_drop_chunk(src[a:b], grad[a:b], res[a:b], thresholds[c], a, index, values,
-                                                       c * capacity, capacity)
+                                                       c * capacity, capacity, raw, address)
         else:
             found[c], stopped[c] = _drop_chunk(res[a:b], thresholds[c], keep, a, index, values, c * capacity, capacity)
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..kernels import device, drop
+from ..kernels import device, drop, stream
 
 CHUNK = 1 << 18
 
@@ -55,8 +55,9 @@ def drop_pass(residual: torch.Tensor, gradient: torch.Tensor | None,
     res = residual.numpy()
     add = gradient is not None
     src = res if source is None or not add else source.numpy()
+    raw = stream.destination(res) if add and src is not res else res[:0].view(np.uint8)
     drop.drop_chunks(src, gradient.numpy() if add else res[:0], res, add, starts, stops, thresholds, keep_residual,
-                     capacity, index, values, found, stopped)
+                     capacity, index, values, found, stopped, raw, res.ctypes.data)
     parts_i, parts_v = [], []
     for c in range(len(jobs)):
         first = c * capacity
