@@ -186,3 +186,20 @@ def test_the_parallel_checksum_is_the_crc_of_the_whole_buffer(numel):
     message = bytearray(b"\x11" * (numel + 9))
     crc = fill_and_checksum(message, numel + 5, [(5, data.numpy())])
     assert message[5:numel + 5] == raw and crc == crc32c.crc32c(bytes(message[:numel + 5]))
+
+
+@pytest.mark.parametrize("nbytes", [0, 5, (8 << 20) - 1, (8 << 20) + 4097])
+def test_new_message_buffers_are_zeroed_bytearrays_of_their_size(nbytes, monkeypatch):
+    """Large ones come from ``PyByteArray_Resize`` and ``madvise`` where the system has them;
+    with neither, from ``bytearray(n)``: either way zeroed, resizable bytearrays."""
+    import sys
+
+    from thinwire.codecs.wire import buffers
+    assert buffers._FUNCTIONS is not None or not sys.platform.startswith("linux")
+    for functions in (buffers._FUNCTIONS, None):
+        monkeypatch.setattr(buffers, "_FUNCTIONS", functions)
+        buffer = buffers.message_buffer(nbytes)
+        assert type(buffer) is bytearray and len(buffer) == nbytes
+        assert buffer.count(0) == nbytes
+        buffer.extend(b"\x01")
+        assert buffer[-1] == 1 and len(buffer) == nbytes + 1

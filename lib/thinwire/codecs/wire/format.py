@@ -32,6 +32,7 @@ import struct
 import numpy as np
 import torch
 
+from .buffers import message_buffer
 from .checksum import checksum, fill_and_checksum
 from ..errors import CorruptMessageError
 from ..payload import PartWriter, Payload
@@ -171,7 +172,7 @@ def pack(codec_id: int, digest: int, dtype: torch.dtype, shape: tuple[int, ...],
 def _sized(out: bytearray | None, nbytes: int) -> bytearray:
     """``out`` holding exactly ``nbytes`` (its contents are overwritten), or a new buffer."""
     if out is None:
-        return bytearray(nbytes)
+        return message_buffer(nbytes)
     if not isinstance(out, bytearray):
         raise ValueError(f"out={type(out).__name__} is not allowed: a message is written into a bytearray")
     if len(out) > nbytes:
