@@ -12,7 +12,7 @@ import torch
 
 from roofline import add_pass_seconds, best_seconds
 from thinwire.codecs import CodecState, make_codec, wire
-from thinwire.codecs.kernels import stream
+from thinwire.codecs.kernels import crc, stream
 
 N = 25_000_000
 SPECS = ["fp32", "fp16", "quantize(bits=8)", "quantize(bits=4)", "quantize(bits=2)", "quantize(bits=1)",
@@ -28,6 +28,7 @@ def run(n: int = N) -> list[dict]:
     copy = best_seconds(lambda: copy_target.copy_(x))
     src, dst = x.view(torch.uint8).numpy(), copy_target.view(torch.uint8).numpy()
     streamed = best_seconds(lambda: stream.copy(src, dst))
+    checked = best_seconds(lambda: crc.checksum(dst))  # the receiver's check of a message this size
     rows = []
     for spec in SPECS:
         codec = make_codec(spec)
@@ -38,7 +39,7 @@ def run(n: int = N) -> list[dict]:
         decode = best_seconds(lambda: codec.decode(message, state, "x", out=out), repeats=3, warmup=1)
         rows.append({
             "codec": spec, "values": n, "bytes": len(message), "payload": wire.measure(message)[0], "encode_s": encode, "decode_s": decode,
-            "add_pass_s": roof, "copy_pass_s": copy, "stream_copy_s": streamed, "fraction_of_roofline": roof / (encode + decode),
+            "add_pass_s": roof, "copy_pass_s": copy, "stream_copy_s": streamed, "check_pass_s": checked, "fraction_of_roofline": roof / (encode + decode),
             "target": TARGETS.get(spec),
         })
     return rows
