@@ -13,8 +13,8 @@ import torch
 
 from roofline import add_pass_seconds, best_seconds
 from thinwire.codecs import CodecState, make_codec, wire
-from thinwire.codecs.wire.buffers import message_buffer
 from thinwire.codecs.kernels import crc, stream
+from thinwire.codecs.wire.buffers import message_buffer
 
 N = 25_000_000
 SPECS = ["fp32", "fp16", "quantize(bits=8)", "quantize(bits=4)", "quantize(bits=2)", "quantize(bits=1)",

@@ -98,11 +98,6 @@ def timing(fn, repeats: int = 7, warmup: int = 1) -> Timing:
     return Timing(statistics.median(times), cpu / repeats, cpu / wall)
 
 
-def median_seconds(fn, repeats: int = 7, warmup: int = 1) -> float:
-    """Median wall time of ``fn()`` (``timing``)."""
-    return timing(fn, repeats, warmup).seconds
-
-
 def slowdown(fn, load: CompetingLoad, repeats: int = 7) -> tuple[Timing, Timing]:
     """(``fn``'s timing alone, its timing with the load running)."""
     alone = timing(fn, repeats)

@@ -93,7 +93,7 @@ def _row(spec: str, n: int, alone: list[Timing], loaded: list[Timing]) -> dict:
             "cpu_growth": statistics.median(b.cpu_seconds / a.cpu_seconds for a, b in zip(alone, loaded))}
 
 
-def _rounds(n: int, repeats: int, rounds: int, one_round) -> list[dict]:
+def _rounds(n: int, rounds: int, one_round) -> list[dict]:
     """``rounds`` calls of ``one_round(load, trip, alone, loaded)``, which measures every
     codec (``trip(spec)``: its round trip) and appends its timings to ``alone[spec]`` and
     ``loaded[spec]``; then each codec's row."""
@@ -118,7 +118,7 @@ def run(n: int = N, repeats: int = 7, rounds: int = ROUNDS) -> list[dict]:
             a, b = slowdown(trip(spec), load, repeats)
             alone[spec].append(a)
             loaded[spec].append(b)
-    return _rounds(n, repeats, rounds, paired)
+    return _rounds(n, rounds, paired)
 
 
 def run_continuous(n: int = N, repeats: int = 7, rounds: int = ROUNDS) -> list[dict]:
@@ -130,4 +130,4 @@ def run_continuous(n: int = N, repeats: int = 7, rounds: int = ROUNDS) -> list[d
         with load.running():
             for spec in SPECS:
                 loaded[spec].append(timing(trip(spec), repeats))
-    return _rounds(n, repeats, rounds, phases)
+    return _rounds(n, rounds, phases)

@@ -165,11 +165,7 @@ def streams(buffer):
             a = _crc_word(a, words[i])
             b = _crc_word(b, words[third + i])
             c = _crc_word(c, words[2 * third + i])
-    for i in range(3 * third, whole):
-        c = _crc_word(c, words[i])
-    tail = np.uint32(c)
-    for i in range(whole * 8, n):
-        tail = _crc_byte(tail, buffer[i])
+    tail = _advance(c, buffer[3 * third * 8:])
     first = np.uint32(a) ^ _ONES
     if third:
         first = combine(first, np.uint32(b) ^ _ONES, 8 * third)

@@ -35,7 +35,7 @@ from .crc_math import x_power
 from .vector_width import target_features
 
 _FEATURES = target_features() or set()
-FOLD = {"+vpclmulqdq", "+avx512f", "+sse4.2"} <= _FEATURES
+FOLD = {"+vpclmulqdq", "+avx512f"} <= _FEATURES  # crc.FOLD adds the crc32 instruction
 STEP = 256                 # bytes folded per step: 4 registers of 64 bytes
 DISTANCE = 8 * STEP        # bits each step moves an accumulator by
 AHEAD = 2048               # bytes read ahead of the step, for data that is not in the cache
