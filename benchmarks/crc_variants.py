@@ -9,6 +9,12 @@ side on a GPU by ``gpu_bench``'s ``crc_variants`` part, to find what bounds it.
 - ``gather``: the slicing tables held by each program as one [256, 16] tensor and looked up
   with ``tl.gather`` (which Triton may serve from shared memory) instead of loads from
   global memory; with 64 or 256 bytes per lane.
+- ``planes``: ``triton_crc``'s bit-plane kernel (``KERNEL = "planes"``: int8 matrix
+  products on the tensor cores, no lookups) as the library runs it, with 8 warps, and with
+  the block as 128 lanes of 128 bytes.
+- ``planes, copying``: the bit-plane kernel storing each block it loads into another
+  buffer, so a message's copy and its CRC are one pass (reads n, writes n), beside
+  ``copy then CRC`` (reads 2n, writes n).
 - ``copy then CRC``: a part written into a message by ``torch.Tensor.copy_`` and the
   message checksummed, as ``wire/tensor_message.py`` does on a GPU.
 
@@ -76,6 +82,40 @@ if triton_crc.AVAILABLE:
             tl.store(out + block + tl.arange(0, 1), crc.to(tl.int32, bitcast=True))
 
 
+if triton_crc.AVAILABLE:
+    @triton.jit
+    def _block_planes_copying(source, target, n, pad, planes, products, out, LANES: tl.constexpr,
+                              SEG: tl.constexpr, LEVELS: tl.constexpr):
+        """``triton_crc._block_planes`` that also stores the block it loads from ``source``
+        into ``target``."""
+        block = tl.program_id(0).to(tl.int64)
+        lane = tl.arange(0, LANES).to(tl.int64)
+        i = tl.arange(0, SEG)
+        c = tl.arange(0, 32)
+        at = block * (LANES * SEG) + lane[:, None] * SEG + i[None, :] - pad
+        inside = (at >= 0) & (at < n)
+        data = tl.load(source + at, mask=inside, other=0)
+        tl.store(target + at, data, mask=inside)
+        count = tl.zeros([LANES, 32], dtype=tl.int32)
+        for k in tl.static_range(8):
+            plane = ((data >> k) & 1).to(tl.int8)
+            count = tl.dot(plane, tl.load(planes + (k * SEG + i[:, None]) * 32 + c[None, :]), count)
+        crc = tl.xor_sum((count & 1).to(tl.uint32) << c[None, :].to(tl.uint32), axis=1)
+        crc = _tree(crc, products, LANES, LEVELS)
+        tl.store(out + block + tl.arange(0, 1), crc.to(tl.int32, bitcast=True))
+
+
+def planes_copying(source: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """``source`` copied into ``target`` and its CRC-32C, in one pass of the bit-plane kernel."""
+    n, lanes, seg = source.numel(), triton_crc.LANES, triton_crc.SEG
+    blocks = -(-n // triton_crc.BLOCK)
+    planes, products = _plane_tables(str(source.device), lanes, seg)
+    crcs = torch.empty(blocks, dtype=torch.int32, device=source.device)
+    _block_planes_copying[(blocks,)](source, target, n, blocks * triton_crc.BLOCK - n, planes, products, crcs,
+                                     LANES=lanes, SEG=seg, LEVELS=lanes.bit_length() - 1)
+    return _joined(crcs, n, triton_crc.BLOCK)
+
+
 def nibble_tables() -> np.ndarray:
     """16 x 2 x 16: for slicing table k, the effect of a byte's low nibble v and of its high
     nibble v (table k of ``v`` and of ``v << 4``); a byte's effect is the xor of the two."""
@@ -140,6 +180,26 @@ def _nibble_tables(device: str) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(nibble_tables()).view(np.int32).copy()).to(device)
 
 
+@functools.lru_cache(maxsize=None)
+def _plane_tables(device: str, lanes: int, seg: int) -> tuple[torch.Tensor, torch.Tensor]:
+    products = triton_crc.product_tables([x_8n(seg << k) for k in range(lanes.bit_length() - 1)])
+    return (torch.from_numpy(triton_crc.bit_planes(seg)).to(device),
+            torch.from_numpy(products.view(np.int32).copy()).to(device))
+
+
+def planes_crc(buffer: torch.Tensor, lanes: int = 256, seg: int = 64, warps: int = 4) -> torch.Tensor:
+    """The CRC-32C of ``buffer`` by the bit-plane block kernel with ``lanes`` x ``seg`` bytes per
+    block and ``warps`` warps, joined as the library does."""
+    n, block = buffer.numel(), lanes * seg
+    blocks = -(-n // block)
+    planes, products = _plane_tables(str(buffer.device), lanes, seg)
+    crcs = torch.empty(blocks, dtype=torch.int32, device=buffer.device)
+    triton_crc._block_planes[(blocks,)](buffer, n, blocks * block - n, planes, products, crcs, 0, crcs,
+                                        LANES=lanes, SEG=seg, LEVELS=lanes.bit_length() - 1, FINAL=False,
+                                        STORE=False, num_warps=warps)
+    return _joined(crcs, n, block)
+
+
 def loads_only(buffer: torch.Tensor) -> torch.Tensor:
     n = buffer.numel()
     blocks = -(-n // triton_crc.BLOCK)
@@ -166,12 +226,16 @@ def variants(nbytes: int, seconds, device: str) -> list[dict]:
         message[head:].copy_(src)
         return triton_crc.crc32c_tensor(message)
 
-    runs = {"library (4 warps)": lambda: triton_crc.crc32c_tensor(buffer),
+    runs = {"library (4 warps)": lambda: _library(buffer, "slicing"),
             "library (8 warps)": None,
             "loads only": lambda: loads_only(buffer),
             "nibble tables": lambda: nibble_crc(buffer),
             "gather, 64 bytes per lane": lambda: gather_crc(buffer, 256, 64),
             "gather, 256 bytes per lane": lambda: gather_crc(buffer, 64, 256),
+            "planes (library, 4 warps)": lambda: _library(buffer, "planes"),
+            "planes, 8 warps": lambda: planes_crc(buffer, 256, 64, 8),
+            "planes, 128 lanes x 128 bytes": lambda: planes_crc(buffer, 128, 128, 4),
+            "planes, copying": lambda: planes_copying(buffer, message),
             "copy then CRC": copy_then_crc}
     rows = []
     for name, fn in runs.items():
@@ -180,7 +244,7 @@ def variants(nbytes: int, seconds, device: str) -> list[dict]:
                 original = triton_crc._block_crcs
                 triton_crc._block_crcs = _Warps(kernel, 8)
                 try:
-                    return triton_crc.crc32c_tensor(buffer)
+                    return _library(buffer, "slicing")
                 finally:
                     triton_crc._block_crcs = original
         try:
@@ -193,6 +257,15 @@ def variants(nbytes: int, seconds, device: str) -> list[dict]:
         rows.append(row)
         print("crc variant", row, flush=True)
     return rows
+
+
+def _library(buffer: torch.Tensor, kernel: str) -> torch.Tensor:
+    """``triton_crc.crc32c_tensor`` with its ``KERNEL`` set to ``kernel`` for the call."""
+    original, triton_crc.KERNEL = triton_crc.KERNEL, kernel
+    try:
+        return triton_crc.crc32c_tensor(buffer)
+    finally:
+        triton_crc.KERNEL = original
 
 
 class _Warps:

@@ -18,14 +18,15 @@ paper profiles' speed on one GPU, and the DDP hook under NCCL.
 3. **DDP hook under NCCL** (item 4): ``examples/ddp_mnist.py`` under torchrun with the
    NCCL backend, one process per GPU.
 4. **Device CRC-32C** (``kernels/triton_crc.py``): the checksum of a buffer the size of
-   the fp32 message of 25M and 250M values, computed on the GPU, as a fraction of the
-   add pass (the first figure a message kept in device memory would depend on), and
-   compared with the host's value for the same bytes.
+   the fp32 message of 25M and 250M values, computed on the GPU by each of its block
+   kernels (``KERNELS``), as a fraction of the add pass (the first figure a message kept
+   in device memory would depend on), and compared with the host's value for the same
+   bytes.
 
 5. **Messages kept on the device** (``wire/tensor_message.py``): the codecs of part 1
    encoding into a uint8 tensor on the GPU and decoding from it, as a fraction of the add
    pass, with no host copy of the message; each message is also compared byte for byte
-   with the host message of the same tensor and state.
+   with the host message of the same tensor and state. Once with each device CRC kernel.
 6. **CRC variants** (``crc_variants.py``): the device CRC's block kernel beside variants
    that tell what bounds it, over the bytes of the fp32 message of 25M values.
 7. **Message overhead**: encode and decode of small message tensors (4,096 and 1M values),
@@ -141,7 +142,8 @@ def codecs(sizes=SIZES, specs=SPECS, kept_on_device: bool = False) -> list[dict]
                 row["host_copy_s"] = device_seconds(lambda: (host.copy_(staged), staged.copy_(host)), repeats, 1)
                 del staged, host
             rows.append(row)
-            print(f"gpu codec {spec} n={n:,}{' (message on the device)' if kept_on_device else ''}: encode "
+            where = f" (message on the device, CRC by {_crc_kernel()})" if kept_on_device else ""
+            print(f"gpu codec {spec} n={n:,}{where}: encode "
                   f"{encode * 1e3:.2f} ms, decode {decode * 1e3:.2f} ms, add pass {roof * 1e3:.3f} ms", flush=True)
             del message
         del x, out
@@ -151,6 +153,7 @@ def codecs(sizes=SIZES, specs=SPECS, kept_on_device: bool = False) -> list[dict]
 
 
 def device_crc(sizes=SIZES) -> list[dict]:
+    """Part 4, with each of ``triton_crc.KERNELS``."""
     import crc32c
 
     from thinwire.codecs.kernels import triton_crc
@@ -164,13 +167,49 @@ def device_crc(sizes=SIZES) -> list[dict]:
         roof = device_seconds(lambda: torch.add(a, b, out=sum_out), repeats=20)
         del b, sum_out
         buffer = a.view(torch.uint8)
-        crc = device_seconds(lambda: triton_crc.crc32c(buffer), 5, 2)
-        equal = triton_crc.crc32c(buffer) == crc32c.crc32c(buffer.cpu().numpy().tobytes())
-        rows.append({"bytes": buffer.numel(), "crc_s": crc, "add_pass_s": roof, "gb_per_s": buffer.numel() / crc / 1e9,
-                     "fraction_of_add_pass": roof / crc, "equal_to_host": equal})
-        print(f"device crc32c of {buffer.numel():,} bytes: {crc * 1e3:.3f} ms ({rows[-1]['gb_per_s']:.0f} GB/s), "
-              f"add pass {roof * 1e3:.3f} ms, equal to the host's: {equal}", flush=True)
+        want = crc32c.crc32c(buffer.cpu().numpy().tobytes())
+        for kernel in triton_crc.KERNELS:
+            with crc_kernel(kernel):
+                crc = device_seconds(lambda: triton_crc.crc32c(buffer), 5, 2)
+                equal = triton_crc.crc32c(buffer) == want
+            rows.append({"kernel": kernel, "bytes": buffer.numel(), "crc_s": crc, "add_pass_s": roof,
+                         "gb_per_s": buffer.numel() / crc / 1e9, "fraction_of_add_pass": roof / crc,
+                         "equal_to_host": equal})
+            print(f"device crc32c ({kernel}) of {buffer.numel():,} bytes: {crc * 1e3:.3f} ms "
+                  f"({rows[-1]['gb_per_s']:.0f} GB/s), add pass {roof * 1e3:.3f} ms, equal to the host's: {equal}",
+                  flush=True)
         del a, buffer
+    return rows
+
+
+def _crc_kernel() -> str:
+    from thinwire.codecs.kernels import triton_crc
+    return triton_crc.KERNEL
+
+
+class crc_kernel:
+    """``triton_crc.KERNEL`` set to ``kernel`` within the block."""
+
+    def __init__(self, kernel: str):
+        self.kernel = kernel
+
+    def __enter__(self):
+        from thinwire.codecs.kernels import triton_crc
+        self.original, triton_crc.KERNEL = triton_crc.KERNEL, self.kernel
+
+    def __exit__(self, *exc):
+        from thinwire.codecs.kernels import triton_crc
+        triton_crc.KERNEL = self.original
+
+
+def device_messages(sizes=SIZES) -> list[dict]:
+    """Part 5 with each of ``triton_crc.KERNELS`` checksumming the messages, the library's
+    own ``KERNEL`` last (so a run cut short keeps the others')."""
+    from thinwire.codecs.kernels import triton_crc
+    rows = []
+    for kernel in sorted(triton_crc.KERNELS, key=lambda k: k == triton_crc.KERNEL):
+        with crc_kernel(kernel):
+            rows += [{**r, "crc_kernel": kernel} for r in codecs(sizes, kept_on_device=True)]
     return rows
 
 
@@ -303,7 +342,7 @@ def run(save, doc: dict, parts=PARTS, steps: int = 30, hook_steps: int = 600, si
              "device": name, "torch": torch.__version__}
     jobs = {"same_bytes": lambda: {spec: same_bytes(spec) for spec in [*SPECS, *SAME_BYTES_ALSO]},
             "hook_nccl": lambda: hook_nccl(hook_steps), "codecs": lambda: codecs(sizes),
-            "device_crc": lambda: device_crc(sizes), "device_messages": lambda: codecs(sizes, kept_on_device=True),
+            "device_crc": lambda: device_crc(sizes), "device_messages": lambda: device_messages(sizes),
             "crc_variants": lambda: crc_variant_rows(sizes[0] * 4 if DEVICE == "cuda" else 20_000),
             "message_overhead": lambda: message_overhead((4_096, min(1_000_000, sizes[0])))}
     # the part that runs torch.profiler goes last: no other part is timed in a process that has run it

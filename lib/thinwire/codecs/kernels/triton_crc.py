@@ -26,6 +26,16 @@ ones) is R(M) + x^(8 |M|) (2^32 - 1) + (2^32 - 1).
 Multiplying by a constant K is linear in the other factor, so it is four lookups, one per
 byte of the register, in K's 4 x 256 table (``_mul``). Every table is made once per device
 on the host from ``crc_math.multiply``.
+
+``KERNEL`` picks how step 1 finds the lanes' CRCs:
+
+- ``"slicing"``: the table lookups above, one per byte;
+- ``"planes"``: no lookups. A lane's raw CRC is linear in its bits over GF(2), so for the
+  [``LANES``, ``SEG``] bytes of a block, bit plane k (bit k of every byte, as 0 or 1)
+  times the [``SEG``, 32] 0/1 matrix of what bit k at each position does to the CRC,
+  summed over the 8 planes, counts for each CRC bit how many set data bits flip it; the
+  count's parity is the bit (``_block_planes``). The 8 products are int8 matrix products,
+  which the tensor cores compute (``tl.dot``).
 """
 
 from __future__ import annotations
@@ -43,6 +53,8 @@ LANES, SEG = 256, 64           # one program: 256 lanes x 64 contiguous bytes
 BLOCK = LANES * SEG            # 16 KiB
 LANE_LEVELS = LANES.bit_length() - 1
 JOIN_LEVELS = 10               # one program of ``_join`` joins up to 2^10 CRCs
+KERNEL = "slicing"             # step 1's kernel: "slicing" (table lookups) or "planes" (bit planes)
+KERNELS = ("slicing", "planes")
 
 
 def slicing_tables() -> np.ndarray:
@@ -56,6 +68,16 @@ def slicing_tables() -> np.ndarray:
     for k in range(1, 16):
         t[k] = (t[k - 1] >> 8) ^ t[0][t[k - 1] & 0xFF]
     return t.astype(np.uint32)
+
+
+def bit_planes(seg: int = SEG) -> np.ndarray:
+    """8 x ``seg`` x 32 int8: entry [k, i, c] is bit c of the raw CRC of ``seg`` bytes that
+    are all zero but byte i, which is 1 << k."""
+    t0 = slicing_tables()[0].astype(np.int64)
+    register = t0[1 << np.arange(8)][:, None].repeat(seg, axis=1)  # [k, i]: after byte i itself
+    for i in range(seg - 2, -1, -1):  # byte i is followed by seg - 1 - i zero bytes
+        register[:, :i + 1] = (register[:, :i + 1] >> 8) ^ t0[register[:, :i + 1] & 255]
+    return ((register[:, :, None] >> np.arange(32)) & 1).astype(np.int8)
 
 
 def product_tables(constants: list[int]) -> np.ndarray:
@@ -74,6 +96,11 @@ def _tables(device: str, block_levels: int) -> tuple[torch.Tensor, torch.Tensor,
         return torch.from_numpy(t.view(np.int32).copy()).to(device)
     return (on(slicing_tables()), on(product_tables([x_8n(SEG << k) for k in range(LANE_LEVELS)])),
             on(product_tables([x_8n(BLOCK << k) for k in range(block_levels)])))
+
+
+@functools.lru_cache(maxsize=None)
+def _planes(device: str) -> torch.Tensor:
+    return torch.from_numpy(bit_planes()).to(device)
 
 
 @functools.lru_cache(maxsize=64)
@@ -116,6 +143,25 @@ if AVAILABLE:  # the kernels are compiled for the device of their first buffer
             mixed = b ^ tl.where(j[None, :] < 4, register, 0)
             effect = tl.load(slicing + (15 - j[None, :]) * 256 + mixed.to(tl.int32)).to(tl.uint32, bitcast=True)
             crc = tl.xor_sum(effect, axis=1)
+        crc = _tree(crc, products, LANES, LEVELS)
+        _finish(crc, out + block, ones, trailer, FINAL, STORE)
+
+    @triton.jit
+    def _block_planes(message, n, pad, planes, products, out, ones, trailer, LANES: tl.constexpr,
+                      SEG: tl.constexpr, LEVELS: tl.constexpr, FINAL: tl.constexpr, STORE: tl.constexpr):
+        """Step 1 by bit planes: the block as [LANES, SEG] bytes, each lane's CRC bits the
+        parities of the 8 planes' products with their matrices."""
+        block = tl.program_id(0).to(tl.int64)
+        lane = tl.arange(0, LANES).to(tl.int64)
+        i = tl.arange(0, SEG)
+        c = tl.arange(0, 32)
+        at = block * (LANES * SEG) + lane[:, None] * SEG + i[None, :] - pad
+        data = tl.load(message + at, mask=(at >= 0) & (at < n), other=0)
+        count = tl.zeros([LANES, 32], dtype=tl.int32)
+        for k in tl.static_range(8):
+            plane = ((data >> k) & 1).to(tl.int8)
+            count = tl.dot(plane, tl.load(planes + (k * SEG + i[:, None]) * 32 + c[None, :]), count)
+        crc = tl.xor_sum((count & 1).to(tl.uint32) << c[None, :].to(tl.uint32), axis=1)
         crc = _tree(crc, products, LANES, LEVELS)
         _finish(crc, out + block, ones, trailer, FINAL, STORE)
 
@@ -172,9 +218,13 @@ def crc32c_tensor(buffer: torch.Tensor, trailer: torch.Tensor | None = None) -> 
     crcs = torch.empty(blocks, dtype=torch.int32, device=buffer.device)
     store = trailer is not None
     final = blocks == 1
-    _block_crcs[(blocks,)](buffer, n, blocks * BLOCK - n, slicing, lane_products, crcs, ones,
-                           trailer if store else crcs, LANES=LANES, SEG=SEG, LEVELS=LANE_LEVELS,
-                           FINAL=final, STORE=store and final)
+    if KERNEL not in KERNELS:
+        raise ValueError(f"triton_crc.KERNEL must be one of {KERNELS}, got {KERNEL!r}")
+    kernel, table = ((_block_crcs, slicing) if KERNEL == "slicing"
+                     else (_block_planes, _planes(str(buffer.device))))
+    kernel[(blocks,)](buffer, n, blocks * BLOCK - n, table, lane_products, crcs, ones,
+                      trailer if store else crcs, LANES=LANES, SEG=SEG, LEVELS=LANE_LEVELS,
+                      FINAL=final, STORE=store and final)
     level = 0  # each CRC in crcs now covers BLOCK << level bytes
     while crcs.numel() > 1:
         m = crcs.numel()

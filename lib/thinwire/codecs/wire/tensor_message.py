@@ -9,8 +9,7 @@ viewed as the part's dtype (parts are aligned to their element size, so the view
 exact), by the part's ``PartWriter`` or a device copy; padding bytes are zeroed; the
 trailer is the CRC-32C of everything before it. On a GPU the CRC is computed there
 (``kernels/triton_crc.py``) and copied into the trailer as a tensor, so nothing waits for
-the device; on the CPU it is ``checksum.checksum``. A message of one plain part on a GPU
-(fp32's values) has the part copied in by the CRC's own pass, which reads it once.
+the device; on the CPU it is ``checksum.checksum``.
 
 Reading (``unpack``): the CRC of the body is computed on the device and compared with the
 trailer, and the header is parsed on the host from one small copy that carries both CRCs
