@@ -99,7 +99,7 @@ if triton_crc.AVAILABLE:
         count = tl.zeros([LANES, 32], dtype=tl.int32)
         for k in tl.static_range(8):
             plane = ((data >> k) & 1).to(tl.int8)
-            count = tl.dot(plane, tl.load(planes + (k * SEG + i[:, None]) * 32 + c[None, :]), count)
+            count = tl.dot(plane, tl.load(planes + (k * SEG + i[:, None]) * 32 + c[None, :]), count, out_dtype=tl.int32)
         crc = tl.xor_sum((count & 1).to(tl.uint32) << c[None, :].to(tl.uint32), axis=1)
         crc = _tree(crc, products, LANES, LEVELS)
         tl.store(out + block + tl.arange(0, 1), crc.to(tl.int32, bitcast=True))
