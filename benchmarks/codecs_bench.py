@@ -13,7 +13,7 @@ import torch
 
 from roofline import add_pass_seconds, best_seconds
 from thinwire.codecs import CodecState, make_codec, wire
-from thinwire.codecs.kernels import crc, stream
+from thinwire.codecs.kernels import stream
 from thinwire.codecs.wire.buffers import message_buffer
 
 N = 25_000_000
@@ -31,13 +31,12 @@ def run(n: int = N) -> list[dict]:
     src, dst = x.view(torch.uint8).numpy(), copy_target.view(torch.uint8).numpy()
     streamed = best_seconds(lambda: stream.copy(src, dst))
     # fp32's kernels alone, in a row as its round trip runs them: the copy into a message
-    # with its CRC, the receiver's check of the message, the copy out of it
+    # with its CRC, the copy out of it with its CRC (the receiver's check: wire/checked_copy.py)
     message_bytes = np.frombuffer(message_buffer(src.size), np.uint8)
 
     def fp32_kernels():
         stream.copy(src, message_bytes, checksum=True)
-        crc.checksum(message_bytes)
-        stream.copy(message_bytes, dst)
+        stream.copy(message_bytes, dst, checksum=True)
     kernels = best_seconds(fp32_kernels, repeats=3, warmup=1)
     rows = []
     for spec in SPECS:

@@ -67,7 +67,7 @@ def tables(doc: dict) -> dict[str, str]:
     bound = ""
     if "fp32_kernels_s" in first:  # fp32's floor: its kernels' memory traffic
         bound = (f". fp32's kernels alone, in a row as a round trip runs them (the copy into the message "
-                  f"with its CRC, the receiver's check, the copy out), took {first['fp32_kernels_s'] * 1e3:.1f} ms: "
+                  f"with its CRC, the copy out with the receiver's CRC), took {first['fp32_kernels_s'] * 1e3:.1f} ms: "
                   f"{first['add_pass_s'] / first['fp32_kernels_s']:.3f} of the roofline")
     lines = [f"One add pass over {first['values']:,} float32 values (the roofline): "
              f"{first['add_pass_s'] * 1e3:.1f} ms; one copy of them into a reused buffer by torch: "
@@ -184,7 +184,11 @@ def gpu_tables(doc: dict) -> dict[str, str]:
               f" of {len(rows)} rows meet {gpu_bench.TARGET}. The message's two host copies alone take longer than the whole "
               f"add pass in {slower} of {len(rows)} rows.", "", f"<sub>{stamp('codecs')}.</sub>"]
     for r in doc.get("device_crc", []):  # kernels/triton_crc.py, once a GPU has run it
-        lines += ["", f"Device CRC-32C of {r['bytes']:,} bytes (`kernels/triton_crc.py`, {stamp('device_crc')}): "
+        kernel = f", {r['kernel']} kernel" if "kernel" in r else ""
+        if "error" in r:
+            lines += ["", f"Device CRC-32C of {r['bytes']:,} bytes{kernel} ({stamp('device_crc')}): failed: {r['error']}"]
+            continue
+        lines += ["", f"Device CRC-32C of {r['bytes']:,} bytes (`kernels/triton_crc.py`{kernel}, {stamp('device_crc')}): "
                   f"{r['crc_s'] * 1e3:.3f} ms, {r['gb_per_s']:.0f} GB/s, {r['fraction_of_add_pass']:.3f} of the add pass; "
                   f"equal to the host's: {r['equal_to_host']}."]
     variants = doc.get("crc_variants", [])  # crc_variants.py
@@ -201,22 +205,29 @@ def gpu_tables(doc: dict) -> dict[str, str]:
                       "faster than the kernel with its table lookups."]
     kept = doc.get("device_messages", [])  # wire/tensor_message.py, once a GPU has run it
     if kept:
+        from thinwire.codecs.kernels import triton_crc
         lines += ["", f"Messages kept on the device (`wire/tensor_message.py`, {stamp('device_messages')}), equal to "
-                  f"the host's message byte for byte in {sum(r['equal_to_host'] for r in kept)} of {len(kept)} rows:\n",
-                  "| codec | values | payload bytes | encode ms | decode ms | add pass ms | fraction of the add pass |",
-                  "|---|---|---|---|---|---|---|"]
-        lines += [f"| {r['codec']} | {r['values']:,} | {r['payload']:,} | {r['encode_s'] * 1e3:.2f} | "
-                  f"{r['decode_s'] * 1e3:.2f} | {r['add_pass_s'] * 1e3:.3f} | "
+                  f"the host's message byte for byte in {sum(r['equal_to_host'] for r in kept)} of {len(kept)} rows; "
+                  f"the CRC kernel is `triton_crc.KERNEL` (the library's: {triton_crc.KERNEL}):\n",
+                  "| codec | values | CRC kernel | payload bytes | encode ms | decode ms | add pass ms | fraction of the add pass |",
+                  "|---|---|---|---|---|---|---|---|"]
+        lines += [f"| {r['codec']} | {r['values']:,} | {r.get('crc_kernel', 'slicing')} | {r['payload']:,} | "
+                  f"{r['encode_s'] * 1e3:.2f} | {r['decode_s'] * 1e3:.2f} | {r['add_pass_s'] * 1e3:.3f} | "
                   f"{_target(r['fraction_of_add_pass'], r['target'])} |" for r in kept]
-        lines += ["", f"{sum(r['fraction_of_add_pass'] >= gpu_bench.TARGET for r in kept)} of {len(kept)} rows meet "
-                  f"{gpu_bench.TARGET} with the message kept on the device."]
-        crc = {r["bytes"]: r["crc_s"] for r in doc.get("device_crc", [])}
-        fp32 = next((r for r in kept if r["codec"] == "fp32"), None)
+        by_kernel = {}
+        for r in kept:
+            by_kernel.setdefault(r.get("crc_kernel", "slicing"), []).append(r)
+        lines += ["", "; ".join(f"with the {kernel} kernel, {sum(r['fraction_of_add_pass'] >= gpu_bench.TARGET for r in rs)}"
+                                f" of {len(rs)} rows meet {gpu_bench.TARGET} (best {max(r['fraction_of_add_pass'] for r in rs):.3f})"
+                                for kernel, rs in by_kernel.items()) + ", with the message kept on the device."]
+        crc = {r["bytes"]: r["crc_s"] for r in doc.get("device_crc", [])
+               if r.get("kernel", "slicing") == triton_crc.KERNEL and "crc_s" in r}
+        fp32 = next((r for r in by_kernel.get(triton_crc.KERNEL, []) if r["codec"] == "fp32"), None)
         if fp32 and crc:
             nearest = min(crc, key=lambda b: abs(b - fp32["bytes"]))
-            lines[-1] += (f" Two passes of the device CRC over {nearest:,} bytes (one to write fp32's message of "
-                          f"{fp32['values']:,} values, one to check it) take {2 * crc[nearest] * 1e3:.2f} ms of its "
-                          f"{(fp32['encode_s'] + fp32['decode_s']) * 1e3:.2f} ms encode + decode.")
+            lines[-1] += (f" Two passes of the device CRC ({triton_crc.KERNEL}) over {nearest:,} bytes (one to write "
+                          f"fp32's message of {fp32['values']:,} values, one to check it) take {2 * crc[nearest] * 1e3:.2f} "
+                          f"ms of its {(fp32['encode_s'] + fp32['decode_s']) * 1e3:.2f} ms encode + decode.")
         failures = {r["device_crc_failure"] for r in kept if r.get("device_crc_failure")}
         if failures:
             lines += ["", f"The device CRC failed on this GPU and the host checksummed these messages: {sorted(failures)}."]

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from thinwire.codecs import CODECS
+from thinwire.codecs.kernels import triton_crc
 
 ROOT = Path(__file__).parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -79,12 +80,18 @@ def test_the_gpu_benchmark_runs_its_codecs_through_the_device_paths_on_the_cpu(m
     assert [r["codec"] for r in rows] == gpu_bench.SPECS
     assert all(r["encode_s"] > 0 and r["decode_s"] > 0 and 0 < r["payload"] < r["bytes"] for r in rows)
     assert all(gpu_bench.same_bytes(spec, n=5_000) for spec in [*gpu_bench.SPECS, *gpu_bench.SAME_BYTES_ALSO])
-    kept = gpu_bench.codecs(sizes=(20_000,), kept_on_device=True)  # part 5: message tensors
-    assert [r["codec"] for r in kept] == gpu_bench.SPECS and all(r["equal_to_host"] for r in kept)
-    assert [r["bytes"] for r in kept] == [r["bytes"] for r in rows]
+    kept = gpu_bench.device_messages(sizes=(20_000,))  # part 5: message tensors, once per CRC kernel
+    kernels = triton_crc.KERNELS
+    assert [r["codec"] for r in kept] == gpu_bench.SPECS * len(kernels) and all(r["equal_to_host"] for r in kept)
+    assert [r["crc_kernel"] for r in kept] == [k for k in sorted(kernels, key=lambda k: k == triton_crc.KERNEL)
+                                               for _ in gpu_bench.SPECS]
+    assert [r["bytes"] for r in kept] == [r["bytes"] for r in rows] * len(kernels)
+    assert triton_crc.KERNEL == "slicing"  # each kernel's pass restores the library's
     doc = json.loads(run.GPU_RESULTS.read_text())
     tables = run.gpu_tables({**doc, "device_messages": kept})
-    assert "Messages kept on the device" in tables["gpu_codecs"] and "12 of 12 rows:" in tables["gpu_codecs"]
+    n = 12 * len(kernels)
+    assert "Messages kept on the device" in tables["gpu_codecs"] and f"{n} of {n} rows;" in tables["gpu_codecs"]
+    assert re.search(r"with the planes kernel, \d+ of 12 rows meet 0\.5", tables["gpu_codecs"])
 
 
 def test_the_kept_gpu_results_name_where_each_part_was_measured():

@@ -48,6 +48,10 @@ class Codec(ABC):
     # changes no state but the generator, which ``encode`` restores on a refusal.
     carries_non_finite: ClassVar[bool] = False
     refuses_non_finite: ClassVar[bool] = False
+    # A codec whose decompress copies its one large part out with ``wire.copy_part`` sets
+    # this: ``decode`` then opens a large host message unverified (``checks_own_copy``)
+    # and the copy verifies it, so the message is read once, not twice.
+    verifies_while_copying: ClassVar[bool] = False
     # Bumped when the same spec starts to produce different messages; the results of runs
     # that use the codec are then recomputed (``RunConfig.key``), not taken from the cache.
     revision: ClassVar[int] = 0
@@ -140,9 +144,10 @@ class Codec(ABC):
             state.slots[key].setdefault("numel", torch.tensor(tensor.numel()))
         return message
 
-    def _open(self, message) -> tuple[dict, Payload, int]:
-        """(header, payload, numel) of a message this codec encoded, or ``CorruptMessageError``."""
-        header, payload = wire.unpack(message)
+    def _open(self, message, verify: bool = True) -> tuple[dict, Payload, int]:
+        """(header, payload, numel) of a message this codec encoded, or ``CorruptMessageError``;
+        ``verify=False``: its checksum left to ``decompress`` (``checks_own_copy``)."""
+        header, payload = wire.unpack(message, verify=verify)
         if header["codec_id"] != self.codec_id or header["digest"] != self.digest:
             raise CorruptMessageError(
                 f"message was encoded by codec id {header['codec_id']} with parameter digest {header['digest']:#010x}, "
@@ -162,7 +167,8 @@ class Codec(ABC):
         """
         state = state if state is not None else CodecState()
         message = self._readable(message, None if out is None else out.device)
-        header, payload, numel = self._open(message)
+        deferred = self.checks_own_copy(message, out)
+        header, payload, numel = self._open(message, verify=not deferred)
         shape = header["shape"]
         if like is not None and (tuple(like.shape) != shape or like.dtype != header["dtype"]):
             raise CorruptMessageError(f"{self.spec()}: tensor {key!r} is {like.dtype} {tuple(like.shape)} here, "
@@ -177,11 +183,22 @@ class Codec(ABC):
         elif isinstance(message, torch.Tensor) and message.device.type != "cpu":  # decoded on the message's device
             flat_out = torch.empty(numel, dtype=torch.float32, device=message.device)
         flat = _within_dtype(self._dense(payload, numel, state, key, flat_out, shape), header["dtype"])
+        if payload.unverified is not None:  # a codec that deferred the check must have made it
+            raise RuntimeError(f"{self.spec()}: decompress left the message's checksum unverified")
         if out is None:
             return flat.to(header["dtype"]).reshape(shape)
         if flat is not flat_out:
             out.view(-1).copy_(flat)
         return out
+
+    def checks_own_copy(self, message, out: torch.Tensor | None) -> bool:
+        """Whether ``decode`` leaves the message's checksum to ``decompress`` (which then
+        copies its part out with ``wire.copy_part``): only for a codec that
+        ``verifies_while_copying``, a host message and a host float32 ``out`` large enough
+        that the copy is streamed."""
+        return (self.verifies_while_copying and not isinstance(message, torch.Tensor) and out is not None
+                and out.dtype == torch.float32 and out.device.type == "cpu" and out.is_contiguous()
+                and wire.checked_copy.worth_it(4 * out.numel()))
 
     def _readable(self, message, values_on: torch.device | None):
         """``message`` as this codec decodes it: a message tensor on a GPU stays there when

@@ -35,6 +35,9 @@ class Payload:
 
     parts: dict[str, torch.Tensor | PartWriter] = field(default_factory=dict)
     meta: dict[str, float | int | str] = field(default_factory=dict)
+    # the host message the parts are views of, while its checksum is still unverified: a
+    # codec that ``checks_own_copy`` verifies it as it copies its part (``wire.copy_part``)
+    unverified: bytearray | None = None
 
     def materialize(self) -> Payload:
         """Turn every ``PartWriter`` into a tensor (in place); returns self."""

@@ -2,8 +2,16 @@
 
 A large float32 host tensor is copied into the message and out of it by
 ``kernels/stream.py``: over the kernels' threads, with streamed stores, and on the way in
-checksummed a cached piece at a time (the message is not read again to checksum it).
-The receiver verifies the whole message before any value reaches ``out``.
+checksummed a cached piece at a time, both ways, so a message is read once to be
+written and once to be decoded:
+
+- encode: the CRC of each piece is taken from the cache as it is copied in;
+- decode into a large host ``out``: the message is opened unverified
+  (``Codec.checks_own_copy``) and ``wire.copy_part`` verifies it as it copies the values
+  out. A damaged message raises ``CorruptMessageError`` with ``out`` set to NaN.
+
+Elsewhere (small tensors, GPU tensors, no ``out``) the whole message is verified before
+any value is read.
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ from ..base import Codec, expect_part
 from ..kernels import stream
 from ..payload import PartWriter, Payload
 from ..state import CodecState
+from ..wire import copy_part
 
 
 def _bytes(t: torch.Tensor):
@@ -36,6 +45,7 @@ class Float32(Codec):
     decodes_on_device = True
     reads_device_messages = True
     carries_non_finite = True
+    verifies_while_copying = True
     codec_id = 1
     carrier = "values"
 
@@ -52,6 +62,9 @@ class Float32(Codec):
 
     def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None, shape: tuple = ()) -> torch.Tensor:
         values = expect_part(payload, "values", torch.float32, numel)
+        if payload.unverified is not None:  # decode left the check to this copy
+            copy_part(payload, "values", _bytes(out))
+            return out
         if out is None:
             return values.clone()
         if host_float32(out) and numel:

@@ -36,6 +36,10 @@ on the host from ``crc_math.multiply``.
   summed over the 8 planes, counts for each CRC bit how many set data bits flip it; the
   count's parity is the bit (``_block_planes``). The 8 products are int8 matrix products,
   which the tensor cores compute (``tl.dot``).
+
+On an H100 (``gpu-runs/bench_gpu.json``, commit e058f99) the planes kernel was the slower
+of the two on 100 MB and 1 GB, and so were the messages it checksummed, so ``"slicing"``
+is the default; ``gpu_bench`` times both.
 """
 
 from __future__ import annotations

@@ -280,15 +280,21 @@ def layout(parts, start: int, end: int) -> list[int]:
     return offsets
 
 
-def unpack(message) -> tuple[dict, Payload]:
+def unpack(message, verify: bool = True) -> tuple[dict, Payload]:
     """Check and split a message into its header dict and payload.
 
     The header dict has ``codec_id``, ``digest``, ``dtype`` and ``shape``. Raises
     ``CorruptMessageError`` for a bad checksum, truncation, extra bytes or a malformed
     header. The parts alias the message buffer (a uint8 tensor's parts are views of it, on
     its device: ``tensor_message``).
+
+    ``verify=False`` (a host message): the checksum is left to the caller, which copies
+    the payload's parts out with ``checked_copy.copy_part`` (``payload.unverified`` is
+    the message until then); the header is still checked as it is read.
     """
     if isinstance(message, torch.Tensor):
+        if not verify:
+            raise ValueError("unpack(verify=False) takes a host message (bytes or bytearray), got a tensor")
         from . import tensor_message
         return tensor_message.unpack(message)
     if not isinstance(message, bytearray):
@@ -298,10 +304,10 @@ def unpack(message) -> tuple[dict, Payload]:
         raise CorruptMessageError(f"message of {n} bytes is shorter than the minimal frame")
     end = n - TRAILER.size
     (stored,) = TRAILER.unpack_from(message, end)
-    if checksum(memoryview(message)[:end]) != stored:
+    if verify and checksum(memoryview(message)[:end]) != stored:
         raise CorruptMessageError(f"checksum mismatch in a message of {n} bytes")
     codec_id, digest, dtype, shape, meta, parts, _, pos = read_header(message, end)
-    payload = Payload(meta=meta)
+    payload = Payload(meta=meta, unverified=None if verify else message)
     for (name, part_dtype, numel), off in zip(parts, layout(parts, pos, end)):
         if name in payload.parts:
             raise CorruptMessageError(f"part {name!r} appears twice")

@@ -1,0 +1,62 @@
+"""One large part of a host message copied out while the message's checksum is verified,
+in one pass over the message.
+
+``format.unpack`` verifies a message's CRC-32C before any part is read, so decoding a
+message of one large part (fp32's values) reads it twice: once to verify it, once to copy
+the part out. A codec that copies such a part asks ``Codec.decode`` to open the message
+unverified (``Codec.checks_own_copy``) and copies it with ``copy_part``:
+
+1. the part is streamed into ``dst`` a cached piece at a time, each piece's CRC computed
+   while it is in the cache (``kernels/stream.py``);
+2. that CRC is joined with those of the bytes before and after the part (the header, any
+   padding: ``checksum._around``) into the CRC of the message body;
+3. the body's CRC is compared with the trailer. On a mismatch ``dst`` is overwritten with
+   0xFF bytes (NaN as float32) before ``CorruptMessageError`` is raised, so no value of a
+   damaged message stays in the caller's buffer.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import CorruptMessageError
+from ..kernels import crc as compiled
+from ..kernels import stream
+from ..payload import Payload
+from .checksum import _around
+from .format import TRAILER
+
+
+def worth_it(nbytes: int) -> bool:
+    """Whether ``copy_part`` verifies a part of ``nbytes`` as it copies it (a large part on a
+    CPU with the CRC instruction); a codec opens a message unverified only then."""
+    return compiled.HARDWARE and stream.worth_streaming(nbytes)
+
+
+def copy_part(payload: Payload, name: str, dst: np.ndarray) -> None:
+    """``dst[:] =`` the bytes of ``payload``'s part ``name`` (a view of the unverified host
+    message ``payload.unverified``), verifying the message's checksum in the same pass;
+    ``payload.unverified`` is None afterwards. ``CorruptMessageError`` (``dst`` all 0xFF)
+    when the checksum does not match."""
+    message = payload.unverified
+    if message is None:
+        raise ValueError(f"payload part {name!r}: the message was verified already, copy it plainly")
+    part = payload.parts[name]
+    body = np.frombuffer(message, dtype=np.uint8)
+    end = body.size - TRAILER.size
+    offset = part.data_ptr() - body.ctypes.data if part.numel() else 0
+    nbytes = part.numel() * part.element_size()
+    if not 0 <= offset <= offset + nbytes <= end or dst.size != nbytes:
+        raise ValueError(f"part {name!r} ({nbytes} bytes at {offset}) is not within the message body of {end} "
+                         f"bytes, or dst holds {dst.size} bytes")
+    crc = stream.copy(body[offset:offset + nbytes], dst, checksum=True) if worth_it(nbytes) else None
+    if crc is None:  # not streamed: the body is verified first, then copied
+        computed = _around(message, end, [])
+        if computed == TRAILER.unpack_from(message, end)[0]:
+            np.copyto(dst, body[offset:offset + nbytes])
+    else:
+        computed = _around(message, end, [(offset, nbytes, crc)])
+    payload.unverified = None
+    if computed != TRAILER.unpack_from(message, end)[0]:
+        dst.fill(0xFF)
+        raise CorruptMessageError(f"checksum mismatch in a message of {body.size} bytes")

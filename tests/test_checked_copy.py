@@ -1,0 +1,100 @@
+"""fp32's decode into a large host ``out`` verifies the message as it copies the values out
+(``wire/checked_copy.py``): the same values as before, and a damaged message raises with
+``out`` set to NaN; small messages are still verified before any value is read."""
+
+import numpy as np
+import pytest
+import torch
+
+from thinwire.codecs import CodecState, CorruptMessageError, make_codec
+from thinwire.codecs.kernels import crc, stream
+from thinwire.codecs.wire import checked_copy, format as wire_format
+
+LARGE = (stream.STREAM_MIN_BYTES // 4) + 1001  # values: streamed, an odd tail
+needs_crc = pytest.mark.skipif(not crc.HARDWARE, reason="the streamed copy checksums only with the CRC instruction")
+
+
+def _message(n: int, seed: int = 0):
+    x = torch.randn(n, generator=torch.Generator().manual_seed(seed))
+    return x, make_codec("fp32").encode(x, CodecState(0), "x")
+
+
+@needs_crc
+def test_large_decode_reads_the_message_once_and_matches(monkeypatch):
+    x, message = _message(LARGE)
+    whole = []
+    monkeypatch.setattr(wire_format, "checksum", lambda view: whole.append(len(view)) or 0)
+    out = torch.empty_like(x)
+    assert make_codec("fp32").decode(message, CodecState(0), "x", out=out) is out
+    assert torch.equal(out, x) and whole == []  # not checked by unpack: by the copy
+
+
+@needs_crc
+@pytest.mark.parametrize("where", ["first value", "values middle", "last value", "trailer"])
+def test_damaged_large_message_raises_and_leaves_nan(where):
+    x, message = _message(LARGE, 1)
+    first = len(message) - 4 - 4 * LARGE
+    at = {"first value": first, "values middle": len(message) // 2, "last value": len(message) - 5,
+          "trailer": len(message) - 1}[where]
+    message[at] ^= 0x10
+    out = torch.zeros_like(x)
+    with pytest.raises(CorruptMessageError, match="checksum mismatch"):
+        make_codec("fp32").decode(message, CodecState(0), "x", out=out)
+    assert (out.view(torch.int32) == -1).all()  # every byte 0xFF: NaN, no value of the message
+
+
+@needs_crc
+def test_damaged_header_is_refused_before_any_value_is_written():
+    x, message = _message(LARGE, 6)
+    message[4] ^= 1  # the codec's parameter digest
+    out = torch.full_like(x, 7.0)
+    with pytest.raises(CorruptMessageError):
+        make_codec("fp32").decode(message, CodecState(0), "x", out=out)
+    assert (out == 7.0).all()
+
+
+def test_small_message_is_verified_before_any_value_is_read():
+    x, message = _message(1000, 2)
+    message[100] ^= 1
+    out = torch.full_like(x, 7.0)
+    with pytest.raises(CorruptMessageError, match="checksum mismatch"):
+        make_codec("fp32").decode(message, CodecState(0), "x", out=out)
+    assert (out == 7.0).all()
+
+
+@needs_crc
+def test_without_out_and_as_bytes_the_message_is_verified_first():
+    x, message = _message(LARGE, 3)
+    assert torch.equal(make_codec("fp32").decode(bytes(message)), x)
+    message[40] ^= 1
+    with pytest.raises(CorruptMessageError, match="checksum mismatch"):
+        make_codec("fp32").decode(message)
+
+
+@pytest.mark.parametrize("damaged", [False, True])
+def test_copy_part_unstreamed_verifies_before_copying(damaged):
+    x, message = _message(300, 4)
+    if damaged:
+        message[50] ^= 4
+    _, payload = wire_format.unpack(message, verify=False)
+    assert payload.unverified is message
+    dst = np.zeros(1200, np.uint8)
+    if damaged:
+        with pytest.raises(CorruptMessageError):
+            checked_copy.copy_part(payload, "values", dst)
+        assert (dst == 0xFF).all()
+    else:
+        checked_copy.copy_part(payload, "values", dst)
+        assert np.array_equal(dst.view(np.float32), x.numpy())
+    assert payload.unverified is None
+    with pytest.raises(ValueError, match="verified already"):
+        checked_copy.copy_part(payload, "values", dst)
+
+
+def test_bad_arguments_are_refused():
+    _, message = _message(300, 5)
+    _, payload = wire_format.unpack(message, verify=False)
+    with pytest.raises(ValueError, match="dst holds 5 bytes"):
+        checked_copy.copy_part(payload, "values", np.zeros(5, np.uint8))
+    with pytest.raises(ValueError, match="takes a host message"):
+        wire_format.unpack(torch.frombuffer(message, dtype=torch.uint8), verify=False)
