@@ -9,9 +9,15 @@ side on a GPU by ``gpu_bench``'s ``crc_variants`` part, to find what bounds it.
 - ``gather``: the slicing tables held by each program as one [256, 16] tensor and looked up
   with ``tl.gather`` (which Triton may serve from shared memory) instead of loads from
   global memory; with 64 or 256 bytes per lane.
-- ``planes``: ``triton_crc``'s bit-plane kernel (``KERNEL = "planes"``: int8 matrix
-  products on the tensor cores, no lookups) as the library runs it, with 8 warps, and with
-  the block as 128 lanes of 128 bytes.
+- ``int32 offsets``: the library kernel with its per-byte offsets in int32 within a block
+  (one int64 pointer per block), and also reading each lane's 16 bytes a step as 4 words;
+  and either with the lanes' CRCs joined by computed products instead of the tree's
+  lookups (``lanes joined by shifts``, as the library's ``KERNEL = "shifted"``): compiled
+  for sm_90 by Triton 3.6, the library kernel makes 640 table loads per thread per block,
+  128 for its bytes and 512 for the tree.
+- ``planes``: a kernel with no lookups, the lanes' CRC bits as parities of int8 matrix
+  products of their bytes' bit planes on the tensor cores (``_block_planes``), with 4 and
+  8 warps, and with the block as 128 lanes of 128 bytes.
 - ``planes, copying``: the bit-plane kernel storing each block it loads into another
   buffer, so a message's copy and its CRC are one pass (reads n, writes n), beside
   ``copy then CRC`` (reads 2n, writes n).
@@ -45,7 +51,7 @@ if triton_crc.AVAILABLE:
     import triton
     import triton.language as tl
 
-    from thinwire.codecs.kernels.triton_crc import _join, _tree  # noqa: F401  (called by the kernels)
+    from thinwire.codecs.kernels.triton_crc import _join, _times, _tree  # noqa: F401  (called by the kernels)
 
     @triton.jit
     def _block_variant(message, n, pad, table, products, out, LANES: tl.constexpr, SEG: tl.constexpr,
@@ -87,7 +93,7 @@ if triton_crc.AVAILABLE:
     @triton.jit
     def _block_planes_copying(source, target, n, pad, planes, products, out, LANES: tl.constexpr,
                               SEG: tl.constexpr, LEVELS: tl.constexpr):
-        """``triton_crc._block_planes`` that also stores the block it loads from ``source``
+        """``_block_planes`` that also stores the block it loads from ``source``
         into ``target``."""
         block = tl.program_id(0).to(tl.int64)
         lane = tl.arange(0, LANES).to(tl.int64)
@@ -115,6 +121,102 @@ def planes_copying(source: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     _block_planes_copying[(blocks,)](source, target, n, blocks * triton_crc.BLOCK - n, planes, products, crcs,
                                      LANES=lanes, SEG=seg, LEVELS=lanes.bit_length() - 1)
     return _joined(crcs, n, triton_crc.BLOCK)
+
+
+if triton_crc.AVAILABLE:
+    @triton.jit
+    def _block_narrow(message, n, pad, slicing, products, out, LANES: tl.constexpr, SEG: tl.constexpr,
+                      LEVELS: tl.constexpr, WORDS: tl.constexpr, SHIFT: tl.constexpr):
+        """The library kernel with its per-byte offsets in int32 within the block (the block's
+        start is one int64 pointer), and with ``WORDS`` each lane's 16 bytes a step read as 4
+        little-endian int32 words (``message``, ``n`` and ``pad`` then count words), its bytes
+        taken out by shifts. ``SHIFT``: the lanes' CRCs joined without the tree (whose
+        product-table lookups, in the compiled kernel, outnumber the bytes' own lookups 4 to
+        1): each lane's CRC times x^(8 SEG (LANES - 1 - lane)), ``products`` holding those
+        constants, by ``_times``, then all xor-ed."""
+        block = tl.program_id(0).to(tl.int64)
+        UNIT: tl.constexpr = 4 if WORDS else 1
+        span = LANES * SEG // UNIT              # units per block
+        base = message + (block * span - pad)   # unit 0 of this block
+        lo = tl.maximum(pad - block * span, 0).to(tl.int32)         # units before the message
+        hi = tl.minimum(n + pad - block * span, span).to(tl.int32)  # units up to its end
+        lane = tl.arange(0, LANES)
+        j = tl.arange(0, 16)
+        crc = tl.zeros([LANES], dtype=tl.uint32)
+        for t in tl.static_range(0, SEG, 16):
+            if WORDS:
+                w = tl.arange(0, 4)
+                at = lane[:, None] * (SEG // 4) + t // 4 + w[None, :]
+                word = tl.load(base + at, mask=(at >= lo) & (at < hi), other=0).to(tl.uint32, bitcast=True)
+                word ^= tl.where(w[None, :] == 0, crc[:, None], 0)
+                b = tl.reshape((word[:, :, None] >> (8 * w)[None, None, :].to(tl.uint32)) & 255, [LANES, 16])
+            else:
+                at = lane[:, None] * SEG + t + j[None, :]
+                b = tl.load(base + at, mask=(at >= lo) & (at < hi), other=0).to(tl.uint32)
+                register = (crc[:, None] >> (8 * (j[None, :] & 3)).to(tl.uint32)) & 255
+                b ^= tl.where(j[None, :] < 4, register, 0)
+            effect = tl.load(slicing + (15 - j[None, :]) * 256 + b.to(tl.int32))
+            crc = tl.xor_sum(effect.to(tl.uint32, bitcast=True), axis=1)
+        if SHIFT:
+            crc = tl.xor_sum(_times(crc, tl.load(products + lane).to(tl.uint32, bitcast=True)), axis=0)
+            tl.store(out + block, crc.to(tl.int32, bitcast=True))
+        else:
+            crc = _tree(crc, products, LANES, LEVELS)
+            tl.store(out + block + tl.arange(0, 1), crc.to(tl.int32, bitcast=True))
+
+
+def narrow_crc(buffer: torch.Tensor, words: bool, shift: bool = False) -> torch.Tensor:
+    """The CRC-32C of ``buffer`` by ``_block_narrow`` (with ``words``, a buffer of a whole
+    number of words; with ``shift``, the lanes joined by ``_times``), joined as the library does."""
+    n, block = buffer.numel(), triton_crc.BLOCK
+    blocks = -(-n // block)
+    slicing, products, _ = triton_crc._tables(str(buffer.device), 1)
+    if shift:
+        products = triton_crc._lane_shifts(str(buffer.device))
+    crcs = torch.empty(blocks, dtype=torch.int32, device=buffer.device)
+    unit = 4 if words else 1
+    if words and n % 4:
+        raise ValueError(f"the words variant reads whole words, got {n} bytes")
+    source = buffer.view(torch.int32) if words else buffer
+    _block_narrow[(blocks,)](source, n // unit, (blocks * block - n) // unit, slicing, products, crcs,
+                             LANES=triton_crc.LANES, SEG=triton_crc.SEG, LEVELS=triton_crc.LANE_LEVELS, WORDS=words,
+                             SHIFT=shift)
+    return _joined(crcs, n, block)
+
+
+if triton_crc.AVAILABLE:
+    @triton.jit
+    def _block_planes(message, n, pad, planes, products, out, LANES: tl.constexpr, SEG: tl.constexpr,
+                      LEVELS: tl.constexpr):
+        """No lookups: a lane's raw CRC is linear in its bits over GF(2), so for the [LANES,
+        SEG] bytes of a block, bit plane k (bit k of every byte, as 0 or 1) times the
+        [SEG, 32] 0/1 matrix of what bit k at each position does to the CRC, summed over the
+        8 planes, counts for each CRC bit how many set data bits flip it; the count's parity
+        is the bit. The 8 products are int8 matrix products on the tensor cores (``tl.dot``)."""
+        block = tl.program_id(0).to(tl.int64)
+        lane = tl.arange(0, LANES).to(tl.int64)
+        i = tl.arange(0, SEG)
+        c = tl.arange(0, 32)
+        at = block * (LANES * SEG) + lane[:, None] * SEG + i[None, :] - pad
+        data = tl.load(message + at, mask=(at >= 0) & (at < n), other=0)
+        count = tl.zeros([LANES, 32], dtype=tl.int32)
+        for k in tl.static_range(8):
+            plane = ((data >> k) & 1).to(tl.int8)
+            count = tl.dot(plane, tl.load(planes + (k * SEG + i[:, None]) * 32 + c[None, :]), count,
+                           out_dtype=tl.int32)
+        crc = tl.xor_sum((count & 1).to(tl.uint32) << c[None, :].to(tl.uint32), axis=1)
+        crc = _tree(crc, products, LANES, LEVELS)
+        tl.store(out + block + tl.arange(0, 1), crc.to(tl.int32, bitcast=True))
+
+
+def bit_planes(seg: int) -> np.ndarray:
+    """8 x ``seg`` x 32 int8: entry [k, i, c] is bit c of the raw CRC of ``seg`` bytes that
+    are all zero but byte i, which is 1 << k."""
+    t0 = triton_crc.slicing_tables()[0].astype(np.int64)
+    register = t0[1 << np.arange(8)][:, None].repeat(seg, axis=1)  # [k, i]: after byte i itself
+    for i in range(seg - 2, -1, -1):  # byte i is followed by seg - 1 - i zero bytes
+        register[:, :i + 1] = (register[:, :i + 1] >> 8) ^ t0[register[:, :i + 1] & 255]
+    return ((register[:, :, None] >> np.arange(32)) & 1).astype(np.int8)
 
 
 def nibble_tables() -> np.ndarray:
@@ -184,7 +286,7 @@ def _nibble_tables(device: str) -> torch.Tensor:
 @functools.lru_cache(maxsize=None)
 def _plane_tables(device: str, lanes: int, seg: int) -> tuple[torch.Tensor, torch.Tensor]:
     products = triton_crc.product_tables([x_8n(seg << k) for k in range(lanes.bit_length() - 1)])
-    return (torch.from_numpy(triton_crc.bit_planes(seg)).to(device),
+    return (torch.from_numpy(bit_planes(seg)).to(device),
             torch.from_numpy(products.view(np.int32).copy()).to(device))
 
 
@@ -195,9 +297,8 @@ def planes_crc(buffer: torch.Tensor, lanes: int = 256, seg: int = 64, warps: int
     blocks = -(-n // block)
     planes, products = _plane_tables(str(buffer.device), lanes, seg)
     crcs = torch.empty(blocks, dtype=torch.int32, device=buffer.device)
-    triton_crc._block_planes[(blocks,)](buffer, n, blocks * block - n, planes, products, crcs, 0, crcs,
-                                        LANES=lanes, SEG=seg, LEVELS=lanes.bit_length() - 1, FINAL=False,
-                                        STORE=False, num_warps=warps)
+    _block_planes[(blocks,)](buffer, n, blocks * block - n, planes, products, crcs, LANES=lanes, SEG=seg,
+                             LEVELS=lanes.bit_length() - 1, num_warps=warps)
     return _joined(crcs, n, block)
 
 
@@ -233,7 +334,12 @@ def variants(nbytes: int, seconds, device: str) -> list[dict]:
             "nibble tables": lambda: nibble_crc(buffer),
             "gather, 64 bytes per lane": lambda: gather_crc(buffer, 256, 64),
             "gather, 256 bytes per lane": lambda: gather_crc(buffer, 64, 256),
-            "planes (library, 4 warps)": lambda: _library(buffer, "planes"),
+            "int32 offsets": lambda: narrow_crc(buffer, False),
+            "int32 offsets, 4-byte words": lambda: narrow_crc(buffer, True),
+            "int32 offsets, lanes joined by shifts": lambda: narrow_crc(buffer, False, True),
+            "4-byte words, lanes joined by shifts": lambda: narrow_crc(buffer, True, True),
+            "library, lanes joined by shifts": lambda: _library(buffer, "shifted"),
+            "planes (4 warps)": lambda: planes_crc(buffer, 256, 64, 4),
             "planes, 8 warps": lambda: planes_crc(buffer, 256, 64, 8),
             "planes, 128 lanes x 128 bytes": lambda: planes_crc(buffer, 128, 128, 4),
             "planes, copying": lambda: planes_copying(buffer, message),

@@ -91,7 +91,23 @@ def test_the_gpu_benchmark_runs_its_codecs_through_the_device_paths_on_the_cpu(m
     tables = run.gpu_tables({**doc, "device_messages": kept})
     n = 12 * len(kernels)
     assert "Messages kept on the device" in tables["gpu_codecs"] and f"{n} of {n} rows;" in tables["gpu_codecs"]
-    assert re.search(r"with the planes kernel, \d+ of 12 rows meet 0\.5", tables["gpu_codecs"])
+    assert all(re.search(rf"with the {k} kernel, \d+ of 12 rows meet 0\.5", tables["gpu_codecs"]) for k in kernels)
+
+
+def test_the_crc_variants_bit_planes_are_the_crcs_of_single_bits():
+    """Plane k, row i, column c: bit c of the raw CRC of seg zero bytes but byte i = 1 << k
+    (the raw CRC: zero initial register, no final xor, as crc32c of the bytes undoes)."""
+    import crc32c
+    import numpy as np
+    import crc_variants
+    for seg in (16, 64):
+        planes = crc_variants.bit_planes(seg)
+        assert planes.shape == (8, seg, 32) and set(np.unique(planes)) <= {0, 1}
+        for k, i in ((0, 0), (7, seg - 1), (3, seg // 2)):
+            data = bytearray(seg)
+            data[i] = 1 << k
+            raw = crc32c.crc32c(bytes(data)) ^ crc32c.crc32c(bytes(seg))  # the all-ones terms cancel
+            assert sum(int(b) << c for c, b in enumerate(planes[k, i])) == raw, (seg, k, i)
 
 
 def test_the_kept_gpu_results_name_where_each_part_was_measured():

@@ -71,15 +71,15 @@ for n in (1, 3_001, 9_000):
     moved = wire.pack(1, 0xABC, torch.float32, (n,), payload, torch.empty(0, dtype=torch.uint8))
     assert bytes(moved.numpy()) == bytes(host), n
 assert tensor_message.DEVICE_CRC_FAILURE is None
-# the bit-plane kernel: the same CRCs, one block or joined, and the trailer it writes
-triton_crc.KERNEL = "planes"
+# the lanes joined by shifts: the same CRCs, one block or joined, and the trailer it writes
+triton_crc.KERNEL = "shifted"
 for n in [0, 1, 63, 64, 65, B - 1, B, B + 1, 3 * B + 7]:
     data = rng.integers(0, 256, n, dtype=np.uint8)
     trailer = torch.full((4,), 7, dtype=torch.uint8)
     got = triton_crc.crc32c_tensor(torch.from_numpy(data), trailer if n else None)
     want = crc32c.crc32c(data.tobytes())
-    assert int(got.item()) & 0xFFFFFFFF == want, ("planes", n)
-    assert not n or int.from_bytes(bytes(trailer.numpy()), "little") == want, ("planes trailer", n)
+    assert int(got.item()) & 0xFFFFFFFF == want, ("shifted", n)
+    assert not n or int.from_bytes(bytes(trailer.numpy()), "little") == want, ("shifted trailer", n)
 triton_crc.KERNEL = "neither"
 try:
     triton_crc.crc32c(torch.zeros(5, dtype=torch.uint8))
@@ -113,19 +113,16 @@ def test_the_tables_multiply_as_crc_math_does():
         assert crc_math.multiply(crc_math.x_8n(n), a) ^ b == crc_math.combine(a, b, n)
 
 
-def test_the_bit_planes_are_the_crcs_of_single_bits():
-    """Plane k, row i, column c: bit c of the raw CRC of seg zero bytes but byte i = 1 << k
-    (the raw CRC: zero initial register, no final xor, as crc32c of the bytes undoes)."""
-    import crc32c
-    import numpy as np
-    for seg in (16, 64):
-        planes = triton_crc.bit_planes(seg)
-        assert planes.shape == (8, seg, 32) and set(np.unique(planes)) <= {0, 1}
-        for k, i in ((0, 0), (7, seg - 1), (3, seg // 2)):
-            data = bytearray(seg)
-            data[i] = 1 << k
-            raw = crc32c.crc32c(bytes(data)) ^ crc32c.crc32c(bytes(seg))  # the all-ones terms cancel
-            assert sum(int(b) << c for c, b in enumerate(planes[k, i])) == raw, (seg, k, i)
+def test_the_lane_shifts_move_a_lane_to_the_end_of_its_block():
+    """Lane l's constant is x^(8 SEG (LANES - 1 - l)): what ``combine`` multiplies by to
+    append the bytes of the lanes after it."""
+    import torch
+    shifts = triton_crc._lane_shifts("cpu").numpy().view("uint32")
+    lanes, seg = triton_crc.LANES, triton_crc.SEG
+    assert len(shifts) == lanes and shifts[-1] == 1 << 31  # the last lane: x^0
+    for lane in (0, 1, lanes // 2):
+        a = 0x1234567 * (lane + 1) & 0xFFFFFFFF
+        assert crc_math.multiply(int(shifts[lane]), a) == crc_math.combine(a, 0, seg * (lanes - 1 - lane))
 
 
 def test_bad_buffers_name_what_is_allowed():

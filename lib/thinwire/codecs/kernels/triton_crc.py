@@ -27,19 +27,19 @@ Multiplying by a constant K is linear in the other factor, so it is four lookups
 byte of the register, in K's 4 x 256 table (``_mul``). Every table is made once per device
 on the host from ``crc_math.multiply``.
 
-``KERNEL`` picks how step 1 finds the lanes' CRCs:
+``KERNEL`` picks how step 1 joins its lanes' CRCs into the block's:
 
-- ``"slicing"``: the table lookups above, one per byte;
-- ``"planes"``: no lookups. A lane's raw CRC is linear in its bits over GF(2), so for the
-  [``LANES``, ``SEG``] bytes of a block, bit plane k (bit k of every byte, as 0 or 1)
-  times the [``SEG``, 32] 0/1 matrix of what bit k at each position does to the CRC,
-  summed over the 8 planes, counts for each CRC bit how many set data bits flip it; the
-  count's parity is the bit (``_block_planes``). The 8 products are int8 matrix products,
-  which the tensor cores compute (``tl.dot``).
+- ``"slicing"``: the tree above, each level's products by table lookups (``_tree``);
+- ``"shifted"``: each lane's CRC multiplied by x^(8 SEG (LANES - 1 - lane)), the lanes'
+  constants held in one table of ``LANES`` words, by 32 conditional xors (``_times``, no
+  lookups), and the products xor-ed together. Compiled for sm_90 (Triton 3.6) the tree
+  makes four times as many table loads per thread as the bytes' own lookups, and the
+  shifted join a quarter as many as the tree; ``gpu_bench`` times both kernels, and
+  ``"slicing"`` stays the default until a GPU has measured the other faster.
 
-On an H100 (``gpu-runs/bench_gpu.json``, commit e058f99) the planes kernel was the slower
-of the two on 100 MB and 1 GB, and so were the messages it checksummed, so ``"slicing"``
-is the default; ``gpu_bench`` times both.
+A kernel whose lanes' CRCs are parities of int8 matrix products on the tensor cores (no
+lookups at all) measured slower than ``"slicing"`` on an H100 and lives among
+``benchmarks/crc_variants.py``'s variants.
 """
 
 from __future__ import annotations
@@ -57,8 +57,8 @@ LANES, SEG = 256, 64           # one program: 256 lanes x 64 contiguous bytes
 BLOCK = LANES * SEG            # 16 KiB
 LANE_LEVELS = LANES.bit_length() - 1
 JOIN_LEVELS = 10               # one program of ``_join`` joins up to 2^10 CRCs
-KERNEL = "slicing"             # step 1's kernel: "slicing" (table lookups) or "planes" (bit planes)
-KERNELS = ("slicing", "planes")
+KERNEL = "slicing"             # step 1's join of its lanes: "slicing" (a tree) or "shifted"
+KERNELS = ("slicing", "shifted")
 
 
 def slicing_tables() -> np.ndarray:
@@ -72,16 +72,6 @@ def slicing_tables() -> np.ndarray:
     for k in range(1, 16):
         t[k] = (t[k - 1] >> 8) ^ t[0][t[k - 1] & 0xFF]
     return t.astype(np.uint32)
-
-
-def bit_planes(seg: int = SEG) -> np.ndarray:
-    """8 x ``seg`` x 32 int8: entry [k, i, c] is bit c of the raw CRC of ``seg`` bytes that
-    are all zero but byte i, which is 1 << k."""
-    t0 = slicing_tables()[0].astype(np.int64)
-    register = t0[1 << np.arange(8)][:, None].repeat(seg, axis=1)  # [k, i]: after byte i itself
-    for i in range(seg - 2, -1, -1):  # byte i is followed by seg - 1 - i zero bytes
-        register[:, :i + 1] = (register[:, :i + 1] >> 8) ^ t0[register[:, :i + 1] & 255]
-    return ((register[:, :, None] >> np.arange(32)) & 1).astype(np.int8)
 
 
 def product_tables(constants: list[int]) -> np.ndarray:
@@ -103,8 +93,11 @@ def _tables(device: str, block_levels: int) -> tuple[torch.Tensor, torch.Tensor,
 
 
 @functools.lru_cache(maxsize=None)
-def _planes(device: str) -> torch.Tensor:
-    return torch.from_numpy(bit_planes()).to(device)
+def _lane_shifts(device: str) -> torch.Tensor:
+    """x^(8 SEG (LANES - 1 - lane)) mod the polynomial for each lane, as int32 bits: what
+    moves a lane's CRC to the end of its block (``"shifted"``)."""
+    shifts = np.array([x_8n(SEG * (LANES - 1 - lane)) for lane in range(LANES)], np.uint32)
+    return torch.from_numpy(shifts.view(np.int32).copy()).to(device)
 
 
 @functools.lru_cache(maxsize=64)
@@ -133,8 +126,22 @@ if AVAILABLE:  # the kernels are compiled for the device of their first buffer
         return crc
 
     @triton.jit
+    def _times(a, b):
+        """a * b mod the polynomial for uint32 tensors in the reflected order CRCs are kept
+        in (``crc_math.multiply``): 32 conditional xors, no lookups."""
+        product = tl.zeros_like(a)
+        poly = tl.full(b.shape, 0x82F63B78, tl.uint32)  # crc_math.POLY
+        for i in tl.static_range(32):
+            product ^= tl.where(((a >> (31 - i)) & 1) != 0, b, 0)
+            b = (b >> 1) ^ tl.where((b & 1) != 0, poly, 0)
+        return product
+
+    @triton.jit
     def _block_crcs(message, n, pad, slicing, products, out, ones, trailer, LANES: tl.constexpr,
-                    SEG: tl.constexpr, LEVELS: tl.constexpr, FINAL: tl.constexpr, STORE: tl.constexpr):
+                    SEG: tl.constexpr, LEVELS: tl.constexpr, FINAL: tl.constexpr, STORE: tl.constexpr,
+                    SHIFTED: tl.constexpr):
+        """Step 1; ``SHIFTED``: the lanes joined by ``_times`` with ``products`` holding each
+        lane's x^(8 SEG (LANES - 1 - lane)), else by the tree."""
         block = tl.program_id(0).to(tl.int64)
         lane = tl.arange(0, LANES).to(tl.int64)
         j = tl.arange(0, 16)
@@ -147,26 +154,11 @@ if AVAILABLE:  # the kernels are compiled for the device of their first buffer
             mixed = b ^ tl.where(j[None, :] < 4, register, 0)
             effect = tl.load(slicing + (15 - j[None, :]) * 256 + mixed.to(tl.int32)).to(tl.uint32, bitcast=True)
             crc = tl.xor_sum(effect, axis=1)
-        crc = _tree(crc, products, LANES, LEVELS)
-        _finish(crc, out + block, ones, trailer, FINAL, STORE)
-
-    @triton.jit
-    def _block_planes(message, n, pad, planes, products, out, ones, trailer, LANES: tl.constexpr,
-                      SEG: tl.constexpr, LEVELS: tl.constexpr, FINAL: tl.constexpr, STORE: tl.constexpr):
-        """Step 1 by bit planes: the block as [LANES, SEG] bytes, each lane's CRC bits the
-        parities of the 8 planes' products with their matrices."""
-        block = tl.program_id(0).to(tl.int64)
-        lane = tl.arange(0, LANES).to(tl.int64)
-        i = tl.arange(0, SEG)
-        c = tl.arange(0, 32)
-        at = block * (LANES * SEG) + lane[:, None] * SEG + i[None, :] - pad
-        data = tl.load(message + at, mask=(at >= 0) & (at < n), other=0)
-        count = tl.zeros([LANES, 32], dtype=tl.int32)
-        for k in tl.static_range(8):
-            plane = ((data >> k) & 1).to(tl.int8)
-            count = tl.dot(plane, tl.load(planes + (k * SEG + i[:, None]) * 32 + c[None, :]), count, out_dtype=tl.int32)
-        crc = tl.xor_sum((count & 1).to(tl.uint32) << c[None, :].to(tl.uint32), axis=1)
-        crc = _tree(crc, products, LANES, LEVELS)
+        if SHIFTED:
+            shifts = tl.load(products + tl.arange(0, LANES)).to(tl.uint32, bitcast=True)
+            crc = tl.xor_sum(tl.reshape(_times(crc, shifts), [1, LANES]), axis=1)
+        else:
+            crc = _tree(crc, products, LANES, LEVELS)
         _finish(crc, out + block, ones, trailer, FINAL, STORE)
 
     @triton.jit
@@ -224,11 +216,11 @@ def crc32c_tensor(buffer: torch.Tensor, trailer: torch.Tensor | None = None) -> 
     final = blocks == 1
     if KERNEL not in KERNELS:
         raise ValueError(f"triton_crc.KERNEL must be one of {KERNELS}, got {KERNEL!r}")
-    kernel, table = ((_block_crcs, slicing) if KERNEL == "slicing"
-                     else (_block_planes, _planes(str(buffer.device))))
-    kernel[(blocks,)](buffer, n, blocks * BLOCK - n, table, lane_products, crcs, ones,
-                      trailer if store else crcs, LANES=LANES, SEG=SEG, LEVELS=LANE_LEVELS,
-                      FINAL=final, STORE=store and final)
+    shifted = KERNEL == "shifted"
+    _block_crcs[(blocks,)](buffer, n, blocks * BLOCK - n, slicing,
+                           _lane_shifts(str(buffer.device)) if shifted else lane_products, crcs, ones,
+                           trailer if store else crcs, LANES=LANES, SEG=SEG, LEVELS=LANE_LEVELS,
+                           FINAL=final, STORE=store and final, SHIFTED=shifted)
     level = 0  # each CRC in crcs now covers BLOCK << level bytes
     while crcs.numel() > 1:
         m = crcs.numel()
