@@ -91,6 +91,18 @@ def test_copy_part_unstreamed_verifies_before_copying(damaged):
         checked_copy.copy_part(payload, "values", dst)
 
 
+@needs_crc
+def test_decompress_of_an_unverified_payload_without_out_verifies_it():
+    x, message = _message(LARGE, 7)
+    _, payload = wire_format.unpack(message, verify=False)
+    assert torch.equal(make_codec("fp32").decompress(payload, LARGE, CodecState(0), "x"), x)
+    assert payload.unverified is None
+    message[-9] ^= 1
+    _, payload = wire_format.unpack(message, verify=False)
+    with pytest.raises(CorruptMessageError):
+        make_codec("fp32").decompress(payload, LARGE, CodecState(0), "x")
+
+
 def test_bad_arguments_are_refused():
     _, message = _message(300, 5)
     _, payload = wire_format.unpack(message, verify=False)

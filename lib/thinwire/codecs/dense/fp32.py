@@ -63,8 +63,9 @@ class Float32(Codec):
     def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None, shape: tuple = ()) -> torch.Tensor:
         values = expect_part(payload, "values", torch.float32, numel)
         if payload.unverified is not None:  # decode left the check to this copy
-            copy_part(payload, "values", _bytes(out))
-            return out
+            target = out if out is not None else torch.empty(numel, dtype=torch.float32)
+            copy_part(payload, "values", _bytes(target))
+            return target
         if out is None:
             return values.clone()
         if host_float32(out) and numel:
