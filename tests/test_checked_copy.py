@@ -44,13 +44,25 @@ def test_damaged_large_message_raises_and_leaves_nan(where):
 
 
 @needs_crc
-def test_damaged_header_is_refused_before_any_value_is_written():
+def test_damaged_header_is_a_corrupt_message_not_a_wrong_out():
+    """Every bit flip in the header (digest, dtype, shape...) is a ``CorruptMessageError``,
+    also where the damaged header no longer fits ``out`` (checked before that is said)."""
     x, message = _message(LARGE, 6)
-    message[4] ^= 1  # the codec's parameter digest
-    out = torch.full_like(x, 7.0)
-    with pytest.raises(CorruptMessageError):
-        make_codec("fp32").decode(message, CodecState(0), "x", out=out)
-    assert (out == 7.0).all()
+    first = len(message) - 4 - 4 * LARGE
+    for at in range(first):
+        for bit in (1, 0x10, 0x80):
+            damaged = bytearray(message)
+            damaged[at] ^= bit
+            out = torch.full_like(x, 7.0)
+            with pytest.raises(CorruptMessageError):
+                make_codec("fp32").decode(damaged, CodecState(0), "x", out=out)
+            assert (out == 7.0).all() or (out.view(torch.int32) == -1).all(), (at, bit)
+
+
+def test_a_wrong_out_for_a_sound_message_is_a_value_error():
+    x, message = _message(LARGE, 8)
+    with pytest.raises(ValueError, match="out must be contiguous"):
+        make_codec("fp32").decode(message, CodecState(0), "x", out=torch.empty(LARGE + 1))
 
 
 def test_small_message_is_verified_before_any_value_is_read():

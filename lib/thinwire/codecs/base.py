@@ -176,6 +176,8 @@ class Codec(ABC):
         flat_out = None
         if out is not None:
             if tuple(out.shape) != shape or out.dtype != header["dtype"] or not out.is_contiguous():
+                if deferred:  # a damaged header is a damaged message, not a wrong out
+                    wire.verify(message)
                 raise ValueError(f"out must be contiguous {header['dtype']} of shape {shape}, "
                                  f"got {out.dtype} {tuple(out.shape)}")
             flat_out = (out.view(-1) if out.dtype == torch.float32 and (out.device.type == "cpu" or self.decodes_on_device)

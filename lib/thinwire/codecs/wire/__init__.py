@@ -3,6 +3,6 @@ a large part copied out of a message as the checksum is verified (``checked_copy
 
 from .checked_copy import copy_part
 from .checksum import checksum
-from .format import DTYPE_CODES, DTYPES, MAGIC, NAMES, Message, measure, name_bytes, pack, unpack
+from .format import DTYPE_CODES, DTYPES, MAGIC, NAMES, Message, measure, name_bytes, pack, unpack, verify
 
-__all__ = ["DTYPE_CODES", "DTYPES", "MAGIC", "NAMES", "Message", "checksum", "copy_part", "measure", "name_bytes", "pack", "unpack"]
+__all__ = ["DTYPE_CODES", "DTYPES", "MAGIC", "NAMES", "Message", "checksum", "copy_part", "measure", "name_bytes", "pack", "unpack", "verify"]

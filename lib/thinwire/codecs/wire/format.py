@@ -316,6 +316,17 @@ def unpack(message, verify: bool = True) -> tuple[dict, Payload]:
     return {"codec_id": codec_id, "digest": digest, "dtype": dtype, "shape": shape}, payload
 
 
+def verify(message) -> None:
+    """``CorruptMessageError`` unless a host message's checksum matches its trailer (for a
+    message opened with ``unpack(verify=False)`` that is refused before its copy)."""
+    n = len(message)
+    if n < FIXED.size + TRAILER.size:
+        raise CorruptMessageError(f"message of {n} bytes is shorter than the minimal frame")
+    (stored,) = TRAILER.unpack_from(message, n - TRAILER.size)
+    if checksum(memoryview(message)[:n - TRAILER.size]) != stored:
+        raise CorruptMessageError(f"checksum mismatch in a message of {n} bytes")
+
+
 def measure(message) -> tuple[int, int]:
     """(payload bytes, framing bytes) of a message, read from its header; the two add up
     to ``len(message)``. The checksum is not verified here (decoding does that)."""
