@@ -31,6 +31,9 @@ paper profiles' speed on one GPU, and the DDP hook under NCCL.
    that tell what bounds it, over the bytes of the fp32 message of 25M values.
 7. **Message overhead**: encode and decode of small message tensors (4,096 and 1M values),
    seconds per call and the CUDA runtime calls and kernels each makes.
+8. **Quantize kernels** (``kernels/triton_uniform.py``): min-max quantization's messages
+   kept on the device, as in part 5, with torch's operations and with the Triton kernels
+   (``triton_uniform.KERNELS``), each message compared with the host's.
 
 ``python benchmarks/gpu_bench.py [FILE] [--only=PART,...]`` updates ``FILE``
 (``gpu-runs/bench_gpu.json``) with the parts it runs; ``THINWIRE_COMMIT`` names the code
@@ -64,6 +67,7 @@ SPECS = ["fp32", "fp16", "bf16", "quantize(bits=8)", "quantize(bits=4)", "quanti
 SAME_BYTES_ALSO = ["binquant(bits=5, coder='huffman')", "binquant(bits=12, coder='ans')", "ef(topk(ratio=0.01))"]
 TARGET = 0.5
 HOOK_CODECS = ("fp32", "ef(topk(ratio=0.01))", "quantize(bits=8)")
+QUANTIZE_SPECS = ["quantize(bits=8)", "quantize(bits=4)", "quantize(bits=1)"]
 OVERHEAD_CODECS = ("fp32", "quantize(bits=8)", "topk(ratio=0.01)", "graddrop(ratio=0.99)")
 DEVICE = "cuda"  # ``--dry-run``: "cpu", the device paths forced (kernels/device.py), tiny sizes
 
@@ -324,6 +328,20 @@ def message_overhead(sizes=(4_096, 1_000_000), specs=OVERHEAD_CODECS, calls: int
     return rows
 
 
+def quantize_kernels(sizes=SIZES) -> list[dict]:
+    """Part 8: ``QUANTIZE_SPECS``' messages kept on the device with each of
+    ``triton_uniform.KERNELS``."""
+    from thinwire.codecs.kernels import triton_uniform
+    rows = []
+    for kernel in triton_uniform.KERNELS:
+        before, triton_uniform.KERNEL = triton_uniform.KERNEL, kernel
+        try:
+            rows += [{**r, "quantize_kernel": kernel} for r in codecs(sizes, QUANTIZE_SPECS, kept_on_device=True)]
+        finally:
+            triton_uniform.KERNEL = before
+    return rows
+
+
 def crc_variant_rows(nbytes: int) -> list[dict]:
     """``crc_variants.py``'s block kernels side by side over ``nbytes`` bytes."""
     sys.path.insert(0, str(Path(__file__).parent))
@@ -332,7 +350,8 @@ def crc_variant_rows(nbytes: int) -> list[dict]:
 
 
 PARTS = ("same_bytes", "hook_nccl", "codecs", "paper", "device_crc", "device_messages", "crc_variants",
-         "message_overhead")
+         "message_overhead", "quantize_kernels")
+NOT_YET_RUN = ("quantize_kernels",)  # parts no GPU has run yet: gpu-runs/bench_gpu.json lacks them
 
 
 def run(save, doc: dict, parts=PARTS, steps: int = 30, hook_steps: int = 600, sizes=SIZES,
@@ -354,7 +373,8 @@ def run(save, doc: dict, parts=PARTS, steps: int = 30, hook_steps: int = 600, si
             "hook_nccl": lambda: hook_nccl(hook_steps), "codecs": lambda: codecs(sizes),
             "device_crc": lambda: device_crc(sizes), "device_messages": lambda: device_messages(sizes),
             "crc_variants": lambda: crc_variant_rows(sizes[0] * 4 if DEVICE == "cuda" else 20_000),
-            "message_overhead": lambda: message_overhead((4_096, min(1_000_000, sizes[0])))}
+            "message_overhead": lambda: message_overhead((4_096, min(1_000_000, sizes[0]))),
+            "quantize_kernels": lambda: quantize_kernels(sizes)}
     # the part that runs torch.profiler goes last: no other part is timed in a process that has run it
     parts = sorted(parts, key=lambda part: part == "message_overhead")
     for part in parts:

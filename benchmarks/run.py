@@ -157,6 +157,15 @@ EARLIER_PAPER_RUNS = (("paper_previous", "GPU outs decoded on the host"),
                       ("paper_host_messages", "decoded on the GPU, messages in host memory"))
 
 
+def _kept_table(rows: list[dict], column: str, value) -> list[str]:
+    """Markdown rows of messages kept on the device, with ``column`` (``value(row)``)."""
+    return ["| codec | values | " + column + " | payload bytes | encode ms | decode ms | add pass ms "
+            "| fraction of the add pass |", "|---|---|---|---|---|---|---|---|",
+            *(f"| {r['codec']} | {r['values']:,} | {value(r)} | {r['payload']:,} | {r['encode_s'] * 1e3:.2f} | "
+              f"{r['decode_s'] * 1e3:.2f} | {r['add_pass_s'] * 1e3:.3f} | "
+              f"{_target(r['fraction_of_add_pass'], r['target'])} |" for r in rows)]
+
+
 def gpu_tables(doc: dict) -> dict[str, str]:
     """Markdown for the README's GPU blocks, from ``gpu-runs/bench_gpu.json`` (``gpu_bench.py``)."""
     dev, stamps = doc["device"], doc.get("measured", {})
@@ -209,11 +218,7 @@ def gpu_tables(doc: dict) -> dict[str, str]:
         lines += ["", f"Messages kept on the device (`wire/tensor_message.py`, {stamp('device_messages')}), equal to "
                   f"the host's message byte for byte in {sum(r['equal_to_host'] for r in kept)} of {len(kept)} rows; "
                   f"the CRC kernel is `triton_crc.KERNEL` (the library's: {triton_crc.KERNEL}):\n",
-                  "| codec | values | CRC kernel | payload bytes | encode ms | decode ms | add pass ms | fraction of the add pass |",
-                  "|---|---|---|---|---|---|---|---|"]
-        lines += [f"| {r['codec']} | {r['values']:,} | {r.get('crc_kernel', 'slicing')} | {r['payload']:,} | "
-                  f"{r['encode_s'] * 1e3:.2f} | {r['decode_s'] * 1e3:.2f} | {r['add_pass_s'] * 1e3:.3f} | "
-                  f"{_target(r['fraction_of_add_pass'], r['target'])} |" for r in kept]
+                  *_kept_table(kept, "CRC kernel", lambda r: r.get("crc_kernel", "slicing"))]
         by_kernel = {}
         for r in kept:
             by_kernel.setdefault(r.get("crc_kernel", "slicing"), []).append(r)
@@ -231,6 +236,12 @@ def gpu_tables(doc: dict) -> dict[str, str]:
         failures = {r["device_crc_failure"] for r in kept if r.get("device_crc_failure")}
         if failures:
             lines += ["", f"The device CRC failed on this GPU and the host checksummed these messages: {sorted(failures)}."]
+    quantize = doc.get("quantize_kernels", [])  # kernels/triton_uniform.py, once a GPU has run it
+    if quantize:
+        lines += ["", f"Min-max quantization's kernels, messages kept on the device (`kernels/triton_uniform.py`, "
+                  f"{stamp('quantize_kernels')}), equal to the host's message byte for byte in "
+                  f"{sum(r['equal_to_host'] for r in quantize)} of {len(quantize)} rows:\n",
+                  *_kept_table(quantize, "kernel", lambda r: r["quantize_kernel"])]
     overhead = doc.get("message_overhead", [])
     if overhead:
         def count(calls: dict, *names: str) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from thinwire.codecs import CODECS
-from thinwire.codecs.kernels import triton_crc
+from thinwire.codecs.kernels import triton_crc, triton_uniform
 
 ROOT = Path(__file__).parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -92,6 +92,11 @@ def test_the_gpu_benchmark_runs_its_codecs_through_the_device_paths_on_the_cpu(m
     n = 12 * len(kernels)
     assert "Messages kept on the device" in tables["gpu_codecs"] and f"{n} of {n} rows;" in tables["gpu_codecs"]
     assert all(re.search(rf"with the {k} kernel, \d+ of 12 rows meet 0\.5", tables["gpu_codecs"]) for k in kernels)
+    quantize = gpu_bench.quantize_kernels(sizes=(20_000,))  # part 8: both quantize kernels
+    assert [(r["quantize_kernel"], r["codec"]) for r in quantize] == [
+        (k, spec) for k in triton_uniform.KERNELS for spec in gpu_bench.QUANTIZE_SPECS]
+    assert all(r["equal_to_host"] for r in quantize) and triton_uniform.KERNEL == "torch"
+    assert "Min-max quantization's kernels" in run.gpu_tables({**doc, "quantize_kernels": quantize})["gpu_codecs"]
 
 
 def test_the_crc_variants_bit_planes_are_the_crcs_of_single_bits():
@@ -113,6 +118,6 @@ def test_the_crc_variants_bit_planes_are_the_crcs_of_single_bits():
 def test_the_kept_gpu_results_name_where_each_part_was_measured():
     """Every part is kept, with its stamp."""
     doc = json.loads(run.GPU_RESULTS.read_text())
-    assert set(gpu_bench.PARTS) <= set(doc)
+    assert set(gpu_bench.PARTS) - set(doc) == set(gpu_bench.NOT_YET_RUN)  # emptied once a GPU runs them
     for part in set(gpu_bench.PARTS) & set(doc):
         assert {"date", "commit", "device"} <= set(doc["measured"][part]), part

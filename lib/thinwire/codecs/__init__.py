@@ -7,7 +7,8 @@
     quantize/   min-max quantizer, Oland & Raj's bin quantizer (fixed or per-message bits), QSGD
     entropy/    Huffman code and stream, raw and ANS symbol coders
     kernels/    compiled kernels (bit packing, min/max) and their cache; for a GPU tensor, torch
-                operations on its device that write the same bytes (device.py, torch_pack, torch_uniform)
+                operations on its device that write the same bytes (device.py, torch_pack, torch_uniform),
+                and Triton kernels (triton_crc, triton_uniform)
     compose/    chains and error feedback
 """
 

@@ -5,6 +5,9 @@ bit, and the bytes of ``bitpack`` (``torch_pack``). A GPU tensor takes this path
 
 The multiply-add is torch's ``add(offset, w, alpha=scale)``, which fuses it as the host
 kernels do (``fastmath={"contract"}``): the same float32 rounding, so the same codes.
+
+With ``triton_uniform.KERNEL = "triton"``, 1 to 8 bits on one device go to its Triton
+kernels instead (one pass each way, the same bytes).
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from . import torch_pack
+from . import torch_pack, triton_uniform
 
 
 def _float32(value: float) -> float:
@@ -36,7 +39,10 @@ def quantize_packed(flat: torch.Tensor, lo: float, scale: float, bits: int, out:
     """``uniform.quantize_packed`` on ``flat``'s device (``out``, checked there, may be on the
     host: a message)."""
     if flat.numel():
-        packed = torch_pack.pack(codes(flat, lo, scale, bits), bits)
+        w = flat.reshape(-1).to(torch.float32).contiguous()
+        if triton_uniform.usable(bits, w, out):
+            return triton_uniform.quantize_packed(w, lo, scale, bits, out)
+        packed = torch_pack.pack(codes(w, lo, scale, bits), bits)
         out.copy_(packed)
     return out
 
@@ -44,6 +50,9 @@ def quantize_packed(flat: torch.Tensor, lo: float, scale: float, bits: int, out:
 def dequantize_packed(packed: torch.Tensor, n: int, bits: int, lo: float, step: float,
                       out: torch.Tensor) -> torch.Tensor:
     """``uniform.dequantize_packed`` on ``out``'s device: the packed bytes go there once."""
-    values = torch_pack.unpack(packed.to(out.device), n, bits).to(torch.float32)
+    packed = packed.to(out.device)
+    if triton_uniform.usable(bits, packed, out) and out.dtype == torch.float32:
+        return triton_uniform.dequantize_packed(packed, n, bits, lo, step, out)
+    values = torch_pack.unpack(packed, n, bits).to(torch.float32)
     lo_t = torch.tensor(_float32(lo), dtype=torch.float32, device=out.device)
     return torch.add(lo_t, values, alpha=_float32(step), out=out)

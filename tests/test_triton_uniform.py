@@ -1,0 +1,75 @@
+"""The Triton quantize and dequantize kernels (``kernels/triton_uniform.py``) give the host
+kernels' bytes and values, run on the CPU by Triton's interpreter (``TRITON_INTERPRET=1``,
+set before triton is imported, so in a process of its own)."""
+
+import subprocess
+import sys
+
+import pytest
+
+from thinwire.codecs.kernels import triton_crc, triton_uniform
+
+CHECK = r"""
+import os
+os.environ["TRITON_INTERPRET"] = "1"
+import numpy as np, torch
+from thinwire.codecs import CodecState, make_codec
+from thinwire.codecs.kernels import bitpack, device, triton_uniform, uniform
+from thinwire.codecs.wire import tensor_message
+rng = np.random.default_rng(0)
+triton_uniform.GROUPS = 16  # several programs, the last one partly past the end
+for bits in range(1, 9):
+    for n in (1, 7, 8, 9, 129, 1000):
+        for shift in (0.0, 50.0):  # both forms of the multiply-add
+            x = torch.from_numpy(rng.standard_normal(n).astype(np.float32) + shift)
+            lo, hi = float(x.min()), float(x.max())
+            scale = ((1 << bits) - 1) / (hi - lo) if hi > lo else 0.0  # one value: all codes 0
+            host = torch.empty(bitpack.packed_bytes(n, bits), dtype=torch.uint8)
+            uniform.quantize_packed(x, lo, scale, bits, host)
+            got = torch.full_like(host, 0xAB)
+            triton_uniform.quantize_packed(x, lo, scale, bits, got)
+            assert torch.equal(got, host), (bits, n, shift)
+            step = (hi - lo) / ((1 << bits) - 1)
+            want = uniform.dequantize_packed(host, n, bits, lo, step)
+            back = torch.full((n,), 7.0)
+            triton_uniform.dequantize_packed(host, n, bits, lo, step, back)
+            assert torch.equal(back.view(torch.int32), want.view(torch.int32)), (bits, n, shift)
+# through the codec on the device path (message tensors): the host's bytes and values;
+# 12 bits stays on torch's operations
+tensor_message._on_device = lambda t: False
+triton_uniform.KERNEL = "triton"
+x = torch.randn(3001, generator=torch.Generator().manual_seed(1))
+for bits in (1, 3, 8, 12):
+    codec = make_codec(f"quantize(bits={bits})")
+    host = codec.encode(x, CodecState(0), "x")
+    with device.forced():
+        moved = codec.encode(x, CodecState(0), "x", out=torch.empty(0, dtype=torch.uint8))
+        assert bytes(moved.numpy()) == bytes(host), bits
+        out = torch.empty_like(x)
+        codec.decode(moved, CodecState(0), "x", out=out)
+    assert torch.equal(out, codec.decode(host, CodecState(0), "x")), bits
+print("ok")
+"""
+
+
+@pytest.mark.skipif(not triton_crc.AVAILABLE, reason="triton is in requirements.lock; absent only outside make setup")
+def test_the_triton_kernels_give_the_host_kernels_bytes_under_the_interpreter():
+    done = subprocess.run([sys.executable, "-c", CHECK], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]
+
+
+def test_the_kernel_choice_is_checked_and_opt_in(monkeypatch):
+    import torch
+    x = torch.zeros(8)
+    monkeypatch.setenv("TRITON_INTERPRET", "1")  # CPU tensors count only under the interpreter
+    assert triton_uniform.KERNEL == "torch" and not triton_uniform.usable(8, x, x)
+    monkeypatch.setattr(triton_uniform, "KERNEL", "triton")
+    assert triton_uniform.usable(8, x, x) == triton_crc.AVAILABLE
+    monkeypatch.delenv("TRITON_INTERPRET")
+    assert not triton_uniform.usable(8, x, x)           # CPU tensors, compiled Triton: torch's operations
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    assert not triton_uniform.usable(9, x, x)          # 9 to 16 bits: torch's operations
+    assert not triton_uniform.usable(8, x, x[::2])     # not contiguous
+    monkeypatch.setattr(triton_uniform, "KERNEL", "cuda")
+    with pytest.raises(ValueError, match="KERNEL must be one of"):
+        triton_uniform.usable(8, x, x)
