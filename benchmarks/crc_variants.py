@@ -89,38 +89,11 @@ if triton_crc.AVAILABLE:
             tl.store(out + block + tl.arange(0, 1), crc.to(tl.int32, bitcast=True))
 
 
-if triton_crc.AVAILABLE:
-    @triton.jit
-    def _block_planes_copying(source, target, n, pad, planes, products, out, LANES: tl.constexpr,
-                              SEG: tl.constexpr, LEVELS: tl.constexpr):
-        """``_block_planes`` that also stores the block it loads from ``source``
-        into ``target``."""
-        block = tl.program_id(0).to(tl.int64)
-        lane = tl.arange(0, LANES).to(tl.int64)
-        i = tl.arange(0, SEG)
-        c = tl.arange(0, 32)
-        at = block * (LANES * SEG) + lane[:, None] * SEG + i[None, :] - pad
-        inside = (at >= 0) & (at < n)
-        data = tl.load(source + at, mask=inside, other=0)
-        tl.store(target + at, data, mask=inside)
-        count = tl.zeros([LANES, 32], dtype=tl.int32)
-        for k in tl.static_range(8):
-            plane = ((data >> k) & 1).to(tl.int8)
-            count = tl.dot(plane, tl.load(planes + (k * SEG + i[:, None]) * 32 + c[None, :]), count, out_dtype=tl.int32)
-        crc = tl.xor_sum((count & 1).to(tl.uint32) << c[None, :].to(tl.uint32), axis=1)
-        crc = _tree(crc, products, LANES, LEVELS)
-        tl.store(out + block + tl.arange(0, 1), crc.to(tl.int32, bitcast=True))
-
-
 def planes_copying(source: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """``source`` copied into ``target`` and its CRC-32C, in one pass of the bit-plane kernel."""
-    n, lanes, seg = source.numel(), triton_crc.LANES, triton_crc.SEG
-    blocks = -(-n // triton_crc.BLOCK)
-    planes, products = _plane_tables(str(source.device), lanes, seg)
-    crcs = torch.empty(blocks, dtype=torch.int32, device=source.device)
-    _block_planes_copying[(blocks,)](source, target, n, blocks * triton_crc.BLOCK - n, planes, products, crcs,
-                                     LANES=lanes, SEG=seg, LEVELS=lanes.bit_length() - 1)
-    return _joined(crcs, n, triton_crc.BLOCK)
+    lanes, seg = triton_crc.LANES, triton_crc.SEG
+    return _by_blocks(_block_planes, source, lanes, seg, _plane_table(str(source.device), seg), target=target,
+                      COPY=True)
 
 
 if triton_crc.AVAILABLE:
@@ -186,19 +159,23 @@ def narrow_crc(buffer: torch.Tensor, words: bool, shift: bool = False) -> torch.
 
 if triton_crc.AVAILABLE:
     @triton.jit
-    def _block_planes(message, n, pad, planes, products, out, LANES: tl.constexpr, SEG: tl.constexpr,
-                      LEVELS: tl.constexpr):
+    def _block_planes(message, n, pad, planes, products, out, target, LANES: tl.constexpr, SEG: tl.constexpr,
+                      LEVELS: tl.constexpr, COPY: tl.constexpr):
         """No lookups: a lane's raw CRC is linear in its bits over GF(2), so for the [LANES,
         SEG] bytes of a block, bit plane k (bit k of every byte, as 0 or 1) times the
         [SEG, 32] 0/1 matrix of what bit k at each position does to the CRC, summed over the
         8 planes, counts for each CRC bit how many set data bits flip it; the count's parity
-        is the bit. The 8 products are int8 matrix products on the tensor cores (``tl.dot``)."""
+        is the bit. The 8 products are int8 matrix products on the tensor cores (``tl.dot``).
+        ``COPY``: the block loaded is also stored into ``target``, so a message's copy and
+        its CRC are one pass."""
         block = tl.program_id(0).to(tl.int64)
         lane = tl.arange(0, LANES).to(tl.int64)
         i = tl.arange(0, SEG)
         c = tl.arange(0, 32)
         at = block * (LANES * SEG) + lane[:, None] * SEG + i[None, :] - pad
         data = tl.load(message + at, mask=(at >= 0) & (at < n), other=0)
+        if COPY:
+            tl.store(target + at, data, mask=(at >= 0) & (at < n))
         count = tl.zeros([LANES, 32], dtype=tl.int32)
         for k in tl.static_range(8):
             plane = ((data >> k) & 1).to(tl.int8)
@@ -228,32 +205,37 @@ def nibble_tables() -> np.ndarray:
 
 def nibble_crc(buffer: torch.Tensor) -> torch.Tensor:
     """The CRC-32C of ``buffer`` with the ``nibbles`` block kernel, joined as the library does."""
-    n, lanes, seg = buffer.numel(), triton_crc.LANES, triton_crc.SEG
-    blocks = -(-n // triton_crc.BLOCK)
-    _, products, _ = triton_crc._tables(str(buffer.device), 1)
-    crcs = torch.empty(blocks, dtype=torch.int32, device=buffer.device)
-    _block_variant[(blocks,)](buffer, n, blocks * triton_crc.BLOCK - n, _nibble_tables(str(buffer.device)), products,
-                              crcs, LANES=lanes, SEG=seg, LEVELS=triton_crc.LANE_LEVELS, LOOKUP=NIBBLES)
-    return _joined(crcs, n, triton_crc.BLOCK)
+    return _by_blocks(_block_variant, buffer, triton_crc.LANES, triton_crc.SEG, _nibble_tables(str(buffer.device)),
+                      LOOKUP=NIBBLES)
 
 
 @functools.lru_cache(maxsize=None)
-def _gather_tables(device: str, lanes: int, seg: int) -> tuple[torch.Tensor, torch.Tensor]:
-    slicing = np.ascontiguousarray(np.flip(triton_crc.slicing_tables(), 0).T)  # [256, 16]
+def _lane_products(device: str, lanes: int, seg: int) -> torch.Tensor:
+    """The tree's product tables for ``lanes`` lanes of ``seg`` bytes."""
     products = triton_crc.product_tables([x_8n(seg << k) for k in range(lanes.bit_length() - 1)])
-    on = lambda t: torch.from_numpy(t.view(np.int32).copy()).to(device)  # noqa: E731
-    return on(slicing), on(products)
+    return torch.from_numpy(products.view(np.int32).copy()).to(device)
+
+
+def _by_blocks(kernel, buffer: torch.Tensor, lanes: int, seg: int, table: torch.Tensor, **constants) -> torch.Tensor:
+    """The CRC-32C of ``buffer`` by a block kernel taking (message, n, pad, table, products,
+    out) over blocks of ``lanes`` x ``seg`` bytes, the blocks' CRCs joined as the library does."""
+    n, block = buffer.numel(), lanes * seg
+    blocks = -(-n // block)
+    crcs = torch.empty(blocks, dtype=torch.int32, device=buffer.device)
+    kernel[(blocks,)](buffer, n, blocks * block - n, table, _lane_products(str(buffer.device), lanes, seg), crcs,
+                      LANES=lanes, SEG=seg, LEVELS=lanes.bit_length() - 1, **constants)
+    return _joined(crcs, n, block)
+
+
+@functools.lru_cache(maxsize=None)
+def _gather_table(device: str) -> torch.Tensor:
+    slicing = np.ascontiguousarray(np.flip(triton_crc.slicing_tables(), 0).T)  # [256, 16]
+    return torch.from_numpy(slicing.view(np.int32).copy()).to(device)
 
 
 def gather_crc(buffer: torch.Tensor, lanes: int = 256, seg: int = 64) -> torch.Tensor:
     """The CRC-32C of ``buffer`` with the ``gather`` block kernel, joined as the library does."""
-    n, block = buffer.numel(), lanes * seg
-    blocks = -(-n // block)
-    table, products = _gather_tables(str(buffer.device), lanes, seg)
-    crcs = torch.empty(blocks, dtype=torch.int32, device=buffer.device)
-    _block_variant[(blocks,)](buffer, n, blocks * block - n, table, products, crcs, LANES=lanes, SEG=seg,
-                              LEVELS=lanes.bit_length() - 1, LOOKUP=GATHER)
-    return _joined(crcs, n, block)
+    return _by_blocks(_block_variant, buffer, lanes, seg, _gather_table(str(buffer.device)), LOOKUP=GATHER)
 
 
 def _joined(crcs: torch.Tensor, n: int, block: int) -> torch.Tensor:
@@ -284,22 +266,15 @@ def _nibble_tables(device: str) -> torch.Tensor:
 
 
 @functools.lru_cache(maxsize=None)
-def _plane_tables(device: str, lanes: int, seg: int) -> tuple[torch.Tensor, torch.Tensor]:
-    products = triton_crc.product_tables([x_8n(seg << k) for k in range(lanes.bit_length() - 1)])
-    return (torch.from_numpy(bit_planes(seg)).to(device),
-            torch.from_numpy(products.view(np.int32).copy()).to(device))
+def _plane_table(device: str, seg: int) -> torch.Tensor:
+    return torch.from_numpy(bit_planes(seg)).to(device)
 
 
 def planes_crc(buffer: torch.Tensor, lanes: int = 256, seg: int = 64, warps: int = 4) -> torch.Tensor:
     """The CRC-32C of ``buffer`` by the bit-plane block kernel with ``lanes`` x ``seg`` bytes per
     block and ``warps`` warps, joined as the library does."""
-    n, block = buffer.numel(), lanes * seg
-    blocks = -(-n // block)
-    planes, products = _plane_tables(str(buffer.device), lanes, seg)
-    crcs = torch.empty(blocks, dtype=torch.int32, device=buffer.device)
-    _block_planes[(blocks,)](buffer, n, blocks * block - n, planes, products, crcs, LANES=lanes, SEG=seg,
-                             LEVELS=lanes.bit_length() - 1, num_warps=warps)
-    return _joined(crcs, n, block)
+    return _by_blocks(_block_planes, buffer, lanes, seg, _plane_table(str(buffer.device), seg), target=buffer,
+                      COPY=False, num_warps=warps)
 
 
 def loads_only(buffer: torch.Tensor) -> torch.Tensor:

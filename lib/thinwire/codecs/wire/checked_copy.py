@@ -49,14 +49,15 @@ def copy_part(payload: Payload, name: str, dst: np.ndarray) -> None:
     if not 0 <= offset <= offset + nbytes <= end or dst.size != nbytes:
         raise ValueError(f"part {name!r} ({nbytes} bytes at {offset}) is not within the message body of {end} "
                          f"bytes, or dst holds {dst.size} bytes")
+    (stored,) = TRAILER.unpack_from(message, end)
     crc = stream.copy(body[offset:offset + nbytes], dst, checksum=True) if worth_it(nbytes) else None
     if crc is None:  # not streamed: the body is verified first, then copied
         computed = _around(message, end, [])
-        if computed == TRAILER.unpack_from(message, end)[0]:
+        if computed == stored:
             np.copyto(dst, body[offset:offset + nbytes])
     else:
         computed = _around(message, end, [(offset, nbytes, crc)])
     payload.unverified = None
-    if computed != TRAILER.unpack_from(message, end)[0]:
+    if computed != stored:
         dst.fill(0xFF)
         raise CorruptMessageError(f"checksum mismatch in a message of {body.size} bytes")

@@ -299,13 +299,9 @@ def unpack(message, verify: bool = True) -> tuple[dict, Payload]:
         return tensor_message.unpack(message)
     if not isinstance(message, bytearray):
         message = bytearray(message)
-    n = len(message)
-    if n < FIXED.size + TRAILER.size:
-        raise CorruptMessageError(f"message of {n} bytes is shorter than the minimal frame")
-    end = n - TRAILER.size
-    (stored,) = TRAILER.unpack_from(message, end)
-    if verify and checksum(memoryview(message)[:end]) != stored:
-        raise CorruptMessageError(f"checksum mismatch in a message of {n} bytes")
+    end = _body_end(message)
+    if verify:
+        _verify(message, end)
     codec_id, digest, dtype, shape, meta, parts, _, pos = read_header(message, end)
     payload = Payload(meta=meta, unverified=None if verify else message)
     for (name, part_dtype, numel), off in zip(parts, layout(parts, pos, end)):
@@ -319,12 +315,21 @@ def unpack(message, verify: bool = True) -> tuple[dict, Payload]:
 def verify(message) -> None:
     """``CorruptMessageError`` unless a host message's checksum matches its trailer (for a
     message opened with ``unpack(verify=False)`` that is refused before its copy)."""
+    _verify(message, _body_end(message))
+
+
+def _body_end(message) -> int:
+    """Where a host message's trailer starts; ``CorruptMessageError`` if it is too short."""
     n = len(message)
     if n < FIXED.size + TRAILER.size:
         raise CorruptMessageError(f"message of {n} bytes is shorter than the minimal frame")
-    (stored,) = TRAILER.unpack_from(message, n - TRAILER.size)
-    if checksum(memoryview(message)[:n - TRAILER.size]) != stored:
-        raise CorruptMessageError(f"checksum mismatch in a message of {n} bytes")
+    return n - TRAILER.size
+
+
+def _verify(message, end: int) -> None:
+    (stored,) = TRAILER.unpack_from(message, end)
+    if checksum(memoryview(message)[:end]) != stored:
+        raise CorruptMessageError(f"checksum mismatch in a message of {len(message)} bytes")
 
 
 def measure(message) -> tuple[int, int]:
