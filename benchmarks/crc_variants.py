@@ -23,6 +23,10 @@ side on a GPU by ``gpu_bench``'s ``crc_variants`` part, to find what bounds it.
   ``copy then CRC`` (reads 2n, writes n).
 - ``copy then CRC``: a part written into a message by ``torch.Tensor.copy_`` and the
   message checksummed, as ``wire/tensor_message.py`` does on a GPU.
+- ``words``: the library's ``KERNEL = "words"`` (strided lanes of 4-byte words), with
+  blocks of 256 lanes x 16 words as the library runs it, 1024 x 4, 512 x 8 and 128 x 32,
+  and with 8 warps; ``words, copying``: ``triton_crc.crc32c_copy`` writing the part into
+  the message as it checksums it, beside ``copy then CRC``.
 
 On an H100 (``gpu-runs/bench_gpu.json``, 100 MB, commit 2736f1e): the library kernel
 416 GB/s, its loads alone 1,833 GB/s (so the table lookups bound it, not the loads),
@@ -296,6 +300,7 @@ def variants(nbytes: int, seconds, device: str) -> list[dict]:
     value = lambda t: int(t.reshape(-1)[0].item()) & 0xFFFFFFFF  # noqa: E731
     head = 24
     src = buffer[head:].clone()
+    prefix = bytes(buffer[:head].cpu().numpy())  # a message's header, on the host as a writer has it
     message = torch.empty_like(buffer)
     message[:head] = buffer[:head]
 
@@ -318,7 +323,14 @@ def variants(nbytes: int, seconds, device: str) -> list[dict]:
             "planes, 8 warps": lambda: planes_crc(buffer, 256, 64, 8),
             "planes, 128 lanes x 128 bytes": lambda: planes_crc(buffer, 128, 128, 4),
             "planes, copying": lambda: planes_copying(buffer, message),
-            "copy then CRC": copy_then_crc}
+            "copy then CRC": copy_then_crc,
+            "words (library, 256 x 16, 4 warps)": lambda: _words(buffer, 256, 4),
+            "words, 1024 x 4": lambda: _words(buffer, 1024, 4),
+            "words, 512 x 8": lambda: _words(buffer, 512, 4),
+            "words, 128 x 32": lambda: _words(buffer, 128, 4),
+            "words, 8 warps": lambda: _words(buffer, 256, 8),
+            "words, 1024 x 4, 8 warps": lambda: _words(buffer, 1024, 8),
+            "words, copying": lambda: _words(src, 256, 4, message[head:], prefix)}
     rows = []
     for name, fn in runs.items():
         if fn is None:  # the library kernel launched with 8 warps
@@ -339,6 +351,22 @@ def variants(nbytes: int, seconds, device: str) -> list[dict]:
         rows.append(row)
         print("crc variant", row, flush=True)
     return rows
+
+
+def _words(buffer: torch.Tensor, lanes: int, warps: int, target: torch.Tensor | None = None,
+           prefix: bytes = b"") -> torch.Tensor:
+    """The library's ``"words"`` kernel with blocks of ``lanes`` lanes (x the steps that make
+    ``BLOCK`` bytes) and ``warps`` warps; with ``target``, ``crc32c_copy`` of ``buffer`` into
+    it after the host bytes ``prefix`` (the CRC of ``prefix || buffer``)."""
+    saved = triton_crc.KERNEL, triton_crc.WORD_LANES, triton_crc.WORD_STEPS, triton_crc.WORD_WARPS
+    triton_crc.KERNEL, triton_crc.WORD_LANES, triton_crc.WORD_WARPS = "words", lanes, warps
+    triton_crc.WORD_STEPS = triton_crc.BLOCK // 4 // lanes
+    try:
+        if target is None:
+            return triton_crc.crc32c_tensor(buffer)
+        return triton_crc.crc32c_copy(buffer, target, prefix)
+    finally:
+        triton_crc.KERNEL, triton_crc.WORD_LANES, triton_crc.WORD_STEPS, triton_crc.WORD_WARPS = saved
 
 
 def _library(buffer: torch.Tensor, kernel: str) -> torch.Tensor:

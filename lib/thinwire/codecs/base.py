@@ -196,11 +196,15 @@ class Codec(ABC):
     def checks_own_copy(self, message, out: torch.Tensor | None) -> bool:
         """Whether ``decode`` leaves the message's checksum to ``decompress`` (which then
         copies its part out with ``wire.copy_part``): only for a codec that
-        ``verifies_while_copying``, a host message and a host float32 ``out`` large enough
-        that the copy is streamed."""
-        return (self.verifies_while_copying and not isinstance(message, torch.Tensor) and out is not None
-                and out.dtype == torch.float32 and out.device.type == "cpu" and out.is_contiguous()
-                and wire.checked_copy.worth_it(4 * out.numel()))
+        ``verifies_while_copying`` and a float32 ``out`` large enough, with a host message and
+        ``out`` on the host (the copy streamed), or a message tensor and ``out`` on its device
+        where the device CRC copies as it checksums (``tensor_message.copies_while_checking``)."""
+        if not (self.verifies_while_copying and out is not None and out.dtype == torch.float32
+                and out.is_contiguous()):
+            return False
+        if isinstance(message, torch.Tensor):
+            return tensor_message.copies_while_checking(message, out)
+        return out.device.type == "cpu" and wire.checked_copy.worth_it(4 * out.numel())
 
     def _readable(self, message, values_on: torch.device | None):
         """``message`` as this codec decodes it: a message tensor on a GPU stays there when

@@ -35,9 +35,10 @@ class Payload:
 
     parts: dict[str, torch.Tensor | PartWriter] = field(default_factory=dict)
     meta: dict[str, float | int | str] = field(default_factory=dict)
-    # the host message the parts are views of, while its checksum is still unverified: a
-    # codec that ``checks_own_copy`` verifies it as it copies its part (``wire.copy_part``)
-    unverified: bytearray | None = None
+    # the message the parts are views of, while its checksum is still unverified (a host
+    # message, or ``tensor_message.Unverified``): a codec that ``checks_own_copy`` verifies
+    # it as it copies its part (``wire.copy_part``)
+    unverified: object | None = None
 
     def materialize(self) -> Payload:
         """Turn every ``PartWriter`` into a tensor (in place); returns self."""

@@ -10,7 +10,10 @@ written and once to be decoded:
   (``Codec.checks_own_copy``) and ``wire.copy_part`` verifies it as it copies the values
   out. A damaged message raises ``CorruptMessageError`` with ``out`` set to NaN.
 
-Elsewhere (small tensors, GPU tensors, no ``out``) the whole message is verified before
+On a GPU, a message tensor is written the same way by the device CRC's ``"words"``
+kernel (``triton_crc.crc32c_copy``: the values copied in and checksummed in one pass),
+and decoded into a large ``out`` on that device by it too (``tensor_message.copy_part``).
+Elsewhere (small tensors, other kernels, no ``out``) the whole message is verified before
 any value is read.
 """
 
@@ -20,6 +23,7 @@ import torch
 
 from ..base import Codec, expect_part
 from ..kernels import stream
+from ..kernels.device import on_device
 from ..payload import PartWriter, Payload
 from ..state import CodecState
 from ..wire import copy_part
@@ -50,7 +54,7 @@ class Float32(Codec):
     carrier = "values"
 
     def compress(self, flat, state: CodecState, key: str, shape: tuple = ()) -> Payload:
-        if not host_float32(flat):
+        if not host_float32(flat) or on_device(flat):  # a plain part: on a GPU, copied as it is checksummed
             return Payload(parts={"values": flat.to(torch.float32)})
         return Payload(parts={"values": PartWriter(torch.float32, flat.numel(),
                                                    lambda view: stream.copy(_bytes(flat), _bytes(view), checksum=True),
@@ -63,8 +67,8 @@ class Float32(Codec):
     def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None, shape: tuple = ()) -> torch.Tensor:
         values = expect_part(payload, "values", torch.float32, numel)
         if payload.unverified is not None:  # decode left the check to this copy
-            target = out if out is not None else torch.empty(numel, dtype=torch.float32)
-            copy_part(payload, "values", _bytes(target))
+            target = out if out is not None else torch.empty(numel, dtype=torch.float32, device=values.device)
+            copy_part(payload, "values", target.view(-1).view(torch.uint8))
             return target
         if out is None:
             return values.clone()

@@ -43,6 +43,28 @@ def x_8n(nbytes: int) -> int:
     return x_power(8 * nbytes)
 
 
+ONE = 1 << 31  # x^0
+
+
+def inverse(a: int) -> int:
+    """b with a * b = 1 mod the polynomial: multiplying by a is linear over GF(2), so b solves
+    32 equations (Gauss-Jordan on the columns a * x^j). Every power of x has one (the
+    polynomial has a constant term); an ``a`` sharing a factor with it has none (ValueError)."""
+    if not a:
+        raise ValueError("0 has no inverse modulo the polynomial")
+    rows = [(multiply(a, 1 << j), 1 << j) for j in range(32)]  # (a * e_j, e_j)
+    for bit in range(31, -1, -1):  # make each column's product a distinct power
+        pivot = next((i for i in range(31 - bit, 32) if rows[i][0] >> bit & 1), None)
+        if pivot is None:
+            raise ValueError(f"{a:#x} has no inverse modulo the polynomial")
+        i = 31 - bit
+        rows[i], rows[pivot] = rows[pivot], rows[i]
+        for r in range(32):
+            if r != i and rows[r][0] >> bit & 1:
+                rows[r] = (rows[r][0] ^ rows[i][0], rows[r][1] ^ rows[i][1])
+    return next(b for p, b in rows if p == ONE)
+
+
 def combine(crc_a: int, crc_b: int, length_b: int) -> int:
     """The CRC-32C of A || B from CRC(A), CRC(B) and len(B) in bytes."""
     return multiply(x_8n(length_b), crc_a) ^ crc_b

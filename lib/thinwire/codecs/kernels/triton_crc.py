@@ -34,8 +34,26 @@ on the host from ``crc_math.multiply``.
   constants held in one table of ``LANES`` words, by 32 conditional xors (``_times``, no
   lookups), and the products xor-ed together. Compiled for sm_90 (Triton 3.6) the tree
   makes four times as many table loads per thread as the bytes' own lookups, and the
-  shifted join a quarter as many as the tree; ``gpu_bench`` times both kernels, and
-  ``"slicing"`` stays the default until a GPU has measured the other faster.
+  shifted join a quarter as many as the tree.
+- ``"words"`` (``_block_words``): 4-byte words instead of bytes, and lanes that stride
+  instead of owning a contiguous run: lane l of a block of ``WORD_LANES`` x ``WORD_STEPS``
+  words reads words l, l + WORD_LANES, ..., so each step's loads are one contiguous run
+  of the buffer. A lane's register takes a step as ``crc = crc * x^(32 WORD_LANES) + w``
+  (one constant's product table: 4 lookups a word, as slicing makes 4 a word, in 4 KiB of
+  tables instead of 16), and the block's raw CRC is the xor over lanes of
+  crc_l * x^(32 (WORD_LANES - l)) (by ``_times``), since word i of an N-word block
+  contributes w_i x^(32 (N - i)). A buffer of n bytes is read as n // 4 words and a last
+  word of its n % 4 remaining bytes padded with zeros at the end, whose effect (a factor
+  x^(8 pad)) the last kernel takes out by multiplying by its inverse (``crc_math.inverse``).
+  The buffer (and a copy's target) must start on a 4-byte boundary; one that does not goes
+  to the byte kernel. Compiled for sm_90 (Triton 3.6) it makes 163 loads per thread per
+  block, where ``"slicing"`` makes 768 and ``"shifted"`` 258.
+
+With ``"words"`` a copy rides along: ``crc32c_copy`` stores each word it loads into a
+target, so a message's one plain part is copied in, or out, and checksummed in one pass
+(``wire/tensor_message.py``), the CRC of the host bytes before the part folded in as a
+constant. The other kernels copy first and then checksum. ``gpu_bench`` times every
+kernel, and ``"slicing"`` stays the default until a GPU has measured another faster.
 
 A kernel whose lanes' CRCs are parities of int8 matrix products on the tensor cores (no
 lookups at all) measured slower than ``"slicing"`` on an H100 and lives among
@@ -50,15 +68,17 @@ import importlib.util
 import numpy as np
 import torch
 
-from .crc_math import POLY, multiply, x_8n
+from .crc_math import ONE, POLY, inverse, multiply, x_8n
 
 AVAILABLE = importlib.util.find_spec("triton") is not None
 LANES, SEG = 256, 64           # one program: 256 lanes x 64 contiguous bytes
 BLOCK = LANES * SEG            # 16 KiB
 LANE_LEVELS = LANES.bit_length() - 1
 JOIN_LEVELS = 10               # one program of ``_join`` joins up to 2^10 CRCs
-KERNEL = "slicing"             # step 1's join of its lanes: "slicing" (a tree) or "shifted"
-KERNELS = ("slicing", "shifted")
+KERNEL = "slicing"             # step 1: "slicing", "shifted" or "words"
+KERNELS = ("slicing", "shifted", "words")
+WORD_LANES, WORD_STEPS = 256, 16  # "words": one program, 256 lanes x 16 words (BLOCK bytes)
+WORD_WARPS = 4
 
 
 def slicing_tables() -> np.ndarray:
@@ -100,6 +120,16 @@ def _lane_shifts(device: str) -> torch.Tensor:
     return torch.from_numpy(shifts.view(np.int32).copy()).to(device)
 
 
+@functools.lru_cache(maxsize=None)
+def _word_tables(device: str, lanes: int = WORD_LANES) -> tuple[torch.Tensor, torch.Tensor]:
+    """``"words"``: the product table of x^(32 lanes) (what one step moves a lane's CRC by)
+    and each lane's x^(32 (lanes - lane))."""
+    def on(t: np.ndarray) -> torch.Tensor:
+        return torch.from_numpy(t.view(np.int32).copy()).to(device)
+    shifts = np.array([x_8n(4 * (lanes - lane)) for lane in range(lanes)], np.uint32)
+    return on(product_tables([x_8n(4 * lanes)])), on(shifts)
+
+
 @functools.lru_cache(maxsize=64)
 def _ones_term(n: int) -> int:
     """What the all-ones initial register and final xor add to the raw CRC of n bytes."""
@@ -137,9 +167,9 @@ if AVAILABLE:  # the kernels are compiled for the device of their first buffer
         return product
 
     @triton.jit
-    def _block_crcs(message, n, pad, slicing, products, out, ones, trailer, LANES: tl.constexpr,
+    def _block_crcs(message, n, pad, slicing, products, out, scale, ones, trailer, LANES: tl.constexpr,
                     SEG: tl.constexpr, LEVELS: tl.constexpr, FINAL: tl.constexpr, STORE: tl.constexpr,
-                    SHIFTED: tl.constexpr):
+                    SHIFTED: tl.constexpr, SCALED: tl.constexpr):
         """Step 1; ``SHIFTED``: the lanes joined by ``_times`` with ``products`` holding each
         lane's x^(8 SEG (LANES - 1 - lane)), else by the tree."""
         block = tl.program_id(0).to(tl.int64)
@@ -159,13 +189,17 @@ if AVAILABLE:  # the kernels are compiled for the device of their first buffer
             crc = tl.xor_sum(tl.reshape(_times(crc, shifts), [1, LANES]), axis=1)
         else:
             crc = _tree(crc, products, LANES, LEVELS)
-        _finish(crc, out + block, ones, trailer, FINAL, STORE)
+        _finish(crc, out + block, ones, trailer, FINAL, STORE, scale, SCALED)
 
     @triton.jit
-    def _finish(crc, out, ones, trailer, FINAL: tl.constexpr, STORE: tl.constexpr):
-        """Store one CRC; the last one (``FINAL``) gets the all-ones term and, with ``STORE``,
-        is also written little-endian into the message's 4-byte trailer."""
+    def _finish(crc, out, ones, trailer, FINAL: tl.constexpr, STORE: tl.constexpr, scale=0,
+                SCALED: tl.constexpr = False):
+        """Store one CRC; the last one (``FINAL``) is multiplied by ``scale`` when ``SCALED``,
+        gets the all-ones term and, with ``STORE``, is also written little-endian into the
+        message's 4-byte trailer."""
         if FINAL:
+            if SCALED:
+                crc = _times(crc, tl.full(crc.shape, scale, tl.int32).to(tl.uint32, bitcast=True))
             crc ^= ones.to(tl.uint32, bitcast=True)
         tl.store(out + tl.arange(0, 1), crc.to(tl.int32, bitcast=True))
         if STORE:
@@ -174,12 +208,44 @@ if AVAILABLE:  # the kernels are compiled for the device of their first buffer
 
     @triton.jit
     def _join(crcs, m, pad, products, out, ones, trailer, GROUP: tl.constexpr, LEVELS: tl.constexpr,
-              FINAL: tl.constexpr, STORE: tl.constexpr):
+              FINAL: tl.constexpr, STORE: tl.constexpr, scale=0, SCALED: tl.constexpr = False):
         group = tl.program_id(0)
         at = group * GROUP + tl.arange(0, GROUP) - pad
         crc = tl.load(crcs + at, mask=(at >= 0) & (at < m), other=0).to(tl.uint32, bitcast=True)
         crc = _tree(crc, products, GROUP, LEVELS)
-        _finish(crc, out + group, ones, trailer, FINAL, STORE)
+        _finish(crc, out + group, ones, trailer, FINAL, STORE, scale, SCALED)
+
+    @triton.jit
+    def _block_words(words, tail_bytes, nfull, tail, padw, product, shifts, out, scale, ones, trailer,
+                     target_words, target_tail, LANES: tl.constexpr, STEPS: tl.constexpr, FINAL: tl.constexpr,
+                     STORE: tl.constexpr, SCALED: tl.constexpr, COPY: tl.constexpr):
+        """Step 1 of ``"words"``: lane l of a block reads words l, l + LANES, l + 2 LANES, ...
+        (each load of the block's lanes one contiguous run), ``crc = crc * x^(32 LANES) + w``
+        by one product table, then each lane's CRC times x^(32 (LANES - lane)) (``shifts``,
+        by ``_times``), all xor-ed. The last ``tail`` bytes (< 4) come as one word padded
+        with zeros at the end; ``scale`` takes that padding out again. ``COPY``: every word
+        (and the tail's bytes) is also stored at the same place in the target."""
+        block = tl.program_id(0).to(tl.int64)
+        lane = tl.arange(0, LANES)
+        first = block * (LANES * STEPS) - padw  # the block's first word (before 0: padding)
+        k4 = tl.arange(0, 4)
+        tail_part = tl.load(tail_bytes + k4, mask=k4 < tail, other=0).to(tl.uint32)
+        tail_word = tl.sum(tail_part << (8 * k4).to(tl.uint32), axis=0)
+        crc = tl.zeros([LANES], dtype=tl.uint32)
+        for k in tl.static_range(STEPS):
+            at = first + k * LANES + lane
+            full = (at >= 0) & (at < nfull)
+            w = tl.load(words + at, mask=full, other=0)
+            if COPY:
+                tl.store(target_words + at, w, mask=full)
+            w = tl.where(at == nfull, tail_word, w.to(tl.uint32, bitcast=True))
+            crc = _mul(crc, product) ^ w
+        if COPY:
+            held = nfull - first + 0 * k4  # the tail word's place in this block, per byte
+            tl.store(target_tail + k4, tail_part.to(tl.uint8), mask=(k4 < tail) & (held >= 0) & (held < LANES * STEPS))
+        crc = _times(crc, tl.load(shifts + lane).to(tl.uint32, bitcast=True))
+        crc = tl.xor_sum(tl.reshape(crc, [1, LANES]), axis=1)
+        _finish(crc, out + block, ones, trailer, FINAL, STORE, scale, SCALED)
 
 
 def crc32c(buffer: torch.Tensor) -> int:
@@ -188,48 +254,128 @@ def crc32c(buffer: torch.Tensor) -> int:
     return int(crc32c_tensor(buffer).item()) & 0xFFFFFFFF
 
 
+def _check(**tensors: torch.Tensor | None) -> None:
+    if not AVAILABLE:
+        raise RuntimeError("triton_crc needs the triton package (it comes with CUDA builds of torch)")
+    for name, t in tensors.items():
+        if t is not None and (t.dtype != torch.uint8 or t.dim() != 1 or not t.is_contiguous()):
+            raise ValueError(f"{name} must be a contiguous 1-d uint8 tensor, got {t.dtype} {tuple(t.shape)}")
+
+
 def crc32c_tensor(buffer: torch.Tensor, trailer: torch.Tensor | None = None) -> torch.Tensor:
     """``crc32c`` as a one-element int32 tensor on the buffer's device (the CRC's bits),
     without waiting for the device.
 
     ``trailer`` (4 uint8 on that device): the CRC is also written there, little-endian, by
     the last kernel, as a message's trailer (no separate operation per message)."""
-    if not AVAILABLE:
-        raise RuntimeError("triton_crc.crc32c needs the triton package (it comes with CUDA builds of torch)")
-    for name, t in (("buffer", buffer), ("trailer", trailer)):
-        if t is not None and (t.dtype != torch.uint8 or t.dim() != 1 or not t.is_contiguous()):
-            raise ValueError(f"{name} must be a contiguous 1-d uint8 tensor, got {t.dtype} {tuple(t.shape)}")
+    _check(buffer=buffer, trailer=trailer)
+    return _checksum(buffer, None, ONE, _ones_term(buffer.numel()), trailer)
+
+
+def crc32c_copy(source: torch.Tensor, target: torch.Tensor, prefix: bytes = b"",
+                trailer: torch.Tensor | None = None) -> torch.Tensor:
+    """``target[:] = source`` and the CRC-32C of ``prefix || source`` (``prefix``: host bytes,
+    such as a message's header and padding before its one part), as ``crc32c_tensor``
+    returns it and writes it into ``trailer``. With ``KERNEL = "words"`` and both tensors'
+    data 4-byte aligned the copy and the CRC are one pass over ``source``; otherwise the
+    copy is made first and ``target`` checksummed."""
+    _check(source=source, target=target, trailer=trailer)
+    if target.numel() != source.numel() or target.device != source.device:
+        raise ValueError(f"target must hold source's {source.numel()} bytes on {source.device}, got "
+                         f"{target.numel()} on {target.device}")
+    import crc32c as host  # the prefix is a few host bytes
+    n, h = source.numel(), len(prefix)
+    raw_prefix = host.crc32c(bytes(prefix)) ^ _ones_term(h)  # without its own all-ones term
+    add = multiply(raw_prefix, x_8n(n)) ^ _ones_term(h + n)
+    if not n:
+        target = None
+    return _checksum(source, target, ONE, add, trailer)
+
+
+def _bits(value: int) -> int:
+    """A 32-bit constant as int32's bits (how the kernels take it)."""
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
+def _int32_view(t: torch.Tensor, nwords: int) -> torch.Tensor:
+    """The first ``nwords`` 4-byte words of the uint8 tensor ``t`` (4-byte aligned) as int32."""
+    return torch.empty(0, dtype=torch.int32, device=t.device).set_(t.untyped_storage(), t.storage_offset() // 4,
+                                                                   (nwords,), (1,))
+
+
+def _word_aligned(t: torch.Tensor | None) -> bool:
+    return t is None or (t.data_ptr() % 4 == 0 and t.untyped_storage().data_ptr() % 4 == 0)
+
+
+def _checksum(buffer: torch.Tensor, target: torch.Tensor | None, scale: int, add: int,
+              trailer: torch.Tensor | None) -> torch.Tensor:
+    """``scale`` times the raw CRC of ``buffer``, plus ``add`` (which carries the all-ones
+    term), copying ``buffer`` into ``target`` when given, by ``KERNEL``'s kernels."""
     if trailer is not None and (trailer.numel() != 4 or trailer.device != buffer.device):
         raise ValueError(f"trailer must be 4 bytes on {buffer.device}, got {trailer.numel()} on {trailer.device}")
+    if KERNEL not in KERNELS:
+        raise ValueError(f"triton_crc.KERNEL must be one of {KERNELS}, got {KERNEL!r}")
     n = buffer.numel()
     if n == 0:
-        crc = torch.zeros(1, dtype=torch.int32, device=buffer.device)
+        crc = torch.tensor([_bits(add)], dtype=torch.int32, device=buffer.device)
         if trailer is not None:
-            trailer.zero_()
+            trailer.copy_(crc.view(torch.uint8))
         return crc
-    ones = _ones_term(n)
-    ones = ones - (1 << 32) if ones >= 1 << 31 else ones  # the constant as int32's bits
+    if KERNEL == "words" and _word_aligned(buffer) and _word_aligned(target):
+        return _by_words(buffer, target, scale, add, trailer)
+    if target is not None:
+        target.copy_(buffer)
     blocks = -(-n // BLOCK)
     slicing, lane_products, block_products = _tables(str(buffer.device), max(1, (blocks - 1).bit_length()))
     crcs = torch.empty(blocks, dtype=torch.int32, device=buffer.device)
-    store = trailer is not None
-    final = blocks == 1
-    if KERNEL not in KERNELS:
-        raise ValueError(f"triton_crc.KERNEL must be one of {KERNELS}, got {KERNEL!r}")
-    shifted = KERNEL == "shifted"
+    store, final, shifted = trailer is not None, blocks == 1, KERNEL == "shifted"
     _block_crcs[(blocks,)](buffer, n, blocks * BLOCK - n, slicing,
-                           _lane_shifts(str(buffer.device)) if shifted else lane_products, crcs, ones,
-                           trailer if store else crcs, LANES=LANES, SEG=SEG, LEVELS=LANE_LEVELS,
-                           FINAL=final, STORE=store and final, SHIFTED=shifted)
+                           _lane_shifts(str(buffer.device)) if shifted else lane_products, crcs, _bits(scale),
+                           _bits(add), trailer if store else crcs, LANES=LANES, SEG=SEG, LEVELS=LANE_LEVELS,
+                           FINAL=final, STORE=store and final, SHIFTED=shifted, SCALED=scale != ONE)
+    return _joined(crcs, block_products, scale, add, trailer)
+
+
+def _by_words(buffer: torch.Tensor, target: torch.Tensor | None, scale: int, add: int,
+              trailer: torch.Tensor | None) -> torch.Tensor:
+    """``_checksum`` by ``_block_words`` (both tensors word aligned)."""
+    n = buffer.numel()
+    nfull, tail = divmod(n, 4)
+    nw = nfull + (tail > 0)
+    per_block = WORD_LANES * WORD_STEPS
+    if 4 * per_block != BLOCK:  # the blocks' CRCs are joined by BLOCK's product tables
+        raise ValueError(f"WORD_LANES x WORD_STEPS must be {BLOCK // 4} words, got {WORD_LANES} x {WORD_STEPS}")
+    blocks = -(-nw // per_block)
+    device = str(buffer.device)
+    product, shifts = _word_tables(device, WORD_LANES)
+    block_products = _tables(device, max(1, (blocks - 1).bit_length()))[2]
+    scale = multiply(scale, inverse(x_8n(4 * nw - n)))  # the tail word's zero bytes taken out
+    crcs = torch.empty(blocks, dtype=torch.int32, device=buffer.device)
+    store, final = trailer is not None, blocks == 1
+    words = _int32_view(buffer, nfull)
+    targets = (_int32_view(target, nfull), target[4 * nfull:] if tail else target) if target is not None \
+        else (words, buffer)
+    _block_words[(blocks,)](words, buffer[4 * nfull:] if tail else buffer, nfull, tail, blocks * per_block - nw,
+                            product, shifts, crcs, _bits(scale), _bits(add), trailer if store else crcs, *targets,
+                            LANES=WORD_LANES, STEPS=WORD_STEPS, FINAL=final, STORE=store and final,
+                            SCALED=scale != ONE, COPY=target is not None, num_warps=WORD_WARPS)
+    return _joined(crcs, block_products, scale, add, trailer)
+
+
+def _joined(crcs: torch.Tensor, block_products: torch.Tensor, scale: int, add: int,
+            trailer: torch.Tensor | None) -> torch.Tensor:
+    """Step 2: the blocks' CRCs (of ``BLOCK`` bytes each) joined until one is left, which gets
+    ``scale`` and ``add`` and goes into ``trailer``."""
+    store = trailer is not None
     level = 0  # each CRC in crcs now covers BLOCK << level bytes
     while crcs.numel() > 1:
         m = crcs.numel()
         levels = min(JOIN_LEVELS, (m - 1).bit_length())
         groups = -(-m // (1 << levels))
-        joined = torch.empty(groups, dtype=torch.int32, device=buffer.device)
+        joined = torch.empty(groups, dtype=torch.int32, device=crcs.device)
         final = groups == 1
-        _join[(groups,)](crcs, m, (groups << levels) - m, block_products[level:], joined, ones,
+        _join[(groups,)](crcs, m, (groups << levels) - m, block_products[level:], joined, _bits(add),
                          trailer if store else joined, GROUP=1 << levels, LEVELS=levels, FINAL=final,
-                         STORE=store and final)
+                         STORE=store and final, scale=_bits(scale), SCALED=scale != ONE)
         crcs, level = joined, level + levels
     return crcs

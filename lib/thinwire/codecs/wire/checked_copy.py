@@ -13,17 +13,24 @@ unverified (``Codec.checks_own_copy``) and copies it with ``copy_part``:
 3. the body's CRC is compared with the trailer. On a mismatch ``dst`` is overwritten with
    0xFF bytes (NaN as float32) before ``CorruptMessageError`` is raised, so no value of a
    damaged message stays in the caller's buffer.
+
+A message tensor on a GPU (``tensor_message.py``) takes the same protocol there: the part
+is copied by the device CRC's kernel, which checksums it on the way
+(``triton_crc.crc32c_copy``), and the CRC of the header before it, read on the host
+anyway, is folded in as a constant.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 from ..errors import CorruptMessageError
 from ..kernels import crc as compiled
 from ..kernels import stream
 from ..payload import Payload
 from .checksum import _around
+from . import tensor_message
 from .format import TRAILER
 
 
@@ -33,14 +40,20 @@ def worth_it(nbytes: int) -> bool:
     return compiled.HARDWARE and stream.worth_streaming(nbytes)
 
 
-def copy_part(payload: Payload, name: str, dst: np.ndarray) -> None:
-    """``dst[:] =`` the bytes of ``payload``'s part ``name`` (a view of the unverified host
+def copy_part(payload: Payload, name: str, dst: np.ndarray | torch.Tensor) -> None:
+    """``dst[:] =`` the bytes of ``payload``'s part ``name`` (a view of the unverified
     message ``payload.unverified``), verifying the message's checksum in the same pass;
     ``payload.unverified`` is None afterwards. ``CorruptMessageError`` (``dst`` all 0xFF)
-    when the checksum does not match."""
+    when the checksum does not match. ``dst``: bytes (uint8) in host memory for a host
+    message; a uint8 tensor on the message's device for a message tensor
+    (``tensor_message.copy_part``)."""
     message = payload.unverified
     if message is None:
         raise ValueError(f"payload part {name!r}: the message was verified already, copy it plainly")
+    if isinstance(message, tensor_message.Unverified):
+        return tensor_message.copy_part(payload, name, dst)
+    if isinstance(dst, torch.Tensor):
+        dst = dst.numpy()
     part = payload.parts[name]
     body = np.frombuffer(message, dtype=np.uint8)
     end = body.size - TRAILER.size

@@ -288,15 +288,13 @@ def unpack(message, verify: bool = True) -> tuple[dict, Payload]:
     header. The parts alias the message buffer (a uint8 tensor's parts are views of it, on
     its device: ``tensor_message``).
 
-    ``verify=False`` (a host message): the checksum is left to the caller, which copies
-    the payload's parts out with ``checked_copy.copy_part`` (``payload.unverified`` is
-    the message until then); the header is still checked as it is read.
+    ``verify=False``: the checksum is left to the caller, which copies the payload's parts
+    out with ``checked_copy.copy_part`` (``payload.unverified`` holds the message until
+    then); the header is still checked as it is read.
     """
     if isinstance(message, torch.Tensor):
-        if not verify:
-            raise ValueError("unpack(verify=False) takes a host message (bytes or bytearray), got a tensor")
         from . import tensor_message
-        return tensor_message.unpack(message)
+        return tensor_message.unpack(message, verify)
     if not isinstance(message, bytearray):
         message = bytearray(message)
     end = _body_end(message)
@@ -313,8 +311,11 @@ def unpack(message, verify: bool = True) -> tuple[dict, Payload]:
 
 
 def verify(message) -> None:
-    """``CorruptMessageError`` unless a host message's checksum matches its trailer (for a
+    """``CorruptMessageError`` unless a message's checksum matches its trailer (for a
     message opened with ``unpack(verify=False)`` that is refused before its copy)."""
+    if isinstance(message, torch.Tensor):
+        from . import tensor_message
+        return tensor_message.verify(message)
     _verify(message, _body_end(message))
 
 

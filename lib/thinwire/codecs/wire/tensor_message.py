@@ -20,6 +20,7 @@ and the first ``HEAD`` bytes (one wait for the device per message). A damaged me
 from __future__ import annotations
 
 import struct
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -93,6 +94,45 @@ def _crc(body: torch.Tensor, trailer: torch.Tensor | None = None) -> torch.Tenso
     return crc
 
 
+def _copies_with_crc(part, message: torch.Tensor) -> bool:
+    """Whether ``pack`` copies ``part`` (a message's only part) into the message and
+    checksums the message in one pass (``triton_crc.crc32c_copy``): a plain tensor on the
+    message's device, with the device CRC's ``"words"`` kernel."""
+    return (not isinstance(part, PartWriter) and part.numel() > 0 and part.device == message.device
+            and triton_crc.AVAILABLE and triton_crc.KERNEL == "words" and DEVICE_CRC_FAILURE is None)
+
+
+COPY_CHECKED_BYTES = 1 << 20  # a part at least this large is verified as it is copied out
+
+
+def copies_while_checking(message: torch.Tensor, out: torch.Tensor) -> bool:
+    """Whether a codec decoding ``message`` (a message tensor) into ``out`` opens it
+    unverified and verifies it as it copies its part (``copy_part``): a large ``out`` on
+    the device of a message checksummed there, with the device CRC's ``"words"`` kernel."""
+    return (_on_device(message) and out.device == message.device and out.numel() * out.element_size()
+            >= COPY_CHECKED_BYTES and triton_crc.AVAILABLE and triton_crc.KERNEL == "words"
+            and DEVICE_CRC_FAILURE is None)
+
+
+def _crc_copy(source: torch.Tensor, target: torch.Tensor, prefix: bytes,
+              trailer: torch.Tensor | None = None) -> torch.Tensor:
+    """``target[:] = source`` and the CRC-32C of ``prefix || source`` (a message body whose
+    first bytes ``prefix`` are on the host), written into ``trailer`` when given, as ``_crc``
+    computes it: on the device in one pass, else on the host."""
+    global DEVICE_CRC_FAILURE
+    if DEVICE_CRC_FAILURE is None:
+        try:
+            return triton_crc.crc32c_copy(source, target, prefix, trailer)
+        except Exception as exc:  # as in ``_crc``
+            DEVICE_CRC_FAILURE = f"{type(exc).__name__}: {exc}"[:500]
+    target.copy_(source)
+    value = checksum(memoryview(bytes(prefix) + bytes(source.cpu().numpy())))
+    crc = torch.tensor([value], dtype=torch.int64).to(torch.int32).to(source.device)
+    if trailer is not None:
+        trailer.copy_(crc.view(torch.uint8))
+    return crc
+
+
 def pack(codec_id: int, digest: int, dtype: torch.dtype, shape: tuple[int, ...], payload: Payload,
          out: torch.Tensor) -> torch.Tensor:
     """``format.pack``'s bytes written into ``out`` (a uint8 tensor, resized within its storage
@@ -101,7 +141,12 @@ def pack(codec_id: int, digest: int, dtype: torch.dtype, shape: tuple[int, ...],
     message = _sized(out, total + TRAILER.size)
     on_host = not _on_device(message)
     written = offsets[0] if offsets else total  # the padding before the first part goes with the header
-    message[:written].copy_(_host_bytes(head + bytes(written - len(head))), non_blocking=not on_host)
+    before = head + bytes(written - len(head))
+    message[:written].copy_(_host_bytes(before), non_blocking=not on_host)
+    if not on_host and len(parts) == 1 and _copies_with_crc(parts[0][1], message):  # one plain part
+        part = parts[0][1].reshape(-1).view(torch.uint8)
+        _crc_copy(part, message[written:total], before, message[total:])
+        return message
     for (_, t), off in zip(parts, offsets):
         if off > written:
             message[written:off].zero_()  # alignment padding
@@ -144,24 +189,82 @@ def _header(message: torch.Tensor, end: int, head: bytes):
         return read_header(bytes(message[:end].cpu().numpy()), end)
 
 
-def unpack(message: torch.Tensor) -> tuple[dict, Payload]:
-    """``format.unpack`` of a message tensor: the parts are views of it, on its device."""
+class Unverified(NamedTuple):
+    """A message tensor opened with ``unpack(verify=False)`` (``Payload.unverified``) and its
+    first bytes, copied to the host to read its header."""
+    message: torch.Tensor
+    head: bytes
+
+
+def unpack(message: torch.Tensor, verify: bool = True) -> tuple[dict, Payload]:
+    """``format.unpack`` of a message tensor: the parts are views of it, on its device.
+
+    ``verify=False``: the checksum is left to ``copy_part`` (``payload.unverified`` holds the
+    message until then), as for a host message."""
     check(message)
     n = message.numel()
     if n < FIXED.size + TRAILER.size:
         raise CorruptMessageError(f"message of {n} bytes is shorter than the minimal frame")
     end = n - TRAILER.size
-    crcs, head = _head(message, end, (_crc(message[:end]).view(torch.uint8), message[end:]))
-    computed, stored = struct.unpack("<II", crcs)
-    if computed != stored:
-        raise CorruptMessageError(f"checksum mismatch in a message of {n} bytes")
+    if verify:
+        crcs, head = _head(message, end, (_crc(message[:end]).view(torch.uint8), message[end:]))
+        computed, stored = struct.unpack("<II", crcs)
+        if computed != stored:
+            raise CorruptMessageError(f"checksum mismatch in a message of {n} bytes")
+    else:
+        _, head = _head(message, end)
     codec_id, digest, dtype, shape, meta, parts, _, pos = _header(message, end, head)
-    payload = Payload(meta=meta)
+    payload = Payload(meta=meta, unverified=None if verify else Unverified(message, head))
     for (name, part_dtype, numel), off in zip(parts, layout(parts, pos, end)):
         if name in payload.parts:
             raise CorruptMessageError(f"part {name!r} appears twice")
         payload.parts[name] = message[off:off + numel * ITEMSIZE[DTYPE_CODES[part_dtype]]].view(part_dtype)
     return {"codec_id": codec_id, "digest": digest, "dtype": dtype, "shape": shape}, payload
+
+
+def _mismatch(computed: torch.Tensor, message: torch.Tensor) -> bool:
+    """Whether the CRC ``computed`` (a one-element int32 tensor) differs from the message's
+    trailer: both read in one copy to the host."""
+    both = bytes(torch.cat([computed.view(torch.uint8), message[-TRAILER.size:]]).cpu().numpy())
+    return both[:4] != both[4:]
+
+
+def verify(message: torch.Tensor) -> None:
+    """``CorruptMessageError`` unless a message tensor's checksum matches its trailer."""
+    check(message)
+    n = message.numel()
+    if n < FIXED.size + TRAILER.size:
+        raise CorruptMessageError(f"message of {n} bytes is shorter than the minimal frame")
+    if _mismatch(_crc(message[:n - TRAILER.size]), message):
+        raise CorruptMessageError(f"checksum mismatch in a message of {n} bytes")
+
+
+def copy_part(payload: Payload, name: str, dst: torch.Tensor) -> None:
+    """``wire.copy_part`` for a message tensor: ``dst`` (uint8, on the message's device) gets
+    the bytes of part ``name`` while the message's CRC is computed, in one pass where the
+    part ends the body and the bytes before it are among those read for the header
+    (``_crc_copy``), else after the message is verified. A mismatch fills ``dst`` with 0xFF
+    and raises ``CorruptMessageError``."""
+    message, head = payload.unverified
+    part = payload.parts[name]
+    end = message.numel() - TRAILER.size
+    nbytes = part.numel() * part.element_size()
+    offset = part.data_ptr() - message.data_ptr() if nbytes else end
+    if (not 0 <= offset <= offset + nbytes <= end or dst.dtype != torch.uint8 or dst.numel() != nbytes
+            or dst.device != message.device):
+        raise ValueError(f"part {name!r} ({nbytes} bytes at {offset}) is not within the message body of {end} "
+                         f"bytes, or dst is not {nbytes} uint8 on {message.device}")
+    source = message[offset:offset + nbytes]
+    if offset + nbytes == end and offset <= len(head):
+        bad = _mismatch(_crc_copy(source, dst, head[:offset]), message)
+    else:
+        bad = _mismatch(_crc(message[:end]), message)
+        if not bad:
+            dst.copy_(source)
+    payload.unverified = None
+    if bad:
+        dst.fill_(0xFF)
+        raise CorruptMessageError(f"checksum mismatch in a message of {message.numel()} bytes")
 
 
 def measure(message: torch.Tensor) -> tuple[int, int]:
