@@ -3,7 +3,8 @@ same candidates, the same k-th value and the same tie rule, so the same indices.
 
 On a GPU the host waits for the device once per threshold tried (usually once): the
 candidates' count and whether every value is finite come back together, and both
-compactions use ``torch.nonzero_static`` with that count or with k, so neither waits.
+compactions use ``torch.nonzero_static`` with that count or with k, so neither waits. The
+k-th largest candidate is found by ``kth_smallest``.
 (``gpu_bench``'s ``message_overhead`` counted 4 synchronizations per top-k encode before.)"""
 
 from __future__ import annotations
@@ -11,6 +12,19 @@ from __future__ import annotations
 import torch
 
 from .select import sample, threshold_rank
+
+
+def kth_smallest(values: torch.Tensor, j: int, by_sort: bool | None = None) -> torch.Tensor:
+    """The j-th smallest (1-based) of a 1-d tensor, as a 0-d tensor on its device (no wait):
+    ``torch.kthvalue`` on the CPU; elsewhere (``by_sort``, by default) the j-th of a sort,
+    since CUDA's ``kthvalue`` selects within one thread block per slice, and a whole tensor
+    is one slice: 20x slower than sorting it on 100M values (pytorch/pytorch#75599), where
+    the sort runs device-wide."""
+    if by_sort is None:
+        by_sort = values.device.type != "cpu"
+    if by_sort:
+        return torch.sort(values).values[j - 1]
+    return torch.kthvalue(values, j).values
 
 
 def top_k(flat: torch.Tensor, k: int) -> tuple[torch.Tensor, bool]:
@@ -29,7 +43,7 @@ def top_k(flat: torch.Tensor, k: int) -> tuple[torch.Tensor, bool]:
         rank *= 4
     index = torch.nonzero_static(candidates, size=count).reshape(-1)  # ascending
     magnitude = magnitude_all[index]
-    v = torch.kthvalue(magnitude, count - k + 1).values  # the k-th largest
+    v = kth_smallest(magnitude, count - k + 1)  # the k-th largest
     above = magnitude > v
     tied = magnitude == v
     ties = tied & (torch.cumsum(tied, 0) <= k - above.sum())  # the lowest indices among the ties

@@ -20,6 +20,8 @@ import math
 
 import torch
 
+from ..kernels.torch_select import kth_smallest
+
 SAMPLINGS = ("random", "stride")
 
 
@@ -52,7 +54,8 @@ def exact_threshold(values_abs: torch.Tensor, ratio: float) -> tuple[float, int]
 
 def _order_statistic(magnitude: torch.Tensor, j: int) -> tuple[float, int]:
     """(the j-th smallest of ``magnitude``, how many equal it), read together in one copy to
-    the host (on a GPU, one wait for the device)."""
-    t = torch.kthvalue(magnitude, j).values
+    the host (on a GPU, one wait for the device; the selection by a sort there:
+    ``torch_select.kth_smallest``)."""
+    t = kth_smallest(magnitude, j)
     value, ties = torch.stack([t.double(), (magnitude == t).sum().double()]).tolist()
     return value, int(ties)
