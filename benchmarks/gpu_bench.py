@@ -31,9 +31,10 @@ paper profiles' speed on one GPU, and the DDP hook under NCCL.
    that tell what bounds it, over the bytes of the fp32 message of 25M values.
 7. **Message overhead**: encode and decode of small message tensors (4,096 and 1M values),
    seconds per call and the CUDA runtime calls and kernels each makes.
-8. **Quantize kernels** (``kernels/triton_uniform.py``): min-max quantization's messages
-   kept on the device, as in part 5, with torch's operations and with the Triton kernels
-   (``triton_uniform.KERNELS``), each message compared with the host's.
+8. **Quantize kernels** (``kernels/triton_uniform.py``, ``kernels/triton_qsgd.py``): min-max
+   quantization's and QSGD's messages kept on the device, as in part 5, with torch's
+   operations and with the Triton kernels (``triton_uniform.KERNELS``), each message
+   compared with the host's.
 
 ``python benchmarks/gpu_bench.py [FILE] [--only=PART,...]`` updates ``FILE``
 (``gpu-runs/bench_gpu.json``) with the parts it runs; ``THINWIRE_COMMIT`` names the code
@@ -67,7 +68,8 @@ SPECS = ["fp32", "fp16", "bf16", "quantize(bits=8)", "quantize(bits=4)", "quanti
 SAME_BYTES_ALSO = ["binquant(bits=5, coder='huffman')", "binquant(bits=12, coder='ans')", "ef(topk(ratio=0.01))"]
 TARGET = 0.5
 HOOK_CODECS = ("fp32", "ef(topk(ratio=0.01))", "quantize(bits=8)")
-QUANTIZE_SPECS = ["quantize(bits=8)", "quantize(bits=4)", "quantize(bits=1)"]
+QUANTIZE_SPECS = ["quantize(bits=8)", "quantize(bits=4)", "quantize(bits=1)", "qsgd(bits=8, bucket=512)",
+                  "qsgd(bits=4, bucket=512)"]
 OVERHEAD_CODECS = ("fp32", "quantize(bits=8)", "topk(ratio=0.01)", "graddrop(ratio=0.99)")
 DEVICE = "cuda"  # ``--dry-run``: "cpu", the device paths forced (kernels/device.py), tiny sizes
 
@@ -330,15 +332,16 @@ def message_overhead(sizes=(4_096, 1_000_000), specs=OVERHEAD_CODECS, calls: int
 
 def quantize_kernels(sizes=SIZES) -> list[dict]:
     """Part 8: ``QUANTIZE_SPECS``' messages kept on the device with each of
-    ``triton_uniform.KERNELS``."""
-    from thinwire.codecs.kernels import triton_uniform
+    ``triton_uniform.KERNELS`` (min-max quantization and QSGD switched together)."""
+    from thinwire.codecs.kernels import triton_qsgd, triton_uniform
     rows = []
     for kernel in triton_uniform.KERNELS:
-        before, triton_uniform.KERNEL = triton_uniform.KERNEL, kernel
+        before = triton_uniform.KERNEL, triton_qsgd.KERNEL
+        triton_uniform.KERNEL = triton_qsgd.KERNEL = kernel
         try:
             rows += [{**r, "quantize_kernel": kernel} for r in codecs(sizes, QUANTIZE_SPECS, kept_on_device=True)]
         finally:
-            triton_uniform.KERNEL = before
+            triton_uniform.KERNEL, triton_qsgd.KERNEL = before
     return rows
 
 

@@ -236,9 +236,10 @@ def gpu_tables(doc: dict) -> dict[str, str]:
         failures = {r["device_crc_failure"] for r in kept if r.get("device_crc_failure")}
         if failures:
             lines += ["", f"The device CRC failed on this GPU and the host checksummed these messages: {sorted(failures)}."]
-    quantize = doc.get("quantize_kernels", [])  # kernels/triton_uniform.py, once a GPU has run it
+    quantize = doc.get("quantize_kernels", [])  # kernels/triton_uniform.py and triton_qsgd.py, once a GPU has run them
     if quantize:
-        lines += ["", f"Min-max quantization's kernels, messages kept on the device (`kernels/triton_uniform.py`, "
+        lines += ["", f"Min-max quantization's and QSGD's kernels, messages kept on the device "
+                  f"(`kernels/triton_uniform.py`, `kernels/triton_qsgd.py`, "
                   f"{stamp('quantize_kernels')}), equal to the host's message byte for byte in "
                   f"{sum(r['equal_to_host'] for r in quantize)} of {len(quantize)} rows:\n",
                   *_kept_table(quantize, "kernel", lambda r: r["quantize_kernel"])]

@@ -96,7 +96,7 @@ def test_the_gpu_benchmark_runs_its_codecs_through_the_device_paths_on_the_cpu(m
     assert [(r["quantize_kernel"], r["codec"]) for r in quantize] == [
         (k, spec) for k in triton_uniform.KERNELS for spec in gpu_bench.QUANTIZE_SPECS]
     assert all(r["equal_to_host"] for r in quantize) and triton_uniform.KERNEL == "torch"
-    assert "Min-max quantization's kernels" in run.gpu_tables({**doc, "quantize_kernels": quantize})["gpu_codecs"]
+    assert "Min-max quantization's and QSGD's kernels" in run.gpu_tables({**doc, "quantize_kernels": quantize})["gpu_codecs"]
 
 
 def test_the_crc_variants_bit_planes_are_the_crcs_of_single_bits():

@@ -22,7 +22,9 @@ The u_i come from the sender state's own generator: one 64-bit key per message, 
 by a counter-based hash (``kernels/qsgd.py``), so a message depends only on the seed and
 the messages before it. Steps 1-4 are one compiled pass that writes into the message
 buffer and step 5 one pass out of it; a GPU tensor takes torch operations on the GPU that
-write the same bytes (``kernels/torch_qsgd.py``). NaN or Inf input raises ``ValueError``.
+write the same bytes (``kernels/torch_qsgd.py``), or with ``triton_qsgd.KERNEL = "triton"``
+one Triton kernel each way (``kernels/triton_qsgd.py``). NaN or Inf input raises
+``ValueError``.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import math
 import numpy as np
 import torch
 
-from ..kernels import bitpack, device, elias, qsgd, torch_qsgd
+from ..kernels import bitpack, device, elias, qsgd, torch_qsgd, triton_qsgd
 from ..kernels.uniform import float32_numpy
 from ..base import Codec, expect_part
 from ..errors import CorruptMessageError
@@ -90,7 +92,19 @@ class QSGD(Codec):
             raise ValueError(f"qsgd: a bucket norm of tensor {key!r} overflows float32 (values of about "
                              f"1e19 and more, squared and summed): scale the tensor, or use norm='max'")
 
-        if device.on_device(flat):  # a GPU tensor: norms and codes on its device, the same bytes
+        norms_part = None  # the norms' writer when they stay on the device
+        if (self.coding == "fixed" and device.on_device(flat)
+                and triton_qsgd.usable(self.bits, self.bucket, flat.reshape(-1))):  # norms and codes in one pass
+            x = flat.reshape(-1).to(torch.float32).contiguous()
+            on_device = torch.empty(self.buckets(n), dtype=torch.float32, device=x.device)
+
+            def fill_codes(view):
+                triton_qsgd.quantize_packed(x, self.bucket, self.norm == "max", self.bits, message_key, on_device, view)
+                if not bool(torch.isfinite(on_device).all()):
+                    refuse(bool(torch.isfinite(x).all()))
+
+            norms_part = PartWriter(torch.float32, on_device.numel(), lambda view: view.copy_(on_device))
+        elif device.on_device(flat):  # a GPU tensor: norms and codes on its device, the same bytes
             rows = torch_qsgd.buckets(flat, self.bucket)
             on_device = torch_qsgd.norms(rows, self.norm == "max")
             norms = on_device.cpu().numpy()
@@ -118,8 +132,9 @@ class QSGD(Codec):
             elias.encode(codes, self.bucket, self.bits, stream)
             return Payload(parts={"stream": torch.from_numpy(stream), "norms": torch.from_numpy(norms)})
         codes = PartWriter(torch.uint8, bitpack.packed_bytes(n, self.bits), fill_codes, checksummed=True)
-        return Payload(parts={"codes": codes, "norms": PartWriter(torch.float32, norms.size,
-                                                                   lambda view: view.copy_(torch.from_numpy(norms)))})
+        if norms_part is None:
+            norms_part = PartWriter(torch.float32, norms.size, lambda view: view.copy_(torch.from_numpy(norms)))
+        return Payload(parts={"codes": codes, "norms": norms_part})
 
     def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None, shape: tuple = ()) -> torch.Tensor:
         norms = expect_part(payload, "norms", torch.float32, self.buckets(numel))
@@ -131,6 +146,12 @@ class QSGD(Codec):
             packed = bitpack.pack(torch.from_numpy(codes), self.bits)
         else:
             packed = expect_part(payload, "codes", torch.uint8, bitpack.packed_bytes(numel, self.bits))
+        if device.on_device(out if out is not None else norms) and triton_qsgd.usable(self.bits, self.bucket, packed, norms):
+            if not bool((torch.isfinite(norms) & (norms >= 0)).all()):
+                raise CorruptMessageError("qsgd: bucket norms must be finite and non-negative")
+            out = torch.empty(numel, dtype=torch.float32, device=norms.device) if out is None else out
+            if out.device == norms.device and out.is_contiguous():
+                return triton_qsgd.dequantize_packed(packed, self.bucket, norms, self.bits, out)
         norms_np = norms.cpu().numpy()  # one per bucket; from a message on a GPU, copied
         if not (np.isfinite(norms_np).all() and (norms_np >= 0).all()):
             raise CorruptMessageError("qsgd: bucket norms must be finite and non-negative")

@@ -1,0 +1,106 @@
+"""The Triton QSGD kernels (``kernels/triton_qsgd.py``) give the host kernels' norms, bytes
+and values, run on the CPU by Triton's interpreter (``TRITON_INTERPRET=1``, set before
+triton is imported, so in a process of its own)."""
+
+import subprocess
+import sys
+
+import pytest
+
+from thinwire.codecs.kernels import triton_crc, triton_qsgd
+
+CHECK = r"""
+import os
+os.environ["TRITON_INTERPRET"] = "1"
+import numpy as np, torch
+from thinwire.codecs import CodecState, make_codec
+from thinwire.codecs.kernels import bitpack, device, qsgd, triton_qsgd
+from thinwire.codecs.wire import tensor_message
+rng = np.random.default_rng(0)
+triton_qsgd.VALUES = 64  # several programs, the last one partly past the end
+for bits in (2, 3, 5, 8):
+    for bucket in (8, 16, 64):
+        for n in (1, 7, 8, 9, 100, 1000):
+            for norm in ("l2", "max"):
+                x = rng.standard_normal(n).astype(np.float32)
+                x[::7] *= 1e-3  # small levels; a zero and a negative zero
+                x[0], x[-1] = 0.0, -0.0
+                key = int(rng.integers(0, 2 ** 63)) * 2 + 1  # both key words
+                norms = np.empty(-(-n // bucket), np.float32)
+                host = np.empty(bitpack.packed_bytes(n, bits), np.uint8)
+                qsgd.quantize_packed(x, bucket, norm, bits, key, norms, host)
+                got, got_norms = torch.full((host.size,), 0xAB, dtype=torch.uint8), torch.full((norms.size,), 7.0)
+                triton_qsgd.quantize_packed(torch.from_numpy(x), bucket, norm == "max", bits, key, got_norms, got)
+                assert bytes(got.numpy()) == host.tobytes(), (bits, bucket, n, norm)
+                assert got_norms.numpy().tobytes() == norms.tobytes(), (bits, bucket, n, norm)
+                step = (norms.astype(np.float64) / ((1 << (bits - 1)) - 1)).astype(np.float32)
+                want = np.full(n, 5.0, np.float32)
+                qsgd.dequantize_packed(host, bucket, step, bits, want)
+                back = torch.full((n,), 7.0)
+                triton_qsgd.dequantize_packed(torch.from_numpy(host), bucket, torch.from_numpy(norms), bits, back)
+                assert back.numpy().tobytes() == want.tobytes(), (bits, bucket, n, norm)
+# a bucket whose norm is so small that s / norm overflows float32: the largest float32
+x = np.full(16, 1e-44, np.float32)
+norms, host = np.empty(2, np.float32), np.empty(16, np.uint8)
+qsgd.quantize_packed(x, 8, "max", 8, 99, norms, host)
+got, got_norms = torch.empty(16, dtype=torch.uint8), torch.empty(2)
+triton_qsgd.quantize_packed(torch.from_numpy(x), 8, True, 8, 99, got_norms, got)
+assert bytes(got.numpy()) == host.tobytes() and got_norms.numpy().tobytes() == norms.tobytes()
+# through the codec on the device path (message tensors): the host's bytes and values;
+# 12 bits, a bucket of 100 and Elias coding stay on torch's operations
+tensor_message._on_device = lambda t: False
+triton_qsgd.KERNEL, triton_qsgd.VALUES = "triton", 4096
+x = torch.randn(3001, generator=torch.Generator().manual_seed(1))
+calls = []
+real = triton_qsgd.quantize_packed
+triton_qsgd.quantize_packed = lambda *a, **k: calls.append(1) or real(*a, **k)
+for spec, fused in [("qsgd(bits=4, bucket=64)", True), ("qsgd(bits=8, bucket=512, norm='max')", True),
+                    ("qsgd(bits=12, bucket=64)", False), ("qsgd(bits=4, bucket=100)", False),
+                    ("qsgd(bits=4, bucket=64, coding='elias')", False)]:
+    codec = make_codec(spec)
+    host = codec.encode(x, CodecState(3), "x")
+    calls.clear()
+    with device.forced():
+        moved = codec.encode(x, CodecState(3), "x", out=torch.empty(0, dtype=torch.uint8))
+        assert bytes(moved.numpy()) == bytes(host), spec
+        assert bool(calls) == fused, spec
+        out = torch.empty_like(x)
+        codec.decode(moved, CodecState(0), "x", out=out)
+    assert torch.equal(out, codec.decode(host, CodecState(0), "x")), spec
+# NaN or Inf: refused on this path too, naming the tensor
+codec = make_codec("qsgd(bits=4, bucket=64)")
+for bad in (float("nan"), float("inf")):
+    y = x.clone()
+    y[2000] = bad
+    with device.forced():
+        try:
+            codec.encode(y, CodecState(3), "w7", out=torch.empty(0, dtype=torch.uint8))
+            raise AssertionError(f"{bad} was quantized")
+        except ValueError as exc:
+            assert "NaN or Inf" in str(exc) and "'w7'" in str(exc), exc
+print("ok")
+"""
+
+
+@pytest.mark.skipif(not triton_crc.AVAILABLE, reason="triton is in requirements.lock; absent only outside make setup")
+def test_the_triton_kernels_give_the_host_kernels_bytes_under_the_interpreter():
+    done = subprocess.run([sys.executable, "-c", CHECK], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]
+
+
+def test_the_kernel_choice_is_checked_and_opt_in(monkeypatch):
+    import torch
+    x = torch.zeros(8)
+    monkeypatch.setenv("TRITON_INTERPRET", "1")  # CPU tensors count only under the interpreter
+    assert triton_qsgd.KERNEL == "torch" and not triton_qsgd.usable(8, 512, x)
+    monkeypatch.setattr(triton_qsgd, "KERNEL", "triton")
+    assert triton_qsgd.usable(8, 512, x) == triton_crc.AVAILABLE
+    assert not triton_qsgd.usable(9, 512, x)          # 9 to 16 bits: torch's operations
+    assert not triton_qsgd.usable(8, 100, x)          # a bucket that is not a power of two
+    assert not triton_qsgd.usable(8, 8192, x)         # more than one program's values
+    assert not triton_qsgd.usable(8, 512, x[::2])     # not contiguous
+    monkeypatch.delenv("TRITON_INTERPRET")
+    assert not triton_qsgd.usable(8, 512, x)          # CPU tensors, compiled Triton: torch's operations
+    monkeypatch.setattr(triton_qsgd, "KERNEL", "cuda")
+    with pytest.raises(ValueError, match="KERNEL must be one of"):
+        triton_qsgd.usable(8, 512, x)
