@@ -88,19 +88,29 @@ def test_the_triton_kernels_give_the_host_kernels_bytes_under_the_interpreter():
     assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]
 
 
-def test_the_kernel_choice_is_checked_and_opt_in(monkeypatch):
+@pytest.mark.parametrize("kernel, interpreted, bits, bucket, strided, takes", [
+    ("torch", True, 8, 512, False, False),    # the default: torch's operations
+    ("triton", True, 8, 512, False, True),
+    ("triton", True, 2, 8, False, True),
+    ("triton", True, 9, 512, False, False),   # 9 to 16 bits: torch's operations
+    ("triton", True, 8, 100, False, False),   # a bucket that is not a power of two
+    ("triton", True, 8, 8192, False, False),  # more than one program's values
+    ("triton", True, 8, 512, True, False),    # not contiguous
+    ("triton", False, 8, 512, False, False),  # CPU tensors count only under the interpreter
+])
+def test_the_kernel_takes_only_what_it_can(monkeypatch, kernel, interpreted, bits, bucket, strided, takes):
     import torch
-    x = torch.zeros(8)
-    monkeypatch.setenv("TRITON_INTERPRET", "1")  # CPU tensors count only under the interpreter
-    assert triton_qsgd.KERNEL == "torch" and not triton_qsgd.usable(8, 512, x)
-    monkeypatch.setattr(triton_qsgd, "KERNEL", "triton")
-    assert triton_qsgd.usable(8, 512, x) == triton_crc.AVAILABLE
-    assert not triton_qsgd.usable(9, 512, x)          # 9 to 16 bits: torch's operations
-    assert not triton_qsgd.usable(8, 100, x)          # a bucket that is not a power of two
-    assert not triton_qsgd.usable(8, 8192, x)         # more than one program's values
-    assert not triton_qsgd.usable(8, 512, x[::2])     # not contiguous
-    monkeypatch.delenv("TRITON_INTERPRET")
-    assert not triton_qsgd.usable(8, 512, x)          # CPU tensors, compiled Triton: torch's operations
+    x = torch.zeros(16)
+    monkeypatch.setattr(triton_qsgd, "KERNEL", kernel)
+    if interpreted:
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+    else:
+        monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    assert triton_qsgd.usable(bits, bucket, x[::2] if strided else x) == (takes and triton_crc.AVAILABLE)
+
+
+def test_an_unknown_kernel_is_refused(monkeypatch):
+    import torch
     monkeypatch.setattr(triton_qsgd, "KERNEL", "cuda")
     with pytest.raises(ValueError, match="KERNEL must be one of"):
-        triton_qsgd.usable(8, 512, x)
+        triton_qsgd.usable(8, 512, torch.zeros(8))
