@@ -184,7 +184,8 @@ def test_qsgd_refuses_non_finite_values_and_overflowing_norms_on_the_device_path
 
 DEVICE_DECODERS = ["fp32", "fp16", "bf16", "quantize(bits=3)", "qsgd(bits=4, bucket=64)", "topk(ratio=0.05)",
                    "graddrop(ratio=0.9)", "graddrop(ratio=0.9, bits=2)", "ef(topk(ratio=0.05))",
-                   "sized(quantize(bits=8), min_numel=100)", "colquant(bits=5)"]
+                   "sized(quantize(bits=8), min_numel=100)", "colquant(bits=5)", "binquant(bits=5)",
+                   "binquant(bits=12)"]
 
 
 @pytest.mark.parametrize("spec", DEVICE_DECODERS)
@@ -204,8 +205,9 @@ def test_codecs_that_decode_on_the_device_write_out_the_host_values_on_the_devic
 
 def test_codecs_without_a_device_decoder_say_so():
     """Their decompress reads host buffers: a GPU ``out`` gets the host-decoded values."""
-    for spec in ("binquant(bits=5, coder='huffman')", "chain(topk(ratio=0.1), quantize(bits=8))",
-                 "sized(quantize(bits=8), min_numel=100, otherwise='binquant(bits=5)')"):
+    for spec in ("binquant(bits=5, coder='huffman')", "binquant(bits=5, per='column')",
+                 "chain(topk(ratio=0.1), quantize(bits=8))",
+                 """sized(quantize(bits=8), min_numel=100, otherwise="binquant(bits=5, coder='ans')")"""):
         assert not make_codec(spec).decodes_on_device, spec
 
 

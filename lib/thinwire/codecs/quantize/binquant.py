@@ -58,6 +58,10 @@ class BinQuantize(Codec):
         if per not in PERS:
             raise ValueError(f"per={per!r} is not allowed: per must be one of {list(PERS)}")
         self.per = per
+        # raw codes over one range are unpacked and rescaled where ``out`` is, from a message
+        # on that device (``uniform.dequantize_packed``); entropy-coded codes and per-column
+        # ranges decode on the host
+        self.decodes_on_device = self.reads_device_messages = coder == "raw" and per == "tensor"
 
     def params(self) -> dict:
         extra = {"per": self.per} if self.per != "tensor" else {}  # the default stays out of specs and keys
@@ -133,10 +137,13 @@ class BinQuantize(Codec):
         if self.coder == "raw" and levels is None:  # unpacked and rescaled in one pass; N-bit fields are < 2^N
             packed = expect_part(payload, "codes", torch.uint8, bitpack.packed_bytes(numel, bits))
             return bin_unpack_centres(packed, numel, lo, hi, bits, out=out)
-        codes = CODERS[self.coder]().decode(payload.parts, payload.meta, numel, bits)
+        parts = {name: part.cpu() for name, part in payload.parts.items()}  # raw with levels: from a GPU message
+        codes = CODERS[self.coder]().decode(parts, payload.meta, numel, bits)
         if codes.size and int(codes.max()) >= (levels or 1 << bits):
             raise CorruptMessageError(f"{self.name}: code {int(codes.max())} out of range for "
                                       f"{levels or 1 << bits} levels")
+        if out is not None and out.device.type != "cpu":  # decoded on the host, then copied to out's device
+            return out.copy_(bin_centres(codes, lo, hi, bits, levels=levels))
         return bin_centres(codes, lo, hi, bits, out=out, levels=levels)
 
     def _decompress_columns(self, payload: Payload, numel: int, bits: int, out) -> torch.Tensor:
