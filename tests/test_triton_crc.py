@@ -129,25 +129,30 @@ triton_crc.JOIN_LEVELS = 10
 # large out the same way, the host message's bytes and values; damage anywhere is refused
 tensor_message._on_device = lambda t: True
 tensor_message.COPY_CHECKED_BYTES = 0
-copies = []
-real_copy = triton_crc.crc32c_copy
-triton_crc.crc32c_copy = lambda *a, **k: copies.append(a[0].numel()) or real_copy(*a, **k)
-for spec, n in [("fp32", 5_001), ("fp16", 5_001), ("bf16", 3), ("fp32", 1)]:
+passes = []  # (kernel entry, bytes or values) of each one-pass copy or cast
+for entry in ("crc32c_copy", "crc32c_cast"):
+    setattr(triton_crc, entry, lambda *a, real=getattr(triton_crc, entry), entry=entry, **k:
+            passes.append((entry, a[0].numel())) or real(*a, **k))
+x = torch.randn(5_001, generator=torch.Generator().manual_seed(9))
+x[[3, 7, 11]] = torch.tensor([float("nan"), float("inf"), 1e-6])  # carried as the host kernels write them
+for spec, n, entry, width in [("fp32", 5_001, "crc32c_copy", 4), ("fp16", 5_001, "crc32c_cast", 2),
+                              ("bf16", 3, "crc32c_cast", 2), ("fp16", 4_000, "crc32c_cast", 2),
+                              ("fp32", 1, "crc32c_copy", 4)]:
     codec = make_codec(spec)
-    x = torch.randn(n, generator=torch.Generator().manual_seed(n))
-    host = codec.encode(x, CodecState(1), "w")
+    host = codec.encode(x[:n], CodecState(1), "w")
     with device.forced():
-        copies.clear()
-        moved = codec.encode(x, CodecState(1), "w", out=torch.empty(0, dtype=torch.uint8))
-        assert bool(copies) == (spec == "fp32"), spec  # fp32's one plain part: the fused copy wrote it
+        passes.clear()
+        moved = codec.encode(x[:n], CodecState(1), "w", out=torch.empty(0, dtype=torch.uint8))
+        assert [p[0] for p in passes] == [entry], (spec, passes)  # the one part written in one pass
         assert bytes(moved.numpy()) == bytes(host), spec
         want = codec.decode(host, CodecState(0), "w")
-        copies.clear()
+        passes.clear()
         out = torch.empty(n, dtype=want.dtype)
         got = codec.decode(moved, CodecState(0), "w", out=out)
-        assert got is out and torch.equal(got, want), spec
-        assert bool(copies) == (spec == "fp32"), (spec, copies)  # fp32 decodes by the checked copy
-        for at in [len(host) - 4 * n - 4, len(host) // 2, len(host) - 5, len(host) - 1]:
+        assert got is out and torch.equal(got.view(torch.int32), want.view(torch.int32)), spec
+        assert [p[0] for p in passes] == [entry], (spec, passes)  # and read back in one pass, checked
+        first_value = len(host) - width * n - 4
+        for at in [first_value, len(host) // 2, len(host) - 5, len(host) - 1]:
             damaged = moved.clone()
             damaged[at] ^= 0x10
             out = torch.zeros(n, dtype=want.dtype)
@@ -156,8 +161,8 @@ for spec, n in [("fp32", 5_001), ("fp16", 5_001), ("bf16", 3), ("fp32", 1)]:
                 raise AssertionError(f"{spec}: a message damaged at byte {at} decoded")
             except CorruptMessageError:
                 pass
-            if spec == "fp32" and at >= len(host) - 4 * n - 4:  # a value or the trailer damaged:
-                assert torch.isnan(out).all(), (spec, at)  # nothing of the message stays in out
+            if at >= first_value:  # a value or the trailer damaged: nothing of the message stays in out
+                assert torch.isnan(out).all(), (spec, at)
 # a damaged header (shape no longer fits out) is a damaged message, not a wrong out
 codec = make_codec("fp32")
 x = torch.randn(4_000, generator=torch.Generator().manual_seed(1))

@@ -52,6 +52,9 @@ class Codec(ABC):
     # this: ``decode`` then opens a large host message unverified (``checks_own_copy``)
     # and the copy verifies it, so the message is read once, not twice.
     verifies_while_copying: ClassVar[bool] = False
+    # the same for a message tensor on a GPU whose one part is 16-bit floats: decompress
+    # casts it into a float32 ``out`` there as the device CRC checks it (``fp16``)
+    verifies_while_casting: ClassVar[bool] = False
     # Bumped when the same spec starts to produce different messages; the results of runs
     # that use the codec are then recomputed (``RunConfig.key``), not taken from the cache.
     revision: ClassVar[int] = 0
@@ -195,16 +198,17 @@ class Codec(ABC):
 
     def checks_own_copy(self, message, out: torch.Tensor | None) -> bool:
         """Whether ``decode`` leaves the message's checksum to ``decompress`` (which then
-        copies its part out with ``wire.copy_part``): only for a codec that
-        ``verifies_while_copying`` and a float32 ``out`` large enough, with a host message and
-        ``out`` on the host (the copy streamed), or a message tensor and ``out`` on its device
-        where the device CRC copies as it checksums (``tensor_message.copies_while_checking``)."""
-        if not (self.verifies_while_copying and out is not None and out.dtype == torch.float32
-                and out.is_contiguous()):
+        copies its part out with ``wire.copy_part``), for a float32 ``out`` large enough: a
+        host message and ``out`` on the host (the copy streamed) for a codec that
+        ``verifies_while_copying``; a message tensor and ``out`` on its device, where the
+        device CRC copies or casts as it checksums (``tensor_message.copies_while_checking``),
+        for one that ``verifies_while_copying`` or ``verifies_while_casting``."""
+        if out is None or out.dtype != torch.float32 or not out.is_contiguous():
             return False
         if isinstance(message, torch.Tensor):
-            return tensor_message.copies_while_checking(message, out)
-        return out.device.type == "cpu" and wire.checked_copy.worth_it(4 * out.numel())
+            return ((self.verifies_while_copying or self.verifies_while_casting)
+                    and tensor_message.copies_while_checking(message, out))
+        return self.verifies_while_copying and out.device.type == "cpu" and wire.checked_copy.worth_it(4 * out.numel())
 
     def _readable(self, message, values_on: torch.device | None):
         """``message`` as this codec decodes it: a message tensor on a GPU stays there when

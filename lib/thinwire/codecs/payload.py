@@ -12,12 +12,15 @@ import torch
 class PartWriter:
     """A part written straight into the message buffer by ``fill(view)``: large
     outputs (quantization codes) then skip an intermediate copy. ``checksummed``: ``fill``
-    returns the CRC-32C of the bytes it wrote, or None where it did not compute it."""
+    returns the CRC-32C of the bytes it wrote, or None where it did not compute it.
+    ``source``: the float32 tensor that ``fill`` casts to ``dtype``, when that is all it
+    does (so a message on a GPU may cast, copy and checksum it in one pass)."""
 
     dtype: torch.dtype
     numel: int
     fill: Callable[[torch.Tensor], int | None]
     checksummed: bool = False
+    source: torch.Tensor | None = None
 
     def materialize(self) -> torch.Tensor:
         out = torch.empty(self.numel, dtype=self.dtype)

@@ -3,7 +3,10 @@
 A float32 host tensor is converted by ``kernels/half.py``: a cached piece at a time,
 checksummed there on the way into the message (a large one streamed into it, and out of
 it into ``out``); other tensors by torch's cast, a GPU tensor on the GPU, so only the
-16-bit values cross to the host message and back.
+16-bit values cross to the host message and back. A float32 GPU tensor written into a
+message tensor on its device is cast, copied and checksummed in one pass by the device
+CRC's ``"words"`` kernel (``triton_crc.crc32c_cast``), and decoded into a large ``out``
+there the same way (``Codec.checks_own_copy``).
 """
 
 from __future__ import annotations
@@ -12,8 +15,10 @@ import torch
 
 from ..base import Codec, expect_part
 from ..kernels import half
+from ..kernels.device import on_device
 from ..payload import PartWriter, Payload
 from ..state import CodecState
+from ..wire import copy_part
 from .fp32 import host_float32
 
 
@@ -30,17 +35,19 @@ class Float16(Codec):
     decodes_on_device = True
     reads_device_messages = True
     carries_non_finite = True
+    verifies_while_casting = True
     codec_id = 2
     carrier = "values"
     dtype = torch.float16              # what every value is cast to (bf16.py sets bfloat16)
 
     def compress(self, flat, state: CodecState, key: str, shape: tuple = ()) -> Payload:
         bf16 = self.dtype == torch.bfloat16
-        if host_float32(flat) and half.supported(bf16):
+        if host_float32(flat) and half.supported(bf16) and not on_device(flat):
             writer = PartWriter(self.dtype, flat.numel(), lambda view: half.narrow(flat.numpy(), _bits(view), bf16),
                                 checksummed=True)
         else:  # cast as it is copied (a GPU message: in one pass on the GPU, no 16-bit temporary)
-            writer = PartWriter(self.dtype, flat.numel(), lambda view: view.copy_(flat))
+            source = flat if flat.dtype == torch.float32 and flat.is_contiguous() else None
+            writer = PartWriter(self.dtype, flat.numel(), lambda view: view.copy_(flat), source=source)
         return Payload(parts={"values": writer})
 
     def warm_up(self) -> None:
@@ -50,6 +57,10 @@ class Float16(Codec):
 
     def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None, shape: tuple = ()) -> torch.Tensor:
         values = expect_part(payload, "values", self.dtype, numel)
+        if payload.unverified is not None:  # decode left the check to this cast (a message on a GPU)
+            target = out if out is not None else torch.empty(numel, dtype=torch.float32, device=values.device)
+            copy_part(payload, "values", target)
+            return target
         if out is None:
             return values.to(torch.float32)
         bf16 = self.dtype == torch.bfloat16

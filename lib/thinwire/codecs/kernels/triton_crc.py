@@ -248,6 +248,64 @@ if AVAILABLE:  # the kernels are compiled for the device of their first buffer
         _finish(crc, out + block, ones, trailer, FINAL, STORE, scale, SCALED)
 
 
+if AVAILABLE:
+    @triton.jit
+    def _narrow(a, BF16: tl.constexpr):
+        """float32 to the bits (int16) of the 16-bit float ``kernels/half.py`` makes of it:
+        rounded to nearest even, NaN as the host kernels write it. bfloat16: the upper 16
+        bits rounded by integer arithmetic, every NaN 0x7FC0. float16: the device's
+        conversion (round to nearest even, overflow to infinity, subnormals kept), a NaN
+        quieted with the top 10 bits of its payload kept, as x86's F16C conversion does
+        (where a GPU's conversion writes one canonical NaN)."""
+        bits = a.to(tl.uint32, bitcast=True)
+        nan = (bits & 0x7FFFFFFF) > 0x7F800000
+        if BF16:
+            narrow = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+            narrow = tl.where(nan, 0x7FC0, narrow)
+        else:
+            narrow = a.to(tl.float16, fp_downcast_rounding="rtne").to(tl.uint16, bitcast=True).to(tl.uint32)
+            narrow = tl.where(nan, ((bits >> 16) & 0x8000) | 0x7E00 | ((bits >> 13) & 0x3FF), narrow)
+        return narrow.to(tl.uint16).to(tl.int16, bitcast=True)
+
+    @triton.jit
+    def _block_halves(src, numel, padw, product, shifts, out, scale, ones, trailer, dst, LANES: tl.constexpr,
+                      STEPS: tl.constexpr, FINAL: tl.constexpr, STORE: tl.constexpr, SCALED: tl.constexpr,
+                      WIDEN: tl.constexpr, BF16: tl.constexpr):
+        """``"words"`` over a part of 16-bit floats (float16, or bfloat16 with ``BF16``), cast on
+        the way: word i of the part holds values 2i and 2i + 1. ``WIDEN``: ``src`` is the
+        part (int16 bits) and ``dst`` float32; else ``src`` is float32, rounded to nearest
+        even into the part ``dst``. Every access is 16 or 32 bits wide, so the part needs no
+        4-byte alignment, and an odd count's last word is padded with zeros as in
+        ``_block_words``."""
+        block = tl.program_id(0).to(tl.int64)
+        lane = tl.arange(0, LANES)
+        first = block * (LANES * STEPS) - padw
+        crc = tl.zeros([LANES], dtype=tl.uint32)
+        for k in tl.static_range(STEPS):
+            at = first + k * LANES + lane
+            even, odd = 2 * at, 2 * at + 1
+            has_even, has_odd = (at >= 0) & (even < numel), (at >= 0) & (odd < numel)
+            if WIDEN:
+                low = tl.load(src + even, mask=has_even, other=0)
+                high = tl.load(src + odd, mask=has_odd, other=0)
+                if BF16:
+                    tl.store(dst + even, low.to(tl.bfloat16, bitcast=True).to(tl.float32), mask=has_even)
+                    tl.store(dst + odd, high.to(tl.bfloat16, bitcast=True).to(tl.float32), mask=has_odd)
+                else:
+                    tl.store(dst + even, low.to(tl.float16, bitcast=True).to(tl.float32), mask=has_even)
+                    tl.store(dst + odd, high.to(tl.float16, bitcast=True).to(tl.float32), mask=has_odd)
+            else:
+                low = _narrow(tl.load(src + even, mask=has_even, other=0.0), BF16)
+                high = _narrow(tl.load(src + odd, mask=has_odd, other=0.0), BF16)
+                tl.store(dst + even, low, mask=has_even)
+                tl.store(dst + odd, high, mask=has_odd)
+            w = low.to(tl.uint16, bitcast=True).to(tl.uint32) | (high.to(tl.uint16, bitcast=True).to(tl.uint32) << 16)
+            crc = _mul(crc, product) ^ w
+        crc = _times(crc, tl.load(shifts + lane).to(tl.uint32, bitcast=True))
+        crc = tl.xor_sum(tl.reshape(crc, [1, LANES]), axis=1)
+        _finish(crc, out + block, ones, trailer, FINAL, STORE, scale, SCALED)
+
+
 def crc32c(buffer: torch.Tensor) -> int:
     """The CRC-32C of a contiguous uint8 tensor's bytes, computed on its device (a GPU, or
     the CPU under ``TRITON_INTERPRET=1``); reading the result waits for the device."""
@@ -290,6 +348,54 @@ def crc32c_copy(source: torch.Tensor, target: torch.Tensor, prefix: bytes = b"",
     if not n:
         target = None
     return _checksum(source, target, ONE, add, trailer)
+
+
+HALVES = (torch.float16, torch.bfloat16)
+
+
+def crc32c_cast(source: torch.Tensor, target: torch.Tensor, prefix: bytes = b"",
+                trailer: torch.Tensor | None = None) -> torch.Tensor:
+    """``target.copy_(source)`` between float32 and a 16-bit float (float16 or bfloat16,
+    rounded to nearest even), and the CRC-32C of ``prefix`` and the 16-bit values' bytes,
+    as ``crc32c_copy`` returns and writes it: a message part of 16-bit values written from
+    float32 values, or read into them, and checksummed in the same pass (``_block_halves``)
+    with ``KERNEL = "words"``; otherwise cast first and then checksummed."""
+    if not AVAILABLE:
+        raise RuntimeError("triton_crc needs the triton package (it comes with CUDA builds of torch)")
+    widen = target.dtype == torch.float32
+    half = source if widen else target
+    if not ({source.dtype, target.dtype} == {torch.float32, half.dtype} and half.dtype in HALVES
+            and source.dim() == target.dim() == 1 and source.numel() == target.numel()
+            and source.is_contiguous() and target.is_contiguous() and source.device == target.device):
+        raise ValueError(f"source and target must be contiguous 1-d tensors of as many values on one device, one "
+                         f"float32 and one of {HALVES}, got {source.dtype} {tuple(source.shape)} on {source.device} "
+                         f"and {target.dtype} {tuple(target.shape)} on {target.device}")
+    if trailer is not None:
+        _check(trailer=trailer)
+    import crc32c as host
+    numel, h = source.numel(), len(prefix)
+    n = 2 * numel
+    add = multiply(host.crc32c(bytes(prefix)) ^ _ones_term(h), x_8n(n)) ^ _ones_term(h + n)
+    if not numel:
+        return _checksum(torch.empty(0, dtype=torch.uint8, device=source.device), None, ONE, add, trailer)
+    if KERNEL != "words":
+        target.copy_(source)
+        return _checksum(half.view(torch.uint8), None, ONE, add, trailer)
+    nw = -(-numel // 2)
+    per_block = WORD_LANES * WORD_STEPS
+    blocks = -(-nw // per_block)
+    device = str(source.device)
+    product, shifts = _word_tables(device, WORD_LANES)
+    block_products = _tables(device, max(1, (blocks - 1).bit_length()))[2]
+    scale = inverse(x_8n(4 * nw - n))
+    crcs = torch.empty(blocks, dtype=torch.int32, device=source.device)
+    store, final = trailer is not None, blocks == 1
+    src, dst = (source.view(torch.int16), target) if widen else (source, target.view(torch.int16))
+    _block_halves[(blocks,)](src, numel, blocks * per_block - nw, product, shifts, crcs, _bits(scale), _bits(add),
+                             trailer if store else crcs, dst, LANES=WORD_LANES, STEPS=WORD_STEPS, FINAL=final,
+                             STORE=store and final, SCALED=scale != ONE, WIDEN=widen, BF16=half.dtype == torch.bfloat16,
+                             num_warps=WORD_WARPS)
+    return _joined(crcs, block_products, scale, add, trailer)
 
 
 def _bits(value: int) -> int:

@@ -94,12 +94,20 @@ def _crc(body: torch.Tensor, trailer: torch.Tensor | None = None) -> torch.Tenso
     return crc
 
 
-def _copies_with_crc(part, message: torch.Tensor) -> bool:
-    """Whether ``pack`` copies ``part`` (a message's only part) into the message and
-    checksums the message in one pass (``triton_crc.crc32c_copy``): a plain tensor on the
-    message's device, with the device CRC's ``"words"`` kernel."""
-    return (not isinstance(part, PartWriter) and part.numel() > 0 and part.device == message.device
-            and triton_crc.AVAILABLE and triton_crc.KERNEL == "words" and DEVICE_CRC_FAILURE is None)
+def _one_pass_source(part, message: torch.Tensor) -> torch.Tensor | None:
+    """What ``pack`` copies (or casts) into the message while it checksums it, in one pass
+    (``_crc_copy``), where ``part`` is the message's only part and the device CRC's
+    ``"words"`` kernel runs: a plain tensor on the message's device (its bytes), or a
+    ``PartWriter`` that only casts a float32 tensor there to 16-bit floats (that tensor);
+    else None."""
+    if not (triton_crc.AVAILABLE and triton_crc.KERNEL == "words" and DEVICE_CRC_FAILURE is None):
+        return None
+    if isinstance(part, PartWriter):
+        source = part.source
+        fits = (source is not None and part.dtype in triton_crc.HALVES and source.device == message.device
+                and source.numel() == part.numel)
+        return source.reshape(-1) if fits else None
+    return part.reshape(-1).view(torch.uint8) if part.numel() and part.device == message.device else None
 
 
 COPY_CHECKED_BYTES = 1 << 20  # a part at least this large is verified as it is copied out
@@ -116,17 +124,23 @@ def copies_while_checking(message: torch.Tensor, out: torch.Tensor) -> bool:
 
 def _crc_copy(source: torch.Tensor, target: torch.Tensor, prefix: bytes,
               trailer: torch.Tensor | None = None) -> torch.Tensor:
-    """``target[:] = source`` and the CRC-32C of ``prefix || source`` (a message body whose
-    first bytes ``prefix`` are on the host), written into ``trailer`` when given, as ``_crc``
-    computes it: on the device in one pass, else on the host."""
+    """``target.copy_(source)`` and the CRC-32C of ``prefix`` and the message's bytes among
+    them (a message body whose first bytes ``prefix`` are on the host, then its part:
+    uint8 both, or 16-bit floats cast from or to float32), written into ``trailer`` when
+    given, as ``_crc`` computes it: on the device in one pass (``triton_crc.crc32c_copy``,
+    ``crc32c_cast``), else on the host."""
     global DEVICE_CRC_FAILURE
+    cast = source.dtype != target.dtype
     if DEVICE_CRC_FAILURE is None:
         try:
+            if cast:
+                return triton_crc.crc32c_cast(source, target, prefix, trailer)
             return triton_crc.crc32c_copy(source, target, prefix, trailer)
         except Exception as exc:  # as in ``_crc``
             DEVICE_CRC_FAILURE = f"{type(exc).__name__}: {exc}"[:500]
     target.copy_(source)
-    value = checksum(memoryview(bytes(prefix) + bytes(source.cpu().numpy())))
+    sent = (source if target.dtype == torch.float32 else target).reshape(-1).view(torch.uint8)
+    value = checksum(memoryview(bytes(prefix) + bytes(sent.cpu().numpy())))
     crc = torch.tensor([value], dtype=torch.int64).to(torch.int32).to(source.device)
     if trailer is not None:
         trailer.copy_(crc.view(torch.uint8))
@@ -143,9 +157,11 @@ def pack(codec_id: int, digest: int, dtype: torch.dtype, shape: tuple[int, ...],
     written = offsets[0] if offsets else total  # the padding before the first part goes with the header
     before = head + bytes(written - len(head))
     message[:written].copy_(_host_bytes(before), non_blocking=not on_host)
-    if not on_host and len(parts) == 1 and _copies_with_crc(parts[0][1], message):  # one plain part
-        part = parts[0][1].reshape(-1).view(torch.uint8)
-        _crc_copy(part, message[written:total], before, message[total:])
+    source = _one_pass_source(parts[0][1], message) if not on_host and len(parts) == 1 else None
+    if source is not None:  # one part, copied or cast in as the message is checksummed
+        target = message[written:total]
+        _crc_copy(source, target if source.dtype == torch.uint8 else target.view(parts[0][1].dtype), before,
+                  message[total:])
         return message
     for (_, t), off in zip(parts, offsets):
         if off > written:
@@ -240,21 +256,24 @@ def verify(message: torch.Tensor) -> None:
 
 
 def copy_part(payload: Payload, name: str, dst: torch.Tensor) -> None:
-    """``wire.copy_part`` for a message tensor: ``dst`` (uint8, on the message's device) gets
-    the bytes of part ``name`` while the message's CRC is computed, in one pass where the
-    part ends the body and the bytes before it are among those read for the header
-    (``_crc_copy``), else after the message is verified. A mismatch fills ``dst`` with 0xFF
-    and raises ``CorruptMessageError``."""
+    """``wire.copy_part`` for a message tensor: ``dst`` (on the message's device: uint8, the
+    part's bytes, or float32 for a part of 16-bit floats, cast) gets part ``name`` while
+    the message's CRC is computed, in one pass where the part ends the body and the bytes
+    before it are among those read for the header (``_crc_copy``), else after the message
+    is verified. A mismatch fills ``dst`` with 0xFF bytes (NaN as float32) and raises
+    ``CorruptMessageError``."""
     message, head = payload.unverified
     part = payload.parts[name]
     end = message.numel() - TRAILER.size
     nbytes = part.numel() * part.element_size()
     offset = part.data_ptr() - message.data_ptr() if nbytes else end
-    if (not 0 <= offset <= offset + nbytes <= end or dst.dtype != torch.uint8 or dst.numel() != nbytes
-            or dst.device != message.device):
+    cast = part.dtype in triton_crc.HALVES and dst.dtype == torch.float32
+    if (not 0 <= offset <= offset + nbytes <= end or dst.device != message.device
+            or (dst.numel() != part.numel() if cast else dst.dtype != torch.uint8 or dst.numel() != nbytes)):
         raise ValueError(f"part {name!r} ({nbytes} bytes at {offset}) is not within the message body of {end} "
-                         f"bytes, or dst is not {nbytes} uint8 on {message.device}")
-    source = message[offset:offset + nbytes]
+                         f"bytes, or dst is not {nbytes} uint8 (or the part's values as float32) on "
+                         f"{message.device}")
+    source = part.reshape(-1) if cast else message[offset:offset + nbytes]
     if offset + nbytes == end and offset <= len(head):
         bad = _mismatch(_crc_copy(source, dst, head[:offset]), message)
     else:
@@ -263,7 +282,7 @@ def copy_part(payload: Payload, name: str, dst: torch.Tensor) -> None:
             dst.copy_(source)
     payload.unverified = None
     if bad:
-        dst.fill_(0xFF)
+        dst.view(torch.uint8).fill_(0xFF)
         raise CorruptMessageError(f"checksum mismatch in a message of {message.numel()} bytes")
 
 
