@@ -35,6 +35,9 @@ paper profiles' speed on one GPU, and the DDP hook under NCCL.
    quantization's and QSGD's messages kept on the device, as in part 5, with torch's
    operations and with the Triton kernels (``triton_uniform.KERNELS``), each message
    compared with the host's.
+9. **Step profile**: the quickstart paper profile's steps (each method) under
+   ``torch.profiler``: the operators that take the host's and the device's time per step,
+   and the CUDA runtime's synchronizations and copies per step.
 
 ``python benchmarks/gpu_bench.py [FILE] [--only=PART,...]`` updates ``FILE``
 (``gpu-runs/bench_gpu.json``) with the parts it runs; ``THINWIRE_COMMIT`` names the code
@@ -330,6 +333,41 @@ def message_overhead(sizes=(4_096, 1_000_000), specs=OVERHEAD_CODECS, calls: int
     return rows
 
 
+def step_profile(steps: int = 10, profile: str = "paper", top: int = 12) -> dict:
+    """Part 9: where a quickstart step's time goes on the device (``paper_profiles`` times the
+    steps; this says what is in them): each method's run of ``steps`` steps under
+    ``torch.profiler``, its ``top`` operators by host time (self, microseconds per step) and
+    by device time, and the CUDA runtime's synchronizations, copies and launches per step."""
+    from torch.profiler import ProfilerActivity, profile as profiled
+
+    from thinwire.experiment.runner import run as run_config
+    from thinwire.papers.quickstart.runs import quickstart_configs
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if DEVICE == "cuda" else [])
+    out = {"steps": steps, "profile": profile, "methods": {}}
+    for label, config in quickstart_configs(profile=profile, device=DEVICE, steps=steps).items():
+        with tempfile.TemporaryDirectory() as root:
+            with profiled(activities=activities) as prof:
+                run_config(config, root=Path(root), reuse=False, progress=False)
+                _sync()
+        events = list(prof.key_averages())
+
+        def per_step(value: float) -> float:
+            return round(value / steps, 1)
+
+        def device_us(e) -> float:
+            return getattr(e, "self_device_time_total", getattr(e, "self_cuda_time_total", 0.0))
+
+        runtime = {e.key: per_step(e.count) for e in events if e.key.startswith(("cuda", "cu")) and e.count}
+        out["methods"][label] = {
+            "host_us_per_step": {e.key: per_step(e.self_cpu_time_total)
+                                 for e in sorted(events, key=lambda e: -e.self_cpu_time_total)[:top]},
+            "device_us_per_step": {e.key: per_step(device_us(e))
+                                   for e in sorted(events, key=lambda e: -device_us(e))[:top] if device_us(e)},
+            "runtime_calls_per_step": runtime}
+        print(f"step profile {label}: {list(out['methods'][label]['host_us_per_step'].items())[:5]}", flush=True)
+    return out
+
+
 def quantize_kernels(sizes=SIZES) -> list[dict]:
     """Part 8: ``QUANTIZE_SPECS``' messages kept on the device with each of
     ``triton_uniform.KERNELS`` (min-max quantization and QSGD switched together)."""
@@ -353,8 +391,8 @@ def crc_variant_rows(nbytes: int) -> list[dict]:
 
 
 PARTS = ("same_bytes", "hook_nccl", "codecs", "paper", "device_crc", "device_messages", "crc_variants",
-         "message_overhead", "quantize_kernels")
-NOT_YET_RUN = ("quantize_kernels",)  # parts no GPU has run yet: gpu-runs/bench_gpu.json lacks them
+         "message_overhead", "quantize_kernels", "step_profile")
+NOT_YET_RUN = ("quantize_kernels", "step_profile")  # parts no GPU has run yet: gpu-runs/bench_gpu.json lacks them
 
 
 def run(save, doc: dict, parts=PARTS, steps: int = 30, hook_steps: int = 600, sizes=SIZES,
@@ -377,9 +415,10 @@ def run(save, doc: dict, parts=PARTS, steps: int = 30, hook_steps: int = 600, si
             "device_crc": lambda: device_crc(sizes), "device_messages": lambda: device_messages(sizes),
             "crc_variants": lambda: crc_variant_rows(sizes[0] * 4 if DEVICE == "cuda" else 20_000),
             "message_overhead": lambda: message_overhead((4_096, min(1_000_000, sizes[0]))),
-            "quantize_kernels": lambda: quantize_kernels(sizes)}
-    # the part that runs torch.profiler goes last: no other part is timed in a process that has run it
-    parts = sorted(parts, key=lambda part: part == "message_overhead")
+            "quantize_kernels": lambda: quantize_kernels(sizes),
+            "step_profile": lambda: step_profile(min(steps, 10), profile)}
+    # the parts that run torch.profiler go last: no other part is timed in a process that has run it
+    parts = sorted(parts, key=lambda part: part in ("message_overhead", "step_profile"))
     for part in parts:
         try:
             if part == "paper":

@@ -166,6 +166,28 @@ def _kept_table(rows: list[dict], column: str, value) -> list[str]:
               f"{_target(r['fraction_of_add_pass'], r['target'])} |" for r in rows)]
 
 
+def _step_profile_lines(doc: dict, stamp) -> list[str]:
+    """``gpu_bench``'s step profile, once a GPU has run it: per quickstart method, the three
+    operators with the most host and device time per step, and the runtime's
+    synchronizations and copies per step."""
+    found = doc.get("step_profile")
+    if not found:
+        return []
+
+    def top(ops: dict) -> str:
+        return "; ".join(f"{name} {us:,.0f}" for name, us in list(ops.items())[:3])
+
+    lines = ["", f"Where a quickstart step's time goes (paper profile, {found['steps']} steps per method under "
+             f"`torch.profiler`; {stamp('step_profile')}), microseconds per step:\n",
+             "| method | most host time (self) | most device time | stream synchronizations / step | copies / step |",
+             "|---|---|---|---|---|"]
+    for label, r in found["methods"].items():
+        calls = r["runtime_calls_per_step"]
+        lines.append(f"| {label} | {top(r['host_us_per_step'])} | {top(r['device_us_per_step'])} | "
+                     f"{calls.get('cudaStreamSynchronize', 0):g} | {calls.get('cudaMemcpyAsync', 0):g} |")
+    return lines
+
+
 def gpu_tables(doc: dict) -> dict[str, str]:
     """Markdown for the README's GPU blocks, from ``gpu-runs/bench_gpu.json`` (``gpu_bench.py``)."""
     dev, stamps = doc["device"], doc.get("measured", {})
@@ -259,6 +281,7 @@ def gpu_tables(doc: dict) -> dict[str, str]:
             lines.append(f"| {r['codec']} | {r['values']:,} | {r['encode_s_per_call'] * 1e6:,.0f} | "
                          f"{r['decode_s_per_call'] * 1e6:,.0f} | {count(e, *launches)} / {count(d, *launches)} | "
                          f"{count(e, *syncs)} / {count(d, *syncs)} | {count(e, *copies)} / {count(d, *copies)} |")
+    lines += _step_profile_lines(doc, stamp)
     out["gpu_codecs"] = "\n".join(lines) + "\n\n<sub>All from `gpu-runs/bench_gpu.json`.</sub>\n"
 
     paper = doc["paper"]

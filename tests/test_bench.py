@@ -97,6 +97,10 @@ def test_the_gpu_benchmark_runs_its_codecs_through_the_device_paths_on_the_cpu(m
         (k, spec) for k in triton_uniform.KERNELS for spec in gpu_bench.QUANTIZE_SPECS]
     assert all(r["equal_to_host"] for r in quantize) and triton_uniform.KERNEL == "torch"
     assert "Min-max quantization's and QSGD's kernels" in run.gpu_tables({**doc, "quantize_kernels": quantize})["gpu_codecs"]
+    profiled = gpu_bench.step_profile(steps=2, profile="smoke")  # part 9: what a quickstart step spends
+    assert len(profiled["methods"]) == 3 and all(r["host_us_per_step"] for r in profiled["methods"].values())
+    table = run.gpu_tables({**doc, "step_profile": profiled})["gpu_codecs"]
+    assert "Where a quickstart step's time goes" in table and all(f"| {m} |" in table for m in profiled["methods"])
 
 
 def test_the_crc_variants_bit_planes_are_the_crcs_of_single_bits():
