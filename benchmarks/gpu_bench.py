@@ -33,8 +33,8 @@ paper profiles' speed on one GPU, and the DDP hook under NCCL.
    seconds per call and the CUDA runtime calls and kernels each makes.
 8. **Quantize kernels** (``kernels/triton_uniform.py``, ``kernels/triton_qsgd.py``): min-max
    quantization's and QSGD's messages kept on the device, as in part 5, with torch's
-   operations and with the Triton kernels (``triton_uniform.KERNELS``), each message
-   compared with the host's.
+   operations and with the Triton kernels (``triton_uniform.KERNELS``), each with the
+   library's device CRC kernel and with ``"words"``, each message compared with the host's.
 9. **Step profile**: the quickstart paper profile's steps (each method) under
    ``torch.profiler``: the operators that take the host's and the device's time per step,
    and the CUDA runtime's synchronizations and copies per step.
@@ -368,16 +368,23 @@ def step_profile(steps: int = 10, profile: str = "paper", top: int = 12) -> dict
     return out
 
 
+QUANTIZE_CRCS = ("slicing", "words")  # the device CRC kernels part 8 pairs each quantize kernel with
+
+
 def quantize_kernels(sizes=SIZES) -> list[dict]:
     """Part 8: ``QUANTIZE_SPECS``' messages kept on the device with each of
-    ``triton_uniform.KERNELS`` (min-max quantization and QSGD switched together)."""
+    ``triton_uniform.KERNELS`` (min-max quantization and QSGD switched together), each
+    checksummed by each of ``QUANTIZE_CRCS``."""
     from thinwire.codecs.kernels import triton_qsgd, triton_uniform
     rows = []
     for kernel in triton_uniform.KERNELS:
         before = triton_uniform.KERNEL, triton_qsgd.KERNEL
         triton_uniform.KERNEL = triton_qsgd.KERNEL = kernel
         try:
-            rows += [{**r, "quantize_kernel": kernel} for r in codecs(sizes, QUANTIZE_SPECS, kept_on_device=True)]
+            for crc in QUANTIZE_CRCS:
+                with crc_kernel(crc):
+                    rows += [{**r, "quantize_kernel": kernel, "crc_kernel": crc}
+                             for r in codecs(sizes, QUANTIZE_SPECS, kept_on_device=True)]
         finally:
             triton_uniform.KERNEL, triton_qsgd.KERNEL = before
     return rows

@@ -264,7 +264,7 @@ def gpu_tables(doc: dict) -> dict[str, str]:
                   f"(`kernels/triton_uniform.py`, `kernels/triton_qsgd.py`, "
                   f"{stamp('quantize_kernels')}), equal to the host's message byte for byte in "
                   f"{sum(r['equal_to_host'] for r in quantize)} of {len(quantize)} rows:\n",
-                  *_kept_table(quantize, "kernel", lambda r: r["quantize_kernel"])]
+                  *_kept_table(quantize, "kernels", lambda r: f"{r['quantize_kernel']}, CRC {r.get('crc_kernel', 'slicing')}")]
     overhead = doc.get("message_overhead", [])
     if overhead:
         def count(calls: dict, *names: str) -> str:

@@ -93,8 +93,8 @@ def test_the_gpu_benchmark_runs_its_codecs_through_the_device_paths_on_the_cpu(m
     assert "Messages kept on the device" in tables["gpu_codecs"] and f"{n} of {n} rows;" in tables["gpu_codecs"]
     assert all(re.search(rf"with the {k} kernel, \d+ of 12 rows meet 0\.5", tables["gpu_codecs"]) for k in kernels)
     quantize = gpu_bench.quantize_kernels(sizes=(20_000,))  # part 8: both quantize kernels
-    assert [(r["quantize_kernel"], r["codec"]) for r in quantize] == [
-        (k, spec) for k in triton_uniform.KERNELS for spec in gpu_bench.QUANTIZE_SPECS]
+    assert [(r["quantize_kernel"], r["crc_kernel"], r["codec"]) for r in quantize] == [
+        (k, crc, spec) for k in triton_uniform.KERNELS for crc in gpu_bench.QUANTIZE_CRCS for spec in gpu_bench.QUANTIZE_SPECS]
     assert all(r["equal_to_host"] for r in quantize) and triton_uniform.KERNEL == "torch"
     assert "Min-max quantization's and QSGD's kernels" in run.gpu_tables({**doc, "quantize_kernels": quantize})["gpu_codecs"]
     profiled = gpu_bench.step_profile(steps=2, profile="smoke")  # part 9: what a quickstart step spends
