@@ -31,10 +31,10 @@ paper profiles' speed on one GPU, and the DDP hook under NCCL.
    that tell what bounds it, over the bytes of the fp32 message of 25M values.
 7. **Message overhead**: encode and decode of small message tensors (4,096 and 1M values),
    seconds per call and the CUDA runtime calls and kernels each makes.
-8. **Quantize kernels** (``kernels/triton_uniform.py``, ``kernels/triton_qsgd.py``): min-max
-   quantization's and QSGD's messages kept on the device, as in part 5, with torch's
-   operations and with the Triton kernels (``triton_uniform.KERNELS``), each with the
-   library's device CRC kernel and with ``"words"``, each message compared with the host's.
+8. **Codec kernels** (``kernels/triton_uniform.py``, ``triton_qsgd.py``, ``triton_drop.py``):
+   min-max quantization's, QSGD's and gradient dropping's messages kept on the device, as
+   in part 5, with torch's operations and with the Triton kernels, each with the library's
+   device CRC kernel and with ``"words"``, each message compared with the host's.
 9. **Step profile**: the quickstart paper profile's steps (each method) under
    ``torch.profiler``: the operators that take the host's and the device's time per step,
    and the CUDA runtime's synchronizations and copies per step.
@@ -71,8 +71,8 @@ SPECS = ["fp32", "fp16", "bf16", "quantize(bits=8)", "quantize(bits=4)", "quanti
 SAME_BYTES_ALSO = ["binquant(bits=5, coder='huffman')", "binquant(bits=12, coder='ans')", "ef(topk(ratio=0.01))"]
 TARGET = 0.5
 HOOK_CODECS = ("fp32", "ef(topk(ratio=0.01))", "quantize(bits=8)")
-QUANTIZE_SPECS = ["quantize(bits=8)", "quantize(bits=4)", "quantize(bits=1)", "qsgd(bits=8, bucket=512)",
-                  "qsgd(bits=4, bucket=512)"]
+KERNEL_SPECS = ["quantize(bits=8)", "quantize(bits=4)", "quantize(bits=1)", "qsgd(bits=8, bucket=512)",
+                "qsgd(bits=4, bucket=512)", "graddrop(ratio=0.99)", "graddrop(ratio=0.99, bits=1)"]
 OVERHEAD_CODECS = ("fp32", "quantize(bits=8)", "topk(ratio=0.01)", "graddrop(ratio=0.99)")
 DEVICE = "cuda"  # ``--dry-run``: "cpu", the device paths forced (kernels/device.py), tiny sizes
 
@@ -368,25 +368,28 @@ def step_profile(steps: int = 10, profile: str = "paper", top: int = 12) -> dict
     return out
 
 
-QUANTIZE_CRCS = ("slicing", "words")  # the device CRC kernels part 8 pairs each quantize kernel with
+KERNEL_CRCS = ("slicing", "words")  # the device CRC kernels part 8 pairs each codec kernel with
 
 
-def quantize_kernels(sizes=SIZES) -> list[dict]:
-    """Part 8: ``QUANTIZE_SPECS``' messages kept on the device with each of
-    ``triton_uniform.KERNELS`` (min-max quantization and QSGD switched together), each
-    checksummed by each of ``QUANTIZE_CRCS``."""
-    from thinwire.codecs.kernels import triton_qsgd, triton_uniform
+def codec_kernels(sizes=SIZES) -> list[dict]:
+    """Part 8: ``KERNEL_SPECS``' messages kept on the device with torch's operations and with
+    the Triton kernels (``triton_uniform``, ``triton_qsgd``, ``triton_drop``: their ``KERNEL``
+    switched together), each checksummed by each of ``KERNEL_CRCS``."""
+    from thinwire.codecs.kernels import triton_drop, triton_qsgd, triton_uniform
+    modules = (triton_uniform, triton_qsgd, triton_drop)
     rows = []
     for kernel in triton_uniform.KERNELS:
-        before = triton_uniform.KERNEL, triton_qsgd.KERNEL
-        triton_uniform.KERNEL = triton_qsgd.KERNEL = kernel
+        before = [m.KERNEL for m in modules]
+        for m in modules:
+            m.KERNEL = kernel
         try:
-            for crc in QUANTIZE_CRCS:
+            for crc in KERNEL_CRCS:
                 with crc_kernel(crc):
-                    rows += [{**r, "quantize_kernel": kernel, "crc_kernel": crc}
-                             for r in codecs(sizes, QUANTIZE_SPECS, kept_on_device=True)]
+                    rows += [{**r, "codec_kernel": kernel, "crc_kernel": crc}
+                             for r in codecs(sizes, KERNEL_SPECS, kept_on_device=True)]
         finally:
-            triton_uniform.KERNEL, triton_qsgd.KERNEL = before
+            for m, k in zip(modules, before):
+                m.KERNEL = k
     return rows
 
 
@@ -398,8 +401,8 @@ def crc_variant_rows(nbytes: int) -> list[dict]:
 
 
 PARTS = ("same_bytes", "hook_nccl", "codecs", "paper", "device_crc", "device_messages", "crc_variants",
-         "message_overhead", "quantize_kernels", "step_profile")
-NOT_YET_RUN = ("quantize_kernels", "step_profile")  # parts no GPU has run yet: gpu-runs/bench_gpu.json lacks them
+         "message_overhead", "codec_kernels", "step_profile")
+NOT_YET_RUN = ("codec_kernels", "step_profile")  # parts no GPU has run yet: gpu-runs/bench_gpu.json lacks them
 
 
 def run(save, doc: dict, parts=PARTS, steps: int = 30, hook_steps: int = 600, sizes=SIZES,
@@ -422,7 +425,7 @@ def run(save, doc: dict, parts=PARTS, steps: int = 30, hook_steps: int = 600, si
             "device_crc": lambda: device_crc(sizes), "device_messages": lambda: device_messages(sizes),
             "crc_variants": lambda: crc_variant_rows(sizes[0] * 4 if DEVICE == "cuda" else 20_000),
             "message_overhead": lambda: message_overhead((4_096, min(1_000_000, sizes[0]))),
-            "quantize_kernels": lambda: quantize_kernels(sizes),
+            "codec_kernels": lambda: codec_kernels(sizes),
             "step_profile": lambda: step_profile(min(steps, 10), profile)}
     # the parts that run torch.profiler go last: no other part is timed in a process that has run it
     parts = sorted(parts, key=lambda part: part in ("message_overhead", "step_profile"))

@@ -258,13 +258,13 @@ def gpu_tables(doc: dict) -> dict[str, str]:
         failures = {r["device_crc_failure"] for r in kept if r.get("device_crc_failure")}
         if failures:
             lines += ["", f"The device CRC failed on this GPU and the host checksummed these messages: {sorted(failures)}."]
-    quantize = doc.get("quantize_kernels", [])  # kernels/triton_uniform.py and triton_qsgd.py, once a GPU has run them
-    if quantize:
-        lines += ["", f"Min-max quantization's and QSGD's kernels, messages kept on the device "
-                  f"(`kernels/triton_uniform.py`, `kernels/triton_qsgd.py`, "
-                  f"{stamp('quantize_kernels')}), equal to the host's message byte for byte in "
-                  f"{sum(r['equal_to_host'] for r in quantize)} of {len(quantize)} rows:\n",
-                  *_kept_table(quantize, "kernels", lambda r: f"{r['quantize_kernel']}, CRC {r.get('crc_kernel', 'slicing')}")]
+    kernels = doc.get("codec_kernels", [])  # kernels/triton_uniform.py, triton_qsgd.py, triton_drop.py
+    if kernels:
+        lines += ["", f"Triton codec kernels beside torch's operations, messages kept on the device "
+                  f"(`kernels/triton_uniform.py`, `triton_qsgd.py`, `triton_drop.py`; {stamp('codec_kernels')}), "
+                  f"equal to the host's message byte for byte in {sum(r['equal_to_host'] for r in kernels)} of "
+                  f"{len(kernels)} rows:\n",
+                  *_kept_table(kernels, "kernels", lambda r: f"{r['codec_kernel']}, CRC {r['crc_kernel']}")]
     overhead = doc.get("message_overhead", [])
     if overhead:
         def count(calls: dict, *names: str) -> str:

@@ -92,11 +92,11 @@ def test_the_gpu_benchmark_runs_its_codecs_through_the_device_paths_on_the_cpu(m
     n = 12 * len(kernels)
     assert "Messages kept on the device" in tables["gpu_codecs"] and f"{n} of {n} rows;" in tables["gpu_codecs"]
     assert all(re.search(rf"with the {k} kernel, \d+ of 12 rows meet 0\.5", tables["gpu_codecs"]) for k in kernels)
-    quantize = gpu_bench.quantize_kernels(sizes=(20_000,))  # part 8: both quantize kernels
-    assert [(r["quantize_kernel"], r["crc_kernel"], r["codec"]) for r in quantize] == [
-        (k, crc, spec) for k in triton_uniform.KERNELS for crc in gpu_bench.QUANTIZE_CRCS for spec in gpu_bench.QUANTIZE_SPECS]
-    assert all(r["equal_to_host"] for r in quantize) and triton_uniform.KERNEL == "torch"
-    assert "Min-max quantization's and QSGD's kernels" in run.gpu_tables({**doc, "quantize_kernels": quantize})["gpu_codecs"]
+    kernel_rows = gpu_bench.codec_kernels(sizes=(20_000,))  # part 8: torch's operations, then the Triton kernels
+    assert [(r["codec_kernel"], r["crc_kernel"], r["codec"]) for r in kernel_rows] == [
+        (k, crc, spec) for k in triton_uniform.KERNELS for crc in gpu_bench.KERNEL_CRCS for spec in gpu_bench.KERNEL_SPECS]
+    assert all(r["equal_to_host"] for r in kernel_rows) and triton_uniform.KERNEL == "torch"
+    assert "Triton codec kernels" in run.gpu_tables({**doc, "codec_kernels": kernel_rows})["gpu_codecs"]
     profiled = gpu_bench.step_profile(steps=2, profile="smoke")  # part 9: what a quickstart step spends
     assert len(profiled["methods"]) == 3 and all(r["host_us_per_step"] for r in profiled["methods"].values())
     table = run.gpu_tables({**doc, "step_profile": profiled})["gpu_codecs"]

@@ -2,9 +2,7 @@
 and values, run on the CPU by Triton's interpreter (``TRITON_INTERPRET=1``, set before
 triton is imported, so in a process of its own)."""
 
-import subprocess
-import sys
-
+import kernel_choice
 import pytest
 
 from thinwire.codecs.kernels import triton_crc, triton_qsgd
@@ -84,8 +82,7 @@ print("ok")
 
 @pytest.mark.skipif(not triton_crc.AVAILABLE, reason="triton is in requirements.lock; absent only outside make setup")
 def test_the_triton_kernels_give_the_host_kernels_bytes_under_the_interpreter():
-    done = subprocess.run([sys.executable, "-c", CHECK], capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]
+    kernel_choice.passes(CHECK)
 
 
 @pytest.mark.parametrize("kernel, interpreted, bits, bucket, strided, takes", [
@@ -101,12 +98,9 @@ def test_the_triton_kernels_give_the_host_kernels_bytes_under_the_interpreter():
 def test_the_kernel_takes_only_what_it_can(monkeypatch, kernel, interpreted, bits, bucket, strided, takes):
     import torch
     x = torch.zeros(16)
-    monkeypatch.setattr(triton_qsgd, "KERNEL", kernel)
-    if interpreted:
-        monkeypatch.setenv("TRITON_INTERPRET", "1")
-    else:
-        monkeypatch.delenv("TRITON_INTERPRET", raising=False)
-    assert triton_qsgd.usable(bits, bucket, x[::2] if strided else x) == (takes and triton_crc.AVAILABLE)
+    chosen = kernel_choice.takes(monkeypatch, triton_qsgd, kernel, interpreted,
+                                 lambda: triton_qsgd.usable(bits, bucket, x[::2] if strided else x))
+    assert chosen == (takes and triton_crc.AVAILABLE)
 
 
 def test_an_unknown_kernel_is_refused(monkeypatch):

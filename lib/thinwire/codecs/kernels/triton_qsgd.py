@@ -4,7 +4,7 @@ operations, with the tensor read once and the codes written once. The torch oper
 widen the tensor to float64 and hash int64 counters, several passes over 2n words each.
 
 Opt-in (``KERNEL = "triton"``; ``"torch"`` is the default) until a GPU has measured it:
-``gpu_bench``'s ``quantize_kernels`` part times both kernels on the same tensors. On the
+``gpu_bench``'s ``codec_kernels`` part times both kernels on the same tensors. On the
 CPU the test suite runs these kernels under Triton's interpreter against the host kernels.
 
 One program takes ``ROWS`` whole buckets (a bucket of a power-of-two ``BUCKET`` values,

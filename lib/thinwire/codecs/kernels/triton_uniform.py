@@ -4,7 +4,7 @@ tensor read once and the codes written once (the torch operations make a float, 
 and an int64 tensor and several passes over them on the way).
 
 Opt-in (``KERNEL = "triton"``; ``"torch"`` is the default) until a GPU has measured it:
-``gpu_bench``'s ``quantize_kernels`` part times both on the same tensors. On the CPU the
+``gpu_bench``'s ``codec_kernels`` part times both on the same tensors. On the CPU the
 test suite runs these kernels under Triton's interpreter against the host kernels.
 
 The arithmetic is ``uniform.py``'s (its docstring gives it): a code is the truncation of

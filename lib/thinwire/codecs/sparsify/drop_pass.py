@@ -7,7 +7,8 @@
 On CPU this is one compiled kernel over chunks of every segment in parallel
 (``kernels/drop.py``): the tensor is read and written once. On a GPU (``kernels/device.py``)
 the same steps run as whole-tensor torch ops on the device, and only the survivors are
-copied to the host: the same survivors, so the same message.
+copied to the host: the same survivors, so the same message (with
+``triton_drop.KERNEL = "triton"``, two Triton kernels instead: ``kernels/triton_drop.py``).
 
 A NaN compares false with everything, so the survivor test is written as
 ``not |x| <= t``: NaN and Inf always survive, and the caller can reject them by looking
@@ -19,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..kernels import device, drop, stream
+from ..kernels import device, drop, stream, triton_drop
 
 CHUNK = 1 << 18
 
@@ -39,6 +40,8 @@ def drop_pass(residual: torch.Tensor, gradient: torch.Tensor | None,
     ``residual`` (``source`` is read only); None: ``residual`` itself.
     """
     if device.on_device(residual):
+        if triton_drop.usable(residual, gradient, source):  # two passes in Triton, no wait per segment
+            return triton_drop.drop(residual, gradient, segments, keep_residual, inclusive, source)
         if gradient is not None:
             torch.add(residual if source is None else source, gradient, out=residual)
         return _drop_torch(residual, segments, keep_residual, inclusive)

@@ -1,0 +1,126 @@
+"""Aji & Heafield's drop pass (Alg. 1 lines 5-8: add the gradient to the residual, keep the
+values above the threshold, zero them in the residual) over a GPU tensor in two Triton
+kernels, with the survivors compacted in index order: the survivors and residual of
+``sparsify/drop_pass.py``'s torch operations, which make a magnitude tensor, a mask and a
+``torch.nonzero`` per segment, each waiting for the device.
+
+Opt-in (``KERNEL = "triton"``; ``"torch"`` is the default) until a GPU has measured it:
+``gpu_bench``'s ``codec_kernels`` part times both on the same tensors. On the CPU the test
+suite runs these kernels under Triton's interpreter against the host kernels.
+
+Each segment (start, stop, threshold) is cut into chunks of ``BLOCK`` values, one program
+each:
+
+1. ``_count``: each chunk's survivors, ``not |x| <= t`` (``not |x| < t`` for kept ties
+   above 0), so NaN and Inf always survive, as in ``drop_pass``, with x the corrected value
+   (source + gradient, in float32);
+2. the chunks' counts summed in order (``torch.cumsum``): where each chunk's survivors go,
+   and how many there are (the one wait for the device, to size the message);
+3. ``_compact``: each chunk's survivors (index, corrected value) written from its offset in
+   index order (a prefix sum within the chunk), and the residual written: the corrected
+   values, survivors zeroed.
+
+The tensor is read twice (and the gradient with it) and the residual written once, where
+the torch operations read and write it about six times.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import numpy as np
+import torch
+
+from .triton_crc import AVAILABLE
+
+KERNEL = "torch"        # "torch" (drop_pass's torch operations) or "triton" (these kernels)
+KERNELS = ("torch", "triton")
+BLOCK = 4096            # values per program
+
+
+def usable(*tensors: torch.Tensor | None) -> bool:
+    """Whether these kernels take the work: chosen (``KERNEL``), Triton present, and every
+    tensor contiguous float32 on one GPU (or on the CPU under ``TRITON_INTERPRET=1``)."""
+    if KERNEL not in KERNELS:
+        raise ValueError(f"triton_drop.KERNEL must be one of {KERNELS}, got {KERNEL!r}")
+    present = [t for t in tensors if t is not None]
+    devices = {t.device for t in present}
+    where = next(iter(devices)).type if len(devices) == 1 else None
+    return (KERNEL == "triton" and AVAILABLE and all(t.is_contiguous() and t.dtype == torch.float32 for t in present)
+            and (where not in (None, "cpu") or (where == "cpu" and os.environ.get("TRITON_INTERPRET") == "1")))
+
+
+if AVAILABLE:
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def _corrected(src, grad, starts, stops, thresholds, ADD: tl.constexpr, INCLUSIVE: tl.constexpr,
+                   BLOCK: tl.constexpr):
+        """(positions, in the tensor, corrected values, survivors) of this program's chunk."""
+        p = tl.program_id(0)
+        start, stop, t = tl.load(starts + p), tl.load(stops + p), tl.load(thresholds + p)
+        at = start + tl.arange(0, BLOCK)
+        inside = at < stop
+        x = tl.load(src + at, mask=inside, other=0.0)
+        if ADD:
+            x = x + tl.load(grad + at, mask=inside, other=0.0)
+        if INCLUSIVE:  # ties kept where t > 0
+            small = tl.where(t > 0, tl.abs(x) < t, tl.abs(x) <= t)
+        else:
+            small = tl.abs(x) <= t
+        return at, x, inside & ~small
+
+    @triton.jit
+    def _count(src, grad, starts, stops, thresholds, counts, ADD: tl.constexpr, INCLUSIVE: tl.constexpr,
+               BLOCK: tl.constexpr):
+        _, _, keep = _corrected(src, grad, starts, stops, thresholds, ADD, INCLUSIVE, BLOCK)
+        tl.store(counts + tl.program_id(0), tl.sum(keep.to(tl.int32), axis=0))
+
+    @triton.jit
+    def _compact(src, grad, starts, stops, thresholds, ends, index, values, residual, ADD: tl.constexpr,
+                 INCLUSIVE: tl.constexpr, WRITE: tl.constexpr, ZERO: tl.constexpr, BLOCK: tl.constexpr):
+        at, x, keep = _corrected(src, grad, starts, stops, thresholds, ADD, INCLUSIVE, BLOCK)
+        taken = keep.to(tl.int32)
+        to = tl.load(ends + tl.program_id(0)) - tl.sum(taken, axis=0) + tl.cumsum(taken, axis=0) - 1
+        tl.store(index + to, at, mask=keep)
+        tl.store(values + to, x, mask=keep)
+        if WRITE:
+            if ZERO:
+                x = tl.where(keep, 0.0, x)
+            tl.store(residual + at, x, mask=at < tl.load(stops + tl.program_id(0)))
+
+
+@functools.lru_cache(maxsize=64)
+def _chunks(spans: tuple[tuple[int, int], ...], device: str) -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:
+    """(starts, stops) of every chunk of the spans, on ``device``, and each span's chunk count."""
+    per = np.array([-(-(b - a) // BLOCK) if b > a else 0 for a, b in spans], np.int64)
+    starts = np.concatenate([a + BLOCK * np.arange(k, dtype=np.int64) for (a, _), k in zip(spans, per)]) \
+        if per.sum() else np.zeros(0, np.int64)
+    stops = np.minimum(starts + BLOCK, np.repeat([b for _, b in spans], per))
+    return torch.from_numpy(starts).to(device), torch.from_numpy(stops).to(device), per
+
+
+def drop(residual: torch.Tensor, gradient: torch.Tensor | None, segments: list[tuple[int, int, float]],
+         keep_residual: bool, inclusive: bool, source: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """``drop_pass``'s (survivor indices int64, corrected values float32) on the tensors'
+    device, ``residual`` written as ``drop_pass`` writes it (``usable`` must hold)."""
+    device = residual.device
+    starts, stops, per = _chunks(tuple((int(a), int(b)) for a, b, _ in segments), str(device))
+    jobs = starts.numel()
+    if not jobs:
+        return torch.zeros(0, dtype=torch.int64, device=device), torch.zeros(0, dtype=torch.float32, device=device)
+    thresholds = torch.from_numpy(np.repeat(np.array([t for *_, t in segments], np.float32), per)).to(device)
+    src = residual if source is None or gradient is None else source
+    grad = gradient if gradient is not None else src
+    counts = torch.empty(jobs, dtype=torch.int32, device=device)
+    flags = dict(ADD=gradient is not None, INCLUSIVE=inclusive, BLOCK=BLOCK)
+    _count[(jobs,)](src, grad, starts, stops, thresholds, counts, **flags)
+    ends = torch.cumsum(counts, 0)
+    total = int(ends[-1].item())
+    index = torch.empty(total, dtype=torch.int64, device=device)
+    values = torch.empty(total, dtype=torch.float32, device=device)
+    _compact[(jobs,)](src, grad, starts, stops, thresholds, ends, index, values, residual,
+                      WRITE=gradient is not None or keep_residual, ZERO=keep_residual, **flags)
+    return index, values

@@ -1,0 +1,24 @@
+"""Helpers for the tests of the opt-in Triton codec kernels (``triton_uniform``,
+``triton_qsgd``, ``triton_drop``): what a kernel says it takes, and a check script run
+under Triton's interpreter in a process of its own."""
+
+import subprocess
+import sys
+
+
+def takes(monkeypatch, module, kernel: str, interpreted: bool, usable) -> bool:
+    """``usable()`` with ``module.KERNEL = kernel``, and ``TRITON_INTERPRET=1`` set or not
+    (CPU tensors count only under the interpreter)."""
+    monkeypatch.setattr(module, "KERNEL", kernel)
+    if interpreted:
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+    else:
+        monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    return usable()
+
+
+def passes(script: str) -> None:
+    """Run ``script`` (which sets ``TRITON_INTERPRET=1`` before importing triton and prints
+    "ok" at its end) in a new interpreter; its traceback is the failure."""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]

@@ -1,0 +1,92 @@
+"""The Triton drop pass (``kernels/triton_drop.py``) keeps the survivors and writes the
+residual of the host kernels and of the torch operations, run on the CPU by Triton's
+interpreter (``TRITON_INTERPRET=1``, set before triton is imported, so in a process of its
+own)."""
+
+import kernel_choice
+import pytest
+
+from thinwire.codecs.kernels import triton_crc, triton_drop
+
+CHECK = r"""
+import os
+os.environ["TRITON_INTERPRET"] = "1"
+import numpy as np, torch
+from thinwire.codecs import CodecState, make_codec
+from thinwire.codecs.kernels import device, triton_drop
+from thinwire.codecs.sparsify.drop_pass import drop_pass
+triton_drop.BLOCK = 64  # several chunks per segment, the last one partly past its end
+rng = np.random.default_rng(0)
+
+
+def compared(n, segments, keep, inclusive, with_gradient, with_source):
+    x = torch.from_numpy(rng.standard_normal(n).astype(np.float32))
+    x[::13] = 0.5  # ties at a threshold
+    if n > 40:
+        x[37], x[38] = float("nan"), float("inf")  # always survive
+    g = torch.from_numpy(rng.standard_normal(n).astype(np.float32)) if with_gradient else None
+    s = torch.from_numpy(rng.standard_normal(n).astype(np.float32)) if with_source else None
+    results = []
+    for kernel in ("host", "torch", "triton"):
+        residual = x.clone()
+        triton_drop.KERNEL = "triton" if kernel == "triton" else "torch"
+        with device.forced() if kernel != "host" else torch.no_grad():
+            index, values = drop_pass(residual, g, segments, keep, inclusive, source=s)
+        results.append((index, values.view(torch.int32), residual.view(torch.int32)))
+    for kernel, got in zip(("torch", "triton"), results[1:]):
+        for name, a, b in zip(("index", "values", "residual"), got, results[0]):
+            assert torch.equal(a, b), (kernel, name, n, segments, keep, inclusive, with_gradient, with_source)
+
+
+for n in (1, 63, 64, 65, 300):
+    for segments in ([(0, n, 0.5)], [(0, n, float("-inf"))], [(0, n, 0.0)],
+                     [(0, n // 2, 1.0), (n // 2, n // 2, 0.2), (n // 2, n, 0.5)]):  # an empty segment
+        for keep in (True, False):
+            for inclusive in (True, False):
+                for with_gradient, with_source in ((False, False), (True, False), (True, True)):
+                    if keep or not with_gradient:  # a residual kept read only takes no gradient
+                        compared(n, segments, keep, inclusive, with_gradient, with_source)
+# through the codec, two steps (the residual carries over): the host's messages
+triton_drop.KERNEL = "triton"
+x = torch.randn(30, 101, generator=torch.Generator().manual_seed(1))  # 'local': a threshold per row
+calls = []
+real = triton_drop.drop
+triton_drop.drop = lambda *a, **k: calls.append(1) or real(*a, **k)
+for spec in ["graddrop(ratio=0.9)", "graddrop(ratio=0.99, bits=1)", "graddrop(ratio=0.9, scope='local', ties='keep')"]:
+    host_state, device_state = CodecState(3), CodecState(3)
+    codec = make_codec(spec)
+    for step in (1.0, 0.5):
+        host = codec.encode(x * step, host_state, "w")
+        calls.clear()
+        with device.forced():
+            moved = codec.encode(x * step, device_state, "w")
+        assert calls and bytes(moved) == bytes(host), (spec, step)
+print("ok")
+"""
+
+
+@pytest.mark.skipif(not triton_crc.AVAILABLE, reason="triton is in requirements.lock; absent only outside make setup")
+def test_the_triton_drop_pass_keeps_what_the_host_keeps_under_the_interpreter():
+    kernel_choice.passes(CHECK)
+
+
+@pytest.mark.parametrize("kernel, interpreted, dtype, strided, takes", [
+    ("torch", True, "float32", False, False),    # the default: torch's operations
+    ("triton", True, "float32", False, True),
+    ("triton", True, "float64", False, False),   # float32 only
+    ("triton", True, "float32", True, False),    # not contiguous
+    ("triton", False, "float32", False, False),  # CPU tensors count only under the interpreter
+])
+def test_the_kernel_takes_only_what_it_can(monkeypatch, kernel, interpreted, dtype, strided, takes):
+    import torch
+    x = torch.zeros(16, dtype=getattr(torch, dtype))
+    chosen = kernel_choice.takes(monkeypatch, triton_drop, kernel, interpreted,
+                                 lambda: triton_drop.usable(x[::2] if strided else x, None))
+    assert chosen == (takes and triton_crc.AVAILABLE)
+
+
+def test_an_unknown_kernel_is_refused(monkeypatch):
+    import torch
+    monkeypatch.setattr(triton_drop, "KERNEL", "cuda")
+    with pytest.raises(ValueError, match="KERNEL must be one of"):
+        triton_drop.usable(torch.zeros(8))
