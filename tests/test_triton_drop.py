@@ -1,5 +1,5 @@
 """The Triton drop pass (``kernels/triton_drop.py``) keeps the survivors and writes the
-residual of the host kernels and of the torch operations, run on the CPU by Triton's
+residual of the host kernels and of the torch operations, and selects top-k's candidates, run on the CPU by Triton's
 interpreter (``TRITON_INTERPRET=1``, set before triton is imported, so in a process of its
 own)."""
 
@@ -61,6 +61,30 @@ for spec in ["graddrop(ratio=0.9)", "graddrop(ratio=0.99, bits=1)", "graddrop(ra
         with device.forced():
             moved = codec.encode(x * step, device_state, "w")
         assert calls and bytes(moved) == bytes(host), (spec, step)
+# top-k's candidates by the same kernels: the host's messages; NaN and Inf anywhere refused
+counted = []
+real_at_least = triton_drop.at_least
+triton_drop.at_least = lambda *a, **k: counted.append(1) or real_at_least(*a, **k)
+g = torch.Generator().manual_seed(2)
+tensors = [torch.randn(5_000, generator=g), torch.randint(-3, 4, (5_000,), generator=g).float(),  # ties
+           torch.zeros(300), torch.randn(7, generator=g)]
+for ratio in (1e-4, 0.01, 0.3, 1.0):
+    codec = make_codec(f"topk(ratio={ratio})")
+    for x in tensors:
+        host = codec.encode(x, CodecState(0), "w")
+        counted.clear()
+        with device.forced():
+            moved = codec.encode(x, CodecState(0), "w")
+        assert counted and bytes(moved) == bytes(host), (ratio, x.numel())
+for bad in (float("nan"), float("inf"), -float("inf")):
+    x = torch.randn(5_000, generator=g)
+    x[4_321] = bad
+    with device.forced():
+        try:
+            make_codec("topk(ratio=0.01)").encode(x, CodecState(0), "w9")
+            raise AssertionError(f"{bad} was ranked")
+        except ValueError as exc:
+            assert "NaN or Inf" in str(exc), exc
 print("ok")
 """
 

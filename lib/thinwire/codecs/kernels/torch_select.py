@@ -4,13 +4,16 @@ same candidates, the same k-th value and the same tie rule, so the same indices.
 On a GPU the host waits for the device once per threshold tried (usually once): the
 candidates' count and whether every value is finite come back together, and both
 compactions use ``torch.nonzero_static`` with that count or with k, so neither waits. The
-k-th largest candidate is found by ``kth_smallest``.
+k-th largest candidate is found by ``kth_smallest``. With ``triton_drop.KERNEL = "triton"``
+the candidates are counted (NaN and Inf with them) and compacted by two Triton kernels
+(``triton_drop.at_least``) instead of a magnitude tensor, a mask and ``nonzero_static``.
 (``gpu_bench``'s ``message_overhead`` counted 4 synchronizations per top-k encode before.)"""
 
 from __future__ import annotations
 
 import torch
 
+from . import triton_drop
 from .select import sample, threshold_rank
 
 
@@ -27,22 +30,42 @@ def kth_smallest(values: torch.Tensor, j: int, by_sort: bool | None = None) -> t
     return torch.kthvalue(values, j).values
 
 
-def top_k(flat: torch.Tensor, k: int) -> tuple[torch.Tensor, bool]:
-    magnitude_all = flat.abs()
-    finite = torch.isfinite(magnitude_all).all().to(torch.int64)
+def _candidates(flat: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """(ascending indices, magnitudes) of at least k entries, every one with |x| at least
+    the sample's threshold, or None when ``flat`` holds NaN or Inf: counted, then compacted
+    by ``triton_drop.at_least`` where it is usable, else by torch's operations."""
     thresholds = sample(flat)
     rank = threshold_rank(k, flat.numel(), thresholds.numel())
+    fused = triton_drop.usable(flat)
+    if not fused:
+        magnitude_all = flat.abs()
+        finite = torch.isfinite(magnitude_all).all().to(torch.int64)
     while True:
         t = thresholds[rank - 1] if rank <= thresholds.numel() else torch.zeros((), device=flat.device)
-        candidates = magnitude_all >= t
-        count, all_finite = torch.stack([candidates.sum(), finite]).tolist()
-        if not all_finite:
-            return torch.empty(0, dtype=torch.int32, device=flat.device), True
+        if fused:
+            count, non_finite, compact = triton_drop.at_least(flat, t)
+        else:
+            candidates = magnitude_all >= t
+            count, all_finite = torch.stack([candidates.sum(), finite]).tolist()
+            non_finite = not all_finite
+        if non_finite:
+            return None
         if count >= k:
             break
         rank *= 4
+    if fused:
+        index, values = compact()
+        return index, values.abs()
     index = torch.nonzero_static(candidates, size=count).reshape(-1)  # ascending
-    magnitude = magnitude_all[index]
+    return index, magnitude_all[index]
+
+
+def top_k(flat: torch.Tensor, k: int) -> tuple[torch.Tensor, bool]:
+    found = _candidates(flat, k)
+    if found is None:
+        return torch.empty(0, dtype=torch.int32, device=flat.device), True
+    index, magnitude = found
+    count = index.numel()
     v = kth_smallest(magnitude, count - k + 1)  # the k-th largest
     above = magnitude > v
     tied = magnitude == v

@@ -22,12 +22,16 @@ each:
 
 The tensor is read twice (and the gradient with it) and the residual written once, where
 the torch operations read and write it about six times.
+
+Top-k's candidates (``|x| >= t``, with NaN and Inf counted on the way: ``at_least``) are
+the same two kernels with no gradient and no residual (``torch_select.py``).
 """
 
 from __future__ import annotations
 
 import functools
 import os
+from typing import Callable
 
 import numpy as np
 import torch
@@ -57,8 +61,9 @@ if AVAILABLE:
 
     @triton.jit
     def _corrected(src, grad, starts, stops, thresholds, ADD: tl.constexpr, INCLUSIVE: tl.constexpr,
-                   BLOCK: tl.constexpr):
-        """(positions, in the tensor, corrected values, survivors) of this program's chunk."""
+                   BLOCK: tl.constexpr, AT_LEAST: tl.constexpr = False):
+        """(positions, in the tensor, corrected values, survivors) of this program's chunk.
+        ``AT_LEAST``: every value with ``not |x| < t`` survives (top-k's candidates)."""
         p = tl.program_id(0)
         start, stop, t = tl.load(starts + p), tl.load(stops + p), tl.load(thresholds + p)
         at = start + tl.arange(0, BLOCK)
@@ -66,7 +71,9 @@ if AVAILABLE:
         x = tl.load(src + at, mask=inside, other=0.0)
         if ADD:
             x = x + tl.load(grad + at, mask=inside, other=0.0)
-        if INCLUSIVE:  # ties kept where t > 0
+        if AT_LEAST:
+            small = tl.abs(x) < t
+        elif INCLUSIVE:  # ties kept where t > 0
             small = tl.where(t > 0, tl.abs(x) < t, tl.abs(x) <= t)
         else:
             small = tl.abs(x) <= t
@@ -74,14 +81,19 @@ if AVAILABLE:
 
     @triton.jit
     def _count(src, grad, starts, stops, thresholds, counts, ADD: tl.constexpr, INCLUSIVE: tl.constexpr,
-               BLOCK: tl.constexpr):
-        _, _, keep = _corrected(src, grad, starts, stops, thresholds, ADD, INCLUSIVE, BLOCK)
+               BLOCK: tl.constexpr, AT_LEAST: tl.constexpr = False, non_finite=None, FLAG: tl.constexpr = False):
+        """Each chunk's survivors; with ``FLAG`` also its NaN and Inf, into ``non_finite``."""
+        at, x, keep = _corrected(src, grad, starts, stops, thresholds, ADD, INCLUSIVE, BLOCK, AT_LEAST)
         tl.store(counts + tl.program_id(0), tl.sum(keep.to(tl.int32), axis=0))
+        if FLAG:
+            bad = (at < tl.load(stops + tl.program_id(0))) & ~(tl.abs(x) <= 3.4028234663852886e38)
+            tl.store(non_finite + tl.program_id(0), tl.sum(bad.to(tl.int32), axis=0))
 
     @triton.jit
     def _compact(src, grad, starts, stops, thresholds, ends, index, values, residual, ADD: tl.constexpr,
-                 INCLUSIVE: tl.constexpr, WRITE: tl.constexpr, ZERO: tl.constexpr, BLOCK: tl.constexpr):
-        at, x, keep = _corrected(src, grad, starts, stops, thresholds, ADD, INCLUSIVE, BLOCK)
+                 INCLUSIVE: tl.constexpr, WRITE: tl.constexpr, ZERO: tl.constexpr, BLOCK: tl.constexpr,
+                 AT_LEAST: tl.constexpr = False):
+        at, x, keep = _corrected(src, grad, starts, stops, thresholds, ADD, INCLUSIVE, BLOCK, AT_LEAST)
         taken = keep.to(tl.int32)
         to = tl.load(ends + tl.program_id(0)) - tl.sum(taken, axis=0) + tl.cumsum(taken, axis=0) - 1
         tl.store(index + to, at, mask=keep)
@@ -124,3 +136,27 @@ def drop(residual: torch.Tensor, gradient: torch.Tensor | None, segments: list[t
     _compact[(jobs,)](src, grad, starts, stops, thresholds, ends, index, values, residual,
                       WRITE=gradient is not None or keep_residual, ZERO=keep_residual, **flags)
     return index, values
+
+
+def at_least(flat: torch.Tensor, t: torch.Tensor) -> tuple[int, bool, Callable[[], tuple[torch.Tensor, torch.Tensor]]]:
+    """Top-k's candidates (``select.py``), ``|x| >= t`` for the one-element float32 tensor
+    ``t`` on ``flat``'s device: (how many, whether ``flat`` holds NaN or Inf, read together
+    in one wait for the device, and a function that compacts them into (ascending int64
+    indices, their values)). ``usable(flat)`` must hold."""
+    device = flat.device
+    starts, stops, _ = _chunks(((0, flat.numel()),), str(device))
+    jobs = starts.numel()
+    thresholds = t.reshape(1).to(torch.float32).expand(jobs).contiguous()
+    counts = torch.empty(2 * jobs, dtype=torch.int32, device=device)
+    flags = dict(ADD=False, INCLUSIVE=False, BLOCK=BLOCK, AT_LEAST=True)
+    _count[(jobs,)](flat, flat, starts, stops, thresholds, counts, non_finite=counts[jobs:], FLAG=True, **flags)
+    ends = torch.cumsum(counts[:jobs], 0)
+    total, bad = torch.stack([ends[-1], counts[jobs:].sum()]).tolist()
+
+    def compact() -> tuple[torch.Tensor, torch.Tensor]:
+        index = torch.empty(total, dtype=torch.int64, device=device)
+        values = torch.empty(total, dtype=torch.float32, device=device)
+        _compact[(jobs,)](flat, flat, starts, stops, thresholds, ends, index, values, flat, WRITE=False, ZERO=False,
+                          **flags)
+        return index, values
+    return int(total), bool(bad), compact
