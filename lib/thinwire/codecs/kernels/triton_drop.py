@@ -40,7 +40,8 @@ from .triton_crc import AVAILABLE
 
 KERNEL = "torch"        # "torch" (drop_pass's torch operations) or "triton" (these kernels)
 KERNELS = ("torch", "triton")
-BLOCK = 4096            # values per program
+BLOCK = 2048            # values per program
+WARPS = 8               # compiled for sm_90, the compacting kernel then holds 80 registers, unspilled
 
 
 def usable(*tensors: torch.Tensor | None) -> bool:
@@ -60,12 +61,14 @@ if AVAILABLE:
     import triton.language as tl
 
     @triton.jit
-    def _corrected(src, grad, starts, stops, thresholds, ADD: tl.constexpr, INCLUSIVE: tl.constexpr,
+    def _corrected(src, grad, starts, stops, segment, thresholds, ADD: tl.constexpr, INCLUSIVE: tl.constexpr,
                    BLOCK: tl.constexpr, AT_LEAST: tl.constexpr = False):
-        """(positions, in the tensor, corrected values, survivors) of this program's chunk.
-        ``AT_LEAST``: every value with ``not |x| < t`` survives (top-k's candidates)."""
+        """(positions, in the tensor, corrected values, survivors) of this program's chunk, of
+        segment ``segment[p]``. ``AT_LEAST``: every value with ``not |x| < t`` survives
+        (top-k's candidates)."""
         p = tl.program_id(0)
-        start, stop, t = tl.load(starts + p), tl.load(stops + p), tl.load(thresholds + p)
+        start, stop = tl.load(starts + p), tl.load(stops + p)
+        t = tl.load(thresholds + tl.load(segment + p))
         at = start + tl.arange(0, BLOCK)
         inside = at < stop
         x = tl.load(src + at, mask=inside, other=0.0)
@@ -80,20 +83,20 @@ if AVAILABLE:
         return at, x, inside & ~small
 
     @triton.jit
-    def _count(src, grad, starts, stops, thresholds, counts, ADD: tl.constexpr, INCLUSIVE: tl.constexpr,
+    def _count(src, grad, starts, stops, segment, thresholds, counts, ADD: tl.constexpr, INCLUSIVE: tl.constexpr,
                BLOCK: tl.constexpr, AT_LEAST: tl.constexpr = False, non_finite=None, FLAG: tl.constexpr = False):
         """Each chunk's survivors; with ``FLAG`` also its NaN and Inf, into ``non_finite``."""
-        at, x, keep = _corrected(src, grad, starts, stops, thresholds, ADD, INCLUSIVE, BLOCK, AT_LEAST)
+        at, x, keep = _corrected(src, grad, starts, stops, segment, thresholds, ADD, INCLUSIVE, BLOCK, AT_LEAST)
         tl.store(counts + tl.program_id(0), tl.sum(keep.to(tl.int32), axis=0))
         if FLAG:
             bad = (at < tl.load(stops + tl.program_id(0))) & ~(tl.abs(x) <= 3.4028234663852886e38)
             tl.store(non_finite + tl.program_id(0), tl.sum(bad.to(tl.int32), axis=0))
 
     @triton.jit
-    def _compact(src, grad, starts, stops, thresholds, ends, index, values, residual, ADD: tl.constexpr,
+    def _compact(src, grad, starts, stops, segment, thresholds, ends, index, values, residual, ADD: tl.constexpr,
                  INCLUSIVE: tl.constexpr, WRITE: tl.constexpr, ZERO: tl.constexpr, BLOCK: tl.constexpr,
                  AT_LEAST: tl.constexpr = False):
-        at, x, keep = _corrected(src, grad, starts, stops, thresholds, ADD, INCLUSIVE, BLOCK, AT_LEAST)
+        at, x, keep = _corrected(src, grad, starts, stops, segment, thresholds, ADD, INCLUSIVE, BLOCK, AT_LEAST)
         taken = keep.to(tl.int32)
         to = tl.load(ends + tl.program_id(0)) - tl.sum(taken, axis=0) + tl.cumsum(taken, axis=0) - 1
         tl.store(index + to, at, mask=keep)
@@ -105,13 +108,15 @@ if AVAILABLE:
 
 
 @functools.lru_cache(maxsize=64)
-def _chunks(spans: tuple[tuple[int, int], ...], device: str) -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:
-    """(starts, stops) of every chunk of the spans, on ``device``, and each span's chunk count."""
-    per = np.array([-(-(b - a) // BLOCK) if b > a else 0 for a, b in spans], np.int64)
-    starts = np.concatenate([a + BLOCK * np.arange(k, dtype=np.int64) for (a, _), k in zip(spans, per)]) \
+def _chunks(spans: tuple[tuple[int, int], ...], device: str, block: int) -> tuple[torch.Tensor, ...]:
+    """(starts, stops, span) of every chunk of the spans, on ``device`` (kept: a tensor's
+    spans are the same every step)."""
+    per = np.array([-(-(b - a) // block) if b > a else 0 for a, b in spans], np.int64)
+    starts = np.concatenate([a + block * np.arange(k, dtype=np.int64) for (a, _), k in zip(spans, per)]) \
         if per.sum() else np.zeros(0, np.int64)
-    stops = np.minimum(starts + BLOCK, np.repeat([b for _, b in spans], per))
-    return torch.from_numpy(starts).to(device), torch.from_numpy(stops).to(device), per
+    stops = np.minimum(starts + block, np.repeat([b for _, b in spans], per))
+    span = np.repeat(np.arange(len(spans), dtype=np.int32), per)
+    return tuple(torch.from_numpy(a).to(device) for a in (starts, stops, span))
 
 
 def drop(residual: torch.Tensor, gradient: torch.Tensor | None, segments: list[tuple[int, int, float]],
@@ -119,21 +124,21 @@ def drop(residual: torch.Tensor, gradient: torch.Tensor | None, segments: list[t
     """``drop_pass``'s (survivor indices int64, corrected values float32) on the tensors'
     device, ``residual`` written as ``drop_pass`` writes it (``usable`` must hold)."""
     device = residual.device
-    starts, stops, per = _chunks(tuple((int(a), int(b)) for a, b, _ in segments), str(device))
+    starts, stops, span = _chunks(tuple((int(a), int(b)) for a, b, _ in segments), str(device), BLOCK)
     jobs = starts.numel()
     if not jobs:
         return torch.zeros(0, dtype=torch.int64, device=device), torch.zeros(0, dtype=torch.float32, device=device)
-    thresholds = torch.from_numpy(np.repeat(np.array([t for *_, t in segments], np.float32), per)).to(device)
+    thresholds = torch.tensor([t for *_, t in segments], dtype=torch.float32).to(device)
     src = residual if source is None or gradient is None else source
     grad = gradient if gradient is not None else src
     counts = torch.empty(jobs, dtype=torch.int32, device=device)
-    flags = dict(ADD=gradient is not None, INCLUSIVE=inclusive, BLOCK=BLOCK)
-    _count[(jobs,)](src, grad, starts, stops, thresholds, counts, **flags)
+    flags = dict(ADD=gradient is not None, INCLUSIVE=inclusive, BLOCK=BLOCK, num_warps=WARPS)
+    _count[(jobs,)](src, grad, starts, stops, span, thresholds, counts, **flags)
     ends = torch.cumsum(counts, 0)
     total = int(ends[-1].item())
     index = torch.empty(total, dtype=torch.int64, device=device)
     values = torch.empty(total, dtype=torch.float32, device=device)
-    _compact[(jobs,)](src, grad, starts, stops, thresholds, ends, index, values, residual,
+    _compact[(jobs,)](src, grad, starts, stops, span, thresholds, ends, index, values, residual,
                       WRITE=gradient is not None or keep_residual, ZERO=keep_residual, **flags)
     return index, values
 
@@ -144,19 +149,19 @@ def at_least(flat: torch.Tensor, t: torch.Tensor) -> tuple[int, bool, Callable[[
     in one wait for the device, and a function that compacts them into (ascending int64
     indices, their values)). ``usable(flat)`` must hold."""
     device = flat.device
-    starts, stops, _ = _chunks(((0, flat.numel()),), str(device))
+    starts, stops, span = _chunks(((0, flat.numel()),), str(device), BLOCK)
     jobs = starts.numel()
-    thresholds = t.reshape(1).to(torch.float32).expand(jobs).contiguous()
+    thresholds = t.reshape(1).to(torch.float32).contiguous()
     counts = torch.empty(2 * jobs, dtype=torch.int32, device=device)
-    flags = dict(ADD=False, INCLUSIVE=False, BLOCK=BLOCK, AT_LEAST=True)
-    _count[(jobs,)](flat, flat, starts, stops, thresholds, counts, non_finite=counts[jobs:], FLAG=True, **flags)
+    flags = dict(ADD=False, INCLUSIVE=False, BLOCK=BLOCK, AT_LEAST=True, num_warps=WARPS)
+    _count[(jobs,)](flat, flat, starts, stops, span, thresholds, counts, non_finite=counts[jobs:], FLAG=True, **flags)
     ends = torch.cumsum(counts[:jobs], 0)
     total, bad = torch.stack([ends[-1], counts[jobs:].sum()]).tolist()
 
     def compact() -> tuple[torch.Tensor, torch.Tensor]:
         index = torch.empty(total, dtype=torch.int64, device=device)
         values = torch.empty(total, dtype=torch.float32, device=device)
-        _compact[(jobs,)](flat, flat, starts, stops, thresholds, ends, index, values, flat, WRITE=False, ZERO=False,
-                          **flags)
+        _compact[(jobs,)](flat, flat, starts, stops, span, thresholds, ends, index, values, flat, WRITE=False,
+                          ZERO=False, **flags)
         return index, values
     return int(total), bool(bad), compact

@@ -8,7 +8,7 @@ Opt-in (``KERNEL = "triton"``; ``"torch"`` is the default) until a GPU has measu
 CPU the test suite runs these kernels under Triton's interpreter against the host kernels.
 
 One program takes ``ROWS`` whole buckets (a bucket of a power-of-two ``BUCKET`` values,
-8 to 4,096: every group of 8 codes lies in one bucket). The arithmetic is ``torch_qsgd``'s,
+8 to ``VALUES``: every group of 8 codes lies in one bucket). The arithmetic is ``torch_qsgd``'s,
 step for step (its docstring says why each step is exact or rounded once):
 
 1. the bucket's norm: the float64 sum of squares, its square root (float64 has only the
@@ -39,7 +39,8 @@ from .triton_crc import AVAILABLE
 
 KERNEL = "torch"        # "torch" (torch_qsgd's operations) or "triton" (these kernels)
 KERNELS = ("torch", "triton")
-VALUES = 4096           # values per program (ROWS buckets of BUCKET)
+VALUES = 2048           # values per program (ROWS buckets of BUCKET): compiled for sm_90, 80 registers
+                        # at 2 to 8 bits, unspilled (4,096 took 150)
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
