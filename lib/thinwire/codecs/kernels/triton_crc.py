@@ -47,7 +47,9 @@ on the host from ``crc_math.multiply``.
   x^(8 pad)) the last kernel takes out by multiplying by its inverse (``crc_math.inverse``).
   The buffer (and a copy's target) must start on a 4-byte boundary; one that does not goes
   to the byte kernel. Compiled for sm_90 (Triton 3.6) it makes 163 loads per thread per
-  block, where ``"slicing"`` makes 768 and ``"shifted"`` 258.
+  block, where ``"slicing"`` makes 768 and ``"shifted"`` 258, and holds 54 registers per
+  thread where they hold 255 and 216 (``benchmarks/kernel_registers.py``): many more of
+  its programs share a multiprocessor.
 
 With ``"words"`` a copy rides along: ``crc32c_copy`` stores each word it loads into a
 target, so a message's one plain part is copied in, or out, and checksummed in one pass

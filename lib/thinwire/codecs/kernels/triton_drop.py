@@ -41,7 +41,7 @@ from .triton_crc import AVAILABLE
 KERNEL = "torch"        # "torch" (drop_pass's torch operations) or "triton" (these kernels)
 KERNELS = ("torch", "triton")
 BLOCK = 2048            # values per program
-WARPS = 8               # compiled for sm_90, the compacting kernel then holds 80 registers, unspilled
+WARPS = 8               # compiled for sm_90, the compacting kernel holds 80 registers (kernel_registers.py)
 
 
 def usable(*tensors: torch.Tensor | None) -> bool:
@@ -83,8 +83,8 @@ if AVAILABLE:
         return at, x, inside & ~small
 
     @triton.jit
-    def _count(src, grad, starts, stops, segment, thresholds, counts, ADD: tl.constexpr, INCLUSIVE: tl.constexpr,
-               BLOCK: tl.constexpr, AT_LEAST: tl.constexpr = False, non_finite=None, FLAG: tl.constexpr = False):
+    def _count(src, grad, starts, stops, segment, thresholds, counts, non_finite, ADD: tl.constexpr,
+               INCLUSIVE: tl.constexpr, BLOCK: tl.constexpr, AT_LEAST: tl.constexpr = False, FLAG: tl.constexpr = False):
         """Each chunk's survivors; with ``FLAG`` also its NaN and Inf, into ``non_finite``."""
         at, x, keep = _corrected(src, grad, starts, stops, segment, thresholds, ADD, INCLUSIVE, BLOCK, AT_LEAST)
         tl.store(counts + tl.program_id(0), tl.sum(keep.to(tl.int32), axis=0))
@@ -133,7 +133,7 @@ def drop(residual: torch.Tensor, gradient: torch.Tensor | None, segments: list[t
     grad = gradient if gradient is not None else src
     counts = torch.empty(jobs, dtype=torch.int32, device=device)
     flags = dict(ADD=gradient is not None, INCLUSIVE=inclusive, BLOCK=BLOCK, num_warps=WARPS)
-    _count[(jobs,)](src, grad, starts, stops, span, thresholds, counts, **flags)
+    _count[(jobs,)](src, grad, starts, stops, span, thresholds, counts, counts, **flags)
     ends = torch.cumsum(counts, 0)
     total = int(ends[-1].item())
     index = torch.empty(total, dtype=torch.int64, device=device)
@@ -154,7 +154,7 @@ def at_least(flat: torch.Tensor, t: torch.Tensor) -> tuple[int, bool, Callable[[
     thresholds = t.reshape(1).to(torch.float32).contiguous()
     counts = torch.empty(2 * jobs, dtype=torch.int32, device=device)
     flags = dict(ADD=False, INCLUSIVE=False, BLOCK=BLOCK, AT_LEAST=True, num_warps=WARPS)
-    _count[(jobs,)](flat, flat, starts, stops, span, thresholds, counts, non_finite=counts[jobs:], FLAG=True, **flags)
+    _count[(jobs,)](flat, flat, starts, stops, span, thresholds, counts, counts[jobs:], FLAG=True, **flags)
     ends = torch.cumsum(counts[:jobs], 0)
     total, bad = torch.stack([ends[-1], counts[jobs:].sum()]).tolist()
 

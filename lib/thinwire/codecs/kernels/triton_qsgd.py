@@ -40,7 +40,7 @@ from .triton_crc import AVAILABLE
 KERNEL = "torch"        # "torch" (torch_qsgd's operations) or "triton" (these kernels)
 KERNELS = ("torch", "triton")
 VALUES = 2048           # values per program (ROWS buckets of BUCKET): compiled for sm_90, 80 registers
-                        # at 2 to 8 bits, unspilled (4,096 took 150)
+                        # at 2 to 8 bits (benchmarks/kernel_registers.py)
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 

@@ -27,8 +27,8 @@ from .triton_crc import AVAILABLE
 
 KERNEL = "torch"        # "torch" (torch_uniform's operations) or "triton" (these kernels)
 KERNELS = ("torch", "triton")
-GROUPS = 256            # groups of 8 codes per program: compiled for sm_90, 64 registers, unspilled
-                        # (512 took 166)
+GROUPS = 256            # groups of 8 codes per program: compiled for sm_90, 48 to 70 registers
+                        # (benchmarks/kernel_registers.py)
 
 
 def usable(bits: int, *tensors: torch.Tensor) -> bool:

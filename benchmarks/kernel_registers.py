@@ -1,0 +1,129 @@
+"""Registers and spills of every Triton kernel the codecs launch, compiled for a GPU on a
+machine without one: Triton compiles each kernel for the target (``sm_90a``, an H100, by
+default) and the ptxas that comes with Triton reports what each thread holds. A kernel
+that spills reads and writes local memory on every step, and one that holds many
+registers leaves few warps per multiprocessor to hide its loads: both cost bandwidth
+before any GPU has timed them.
+
+``python benchmarks/kernel_registers.py [ARCH]`` prints the table; ``tests`` check that no
+kernel spills to local memory, and that every kernel but the CRC's lookup trees (the
+``"slicing"`` and ``"shifted"`` block kernels and the join: compiled by Triton 3.6, the
+GPU runs' version, 255, 216 and 255 registers) holds at most ``REGISTERS`` registers per
+thread, so that at least four programs of 4 warps fit on a multiprocessor.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+TREES = {"triton_crc slicing", "triton_crc shifted", "triton_crc join"}  # register-heavy lookup trees
+REGISTERS = 128
+
+
+def _kernels():
+    """(name, kernel, signature, constexprs, warps) of each launch configuration."""
+    from thinwire.codecs.kernels import triton_crc as crc
+    from thinwire.codecs.kernels import triton_drop as drop
+    from thinwire.codecs.kernels import triton_qsgd as qsgd
+    from thinwire.codecs.kernels import triton_uniform as uniform
+    final = {"FINAL": True, "STORE": True, "SCALED": True}
+    block = {"message": "*u8", "n": "i64", "pad": "i64", "slicing": "*i32", "products": "*i32", "out": "*i32",
+             "scale": "i32", "ones": "i32", "trailer": "*u8"}
+    words = {"words": "*i32", "tail_bytes": "*u8", "nfull": "i64", "tail": "i32", "padw": "i64", "product": "*i32",
+             "shifts": "*i32", "out": "*i32", "scale": "i32", "ones": "i32", "trailer": "*u8", "target_words": "*i32",
+             "target_tail": "*u8"}
+    halves = {"src": "*fp32", "numel": "i64", "padw": "i64", "product": "*i32", "shifts": "*i32", "out": "*i32",
+              "scale": "i32", "ones": "i32", "trailer": "*u8", "dst": "*i16"}
+    lanes = {"LANES": crc.WORD_LANES, "STEPS": crc.WORD_STEPS}
+    yield ("triton_crc slicing", crc._block_crcs, block,
+           {"LANES": crc.LANES, "SEG": crc.SEG, "LEVELS": crc.LANE_LEVELS, "SHIFTED": False, **final}, 4)
+    yield ("triton_crc shifted", crc._block_crcs, block,
+           {"LANES": crc.LANES, "SEG": crc.SEG, "LEVELS": crc.LANE_LEVELS, "SHIFTED": True, **final}, 4)
+    yield ("triton_crc join", crc._join, {"crcs": "*i32", "m": "i32", "pad": "i32", "products": "*i32", "out": "*i32",
+                                          "ones": "i32", "trailer": "*u8", "scale": "i32"},
+           {"GROUP": 1 << crc.JOIN_LEVELS, "LEVELS": crc.JOIN_LEVELS, **final}, 4)
+    for copy in (False, True):
+        yield (f"triton_crc words{', copying' if copy else ''}", crc._block_words, words, {**lanes, **final, "COPY": copy},
+               crc.WORD_WARPS)
+    for widen in (False, True):
+        sig = dict(halves, src="*i16", dst="*fp32") if widen else halves
+        yield (f"triton_crc halves, {'widening' if widen else 'narrowing'}", crc._block_halves, sig,
+               {**lanes, **final, "WIDEN": widen, "BF16": False}, crc.WORD_WARPS)
+    for bits in (1, 4, 8):
+        yield (f"triton_uniform quantize {bits}", uniform._quantize,
+               {"x": "*fp32", "n": "i64", "lo": "fp32", "scale": "fp32", "offset": "fp32", "out": "*u8", "nbytes": "i64"},
+               {"BITS": bits, "FUSED": True, "GROUPS": uniform.GROUPS}, 4)
+        yield (f"triton_uniform dequantize {bits}", uniform._dequantize,
+               {"packed": "*u8", "n": "i64", "nbytes": "i64", "lo": "fp32", "step": "fp32", "out": "*fp32"},
+               {"BITS": bits, "GROUPS": uniform.GROUPS}, 4)
+    for bits in (2, 4, 8):
+        rows = qsgd.VALUES // 512
+        yield (f"triton_qsgd quantize {bits}", qsgd._quantize,
+               {"x": "*fp32", "n": "i64", "k1": "i64", "k2": "i64", "norms": "*fp32", "out": "*u8", "nbytes": "i64"},
+               {"LEVELS": (1 << (bits - 1)) - 1, "BUCKET": 512, "ROWS": rows, "BITS": bits, "USE_MAX": False}, 4)
+        yield (f"triton_qsgd dequantize {bits}", qsgd._dequantize,
+               {"packed": "*u8", "n": "i64", "nbytes": "i64", "norms": "*fp32", "out": "*fp32"},
+               {"LEVELS": (1 << (bits - 1)) - 1, "BUCKET": 512, "ROWS": rows, "BITS": bits}, 4)
+    chunk = {"src": "*fp32", "grad": "*fp32", "starts": "*i64", "stops": "*i64", "segment": "*i32", "thresholds": "*fp32"}
+    yield ("triton_drop count", drop._count, dict(chunk, counts="*i32", non_finite="*i32"),
+           {"ADD": True, "INCLUSIVE": False, "BLOCK": drop.BLOCK, "AT_LEAST": False, "FLAG": False}, drop.WARPS)
+    yield ("triton_drop compact", drop._compact,
+           dict(chunk, ends="*i64", index="*i64", values="*fp32", residual="*fp32"),
+           {"ADD": True, "INCLUSIVE": False, "WRITE": True, "ZERO": True, "BLOCK": drop.BLOCK, "AT_LEAST": False},
+           drop.WARPS)
+    yield ("triton_drop top-k count", drop._count, dict(chunk, counts="*i32", non_finite="*i32"),
+           {"ADD": False, "INCLUSIVE": False, "BLOCK": drop.BLOCK, "AT_LEAST": True, "FLAG": True}, drop.WARPS)
+
+
+def tools() -> Path | None:
+    """The folder of CUDA tools that comes with Triton (its ptxas and cuobjdump), or None."""
+    import triton
+    found = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
+    return found if (found / "cuobjdump").exists() else None
+
+
+def report(arch: str = "sm_90a", names: set[str] | None = None) -> list[dict]:
+    """Each kernel's registers and local memory per thread (spills; ``LOCAL``) for ``arch``
+    (``sm_XY`` or ``sm_XYa``), read by cuobjdump from the binary Triton's compiler made."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    capability = int(re.fullmatch(r"sm_(\d+)a?", arch).group(1))
+    target = GPUTarget("cuda", capability, 32)
+    rows = []
+    for name, fn, signature, constants, warps in _kernels():
+        if names is not None and name not in names:
+            continue
+        source = ASTSource(fn, {**signature, **{k: "constexpr" for k in constants}}, constexprs=constants)
+        compiled = triton.compile(source, target=target, options={"num_warps": warps})
+        with tempfile.TemporaryDirectory() as folder:
+            binary = Path(folder, "kernel.cubin")
+            binary.write_bytes(compiled.asm["cubin"])
+            done = subprocess.run([str(tools() / "cuobjdump"), "-res-usage", str(binary)], capture_output=True, text=True,
+                                  check=True)
+        usage = re.search(r"REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+)", done.stdout)
+        rows.append({"kernel": name, "warps": warps, "registers": int(usage.group(1)), "stack_bytes": int(usage.group(2)),
+                     "shared_bytes": int(usage.group(3)), "local_bytes": int(usage.group(4)),
+                     "triton": triton.__version__})
+    return rows
+
+
+def main(argv: list[str]) -> int:
+    if tools() is None:
+        print("kernel_registers: this Triton has no CUDA tools; nothing compiled")
+        return 0
+    arch = argv[0] if argv else "sm_90a"
+    rows = report(arch)
+    print(f"| kernel ({arch}, Triton {rows[0]['triton']}) | warps | registers per thread | local memory per thread "
+          f"(spills), bytes | shared memory, bytes |\n|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['kernel']} | {r['warps']} | {r['registers']} | {r['local_bytes']} | {r['shared_bytes']} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
