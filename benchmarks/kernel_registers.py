@@ -60,6 +60,16 @@ def _kernels():
         yield (f"triton_uniform dequantize {bits}", uniform._dequantize,
                {"packed": "*u8", "n": "i64", "nbytes": "i64", "lo": "fp32", "step": "fp32", "out": "*fp32"},
                {"BITS": bits, "GROUPS": uniform.GROUPS}, 4)
+    quantize8 = {"x": "*fp32", "n": "i64", "lo": "fp32", "scale": "fp32", "offset": "fp32", "padw": "i64",
+                 "product": "*i32", "shifts": "*i32", "out": "*i32", "crc_scale": "i32", "ones": "i32",
+                 "trailer": "*u8", "codes": "*u8"}
+    yield ("triton_uniform quantize 8, checksummed", uniform._quantize_words, quantize8, {**lanes, **final, "FUSED": True},
+           crc.WORD_WARPS)
+    dequantize8 = {"codes": "*u8", "n": "i64", "lo": "fp32", "step": "fp32", "padw": "i64", "product": "*i32",
+                   "shifts": "*i32", "out": "*i32", "crc_scale": "i32", "ones": "i32", "trailer": "*u8",
+                   "values": "*fp32"}
+    yield ("triton_uniform dequantize 8, checked", uniform._dequantize_words, dequantize8, {**lanes, **final},
+           crc.WORD_WARPS)
     for bits in (2, 4, 8):
         rows = qsgd.VALUES // 512
         yield (f"triton_qsgd quantize {bits}", qsgd._quantize,

@@ -121,5 +121,5 @@ def test_bad_arguments_are_refused():
     with pytest.raises(ValueError, match="dst holds 5 bytes"):
         checked_copy.copy_part(payload, "values", np.zeros(5, np.uint8))
     _, tensor_payload = wire_format.unpack(torch.frombuffer(message, dtype=torch.uint8).clone(), verify=False)
-    with pytest.raises(ValueError, match="dst is not 1200 uint8"):  # a message tensor's part: dst on its device
+    with pytest.raises(ValueError, match="dst is not 1200 uint8"):  # a message tensor's part: dst of its size
         checked_copy.copy_part(tensor_payload, "values", torch.zeros(5, dtype=torch.uint8))

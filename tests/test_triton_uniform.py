@@ -52,9 +52,75 @@ print("ok")
 """
 
 
+ONE_PASS = r"""
+import os
+os.environ["TRITON_INTERPRET"] = "1"
+import crc32c, numpy as np, torch
+from thinwire.codecs import CodecState, CorruptMessageError, make_codec
+from thinwire.codecs.kernels import device, triton_crc, triton_uniform, uniform
+from thinwire.codecs.wire import tensor_message
+rng = np.random.default_rng(1)
+B = triton_crc.BLOCK
+# 8-bit codes written, or read, and checksummed in one pass: the host's codes, values and CRC
+for n in (1, 3, 4, 5, 1023, B - 1, B + 2, 2 * B + 5):
+    for shift in (0.0, 300.0):  # both forms of the multiply-add
+        x = torch.from_numpy(rng.standard_normal(n).astype(np.float32) + shift)
+        lo, hi = float(x.min()), float(x.max())
+        scale = 255 / (hi - lo) if hi > lo else 0.0
+        host = torch.empty(n, dtype=torch.uint8)
+        uniform.quantize_packed(x, lo, scale, 8, host)
+        for prefix in (b"", b"header-bytes"):
+            store, trailer = torch.full((n + 3,), 7, dtype=torch.uint8), torch.zeros(4, dtype=torch.uint8)
+            got = triton_uniform.quantize8_crc(x, lo, scale, store[1:1 + n], prefix, trailer)
+            want = crc32c.crc32c(prefix + host.numpy().tobytes())
+            assert int(got.item()) & 0xFFFFFFFF == want == int.from_bytes(bytes(trailer.numpy()), "little"), (n, shift)
+            assert torch.equal(store[1:1 + n], host) and store[0] == 7 and (store[1 + n:] == 7).all(), (n, shift)
+            values = torch.full((n,), 5.0)
+            got = triton_uniform.dequantize8_crc(store[1:1 + n], lo, (hi - lo) / 255, values, prefix)
+            assert int(got.item()) & 0xFFFFFFFF == want, (n, shift)
+            assert torch.equal(values, uniform.dequantize_packed(host, n, 8, lo, (hi - lo) / 255)), (n, shift)
+# through the codec, messages kept on a device (as on a GPU): written in one pass and read
+# into a large out in one pass; damage to a code or the trailer refused, out left NaN
+triton_crc.KERNEL, triton_uniform.KERNEL = "words", "triton"
+tensor_message._on_device = lambda t: True
+tensor_message.COPY_CHECKED_BYTES = 0
+passes = []
+for entry in ("quantize8_crc", "dequantize8_crc"):
+    setattr(triton_uniform, entry, lambda *a, real=getattr(triton_uniform, entry), entry=entry, **k:
+            passes.append(entry) or real(*a, **k))
+x = torch.randn(5_001, generator=torch.Generator().manual_seed(3))
+for bits, one_pass in ((8, True), (4, False)):
+    codec = make_codec(f"quantize(bits={bits})")
+    host = codec.encode(x, CodecState(0), "x")
+    with device.forced():
+        passes.clear()
+        moved = codec.encode(x, CodecState(0), "x", out=torch.empty(0, dtype=torch.uint8))
+        assert bytes(moved.numpy()) == bytes(host) and passes == (["quantize8_crc"] if one_pass else []), bits
+        out = torch.empty_like(x)
+        passes.clear()
+        assert codec.decode(moved, CodecState(0), "x", out=out) is out
+        assert torch.equal(out, codec.decode(host, CodecState(0), "x")), bits
+        assert passes == (["dequantize8_crc"] if one_pass else []), (bits, passes)
+        for at in (len(host) - 4 - x.numel() * bits // 8, len(host) - 5, len(host) - 1):  # first code, last, trailer
+            damaged = moved.clone()
+            damaged[at] ^= 0x20
+            out = torch.zeros_like(x)
+            try:
+                codec.decode(damaged, CodecState(0), "x", out=out)
+                raise AssertionError(f"quantize({bits}): damage at byte {at} decoded")
+            except CorruptMessageError:
+                pass
+            if one_pass:
+                assert torch.isnan(out).all(), (bits, at)
+assert tensor_message.DEVICE_CRC_FAILURE is None
+print("ok")
+"""
+
+
 @pytest.mark.skipif(not triton_crc.AVAILABLE, reason="triton is in requirements.lock; absent only outside make setup")
-def test_the_triton_kernels_give_the_host_kernels_bytes_under_the_interpreter():
-    done = subprocess.run([sys.executable, "-c", CHECK], capture_output=True, text=True, timeout=600)
+@pytest.mark.parametrize("script", [CHECK, ONE_PASS], ids=["kernels", "one-pass-8-bit"])
+def test_the_triton_kernels_give_the_host_kernels_bytes_under_the_interpreter(script):
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]
 
 

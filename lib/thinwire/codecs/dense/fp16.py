@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 
 from ..base import Codec, expect_part
-from ..kernels import half
+from ..kernels import half, triton_crc
 from ..kernels.device import on_device
 from ..payload import PartWriter, Payload
 from ..state import CodecState
@@ -46,8 +46,10 @@ class Float16(Codec):
             writer = PartWriter(self.dtype, flat.numel(), lambda view: half.narrow(flat.numpy(), _bits(view), bf16),
                                 checksummed=True)
         else:  # cast as it is copied (a GPU message: in one pass on the GPU, no 16-bit temporary)
-            source = flat if flat.dtype == torch.float32 and flat.is_contiguous() else None
-            writer = PartWriter(self.dtype, flat.numel(), lambda view: view.copy_(flat), source=source)
+            one_pass = flat.dtype == torch.float32 and flat.is_contiguous()
+            writer = PartWriter(self.dtype, flat.numel(), lambda view: view.copy_(flat), source=flat if one_pass else None,
+                                fill_with_crc=(lambda target, prefix, trailer: triton_crc.crc32c_cast(
+                                    flat.reshape(-1), target.view(self.dtype), prefix, trailer)) if one_pass else None)
         return Payload(parts={"values": writer})
 
     def warm_up(self) -> None:

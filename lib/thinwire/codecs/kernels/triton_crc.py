@@ -343,16 +343,28 @@ def crc32c_copy(source: torch.Tensor, target: torch.Tensor, prefix: bytes = b"",
     if target.numel() != source.numel() or target.device != source.device:
         raise ValueError(f"target must hold source's {source.numel()} bytes on {source.device}, got "
                          f"{target.numel()} on {target.device}")
-    import crc32c as host  # the prefix is a few host bytes
-    n, h = source.numel(), len(prefix)
-    raw_prefix = host.crc32c(bytes(prefix)) ^ _ones_term(h)  # without its own all-ones term
-    add = multiply(raw_prefix, x_8n(n)) ^ _ones_term(h + n)
+    n = source.numel()
+    add = after(prefix, n)
     if not n:
         target = None
     return _checksum(source, target, ONE, add, trailer)
 
 
 HALVES = (torch.float16, torch.bfloat16)
+
+
+def after(prefix: bytes, n: int) -> int:
+    """What the CRC-32C of ``prefix || B`` adds to the raw CRC of any ``n`` bytes B: the host
+    bytes ``prefix`` (a message's header and padding) moved past B, and the all-ones term
+    of ``len(prefix) + n`` bytes."""
+    import crc32c as host  # the prefix is a few host bytes
+    h = len(prefix)
+    return multiply(host.crc32c(bytes(prefix)) ^ _ones_term(h), x_8n(n)) ^ _ones_term(h + n)
+
+
+def empty(device, add: int, trailer: torch.Tensor | None) -> torch.Tensor:
+    """The CRC of no bytes past a prefix (``add``), as a one-element tensor, into ``trailer``."""
+    return _checksum(torch.empty(0, dtype=torch.uint8, device=device), None, ONE, add, trailer)
 
 
 def crc32c_cast(source: torch.Tensor, target: torch.Tensor, prefix: bytes = b"",
@@ -374,29 +386,41 @@ def crc32c_cast(source: torch.Tensor, target: torch.Tensor, prefix: bytes = b"",
                          f"and {target.dtype} {tuple(target.shape)} on {target.device}")
     if trailer is not None:
         _check(trailer=trailer)
-    import crc32c as host
-    numel, h = source.numel(), len(prefix)
+    numel = source.numel()
     n = 2 * numel
-    add = multiply(host.crc32c(bytes(prefix)) ^ _ones_term(h), x_8n(n)) ^ _ones_term(h + n)
+    add = after(prefix, n)
     if not numel:
-        return _checksum(torch.empty(0, dtype=torch.uint8, device=source.device), None, ONE, add, trailer)
+        return empty(source.device, add, trailer)
     if KERNEL != "words":
         target.copy_(source)
         return _checksum(half.view(torch.uint8), None, ONE, add, trailer)
-    nw = -(-numel // 2)
-    per_block = WORD_LANES * WORD_STEPS
-    blocks = -(-nw // per_block)
-    device = str(source.device)
-    product, shifts = _word_tables(device, WORD_LANES)
-    block_products = _tables(device, max(1, (blocks - 1).bit_length()))[2]
-    scale = inverse(x_8n(4 * nw - n))
-    crcs = torch.empty(blocks, dtype=torch.int32, device=source.device)
-    store, final = trailer is not None, blocks == 1
     src, dst = (source.view(torch.int16), target) if widen else (source, target.view(torch.int16))
-    _block_halves[(blocks,)](src, numel, blocks * per_block - nw, product, shifts, crcs, _bits(scale), _bits(add),
-                             trailer if store else crcs, dst, LANES=WORD_LANES, STEPS=WORD_STEPS, FINAL=final,
-                             STORE=store and final, SCALED=scale != ONE, WIDEN=widen, BF16=half.dtype == torch.bfloat16,
-                             num_warps=WORD_WARPS)
+    return by_words(_block_halves, n, source.device, ONE, add, trailer, (src, numel), (dst,),
+                    WIDEN=widen, BF16=half.dtype == torch.bfloat16)
+
+
+def by_words(kernel, nbytes: int, device: torch.device, scale: int, add: int, trailer: torch.Tensor | None,
+             before: tuple, after: tuple, **constants) -> torch.Tensor:
+    """Step 1 by a kernel of the ``"words"`` form over the ``nbytes`` bytes it produces or
+    reads (``_block_words``, ``_block_halves``, ``triton_uniform``'s 8-bit codes): one
+    program per ``WORD_LANES`` x ``WORD_STEPS`` words, launched with ``before``, then
+    (padding words, the step's product table, the lanes' shifts, the blocks' CRCs, the
+    final scale, ``add``, the trailer), then ``after`` and ``constants``; then step 2. A last
+    word padded with zeros at the end is taken out of ``scale`` (``scale`` times the raw
+    CRC, plus ``add``, is what the last kernel makes)."""
+    nw = -(-nbytes // 4)
+    per_block = WORD_LANES * WORD_STEPS
+    if 4 * per_block != BLOCK:  # the blocks' CRCs are joined by BLOCK's product tables
+        raise ValueError(f"WORD_LANES x WORD_STEPS must be {BLOCK // 4} words, got {WORD_LANES} x {WORD_STEPS}")
+    blocks = -(-nw // per_block)
+    product, shifts = _word_tables(str(device), WORD_LANES)
+    block_products = _tables(str(device), max(1, (blocks - 1).bit_length()))[2]
+    scale = multiply(scale, inverse(x_8n(4 * nw - nbytes)))  # the last word's zero bytes taken out
+    crcs = torch.empty(blocks, dtype=torch.int32, device=device)
+    store, final = trailer is not None, blocks == 1
+    kernel[(blocks,)](*before, blocks * per_block - nw, product, shifts, crcs, _bits(scale), _bits(add),
+                      trailer if store else crcs, *after, LANES=WORD_LANES, STEPS=WORD_STEPS, FINAL=final,
+                      STORE=store and final, SCALED=scale != ONE, num_warps=WORD_WARPS, **constants)
     return _joined(crcs, block_products, scale, add, trailer)
 
 
@@ -449,25 +473,11 @@ def _by_words(buffer: torch.Tensor, target: torch.Tensor | None, scale: int, add
     """``_checksum`` by ``_block_words`` (both tensors word aligned)."""
     n = buffer.numel()
     nfull, tail = divmod(n, 4)
-    nw = nfull + (tail > 0)
-    per_block = WORD_LANES * WORD_STEPS
-    if 4 * per_block != BLOCK:  # the blocks' CRCs are joined by BLOCK's product tables
-        raise ValueError(f"WORD_LANES x WORD_STEPS must be {BLOCK // 4} words, got {WORD_LANES} x {WORD_STEPS}")
-    blocks = -(-nw // per_block)
-    device = str(buffer.device)
-    product, shifts = _word_tables(device, WORD_LANES)
-    block_products = _tables(device, max(1, (blocks - 1).bit_length()))[2]
-    scale = multiply(scale, inverse(x_8n(4 * nw - n)))  # the tail word's zero bytes taken out
-    crcs = torch.empty(blocks, dtype=torch.int32, device=buffer.device)
-    store, final = trailer is not None, blocks == 1
     words = _int32_view(buffer, nfull)
     targets = (_int32_view(target, nfull), target[4 * nfull:] if tail else target) if target is not None \
         else (words, buffer)
-    _block_words[(blocks,)](words, buffer[4 * nfull:] if tail else buffer, nfull, tail, blocks * per_block - nw,
-                            product, shifts, crcs, _bits(scale), _bits(add), trailer if store else crcs, *targets,
-                            LANES=WORD_LANES, STEPS=WORD_STEPS, FINAL=final, STORE=store and final,
-                            SCALED=scale != ONE, COPY=target is not None, num_warps=WORD_WARPS)
-    return _joined(crcs, block_products, scale, add, trailer)
+    return by_words(_block_words, n, buffer.device, scale, add, trailer,
+                    (words, buffer[4 * nfull:] if tail else buffer, nfull, tail), targets, COPY=target is not None)
 
 
 def _joined(crcs: torch.Tensor, block_products: torch.Tensor, scale: int, add: int,

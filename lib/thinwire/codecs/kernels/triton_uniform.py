@@ -14,6 +14,12 @@ fused multiply-add. ``tl.fma`` rounds once, as the host kernels' contracted mult
 and torch's ``add(..., alpha=)`` do. The layout is ``bitpack``'s: each group of 8 b-bit codes
 is one little-endian word whose first b bytes are the group's bytes (8 bits: one byte
 each).
+
+At 8 bits a message's codes can also be written, or read, and checksummed in the same
+pass (``quantize8_crc``, ``dequantize8_crc``): the codes are the bytes the device CRC's
+``"words"`` kernel reads, 4 to a word, so the quantizer is that kernel's loop with the
+quantization in it (``wire/tensor_message.py`` uses them with ``triton_crc.KERNEL =
+"words"``).
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import os
 import numpy as np
 import torch
 
+from . import triton_crc
 from .triton_crc import AVAILABLE
 
 KERNEL = "torch"        # "torch" (torch_uniform's operations) or "triton" (these kernels)
@@ -80,6 +87,90 @@ if AVAILABLE:
             word = tl.sum(byte << (8 * j).to(tl.int64)[None, :], axis=1)
             code = ((word[:, None] >> (j * BITS).to(tl.int64)[None, :]) & ((1 << BITS) - 1)).to(tl.int32)
         tl.store(out + at, tl.fma(code.to(tl.float32), step, lo), mask=at < n)
+
+
+if AVAILABLE:
+    from .triton_crc import _finish, _mul, _times
+
+    @triton.jit
+    def _step_values(k, padw, n, LANES: tl.constexpr, STEPS: tl.constexpr):
+        """(value indices [LANES, 4], which are in the tensor) of step k's words in this
+        program's block, in the device CRC's ``"words"`` form (``triton_crc._block_words``):
+        lane l of a block takes words l, l + LANES, ..., each the 4 codes of 4 values."""
+        at = tl.program_id(0).to(tl.int64) * (LANES * STEPS) - padw + k * LANES + tl.arange(0, LANES)
+        i = 4 * at[:, None] + tl.arange(0, 4)[None, :]
+        return i, (at[:, None] >= 0) & (i < n)
+
+    @triton.jit
+    def _words_of(code):
+        """Each row's 4 codes (uint32, < 256) as one little-endian word."""
+        return tl.sum(code << (8 * tl.arange(0, 4)).to(tl.uint32)[None, :], axis=1)
+
+    @triton.jit
+    def _block_done(crc, shifts, out, ones, trailer, crc_scale, LANES: tl.constexpr, FINAL: tl.constexpr,
+                    STORE: tl.constexpr, SCALED: tl.constexpr):
+        """The lanes' CRCs moved to the block's end and joined, stored (``triton_crc._finish``)."""
+        crc = _times(crc, tl.load(shifts + tl.arange(0, LANES)).to(tl.uint32, bitcast=True))
+        _finish(tl.xor_sum(tl.reshape(crc, [1, LANES]), axis=1), out + tl.program_id(0), ones, trailer, FINAL, STORE,
+                crc_scale, SCALED)
+
+    @triton.jit
+    def _quantize_words(x, n, lo, scale, offset, padw, product, shifts, out, crc_scale, ones, trailer, codes,
+                        LANES: tl.constexpr, STEPS: tl.constexpr, FINAL: tl.constexpr, STORE: tl.constexpr,
+                        SCALED: tl.constexpr, FUSED: tl.constexpr):
+        """8-bit codes quantized as ``_quantize`` does, written and checksummed in one pass."""
+        crc = tl.zeros([LANES], dtype=tl.uint32)
+        for k in range(STEPS):  # a loop, not unrolled: one step's values held at a time
+            i, inside = _step_values(k, padw, n, LANES, STEPS)
+            w = tl.load(x + i, mask=inside, other=0.0)
+            if FUSED:
+                level = tl.fma(w, scale, offset)
+            else:
+                level = tl.fma(w - lo, scale, 0.5)
+            code = tl.where(inside, level.to(tl.int32), 0)
+            tl.store(codes + i, code.to(tl.uint8), mask=inside)
+            crc = _mul(crc, product) ^ _words_of(code.to(tl.uint32))
+        _block_done(crc, shifts, out, ones, trailer, crc_scale, LANES, FINAL, STORE, SCALED)
+
+    @triton.jit
+    def _dequantize_words(codes, n, lo, step, padw, product, shifts, out, crc_scale, ones, trailer, values,
+                          LANES: tl.constexpr, STEPS: tl.constexpr, FINAL: tl.constexpr, STORE: tl.constexpr,
+                          SCALED: tl.constexpr):
+        """8-bit codes read, checksummed and rescaled (as ``_dequantize``) in one pass."""
+        crc = tl.zeros([LANES], dtype=tl.uint32)
+        for k in range(STEPS):
+            i, inside = _step_values(k, padw, n, LANES, STEPS)
+            code = tl.load(codes + i, mask=inside, other=0).to(tl.uint32)
+            crc = _mul(crc, product) ^ _words_of(code)
+            tl.store(values + i, tl.fma(code.to(tl.float32), step, lo), mask=inside)
+        _block_done(crc, shifts, out, ones, trailer, crc_scale, LANES, FINAL, STORE, SCALED)
+
+
+def quantize8_crc(flat: torch.Tensor, lo: float, scale: float, codes: torch.Tensor, prefix: bytes = b"",
+                  trailer: torch.Tensor | None = None) -> torch.Tensor:
+    """``quantize_packed``'s 8-bit codes of float32 ``flat`` into ``codes`` (uint8, any
+    alignment) and the CRC-32C of ``prefix`` and those codes, in one pass (``triton_crc``'s
+    ``"words"`` form; ``usable`` must hold): a message's one part written and checksummed."""
+    n = flat.numel()
+    add = triton_crc.after(prefix, n)
+    if not n:
+        return triton_crc.empty(flat.device, add, trailer)
+    return triton_crc.by_words(_quantize_words, n, flat.device, triton_crc.ONE, add, trailer,
+                               (flat.reshape(-1), n, float(np.float32(lo)), float(np.float32(scale)),
+                                float(np.float32(0.5 - lo * scale))), (codes,), FUSED=abs(lo) * scale <= 256)
+
+
+def dequantize8_crc(codes: torch.Tensor, lo: float, step: float, out: torch.Tensor,
+                    prefix: bytes = b"") -> torch.Tensor:
+    """``dequantize_packed`` of 8-bit ``codes`` into float32 ``out`` and the CRC-32C of
+    ``prefix`` and the codes, in one pass (``usable`` must hold): a message's one part read
+    as it is checked."""
+    n = codes.numel()
+    add = triton_crc.after(prefix, n)
+    if not n:
+        return triton_crc.empty(codes.device, add, None)
+    return triton_crc.by_words(_dequantize_words, n, codes.device, triton_crc.ONE, add, None,
+                               (codes, n, float(np.float32(lo)), float(np.float32(step))), (out.reshape(-1),))
 
 
 def _grid(n: int) -> tuple[int]:

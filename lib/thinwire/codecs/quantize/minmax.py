@@ -10,7 +10,10 @@ A constant tensor (hi == lo) decodes exactly. NaN or Inf raises ``ValueError``.
 Steps 2-3 are one compiled kernel that writes the packed codes straight into the message
 buffer, and step 4 one that unpacks and rescales (``kernels/uniform.py``): one parallel
 region per call, so a busy machine's thread pool cannot turn the call into a hundred
-barrier waits.
+barrier waits. On a GPU, with the Triton kernels chosen, 8-bit codes are written into a
+message tensor and checksummed in one pass, and read back into ``out`` as the checksum is
+checked (``triton_uniform.quantize8_crc``, ``dequantize8_crc``; the device CRC's
+``"words"`` kernel).
 """
 
 from __future__ import annotations
@@ -19,12 +22,13 @@ import math
 
 import torch
 
-from ..kernels import bitpack, uniform
+from ..kernels import bitpack, device, triton_uniform, uniform
 from ..kernels.extrema import extrema
 from ..base import Codec, expect_part, expect_range
 from ..errors import CorruptMessageError
 from ..payload import PartWriter, Payload
 from ..state import CodecState
+from ..wire import read_part, settle
 
 FLOAT32_MAX = 3.4e38
 FLOAT32_TINY = 1.1754943508222875e-38  # the smallest normal float32
@@ -77,16 +81,33 @@ class Quantize(Codec):
         meta = {"lo": lo, "hi": hi}
         if scale > FLOAT32_MAX / 2:
             return Payload(parts={"codes": bitpack.pack(exact_codes(flat, lo, scale, self.bits), self.bits)}, meta=meta)
+        one_pass = (self.bits == 8 and device.on_device(flat) and flat.dtype == torch.float32
+                    and triton_uniform.usable(8, flat))  # on a GPU: quantized and checksummed in one pass
         writer = PartWriter(torch.uint8, bitpack.packed_bytes(n, self.bits),
-                            lambda view: uniform.quantize_packed(flat, lo, scale, self.bits, out=view))
+                            lambda view: uniform.quantize_packed(flat, lo, scale, self.bits, out=view),
+                            source=flat if one_pass else None,
+                            fill_with_crc=(lambda target, prefix, trailer: triton_uniform.quantize8_crc(
+                                flat.reshape(-1), lo, scale, target, prefix, trailer)) if one_pass else None)
         return Payload(parts={"codes": writer}, meta=meta)
+
+    @property
+    def verifies_while_casting(self) -> bool:
+        """8-bit codes in a message tensor on a GPU are rescaled into ``out`` as the device
+        CRC checks them (``triton_uniform.dequantize8_crc``), with its Triton kernels chosen."""
+        return self.bits == 8 and triton_uniform.KERNEL == "triton"
 
     def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None, shape: tuple = ()) -> torch.Tensor:
         lo, hi = expect_range(payload, self.name)
         packed = expect_part(payload, "codes", torch.uint8, bitpack.packed_bytes(numel, self.bits))
         step = (hi - lo) / ((1 << self.bits) - 1)
-        if step > FLOAT32_MAX / 2 or 0 < step < FLOAT32_TINY:  # beyond float32's range, or a subnormal step
-            # whose few mantissa bits would break the bound: rescale in float64
+        wide = step > FLOAT32_MAX / 2 or 0 < step < FLOAT32_TINY  # beyond float32's range, or a subnormal step
+        if payload.unverified is not None:  # decode left the check to this pass (8 bits, a message on a GPU)
+            if not wide and out is not None and out.dtype == torch.float32 and triton_uniform.usable(8, packed, out):
+                read_part(payload, "codes", lambda source, prefix: triton_uniform.dequantize8_crc(
+                    source, lo, step, out, prefix), spoil=lambda: out.view(torch.uint8).fill_(0xFF))
+                return out
+            settle(payload)
+        if wide:  # whose few mantissa bits would break the bound: rescale in float64
             values = (lo + bitpack.unpack(packed, numel, self.bits).to(torch.float64) * step).to(torch.float32)
             return values if out is None else out.copy_(values)
         return uniform.dequantize_packed(packed, numel, self.bits, lo, step, out=out)

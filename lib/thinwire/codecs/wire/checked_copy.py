@@ -31,13 +31,34 @@ from ..kernels import stream
 from ..payload import Payload
 from .checksum import _around
 from . import tensor_message
-from .format import TRAILER
+from .format import TRAILER, verify
 
 
 def worth_it(nbytes: int) -> bool:
     """Whether ``copy_part`` verifies a part of ``nbytes`` as it copies it (a large part on a
     CPU with the CRC instruction); a codec opens a message unverified only then."""
     return compiled.HARDWARE and stream.worth_streaming(nbytes)
+
+
+def settle(payload: Payload) -> None:
+    """Verify the message of a payload opened unverified, now (``CorruptMessageError`` if it
+    is damaged), for a codec that reads it some other way this time."""
+    message = payload.unverified
+    if message is None:
+        return
+    if isinstance(message, tensor_message.Unverified):
+        tensor_message.verify(message.message)
+    else:
+        verify(message)
+    payload.unverified = None
+
+
+def read_part(payload: Payload, name: str, read, spoil) -> None:
+    """``tensor_message.read_part``: part ``name`` of an unverified message tensor read by
+    ``read`` as the message's checksum is computed, in one pass where it can be."""
+    if not isinstance(payload.unverified, tensor_message.Unverified):
+        raise ValueError(f"payload part {name!r}: read_part takes an unverified message tensor")
+    tensor_message.read_part(payload, name, read, spoil)
 
 
 def copy_part(payload: Payload, name: str, dst: np.ndarray | torch.Tensor) -> None:

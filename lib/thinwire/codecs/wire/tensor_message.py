@@ -94,20 +94,21 @@ def _crc(body: torch.Tensor, trailer: torch.Tensor | None = None) -> torch.Tenso
     return crc
 
 
-def _one_pass_source(part, message: torch.Tensor) -> torch.Tensor | None:
-    """What ``pack`` copies (or casts) into the message while it checksums it, in one pass
-    (``_crc_copy``), where ``part`` is the message's only part and the device CRC's
-    ``"words"`` kernel runs: a plain tensor on the message's device (its bytes), or a
-    ``PartWriter`` that only casts a float32 tensor there to 16-bit floats (that tensor);
-    else None."""
+def _one_pass(part, message: torch.Tensor):
+    """How ``pack`` writes ``part``, a message's only part, into the message while it
+    checksums it, in one pass, where the device CRC's ``"words"`` kernel runs: a function of
+    (target bytes, prefix, trailer) returning the CRC; a plain tensor on the message's device
+    is copied (``triton_crc.crc32c_copy``), a ``PartWriter`` with ``fill_with_crc`` whose
+    ``source`` is there fills itself; else None."""
     if not (triton_crc.AVAILABLE and triton_crc.KERNEL == "words" and DEVICE_CRC_FAILURE is None):
         return None
     if isinstance(part, PartWriter):
-        source = part.source
-        fits = (source is not None and part.dtype in triton_crc.HALVES and source.device == message.device
-                and source.numel() == part.numel)
-        return source.reshape(-1) if fits else None
-    return part.reshape(-1).view(torch.uint8) if part.numel() and part.device == message.device else None
+        fits = part.fill_with_crc is not None and part.source is not None and part.source.device == message.device
+        return part.fill_with_crc if fits else None
+    if not part.numel() or part.device != message.device:
+        return None
+    return lambda target, prefix, trailer: triton_crc.crc32c_copy(part.reshape(-1).view(torch.uint8), target, prefix,
+                                                                  trailer)
 
 
 COPY_CHECKED_BYTES = 1 << 20  # a part at least this large is verified as it is copied out
@@ -122,6 +123,17 @@ def copies_while_checking(message: torch.Tensor, out: torch.Tensor) -> bool:
             and DEVICE_CRC_FAILURE is None)
 
 
+def _fails_on_device(run):
+    """``run()``'s result, or None (``DEVICE_CRC_FAILURE`` then says why) where a compiler or
+    driver refused the device CRC's kernel: the caller then checksums on the host."""
+    global DEVICE_CRC_FAILURE
+    try:
+        return run()
+    except Exception as exc:  # as in ``_crc``
+        DEVICE_CRC_FAILURE = f"{type(exc).__name__}: {exc}"[:500]
+        return None
+
+
 def _crc_copy(source: torch.Tensor, target: torch.Tensor, prefix: bytes,
               trailer: torch.Tensor | None = None) -> torch.Tensor:
     """``target.copy_(source)`` and the CRC-32C of ``prefix`` and the message's bytes among
@@ -129,15 +141,12 @@ def _crc_copy(source: torch.Tensor, target: torch.Tensor, prefix: bytes,
     uint8 both, or 16-bit floats cast from or to float32), written into ``trailer`` when
     given, as ``_crc`` computes it: on the device in one pass (``triton_crc.crc32c_copy``,
     ``crc32c_cast``), else on the host."""
-    global DEVICE_CRC_FAILURE
     cast = source.dtype != target.dtype
     if DEVICE_CRC_FAILURE is None:
-        try:
-            if cast:
-                return triton_crc.crc32c_cast(source, target, prefix, trailer)
-            return triton_crc.crc32c_copy(source, target, prefix, trailer)
-        except Exception as exc:  # as in ``_crc``
-            DEVICE_CRC_FAILURE = f"{type(exc).__name__}: {exc}"[:500]
+        crc = _fails_on_device(lambda: (triton_crc.crc32c_cast if cast else triton_crc.crc32c_copy)(
+            source, target, prefix, trailer))
+        if crc is not None:
+            return crc
     target.copy_(source)
     sent = (source if target.dtype == torch.float32 else target).reshape(-1).view(torch.uint8)
     value = checksum(memoryview(bytes(prefix) + bytes(sent.cpu().numpy())))
@@ -157,12 +166,10 @@ def pack(codec_id: int, digest: int, dtype: torch.dtype, shape: tuple[int, ...],
     written = offsets[0] if offsets else total  # the padding before the first part goes with the header
     before = head + bytes(written - len(head))
     message[:written].copy_(_host_bytes(before), non_blocking=not on_host)
-    source = _one_pass_source(parts[0][1], message) if not on_host and len(parts) == 1 else None
-    if source is not None:  # one part, copied or cast in as the message is checksummed
-        target = message[written:total]
-        _crc_copy(source, target if source.dtype == torch.uint8 else target.view(parts[0][1].dtype), before,
-                  message[total:])
-        return message
+    write = _one_pass(parts[0][1], message) if not on_host and len(parts) == 1 else None
+    if write is not None:  # one part, written as the message is checksummed
+        if _fails_on_device(lambda: write(message[written:total], before, message[total:])) is None:
+            return message
     for (_, t), off in zip(parts, offsets):
         if off > written:
             message[written:off].zero_()  # alignment padding
@@ -255,35 +262,47 @@ def verify(message: torch.Tensor) -> None:
         raise CorruptMessageError(f"checksum mismatch in a message of {n} bytes")
 
 
-def copy_part(payload: Payload, name: str, dst: torch.Tensor) -> None:
-    """``wire.copy_part`` for a message tensor: ``dst`` (on the message's device: uint8, the
-    part's bytes, or float32 for a part of 16-bit floats, cast) gets part ``name`` while
-    the message's CRC is computed, in one pass where the part ends the body and the bytes
-    before it are among those read for the header (``_crc_copy``), else after the message
-    is verified. A mismatch fills ``dst`` with 0xFF bytes (NaN as float32) and raises
-    ``CorruptMessageError``."""
+def read_part(payload: Payload, name: str, read, spoil) -> None:
+    """Part ``name`` of an unverified message tensor (``unpack(verify=False)``) read by
+    ``read(part bytes, prefix)``, which writes the part's values where its caller wants them
+    and returns the CRC-32C of the host bytes ``prefix`` and the part's bytes (a one-element
+    tensor): in one pass where the part ends the message body and the bytes before it are
+    among those read for the header, else after the message is verified. A mismatch calls
+    ``spoil()`` (which overwrites what ``read`` wrote) and raises ``CorruptMessageError``."""
     message, head = payload.unverified
     part = payload.parts[name]
     end = message.numel() - TRAILER.size
     nbytes = part.numel() * part.element_size()
     offset = part.data_ptr() - message.data_ptr() if nbytes else end
-    cast = part.dtype in triton_crc.HALVES and dst.dtype == torch.float32
-    if (not 0 <= offset <= offset + nbytes <= end or dst.device != message.device
-            or (dst.numel() != part.numel() if cast else dst.dtype != torch.uint8 or dst.numel() != nbytes)):
-        raise ValueError(f"part {name!r} ({nbytes} bytes at {offset}) is not within the message body of {end} "
-                         f"bytes, or dst is not {nbytes} uint8 (or the part's values as float32) on "
-                         f"{message.device}")
-    source = part.reshape(-1) if cast else message[offset:offset + nbytes]
+    if not 0 <= offset <= offset + nbytes <= end:
+        raise ValueError(f"part {name!r} ({nbytes} bytes at {offset}) is not within the message body of {end} bytes")
+    source = message[offset:offset + nbytes]
     if offset + nbytes == end and offset <= len(head):
-        bad = _mismatch(_crc_copy(source, dst, head[:offset]), message)
+        bad = _mismatch(read(source, head[:offset]), message)
     else:
         bad = _mismatch(_crc(message[:end]), message)
         if not bad:
-            dst.copy_(source)
+            read(source, b"")
     payload.unverified = None
     if bad:
-        dst.view(torch.uint8).fill_(0xFF)
+        spoil()
         raise CorruptMessageError(f"checksum mismatch in a message of {message.numel()} bytes")
+
+
+def copy_part(payload: Payload, name: str, dst: torch.Tensor) -> None:
+    """``wire.copy_part`` for a message tensor (``read_part``): ``dst``, on the message's
+    device, gets part ``name``'s bytes (uint8), or, for a part of 16-bit floats, its values
+    as float32; a damaged message leaves ``dst`` all 0xFF bytes (NaN as float32)."""
+    message, _ = payload.unverified
+    part = payload.parts[name]
+    nbytes = part.numel() * part.element_size()
+    cast = part.dtype in triton_crc.HALVES and dst.dtype == torch.float32
+    if dst.device != message.device or (dst.numel() != part.numel() if cast
+                                        else dst.dtype != torch.uint8 or dst.numel() != nbytes):
+        raise ValueError(f"part {name!r}: dst is not {nbytes} uint8 (or the part's values as float32) on "
+                         f"{message.device}, got {dst.numel()} {dst.dtype} on {dst.device}")
+    read_part(payload, name, lambda source, prefix: _crc_copy(source.view(part.dtype) if cast else source, dst, prefix),
+              spoil=lambda: dst.view(torch.uint8).fill_(0xFF))
 
 
 def measure(message: torch.Tensor) -> tuple[int, int]:
