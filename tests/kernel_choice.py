@@ -1,4 +1,4 @@
-"""Helpers for the tests of the opt-in Triton codec kernels (``triton_uniform``,
+"""Helpers for the tests of the Triton kernels (``triton_crc``, ``triton_uniform``,
 ``triton_qsgd``, ``triton_drop``): what a kernel says it takes, and a check script run
 under Triton's interpreter in a process of its own."""
 

@@ -66,6 +66,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import os
 
 import numpy as np
 import torch
@@ -120,6 +121,17 @@ def _lane_shifts(device: str) -> torch.Tensor:
     moves a lane's CRC to the end of its block (``"shifted"``)."""
     shifts = np.array([x_8n(SEG * (LANES - 1 - lane)) for lane in range(LANES)], np.uint32)
     return torch.from_numpy(shifts.view(np.int32).copy()).to(device)
+
+
+def triton_runs(*tensors: torch.Tensor) -> bool:
+    """Whether a Triton kernel can take these tensors: Triton present, and every tensor
+    contiguous on one GPU (or on the CPU under Triton's interpreter, ``TRITON_INTERPRET=1``).
+    What the opt-in codec kernels (``triton_uniform``, ``triton_qsgd``, ``triton_drop``)
+    each ask first."""
+    devices = {t.device for t in tensors}
+    where = next(iter(devices)).type if len(devices) == 1 else None
+    return (AVAILABLE and all(t.is_contiguous() for t in tensors)
+            and (where not in (None, "cpu") or (where == "cpu" and os.environ.get("TRITON_INTERPRET") == "1")))
 
 
 @functools.lru_cache(maxsize=None)

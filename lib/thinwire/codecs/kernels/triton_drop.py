@@ -30,12 +30,12 @@ the same two kernels with no gradient and no residual (``torch_select.py``).
 from __future__ import annotations
 
 import functools
-import os
 from typing import Callable
 
 import numpy as np
 import torch
 
+from . import triton_crc
 from .triton_crc import AVAILABLE
 
 KERNEL = "torch"        # "torch" (drop_pass's torch operations) or "triton" (these kernels)
@@ -50,10 +50,8 @@ def usable(*tensors: torch.Tensor | None) -> bool:
     if KERNEL not in KERNELS:
         raise ValueError(f"triton_drop.KERNEL must be one of {KERNELS}, got {KERNEL!r}")
     present = [t for t in tensors if t is not None]
-    devices = {t.device for t in present}
-    where = next(iter(devices)).type if len(devices) == 1 else None
-    return (KERNEL == "triton" and AVAILABLE and all(t.is_contiguous() and t.dtype == torch.float32 for t in present)
-            and (where not in (None, "cpu") or (where == "cpu" and os.environ.get("TRITON_INTERPRET") == "1")))
+    return (KERNEL == "triton" and all(t.dtype == torch.float32 for t in present)
+            and triton_crc.triton_runs(*present))
 
 
 if AVAILABLE:

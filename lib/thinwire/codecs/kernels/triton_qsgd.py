@@ -30,11 +30,11 @@ float32, negated where the sign bit is set.
 
 from __future__ import annotations
 
-import os
 
 import numpy as np
 import torch
 
+from . import triton_crc
 from .triton_crc import AVAILABLE
 
 KERNEL = "torch"        # "torch" (torch_qsgd's operations) or "triton" (these kernels)
@@ -50,11 +50,8 @@ def usable(bits: int, bucket: int, *tensors: torch.Tensor) -> bool:
     (or on the CPU under Triton's interpreter, ``TRITON_INTERPRET=1``)."""
     if KERNEL not in KERNELS:
         raise ValueError(f"triton_qsgd.KERNEL must be one of {KERNELS}, got {KERNEL!r}")
-    devices = {t.device for t in tensors}
-    where = next(iter(devices)).type if len(devices) == 1 else None
-    return (KERNEL == "triton" and AVAILABLE and 2 <= bits <= 8 and 8 <= bucket <= VALUES
-            and bucket & (bucket - 1) == 0 and all(t.is_contiguous() for t in tensors)
-            and (where not in (None, "cpu") or (where == "cpu" and os.environ.get("TRITON_INTERPRET") == "1")))
+    return (KERNEL == "triton" and 2 <= bits <= 8 and 8 <= bucket <= VALUES and bucket & (bucket - 1) == 0
+            and triton_crc.triton_runs(*tensors))
 
 
 if AVAILABLE:

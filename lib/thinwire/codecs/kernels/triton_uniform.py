@@ -24,7 +24,6 @@ quantization in it (``wire/tensor_message.py`` uses them with ``triton_crc.KERNE
 
 from __future__ import annotations
 
-import os
 
 import numpy as np
 import torch
@@ -44,10 +43,7 @@ def usable(bits: int, *tensors: torch.Tensor) -> bool:
     interpreter, ``TRITON_INTERPRET=1``)."""
     if KERNEL not in KERNELS:
         raise ValueError(f"triton_uniform.KERNEL must be one of {KERNELS}, got {KERNEL!r}")
-    devices = {t.device for t in tensors}
-    where = next(iter(devices)).type if len(devices) == 1 else None
-    return (KERNEL == "triton" and AVAILABLE and 1 <= bits <= 8 and all(t.is_contiguous() for t in tensors)
-            and (where not in (None, "cpu") or (where == "cpu" and os.environ.get("TRITON_INTERPRET") == "1")))
+    return KERNEL == "triton" and 1 <= bits <= 8 and triton_crc.triton_runs(*tensors)
 
 
 if AVAILABLE:

@@ -81,17 +81,25 @@ def _crc(body: torch.Tensor, trailer: torch.Tensor | None = None) -> torch.Tenso
     otherwise (a copy of the body), and on a GPU where Triton is missing or its kernel failed
     to compile (``DEVICE_CRC_FAILURE`` says why, and ``gpu_bench`` reports it), so messages
     stay correct either way."""
-    global DEVICE_CRC_FAILURE
     if _on_device(body) and triton_crc.AVAILABLE and DEVICE_CRC_FAILURE is None:
-        try:
-            return triton_crc.crc32c_tensor(body, trailer=trailer)
-        except Exception as exc:  # a compiler or driver refusing the kernel: the host computes it
-            DEVICE_CRC_FAILURE = f"{type(exc).__name__}: {exc}"[:500]
-    value = checksum(memoryview(body.cpu().numpy()))
-    crc = torch.tensor([value], dtype=torch.int64).to(torch.int32).to(body.device)
+        crc = _fails_on_device(lambda: triton_crc.crc32c_tensor(body, trailer=trailer))
+        if crc is not None:
+            return crc
+    return _host_crc(memoryview(body.cpu().numpy()), body.device, trailer)
+
+
+def _host_crc(data, device, trailer: torch.Tensor | None) -> torch.Tensor:
+    """``checksum(data)`` (host bytes) as ``_crc`` returns it, on ``device``, into ``trailer``."""
+    crc = torch.tensor([checksum(data)], dtype=torch.int64).to(torch.int32).to(device)
     if trailer is not None:
         trailer.copy_(crc.view(torch.uint8))
     return crc
+
+
+def _words_here() -> bool:
+    """Whether a part is written, or read, as the message is checksummed, in one pass: the
+    device CRC's ``"words"`` kernel is chosen and runs here."""
+    return triton_crc.AVAILABLE and triton_crc.KERNEL == "words" and DEVICE_CRC_FAILURE is None
 
 
 def _one_pass(part, message: torch.Tensor):
@@ -100,7 +108,7 @@ def _one_pass(part, message: torch.Tensor):
     (target bytes, prefix, trailer) returning the CRC; a plain tensor on the message's device
     is copied (``triton_crc.crc32c_copy``), a ``PartWriter`` with ``fill_with_crc`` whose
     ``source`` is there fills itself; else None."""
-    if not (triton_crc.AVAILABLE and triton_crc.KERNEL == "words" and DEVICE_CRC_FAILURE is None):
+    if not _words_here():
         return None
     if isinstance(part, PartWriter):
         fits = part.fill_with_crc is not None and part.source is not None and part.source.device == message.device
@@ -118,9 +126,8 @@ def copies_while_checking(message: torch.Tensor, out: torch.Tensor) -> bool:
     """Whether a codec decoding ``message`` (a message tensor) into ``out`` opens it
     unverified and verifies it as it copies its part (``copy_part``): a large ``out`` on
     the device of a message checksummed there, with the device CRC's ``"words"`` kernel."""
-    return (_on_device(message) and out.device == message.device and out.numel() * out.element_size()
-            >= COPY_CHECKED_BYTES and triton_crc.AVAILABLE and triton_crc.KERNEL == "words"
-            and DEVICE_CRC_FAILURE is None)
+    return (_on_device(message) and out.device == message.device
+            and out.numel() * out.element_size() >= COPY_CHECKED_BYTES and _words_here())
 
 
 def _fails_on_device(run):
@@ -149,11 +156,7 @@ def _crc_copy(source: torch.Tensor, target: torch.Tensor, prefix: bytes,
             return crc
     target.copy_(source)
     sent = (source if target.dtype == torch.float32 else target).reshape(-1).view(torch.uint8)
-    value = checksum(memoryview(bytes(prefix) + bytes(sent.cpu().numpy())))
-    crc = torch.tensor([value], dtype=torch.int64).to(torch.int32).to(source.device)
-    if trailer is not None:
-        trailer.copy_(crc.view(torch.uint8))
-    return crc
+    return _host_crc(memoryview(bytes(prefix) + bytes(sent.cpu().numpy())), source.device, trailer)
 
 
 def pack(codec_id: int, digest: int, dtype: torch.dtype, shape: tuple[int, ...], payload: Payload,
