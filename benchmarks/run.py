@@ -14,6 +14,7 @@ import json
 import os
 import platform
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -37,6 +38,7 @@ import wait_policy  # noqa: E402
 README = Path(__file__).parents[1] / "README.md"
 GPU_RESULTS = Path(__file__).parents[1] / "gpu-runs" / "bench_gpu.json"
 WAIT_POLICY_RESULTS = Path(__file__).with_name("wait_policy.json")
+AUDIT_RESULTS = Path(__file__).with_name("device_audit.json")  # counts: the same on every machine
 # the gradient-dropping paper profile's modelled images/s on pcie3_x16 in the H100 run
 # before the codecs' device paths (gpu-runs/gradient_dropping_paper_gpu.ipynb, speed table)
 BEFORE_DEVICE_PATHS = {"0.0%": 404.4, "90.0%": 388.8, "99.0%": 491.5, "99.9%": 504.3}
@@ -354,6 +356,23 @@ def wait_policy_table(doc: dict) -> dict[str, str]:
             f"({doc['cores']} cores); `benchmarks/wait_policy.py`, results in `benchmarks/wait_policy.json`.</sub>\n"}
 
 
+def audit_table(doc: dict) -> dict[str, str]:
+    """The README block for ``device_audit.py``'s counts, from its kept results."""
+    def cell(counts: dict) -> str:
+        return f"{counts['ops']} + {counts['triton']} / {counts['reads']}"
+
+    paths = doc["paths"]
+    lines = ["| codec | message | " + " | ".join(f"{part}, {name} ({paths[name][0]} codec kernels, {paths[name][1]} CRC)"
+                                                 for name in paths for part in ("encode", "decode")) + " |",
+             "|---|---|" + "---|" * (2 * len(paths))]
+    for r in doc["rows"]:
+        lines.append(f"| {r['codec']} | {r['values']:,} values ({r['size']}) | "
+                     + " | ".join(cell(r[name][part]) for name in paths for part in ("encode", "decode")) + " |")
+    return {"device_audit": "Each cell: torch operations + Triton kernels (the launches) / host reads (each a wait "
+            "for the device).\n\n" + "\n".join(lines) + f"\n\n<sub>{doc['date']}, {doc['commit']}; "
+            "`benchmarks/device_audit.py`, results in `benchmarks/device_audit.json`.</sub>\n"}
+
+
 def update_readme(text: str, blocks: dict[str, str]) -> str:
     return BLOCK.sub(lambda m: m.group(1) + blocks[m.group(2)] + m.group(4) if m.group(2) in blocks else m.group(0),
                      text)
@@ -363,10 +382,15 @@ def main(argv: list[str]) -> int:
     out = Path(__file__).parent / "out"
     out.mkdir(exist_ok=True)
     if "--gpu-tables" in argv:  # only the README's GPU blocks, from the kept results
-        README.write_text(update_readme(README.read_text(), gpu_tables(json.loads(GPU_RESULTS.read_text()))))
+        blocks = gpu_tables(json.loads(GPU_RESULTS.read_text()))
+        if AUDIT_RESULTS.exists():
+            blocks.update(audit_table(json.loads(AUDIT_RESULTS.read_text())))
+        README.write_text(update_readme(README.read_text(), blocks))
         return 0
     if gpu_bench.available():  # the GPU part updates gpu-runs/bench_gpu.json; without a GPU it is kept
         gpu_bench.main([str(GPU_RESULTS)])
+    # the device paths' launches and host reads, counted under Triton's interpreter (a process of its own)
+    subprocess.run([sys.executable, str(Path(__file__).with_name("device_audit.py")), str(AUDIT_RESULTS)], check=True)
     doc = {"machine": {"cpu": platform.processor() or platform.machine(), "threads": torch.get_num_threads(),
                        "torch": torch.__version__, "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY")},
            "codecs": codecs_bench.run(), "graddrop": graddrop_bench.run(), "replicas": replicas_bench.run(),
@@ -378,6 +402,7 @@ def main(argv: list[str]) -> int:
         blocks.update(gpu_tables(json.loads(GPU_RESULTS.read_text())))
     if WAIT_POLICY_RESULTS.exists():
         blocks.update(wait_policy_table(json.loads(WAIT_POLICY_RESULTS.read_text())))
+    blocks.update(audit_table(json.loads(AUDIT_RESULTS.read_text())))
     for name, table in blocks.items():
         print(f"\n## {name}\n\n{table}")
     if "--no-readme" not in argv:

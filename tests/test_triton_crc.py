@@ -182,6 +182,17 @@ with device.forced():
     except ValueError as exc:
         assert "out must be" in str(exc)
 assert tensor_message.DEVICE_CRC_FAILURE is None
+# a one-pass write the device refuses: the message is written the ordinary way, the host's bytes
+x = torch.randn(3_000, generator=torch.Generator().manual_seed(2))
+host = make_codec("fp32").encode(x, CodecState(1), "w")
+real_copy = triton_crc.crc32c_copy
+def refused(*a, **k):
+    raise RuntimeError("refused here")
+triton_crc.crc32c_copy = refused
+with device.forced():
+    moved = make_codec("fp32").encode(x, CodecState(1), "w", out=torch.empty(0, dtype=torch.uint8))
+assert bytes(moved.numpy()) == bytes(host) and "refused here" in tensor_message.DEVICE_CRC_FAILURE
+triton_crc.crc32c_copy = real_copy
 print("ok")
 """
 

@@ -171,7 +171,7 @@ def pack(codec_id: int, digest: int, dtype: torch.dtype, shape: tuple[int, ...],
     message[:written].copy_(_host_bytes(before), non_blocking=not on_host)
     write = _one_pass(parts[0][1], message) if not on_host and len(parts) == 1 else None
     if write is not None:  # one part, written as the message is checksummed
-        if _fails_on_device(lambda: write(message[written:total], before, message[total:])) is None:
+        if _fails_on_device(lambda: write(message[written:total], before, message[total:])) is not None:
             return message
     for (_, t), off in zip(parts, offsets):
         if off > written:
@@ -198,8 +198,7 @@ def _head(message: torch.Tensor, end: int, extra: tuple[torch.Tensor, ...] = ())
     """(``extra``'s bytes, the first ``min(end, HEAD)`` bytes of the message) in one copy to
     the host (one concatenation on the device)."""
     prefix = message[:min(end, HEAD)]
-    host = bytes(torch.cat([*extra, prefix]).cpu().numpy()) if message.device.type != "cpu" or extra \
-        else bytes(prefix.numpy())
+    host = bytes(torch.cat([*extra, prefix]).cpu().numpy()) if _on_device(message) or extra else bytes(prefix.numpy())
     cut = sum(t.numel() for t in extra)
     return host[:cut], host[cut:]
 

@@ -1,0 +1,232 @@
+"""What one message asks of the host on a GPU, counted on a machine without one.
+
+A message small enough that its kernels take microseconds costs what its encode and
+decode do on the host: each torch operation that is not a view is a kernel launch, each
+Triton kernel a launch through Triton's launcher, and each read of a device value by the
+host (``.item()``, ``.cpu()``, ``.tolist()``, ``bool()``, an operation whose output size
+depends on the data such as ``nonzero``) waits for the device to finish everything queued
+before it. ``gpu_bench``'s ``message_overhead`` times that on a GPU; this counts it, for
+every codec of ``gpu_bench.SPECS``, with each codec's device path run on CPU tensors
+(``kernels/device.py``'s ``forced``, message tensors treated as device ones) and the
+Triton kernels run by Triton's interpreter (``TRITON_INTERPRET=1``, so in a process of its
+own), twice: with torch's operations and the library's device CRC kernel, and with the
+Triton codec kernels and the ``"words"`` CRC kernel.
+
+What is counted, per encode and per decode, after one message of warm-up:
+
+- ``ops``: torch operations dispatched (``TorchDispatchMode``), views and other metadata
+  operations left out;
+- ``triton``: Triton kernel launches (inside one, nothing else is counted);
+- ``reads``: host reads of tensor values, each a wait for the device on a GPU, with the
+  line of the library that asked (``where``).
+
+On a GPU, a copy from host memory to the device is one more launch, counted among ``ops``
+as the ``copy_`` it is; host reads of tensors that live on the host there (a pinned buffer
+being filled) cannot be told apart here and are counted, so ``reads`` is an upper bound.
+
+``python benchmarks/device_audit.py [FILE]`` prints the table and writes the counts as JSON
+to ``FILE`` (default ``benchmarks/out/device_audit.json``).
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported
+
+import datetime  # noqa: E402
+import json  # noqa: E402
+import sys  # noqa: E402
+import traceback  # noqa: E402
+from collections import Counter  # noqa: E402
+from contextlib import contextmanager  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import torch  # noqa: E402
+from torch.overrides import TorchFunctionMode  # noqa: E402
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+SPECS = ["fp32", "fp16", "bf16", "quantize(bits=8)", "quantize(bits=4)", "quantize(bits=1)", "topk(ratio=0.01)",
+         "qsgd(bits=8, bucket=512)", "graddrop(ratio=0.99)", "graddrop(ratio=0.99, bits=1)", "binquant(bits=8)",
+         "colquant(bits=8)"]  # gpu_bench.SPECS (not imported: it imports triton before the interpreter is set)
+# values per message, and the smallest part read as its message is checked: ("small") a
+# message small enough that what is counted is what the host does, with the library's
+# thresholds; ("large") one treated as a large message is (``COPY_CHECKED_BYTES`` set to 0,
+# so that a large ``out`` is read as its message is checked), of several CRC blocks, kept
+# small so that the interpreter runs it in seconds
+SIZES = {"small": (4_096, None), "large": (32_768, 0)}
+PATHS = {"torch": ("torch", "slicing"), "triton": ("triton", "words")}  # codec kernels, device CRC kernel
+OUT = Path(__file__).with_name("out") / "device_audit.json"
+
+# aten operations that only make a new view of a tensor's storage, or read its metadata
+VIEWS = {"view", "_unsafe_view", "as_strided", "slice", "select", "detach", "alias", "unsqueeze", "squeeze",
+         "reshape", "_reshape_alias", "expand", "permute", "t", "transpose", "split", "split_with_sizes",
+         "unbind", "narrow", "view_as_real", "view_as_complex", "lift_fresh", "set_", "resize_", "empty",
+         "empty_strided", "empty_like", "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "unfold",
+         "diagonal", "chunk", "flatten", "unflatten", "_reshape_copy", "resolve_conj", "resolve_neg", "conj",
+         "_neg_view", "_conj", "is_same_size", "squeeze_", "unsqueeze_", "view_as", "contiguous"}
+# aten operations whose output the host must read, or whose size depends on the values
+READS = {"_local_scalar_dense", "nonzero", "masked_select", "unique", "_unique", "_unique2", "unique_consecutive",
+         "unique_dim", "equal", "is_nonzero", "repeat_interleave", "_assert_async", "allclose"}
+LIBRARY = str(Path(__file__).parents[1] / "lib" / "thinwire")
+
+
+def _caller() -> str:
+    """The innermost line of the library on the stack: which call read a value."""
+    for frame in reversed(traceback.extract_stack()[:-2]):
+        if frame.filename.startswith(LIBRARY):
+            return f"{Path(frame.filename).relative_to(LIBRARY).as_posix()}:{frame.lineno}"
+    return "?"
+
+
+class Audit:
+    """Counts of one call: torch operations, Triton launches and host reads (with where)."""
+
+    def __init__(self):
+        self.ops: Counter = Counter()
+        self.triton: Counter = Counter()
+        self.reads: Counter = Counter()
+        self.paused = 0
+
+    def read(self, what: str) -> None:
+        if not self.paused:
+            self.reads[f"{what} at {_caller()}"] += 1
+
+    def as_row(self) -> dict:
+        return {"ops": sum(self.ops.values()), "triton": sum(self.triton.values()), "reads": sum(self.reads.values()),
+                "op_names": dict(self.ops.most_common()), "triton_names": dict(self.triton),
+                "where": dict(self.reads)}
+
+
+class _Dispatch(TorchDispatchMode):
+    def __init__(self, audit: Audit):
+        super().__init__()
+        self.audit = audit
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        name = func.overloadpacket.__name__
+        base = name[:-1] if name.endswith("_") and not name.endswith("__") else name  # copy_ is copy
+        if not self.audit.paused and name not in VIEWS and base not in VIEWS:
+            self.audit.ops[base] += 1
+            if base in READS:
+                self.audit.read(f"aten.{base}")
+        return func(*args, **(kwargs or {}))
+
+
+# reads that copy a tensor to the host without an aten operation (``item()``, ``bool()``,
+# ``int()`` are the ``_local_scalar_dense`` they dispatch; ``numpy()`` refuses a GPU tensor,
+# so a device path calls ``cpu()`` first)
+HOST_READS = {torch.Tensor.tolist: "tolist", torch.Tensor.cpu: "cpu"}
+
+
+class _Function(TorchFunctionMode):
+    def __init__(self, audit: Audit):
+        super().__init__()
+        self.audit = audit
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        what = HOST_READS.get(func)
+        if what is not None:
+            self.audit.read(what)
+        return func(*args, **(kwargs or {}))
+
+
+@contextmanager
+def counting(audit: Audit):
+    """Within the block, every torch operation, Triton launch and host read goes to ``audit``."""
+    from triton.runtime.interpreter import InterpretedFunction
+    run = InterpretedFunction.run
+
+    def counted_run(self, *args, **kwargs):
+        if not audit.paused:
+            audit.triton[getattr(self.fn, "__name__", "?")] += 1
+        audit.paused += 1
+        try:
+            return run(self, *args, **kwargs)
+        finally:
+            audit.paused -= 1
+
+    InterpretedFunction.run = counted_run
+    try:
+        with _Function(audit), _Dispatch(audit):
+            yield audit
+    finally:
+        InterpretedFunction.run = run
+
+
+@contextmanager
+def path(codec_kernel: str, crc_kernel: str):
+    """The device path with the given codec kernels and device CRC kernel, on CPU tensors."""
+    from thinwire.codecs.kernels import device, triton_crc, triton_drop, triton_qsgd, triton_uniform
+    from thinwire.codecs.wire import tensor_message
+    modules = (triton_uniform, triton_qsgd, triton_drop)
+    before = ([m.KERNEL for m in modules], triton_crc.KERNEL, tensor_message._on_device)
+    for m in modules:
+        m.KERNEL = codec_kernel
+    triton_crc.KERNEL = crc_kernel
+    tensor_message._on_device = lambda t: True
+    try:
+        with device.forced():
+            yield
+    finally:
+        for m, k in zip(modules, before[0]):
+            m.KERNEL = k
+        triton_crc.KERNEL, tensor_message._on_device = before[1], before[2]
+
+
+def audit_codec(spec: str, size: str, paths: tuple[str, ...] = tuple(PATHS)) -> dict:
+    """One row per path of ``paths``: the counts of one encode and one decode of a message of
+    ``size``."""
+    from thinwire.codecs import CodecState, make_codec
+    from thinwire.codecs.wire import tensor_message
+    n, checked = SIZES[size]
+    x = torch.randn(n, generator=torch.Generator().manual_seed(0))
+    out = torch.empty_like(x)
+    row = {"codec": spec, "size": size, "values": n}
+    before = tensor_message.COPY_CHECKED_BYTES
+    if checked is not None:
+        tensor_message.COPY_CHECKED_BYTES = checked
+    try:
+        for name in paths:
+            with path(*PATHS[name]):
+                codec, state = make_codec(spec), CodecState(0)
+                message = codec.encode(x, state, "x", out=torch.empty(0, dtype=torch.uint8))
+                codec.decode(message, state, "x", out=out)
+                with counting(Audit()) as encode:
+                    codec.encode(x, state, "x", out=message)
+                with counting(Audit()) as decode:
+                    codec.decode(message, state, "x", out=out)
+            row[name] = {"encode": encode.as_row(), "decode": decode.as_row()}
+    finally:
+        tensor_message.COPY_CHECKED_BYTES = before
+    return row
+
+
+def table(rows: list[dict]) -> str:
+    """Markdown: per codec and path, launches (torch operations + Triton kernels) and host reads."""
+    lines = ["| codec | values | path | encode: torch ops + Triton kernels | encode: host reads | "
+             "decode: torch ops + Triton kernels | decode: host reads |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        for name in PATHS:
+            e, d = r[name]["encode"], r[name]["decode"]
+            lines.append(f"| {r['codec']} | {r['values']:,} ({r['size']}) | {name} | {e['ops']} + {e['triton']} | {e['reads']} | "
+                         f"{d['ops']} + {d['triton']} | {d['reads']} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    target = Path(argv[0]) if argv else OUT
+    rows = [audit_codec(spec, size) for size in SIZES for spec in SPECS]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_suffix(".tmp")
+    from wait_policy import commit
+    tmp.write_text(json.dumps({"date": datetime.date.today().isoformat(), "commit": commit(), "sizes": SIZES, "paths": PATHS, "rows": rows}, indent=1))
+    tmp.replace(target)
+    print(table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

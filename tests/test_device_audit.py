@@ -1,0 +1,59 @@
+"""What a message asks of the host on a GPU (``benchmarks/device_audit.py``), counted on the
+CPU under Triton's interpreter: the one-pass paths write (and read) a message with one
+kernel, not the kernel and then the ordinary path again, and the dense codecs' messages
+need no host read to be written and at most two (the header, the checksum) to be read."""
+
+from pathlib import Path
+
+import kernel_choice
+
+BENCHMARKS = Path(__file__).parents[1] / "benchmarks"
+
+CHECK = r"""
+import sys
+sys.path.insert(0, BENCHMARKS)
+import device_audit  # sets TRITON_INTERPRET=1 before triton is imported
+
+def counts(spec, size):
+    row = device_audit.audit_codec(spec, size, ("triton",))
+    return row["triton"]["encode"], row["triton"]["decode"]
+
+for size in ("small", "large"):
+    for spec, one_pass in (("fp32", "_block_words"), ("fp16", "_block_halves"), ("bf16", "_block_halves")):
+        encode, decode = counts(spec, size)
+        assert encode["triton_names"].get(one_pass) == 1, (spec, size, encode["triton_names"])
+        assert set(encode["triton_names"]) <= {one_pass, "_join"}, (spec, size, encode["triton_names"])
+        assert encode["reads"] == 0, (spec, size, encode["where"])
+        assert encode["ops"] == 1, (spec, size, encode["op_names"])  # the header's copy
+        assert 1 <= decode["reads"] <= 2, (spec, size, decode["where"])
+    encode, decode = counts("quantize(bits=8)", size)
+    assert encode["triton_names"].get("_quantize_words") == 1, (size, encode["triton_names"])
+    assert "_block_words" not in encode["triton_names"], (size, encode["triton_names"])
+# a large fp32 message is read as it is checked: the header, then the checksum
+_, decode = counts("fp32", "large")
+assert decode["reads"] == 2 and decode["triton_names"].get("_block_words") == 1, decode
+print("ok")
+""".replace("BENCHMARKS", repr(str(BENCHMARKS)))
+
+
+def test_one_pass_paths_launch_once_and_read_little():
+    kernel_choice.passes(CHECK)
+
+
+def test_audit_counts_what_it_claims(monkeypatch):
+    """The counting itself: a host read, a launch and a view are told apart."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")  # what importing device_audit sets, undone after the test
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import device_audit
+    import torch
+    audit = device_audit.Audit()
+    x = torch.arange(10.0)
+    with device_audit._Function(audit), device_audit._Dispatch(audit):
+        y = x.view(2, 5).reshape(-1)  # views: nothing
+        z = y + 1  # one operation
+        z.sum().item()  # an operation and a read
+        z.tolist()  # a read
+        torch.nonzero(z > 3)  # an operation and a read whose size depends on the data
+    row = audit.as_row()
+    assert row["op_names"] == {"add": 1, "sum": 1, "_local_scalar_dense": 1, "gt": 1, "nonzero": 1}, row
+    assert row["reads"] == 3, row["where"]
