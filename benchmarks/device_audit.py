@@ -38,11 +38,13 @@ import datetime  # noqa: E402
 import json  # noqa: E402
 import sys  # noqa: E402
 import traceback  # noqa: E402
+import weakref  # noqa: E402
 from collections import Counter  # noqa: E402
 from contextlib import contextmanager  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import torch  # noqa: E402
+import torch.utils._pytree as pytree  # noqa: E402
 from torch.overrides import TorchFunctionMode  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
@@ -82,16 +84,39 @@ def _caller() -> str:
 
 
 class Audit:
-    """Counts of one call: torch operations, Triton launches and host reads (with where)."""
+    """What the device path of the calls made while ``counting`` asks of the host: torch
+    operations on device tensors, Triton launches and host reads of device tensors (with
+    where). Which tensors would live on the device in a GPU run is followed through the
+    calls: those marked (the codec's input, ``out``, the message), those a torch operation
+    makes from one of them, and those made with an explicit ``device=`` (``torch.empty(n,
+    device=x.device)``, ``.to(x.device)``); the rest (a CPU generator's draw, a host buffer)
+    stay on the host on a GPU too, and are not counted."""
 
     def __init__(self):
+        self._device: dict[int, weakref.ref] = {}
+        self.paused = 0
+        self.counting = False
+        self.reset()
+
+    def reset(self) -> None:
         self.ops: Counter = Counter()
         self.triton: Counter = Counter()
         self.reads: Counter = Counter()
-        self.paused = 0
+
+    def mark(self, *tensors) -> None:
+        for t in tensors:
+            if isinstance(t, torch.Tensor):
+                self._device[id(t)] = weakref.ref(t)
+
+    def unmark(self, t: torch.Tensor) -> None:
+        self._device.pop(id(t), None)
+
+    def on_device(self, t) -> bool:
+        ref = self._device.get(id(t)) if isinstance(t, torch.Tensor) else None
+        return ref is not None and ref() is t
 
     def read(self, what: str) -> None:
-        if not self.paused:
+        if self.counting and not self.paused:
             self.reads[f"{what} at {_caller()}"] += 1
 
     def as_row(self) -> dict:
@@ -100,47 +125,83 @@ class Audit:
                 "where": dict(self.reads)}
 
 
+def _tensors(tree) -> list[torch.Tensor]:
+    return [t for t in pytree.tree_leaves(tree) if isinstance(t, torch.Tensor)]
+
+
 class _Dispatch(TorchDispatchMode):
     def __init__(self, audit: Audit):
         super().__init__()
         self.audit = audit
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        result = func(*args, **kwargs)
+        audit = self.audit
+        if audit.paused or not any(audit.on_device(t) for t in _tensors((args, kwargs))):
+            return result
+        audit.mark(*_tensors(result))
         name = func.overloadpacket.__name__
         base = name[:-1] if name.endswith("_") and not name.endswith("__") else name  # copy_ is copy
-        if not self.audit.paused and name not in VIEWS and base not in VIEWS:
-            self.audit.ops[base] += 1
+        if audit.counting and name not in VIEWS and base not in VIEWS:
+            audit.ops[base] += 1
             if base in READS:
-                self.audit.read(f"aten.{base}")
-        return func(*args, **(kwargs or {}))
+                audit.read(f"aten.{base}")
+        return result
 
 
-# reads that copy a tensor to the host without an aten operation (``item()``, ``bool()``,
-# ``int()`` are the ``_local_scalar_dense`` they dispatch; ``numpy()`` refuses a GPU tensor,
-# so a device path calls ``cpu()`` first)
-HOST_READS = {torch.Tensor.tolist: "tolist", torch.Tensor.cpu: "cpu"}
+def _to_a_device(func, args, kwargs) -> bool:
+    """Whether a call names the device its result goes to (``device=``, ``.to(device)``)."""
+    if kwargs.get("device") is not None:
+        return True
+    if func in (torch.Tensor.to, torch.Tensor.cuda):
+        return func is torch.Tensor.cuda or any(isinstance(a, (torch.device, str)) for a in args[1:])
+    return False
 
 
 class _Function(TorchFunctionMode):
+    """Host reads without an aten operation (``cpu()``, ``tolist()``; ``item()``, ``bool()``
+    and ``int()`` are the ``_local_scalar_dense`` they dispatch, and ``numpy()`` refuses a GPU
+    tensor), and the tensors made with an explicit device."""
+
     def __init__(self, audit: Audit):
         super().__init__()
         self.audit = audit
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        what = HOST_READS.get(func)
-        if what is not None:
-            self.audit.read(what)
-        return func(*args, **(kwargs or {}))
+        kwargs = kwargs or {}
+        audit = self.audit
+        result = func(*args, **kwargs)
+        if audit.paused:
+            return result
+        if func in (torch.Tensor.cpu, torch.Tensor.tolist) and audit.on_device(args[0]):
+            audit.read(func.__name__)
+            if func is torch.Tensor.cpu:  # the host's copy (here the same tensor: a view of it)
+                result = result.detach()
+                audit.unmark(result)
+        elif _to_a_device(func, args, kwargs):
+            name = getattr(func, "__name__", str(func))
+            if func in (torch.Tensor.to, torch.Tensor.cuda):  # a copy to the device, unless it is there
+                launches = not audit.on_device(args[0])
+                if launches and result is args[0]:
+                    result = result.detach()  # here the same tensor: a view of it
+            else:  # made on the device: a launch that fills it, or copies it from the host
+                launches = name not in VIEWS
+            if launches and audit.counting:
+                audit.ops[name] += 1
+            audit.mark(*_tensors(result))
+        return result
 
 
 @contextmanager
 def counting(audit: Audit):
-    """Within the block, every torch operation, Triton launch and host read goes to ``audit``."""
+    """Within the block, tensors are followed to the device, and while ``audit.counting``
+    every torch operation on one, Triton launch and host read of one goes to ``audit``."""
     from triton.runtime.interpreter import InterpretedFunction
     run = InterpretedFunction.run
 
     def counted_run(self, *args, **kwargs):
-        if not audit.paused:
+        if audit.counting and not audit.paused:
             audit.triton[getattr(self.fn, "__name__", "?")] += 1
         audit.paused += 1
         try:
@@ -154,6 +215,17 @@ def counting(audit: Audit):
             yield audit
     finally:
         InterpretedFunction.run = run
+
+
+@contextmanager
+def counted(audit: Audit):
+    """Within the block, ``audit`` counts (its counts reset first)."""
+    audit.reset()
+    audit.counting = True
+    try:
+        yield audit
+    finally:
+        audit.counting = False
 
 
 @contextmanager
@@ -190,15 +262,19 @@ def audit_codec(spec: str, size: str, paths: tuple[str, ...] = tuple(PATHS)) -> 
         tensor_message.COPY_CHECKED_BYTES = checked
     try:
         for name in paths:
-            with path(*PATHS[name]):
+            with path(*PATHS[name]), counting(Audit()) as audit:
                 codec, state = make_codec(spec), CodecState(0)
-                message = codec.encode(x, state, "x", out=torch.empty(0, dtype=torch.uint8))
+                message = torch.empty(0, dtype=torch.uint8)
+                audit.mark(x, out, message)
+                message = codec.encode(x, state, "x", out=message)
                 codec.decode(message, state, "x", out=out)
-                with counting(Audit()) as encode:
+                with counted(audit):
                     codec.encode(x, state, "x", out=message)
-                with counting(Audit()) as decode:
+                encode = audit.as_row()
+                with counted(audit):
                     codec.decode(message, state, "x", out=out)
-            row[name] = {"encode": encode.as_row(), "decode": decode.as_row()}
+                decode = audit.as_row()
+            row[name] = {"encode": encode, "decode": decode}
     finally:
         tensor_message.COPY_CHECKED_BYTES = before
     return row

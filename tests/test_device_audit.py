@@ -48,12 +48,21 @@ def test_audit_counts_what_it_claims(monkeypatch):
     import torch
     audit = device_audit.Audit()
     x = torch.arange(10.0)
-    with device_audit._Function(audit), device_audit._Dispatch(audit):
-        y = x.view(2, 5).reshape(-1)  # views: nothing
-        z = y + 1  # one operation
-        z.sum().item()  # an operation and a read
-        z.tolist()  # a read
-        torch.nonzero(z > 3)  # an operation and a read whose size depends on the data
+    host = torch.ones(3)
+    with device_audit.counting(audit):
+        audit.mark(x)
+        with device_audit.counted(audit):
+            y = x.view(2, 5).reshape(-1)  # views: nothing
+            z = y + 1  # one operation on the device
+            z.sum().item()  # an operation and a read
+            z.tolist()  # a read
+            torch.nonzero(z > 3)  # an operation and a read whose size depends on the data
+            (host * 2).sum().item()  # on the host: nothing
+            made = torch.zeros(3, device=x.device)  # made on the device: a launch
+            made.add_(1)
+            z.cpu().tolist()  # one read: the copy; its list is made on the host
+            host.to(x.device)  # a copy to the device
     row = audit.as_row()
-    assert row["op_names"] == {"add": 1, "sum": 1, "_local_scalar_dense": 1, "gt": 1, "nonzero": 1}, row
-    assert row["reads"] == 3, row["where"]
+    assert row["op_names"] == {"add": 2, "sum": 1, "_local_scalar_dense": 1, "gt": 1, "nonzero": 1, "zeros": 1,
+                               "to": 1}, row
+    assert row["reads"] == 4, row["where"]
