@@ -71,7 +71,9 @@ VIEWS = {"view", "_unsafe_view", "as_strided", "slice", "select", "detach", "ali
          "_neg_view", "_conj", "is_same_size", "squeeze_", "unsqueeze_", "view_as", "contiguous"}
 # aten operations whose output the host must read, or whose size depends on the values
 READS = {"_local_scalar_dense", "nonzero", "masked_select", "unique", "_unique", "_unique2", "unique_consecutive",
-         "unique_dim", "equal", "is_nonzero", "repeat_interleave", "_assert_async", "allclose"}
+         "unique_dim", "equal", "is_nonzero", "repeat_interleave", "allclose"}
+# ... and these, where an index is a boolean mask (``x[mask]``, ``x[mask] = v``: a nonzero inside)
+MASKED = {"index", "index_put", "_index_put_impl"}
 LIBRARY = str(Path(__file__).parents[1] / "lib" / "thinwire")
 
 
@@ -145,7 +147,7 @@ class _Dispatch(TorchDispatchMode):
         base = name[:-1] if name.endswith("_") and not name.endswith("__") else name  # copy_ is copy
         if audit.counting and name not in VIEWS and base not in VIEWS:
             audit.ops[base] += 1
-            if base in READS:
+            if base in READS or (base in MASKED and any(t.dtype == torch.bool for t in _tensors(args[1:2]))):
                 audit.read(f"aten.{base}")
         return result
 

@@ -62,7 +62,8 @@ def test_audit_counts_what_it_claims(monkeypatch):
             made.add_(1)
             z.cpu().tolist()  # one read: the copy; its list is made on the host
             host.to(x.device)  # a copy to the device
+            z[z > 5] = 0.0  # a boolean mask: an operation that waits for the device (its nonzero)
     row = audit.as_row()
-    assert row["op_names"] == {"add": 2, "sum": 1, "_local_scalar_dense": 1, "gt": 1, "nonzero": 1, "zeros": 1,
-                               "to": 1}, row
-    assert row["reads"] == 4, row["where"]
+    assert row["op_names"] == {"add": 2, "sum": 1, "_local_scalar_dense": 1, "gt": 2, "nonzero": 1, "zeros": 1,
+                               "to": 1, "index_put": 1}, row
+    assert row["reads"] == 5, row["where"]

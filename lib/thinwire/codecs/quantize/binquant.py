@@ -149,7 +149,7 @@ class BinQuantize(Codec):
     def _decompress_columns(self, payload: Payload, numel: int, bits: int, out) -> torch.Tensor:
         lo = expect_part(payload, "lo", torch.float32)
         hi = expect_part(payload, "hi", torch.float32, lo.numel())
-        if lo.numel() == 0 or numel % lo.numel() or not bool(torch.isfinite(lo).all() and (hi >= lo).all()):
+        if lo.numel() == 0 or numel % lo.numel() or not bool((torch.isfinite(lo) & (hi >= lo)).all()):
             raise CorruptMessageError(f"{self.name}: {lo.numel()} column ranges do not fit {numel} values")
         parts = {k: v for k, v in payload.parts.items() if k not in ("lo", "hi")}
         codes = CODERS[self.coder]().decode(parts, payload.meta, numel, bits)

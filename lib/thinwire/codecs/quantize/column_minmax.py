@@ -110,7 +110,7 @@ class ColumnQuantize(Codec):
         rows = shape[0] if len(shape) == 2 else 1
         lo = expect_part(payload, "lo", torch.float32, rows if numel else None)
         hi = expect_part(payload, "hi", torch.float32, lo.numel())
-        if not bool(torch.isfinite(lo).all() and torch.isfinite(hi).all() and (hi >= lo).all()):
+        if not bool((torch.isfinite(lo) & torch.isfinite(hi) & (hi >= lo)).all()):  # one read of the device
             raise CorruptMessageError(f"{self.spec()}: row ranges are not finite intervals")
         packed = expect_part(payload, "codes", torch.uint8, bitpack.packed_bytes(numel, bits))
         if numel == 0:

@@ -102,18 +102,21 @@ def _words_here() -> bool:
     return triton_crc.AVAILABLE and triton_crc.KERNEL == "words" and DEVICE_CRC_FAILURE is None
 
 
-def _one_pass(part, message: torch.Tensor):
-    """How ``pack`` writes ``part``, a message's only part, into the message while it
-    checksums it, in one pass, where the device CRC's ``"words"`` kernel runs: a function of
-    (target bytes, prefix, trailer) returning the CRC; a plain tensor on the message's device
-    is copied (``triton_crc.crc32c_copy``), a ``PartWriter`` with ``fill_with_crc`` whose
-    ``source`` is there fills itself; else None."""
+def _one_pass(part, message: torch.Tensor, offset: int):
+    """How ``pack`` writes ``part``, a message's only part, at ``offset`` into the message
+    while it checksums it, in one pass, where the device CRC's ``"words"`` kernel runs: a
+    function of (target bytes, prefix, trailer) returning the CRC; a plain tensor on the
+    message's device, at a word-aligned offset, is copied (``triton_crc.crc32c_copy``), a
+    ``PartWriter`` with ``fill_with_crc`` whose ``source`` is there fills itself; else None
+    (a plain part elsewhere is copied, and the message's body, which starts on a word,
+    checksummed by the words kernel: the byte kernel that an unaligned copy would take is
+    slower)."""
     if not _words_here():
         return None
     if isinstance(part, PartWriter):
         fits = part.fill_with_crc is not None and part.source is not None and part.source.device == message.device
         return part.fill_with_crc if fits else None
-    if not part.numel() or part.device != message.device:
+    if not part.numel() or part.device != message.device or offset % 4:
         return None
     return lambda target, prefix, trailer: triton_crc.crc32c_copy(part.reshape(-1).view(torch.uint8), target, prefix,
                                                                   trailer)
@@ -169,7 +172,7 @@ def pack(codec_id: int, digest: int, dtype: torch.dtype, shape: tuple[int, ...],
     written = offsets[0] if offsets else total  # the padding before the first part goes with the header
     before = head + bytes(written - len(head))
     message[:written].copy_(_host_bytes(before), non_blocking=not on_host)
-    write = _one_pass(parts[0][1], message) if not on_host and len(parts) == 1 else None
+    write = _one_pass(parts[0][1], message, written) if not on_host and len(parts) == 1 else None
     if write is not None:  # one part, written as the message is checksummed
         if _fails_on_device(lambda: write(message[written:total], before, message[total:])) is not None:
             return message
