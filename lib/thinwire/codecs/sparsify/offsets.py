@@ -80,7 +80,8 @@ def _decode_on_device(width: int, words: torch.Tensor, escaped: torch.Tensor, co
     escapes = int(long.sum())
     if escapes != escaped.numel():
         raise CorruptMessageError(f"offsets: {escapes} escapes but {escaped.numel()} long gaps")
-    gap[long] = escaped.to(device=gap.device, dtype=torch.int64)
+    # the long gaps in order (``gap[long] = ...`` would wait for the device: a mask index)
+    gap.masked_scatter_(long, escaped.to(device=gap.device, dtype=torch.int64))
     index = torch.cumsum(gap, 0) - 1
     if count:  # both checks read in one copy to the host
         below, last = torch.stack([(gap < 1).any().to(torch.int64), index[-1]]).tolist()
