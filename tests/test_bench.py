@@ -41,7 +41,8 @@ def small_doc():
 
 def test_every_readme_block_is_written_from_a_run(small_doc):
     blocks = {**run.tables(small_doc), **run.gpu_tables(json.loads(run.GPU_RESULTS.read_text())),
-              **run.wait_policy_table(json.loads(run.WAIT_POLICY_RESULTS.read_text()))}
+              **run.wait_policy_table(json.loads(run.WAIT_POLICY_RESULTS.read_text())),
+              **run.audit_table(json.loads(run.AUDIT_RESULTS.read_text()))}
     readme = (ROOT / "README.md").read_text()
     names = re.findall(r"<!-- bench: (\w+) -->", readme)
     assert sorted(names) == sorted(blocks)
@@ -125,3 +126,18 @@ def test_the_kept_gpu_results_name_where_each_part_was_measured():
     assert set(gpu_bench.PARTS) - set(doc) == set(gpu_bench.NOT_YET_RUN)  # emptied once a GPU runs them
     for part in set(gpu_bench.PARTS) & set(doc):
         assert {"date", "commit", "device"} <= set(doc["measured"][part]), part
+
+
+def test_the_kept_device_audit_covers_every_gpu_codec_on_both_paths():
+    """``benchmarks/device_audit.json`` (counts, the same on any machine): every codec the GPU
+    benchmark times, at both sizes, on both paths, each count whole."""
+    doc = json.loads(run.AUDIT_RESULTS.read_text())
+    assert set(doc["sizes"]) == {"small", "large"} and set(doc["paths"]) == {"torch", "triton"}
+    for size in doc["sizes"]:
+        assert [r["codec"] for r in doc["rows"] if r["size"] == size] == gpu_bench.SPECS
+    for row in doc["rows"]:
+        for path in doc["paths"]:
+            for part in ("encode", "decode"):
+                counts = row[path][part]
+                assert counts["ops"] == sum(counts["op_names"].values()) and counts["reads"] == sum(
+                    counts["where"].values()) and counts["triton"] >= 1, (row["codec"], path, part)
