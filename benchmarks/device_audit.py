@@ -12,17 +12,19 @@ Triton kernels run by Triton's interpreter (``TRITON_INTERPRET=1``, so in a proc
 own), twice: with torch's operations and the library's device CRC kernel, and with the
 Triton codec kernels and the ``"words"`` CRC kernel.
 
-What is counted, per encode and per decode, after one message of warm-up:
+What is counted, per encode and per decode, after one message of warm-up, of the tensors
+that would live on the device (``Audit`` says which):
 
 - ``ops``: torch operations dispatched (``TorchDispatchMode``), views and other metadata
-  operations left out;
+  operations left out, and tensors made on the device or copied there;
 - ``triton``: Triton kernel launches (inside one, nothing else is counted);
 - ``reads``: host reads of tensor values, each a wait for the device on a GPU, with the
-  line of the library that asked (``where``).
-
-On a GPU, a copy from host memory to the device is one more launch, counted among ``ops``
-as the ``copy_`` it is; host reads of tensors that live on the host there (a pinned buffer
-being filled) cannot be told apart here and are counted, so ``reads`` is an upper bound.
+  line of the library that asked (``where``);
+- ``bytes``: the bytes of the device tensors each launch touches (each tensor once per
+  launch; of a tensor written or read at some indices only, such as ``out[index] = v``,
+  only the indices and values), by launch (``bytes_by_launch``). Per value, against the 12
+  bytes of an add pass (two reads, one write), it bounds the fraction of the add pass a
+  codec can reach where both run at the same bandwidth: 12 / (encode + decode bytes).
 
 ``python benchmarks/device_audit.py [FILE]`` prints the table and writes the counts as JSON
 to ``FILE`` (default ``benchmarks/out/device_audit.json``).
@@ -58,7 +60,10 @@ SPECS = ["fp32", "fp16", "bf16", "quantize(bits=8)", "quantize(bits=4)", "quanti
 # thresholds; ("large") one treated as a large message is (``COPY_CHECKED_BYTES`` set to 0,
 # so that a large ``out`` is read as its message is checked), of several CRC blocks, kept
 # small so that the interpreter runs it in seconds
-SIZES = {"small": (4_096, None), "large": (32_768, 0)}
+SIZES = {"small": (4_096, None), "large": (32_768, 0), "larger": (65_536, 0)}
+# "larger" is there for the bytes moved per value: the difference between it and "large",
+# over the values between them, leaves out what does not grow with the tensor (tables, a
+# sample, the header)
 PATHS = {"torch": ("torch", "slicing"), "triton": ("triton", "words")}  # codec kernels, device CRC kernel
 OUT = Path(__file__).with_name("out") / "device_audit.json"
 
@@ -72,6 +77,11 @@ VIEWS = {"view", "_unsafe_view", "as_strided", "slice", "select", "detach", "ali
 # aten operations whose output the host must read, or whose size depends on the values
 READS = {"_local_scalar_dense", "nonzero", "masked_select", "unique", "_unique", "_unique2", "unique_consecutive",
          "unique_dim", "equal", "is_nonzero", "repeat_interleave", "allclose"}
+# operations that touch only the indexed elements of their first tensor (written in place,
+# or read): its bytes are not counted as moved, the indices', values' and result's are
+INDEXED = {"index_put", "_index_put_impl", "index", "scatter", "scatter_add", "scatter_reduce", "index_add",
+           "index_copy", "index_fill", "masked_scatter", "gather", "take", "index_select", "put"}
+GATHERS = {"index", "gather", "take", "index_select"}  # ... of which these make a new tensor of what they read
 # ... and these, where an index is a boolean mask (``x[mask]``, ``x[mask] = v``: a nonzero inside)
 MASKED = {"index", "index_put", "_index_put_impl"}
 LIBRARY = str(Path(__file__).parents[1] / "lib" / "thinwire")
@@ -104,6 +114,15 @@ class Audit:
         self.ops: Counter = Counter()
         self.triton: Counter = Counter()
         self.reads: Counter = Counter()
+        self.bytes: Counter = Counter()
+
+    def moved(self, name: str, *tensors) -> None:
+        """Count the bytes of each distinct tensor launch ``name`` touches (read, written or both)."""
+        seen = {}
+        for t in tensors:
+            if t.numel():
+                seen[(t.data_ptr(), t.numel() * t.element_size())] = t.numel() * t.element_size()
+        self.bytes[name] += sum(seen.values())
 
     def mark(self, *tensors) -> None:
         for t in tensors:
@@ -123,7 +142,7 @@ class Audit:
 
     def as_row(self) -> dict:
         return {"ops": sum(self.ops.values()), "triton": sum(self.triton.values()), "reads": sum(self.reads.values()),
-                "op_names": dict(self.ops.most_common()), "triton_names": dict(self.triton),
+                "bytes": sum(self.bytes.values()), "bytes_by_launch": dict(self.bytes.most_common()), "op_names": dict(self.ops.most_common()), "triton_names": dict(self.triton),
                 "where": dict(self.reads)}
 
 
@@ -147,6 +166,11 @@ class _Dispatch(TorchDispatchMode):
         base = name[:-1] if name.endswith("_") and not name.endswith("__") else name  # copy_ is copy
         if audit.counting and name not in VIEWS and base not in VIEWS:
             audit.ops[base] += 1
+            if base in INDEXED and args and isinstance(args[0], torch.Tensor):
+                rest = _tensors((args[1:], kwargs))
+                audit.moved(base, *(rest + _tensors(result) if base in GATHERS else rest))
+            else:
+                audit.moved(base, *_tensors((args, kwargs, result)))
             if base in READS or (base in MASKED and any(t.dtype == torch.bool for t in _tensors(args[1:2]))):
                 audit.read(f"aten.{base}")
         return result
@@ -191,6 +215,7 @@ class _Function(TorchFunctionMode):
                 launches = name not in VIEWS
             if launches and audit.counting:
                 audit.ops[name] += 1
+                audit.moved(name, *_tensors(result))
             audit.mark(*_tensors(result))
         return result
 
@@ -205,6 +230,7 @@ def counting(audit: Audit):
     def counted_run(self, *args, **kwargs):
         if audit.counting and not audit.paused:
             audit.triton[getattr(self.fn, "__name__", "?")] += 1
+            audit.moved(getattr(self.fn, "__name__", "?"), *_tensors((args, kwargs)))
         audit.paused += 1
         try:
             return run(self, *args, **kwargs)

@@ -79,14 +79,15 @@ def _kernels():
                {"packed": "*u8", "n": "i64", "nbytes": "i64", "norms": "*fp32", "out": "*fp32"},
                {"LEVELS": (1 << (bits - 1)) - 1, "BUCKET": 512, "ROWS": rows, "BITS": bits}, 4)
     chunk = {"src": "*fp32", "grad": "*fp32", "starts": "*i64", "stops": "*i64", "segment": "*i32", "thresholds": "*fp32"}
-    yield ("triton_drop count", drop._count, dict(chunk, counts="*i32", non_finite="*i32"),
-           {"ADD": True, "INCLUSIVE": False, "BLOCK": drop.BLOCK, "AT_LEAST": False, "FLAG": False}, drop.WARPS)
+    yield ("triton_drop count", drop._count, dict(chunk, counts="*i32", non_finite="*i32", residual="*fp32"),
+           {"ADD": True, "INCLUSIVE": False, "BLOCK": drop.BLOCK, "AT_LEAST": False, "FLAG": False, "STORE": True},
+           drop.WARPS)
     yield ("triton_drop compact", drop._compact,
            dict(chunk, ends="*i64", index="*i64", values="*fp32", residual="*fp32"),
-           {"ADD": True, "INCLUSIVE": False, "WRITE": True, "ZERO": True, "BLOCK": drop.BLOCK, "AT_LEAST": False},
+           {"ADD": False, "INCLUSIVE": False, "ZERO": True, "BLOCK": drop.BLOCK, "AT_LEAST": False}, drop.WARPS)
+    yield ("triton_drop top-k count", drop._count, dict(chunk, counts="*i32", non_finite="*i32", residual="*fp32"),
+           {"ADD": False, "INCLUSIVE": False, "BLOCK": drop.BLOCK, "AT_LEAST": True, "FLAG": True, "STORE": False},
            drop.WARPS)
-    yield ("triton_drop top-k count", drop._count, dict(chunk, counts="*i32", non_finite="*i32"),
-           {"ADD": False, "INCLUSIVE": False, "BLOCK": drop.BLOCK, "AT_LEAST": True, "FLAG": True}, drop.WARPS)
 
 
 def tools() -> Path | None:

@@ -366,10 +366,24 @@ def audit_table(doc: dict) -> dict[str, str]:
                                                  for name in paths for part in ("encode", "decode")) + " |",
              "|---|---|" + "---|" * (2 * len(paths))]
     for r in doc["rows"]:
-        lines.append(f"| {r['codec']} | {r['values']:,} values ({r['size']}) | "
-                     + " | ".join(cell(r[name][part]) for name in paths for part in ("encode", "decode")) + " |")
+        if r["size"] in ("small", "large"):
+            lines.append(f"| {r['codec']} | {r['values']:,} values ({r['size']}) | "
+                         + " | ".join(cell(r[name][part]) for name in paths for part in ("encode", "decode")) + " |")
+    by = {(r["codec"], r["size"]): r for r in doc["rows"]}
+    traffic = ["| codec | " + " | ".join(f"{name}: encode + decode bytes per value, at most this fraction of the add pass"
+                                         for name in paths) + " |", "|---|" + "---|" * len(paths)]
+    for codec in dict.fromkeys(r["codec"] for r in doc["rows"]):
+        large, larger = by[(codec, "large")], by[(codec, "larger")]
+        cells = []
+        for name in paths:
+            per = [(larger[name][part]["bytes"] - large[name][part]["bytes"]) / (larger["values"] - large["values"])
+                   for part in ("encode", "decode")]
+            cells.append(f"{per[0]:.1f} + {per[1]:.1f}: {12 / sum(per):.2f}")
+        traffic.append(f"| {codec} | " + " | ".join(cells) + " |")
     return {"device_audit": "Each cell: torch operations + Triton kernels (the launches) / host reads (each a wait "
-            "for the device).\n\n" + "\n".join(lines) + f"\n\n<sub>{doc['date']}, {doc['commit']}; "
+            "for the device).\n\n" + "\n".join(lines) + "\n\nBytes the launches touch per value (the difference "
+            "between 65,536 and 32,768 values), and the fraction of the add pass (12 bytes per value) a codec could "
+            "reach at the add pass's bandwidth:\n\n" + "\n".join(traffic) + f"\n\n<sub>{doc['date']}, {doc['commit']}; "
             "`benchmarks/device_audit.py`, results in `benchmarks/device_audit.json`.</sub>\n"}
 
 

@@ -132,7 +132,7 @@ def test_the_kept_device_audit_covers_every_gpu_codec_on_both_paths():
     """``benchmarks/device_audit.json`` (counts, the same on any machine): every codec the GPU
     benchmark times, at both sizes, on both paths, each count whole."""
     doc = json.loads(run.AUDIT_RESULTS.read_text())
-    assert set(doc["sizes"]) == {"small", "large"} and set(doc["paths"]) == {"torch", "triton"}
+    assert set(doc["sizes"]) == {"small", "large", "larger"} and set(doc["paths"]) == {"torch", "triton"}
     for size in doc["sizes"]:
         assert [r["codec"] for r in doc["rows"] if r["size"] == size] == gpu_bench.SPECS
     for row in doc["rows"]:
@@ -141,3 +141,10 @@ def test_the_kept_device_audit_covers_every_gpu_codec_on_both_paths():
                 counts = row[path][part]
                 assert counts["ops"] == sum(counts["op_names"].values()) and counts["reads"] == sum(
                     counts["where"].values()) and counts["triton"] >= 1, (row["codec"], path, part)
+                assert counts["bytes"] == sum(counts["bytes_by_launch"].values()) > 0, (row["codec"], path, part)
+    # fp32 moves at least its copy in and out, and checks each: 4 + 4 bytes per value each way
+    rows = {(r["codec"], r["size"]): r for r in doc["rows"]}
+    for part in ("encode", "decode"):
+        per = (rows[("fp32", "larger")]["triton"][part]["bytes"] - rows[("fp32", "large")]["triton"][part]["bytes"]) / (
+            rows[("fp32", "larger")]["values"] - rows[("fp32", "large")]["values"])
+        assert 8 <= per < 8.5, (part, per)

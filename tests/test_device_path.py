@@ -44,7 +44,11 @@ def test_extrema_are_the_same_bit_patterns_on_either_path():
     cases = [torch.tensor([1.0, -0.0, 2.0]), torch.tensor([0.0, -0.0]), torch.tensor([-1.0, -5.0]),
              torch.tensor([3.0, 0.5]), torch.tensor([-0.0]), torch.tensor([1.0, float("inf"), -2.0]),
              torch.tensor([1.0, float("nan"), -2.0]), torch.tensor([-float("inf"), 4.0]),
-             torch.randn(200_000, generator=torch.Generator().manual_seed(0))]
+             torch.randn(200_000, generator=torch.Generator().manual_seed(0)),
+             torch.tensor([1e-45, -1e-45, 3e-39]), torch.tensor([0.0, 5.0, 2.0]), torch.tensor([-3.0, -0.0]),
+             torch.tensor([2.0, 7.0]), torch.tensor([-2.0, -7.0]), torch.tensor([3.4e38, -3.4e38]),
+             torch.tensor([0x7FC00123, 0x3F800000], dtype=torch.int64).to(torch.int32).view(torch.float32),  # NaN payloads
+             torch.tensor([0xFFC00456, 0xBF800000], dtype=torch.int64).to(torch.int32).view(torch.float32)]
     for x in cases:
         host = extrema(x)
         with device.forced():

@@ -66,7 +66,7 @@ class Float16(Codec):
         if out is None:
             return values.to(torch.float32)
         bf16 = self.dtype == torch.bfloat16
-        if host_float32(out) and half.supported(bf16):
+        if host_float32(out) and half.supported(bf16) and not on_device(out):
             half.widen(_bits(values), out.view(-1).numpy(), bf16)
             return out
         return out.copy_(values.to(out.device))  # on a GPU: the 16-bit values cross, then widen there

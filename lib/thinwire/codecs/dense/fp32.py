@@ -72,7 +72,7 @@ class Float32(Codec):
             return target
         if out is None:
             return values.clone()
-        if host_float32(out) and numel:
+        if host_float32(out) and numel and not on_device(out):
             stream.copy(_bytes(values), _bytes(out))
             return out
         return out.copy_(values)

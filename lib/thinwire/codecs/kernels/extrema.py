@@ -16,6 +16,8 @@ a NaN's bits lie above +-Inf's, so a NaN anywhere makes one of the ends NaN.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 from numba import njit, prange
@@ -89,7 +91,14 @@ def extrema(flat: torch.Tensor) -> tuple[float, float]:
         raise ValueError("extrema: the tensor is empty")
     x = flat.detach().reshape(-1)
     x = (x if x.dtype == torch.float32 else x.to(torch.float32)).contiguous()
-    if device.on_device(x):  # the same maxima in torch operations (the uint32 view as int64)
+    if device.on_device(x):
+        # one read of the values as floats: where both ends are finite and not zero, each is
+        # one bit pattern, the one the integer maxima give; otherwise (NaN, Inf, a zero of
+        # either sign) the same maxima in torch operations (the uint32 view as int64, which
+        # reads and writes the tensor several times over)
+        lo, hi = torch.stack(torch.aminmax(x)).tolist()
+        if math.isfinite(lo) and math.isfinite(hi) and lo != 0.0 and hi != 0.0:
+            return lo, hi
         k = x.view(torch.int32)
         imax, umax = torch.stack([k.max().to(torch.int64), (k.to(torch.int64) & 0xFFFFFFFF).max()]).tolist()
         return _ends(imax, umax, k.min)  # both maxima in one copy to the host

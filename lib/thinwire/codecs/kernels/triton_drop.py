@@ -17,11 +17,12 @@ each:
 2. the chunks' counts summed in order (``torch.cumsum``): where each chunk's survivors go,
    and how many there are (the one wait for the device, to size the message);
 3. ``_compact``: each chunk's survivors (index, corrected value) written from its offset in
-   index order (a prefix sum within the chunk), and the residual written: the corrected
-   values, survivors zeroed.
+   index order (a prefix sum within the chunk), and zeroed in the residual.
 
-The tensor is read twice (and the gradient with it) and the residual written once, where
-the torch operations read and write it about six times.
+With a gradient, ``_count`` also writes the corrected values into the residual, and
+``_compact`` reads them from there: the residual and the gradient are read once, the
+residual written once and read again, 16 bytes per value (``benchmarks/device_audit.py``
+counts them), where the torch operations read and write it about six times.
 
 Top-k's candidates (``|x| >= t``, with NaN and Inf counted on the way: ``at_least``) are
 the same two kernels with no gradient and no residual (``torch_select.py``).
@@ -81,28 +82,31 @@ if AVAILABLE:
         return at, x, inside & ~small
 
     @triton.jit
-    def _count(src, grad, starts, stops, segment, thresholds, counts, non_finite, ADD: tl.constexpr,
-               INCLUSIVE: tl.constexpr, BLOCK: tl.constexpr, AT_LEAST: tl.constexpr = False, FLAG: tl.constexpr = False):
-        """Each chunk's survivors; with ``FLAG`` also its NaN and Inf, into ``non_finite``."""
+    def _count(src, grad, starts, stops, segment, thresholds, counts, non_finite, residual, ADD: tl.constexpr,
+               INCLUSIVE: tl.constexpr, BLOCK: tl.constexpr, AT_LEAST: tl.constexpr = False, FLAG: tl.constexpr = False,
+               STORE: tl.constexpr = False):
+        """Each chunk's survivors; with ``FLAG`` also its NaN and Inf, into ``non_finite``;
+        with ``STORE`` the corrected values written into ``residual``."""
         at, x, keep = _corrected(src, grad, starts, stops, segment, thresholds, ADD, INCLUSIVE, BLOCK, AT_LEAST)
         tl.store(counts + tl.program_id(0), tl.sum(keep.to(tl.int32), axis=0))
+        if STORE:
+            tl.store(residual + at, x, mask=at < tl.load(stops + tl.program_id(0)))
         if FLAG:
             bad = (at < tl.load(stops + tl.program_id(0))) & ~(tl.abs(x) <= 3.4028234663852886e38)
             tl.store(non_finite + tl.program_id(0), tl.sum(bad.to(tl.int32), axis=0))
 
     @triton.jit
     def _compact(src, grad, starts, stops, segment, thresholds, ends, index, values, residual, ADD: tl.constexpr,
-                 INCLUSIVE: tl.constexpr, WRITE: tl.constexpr, ZERO: tl.constexpr, BLOCK: tl.constexpr,
-                 AT_LEAST: tl.constexpr = False):
+                 INCLUSIVE: tl.constexpr, ZERO: tl.constexpr, BLOCK: tl.constexpr, AT_LEAST: tl.constexpr = False):
+        """Each chunk's survivors written from its offset; with ``ZERO`` zeroed in ``residual``
+        (which holds the corrected values already)."""
         at, x, keep = _corrected(src, grad, starts, stops, segment, thresholds, ADD, INCLUSIVE, BLOCK, AT_LEAST)
         taken = keep.to(tl.int32)
         to = tl.load(ends + tl.program_id(0)) - tl.sum(taken, axis=0) + tl.cumsum(taken, axis=0) - 1
         tl.store(index + to, at, mask=keep)
         tl.store(values + to, x, mask=keep)
-        if WRITE:
-            if ZERO:
-                x = tl.where(keep, 0.0, x)
-            tl.store(residual + at, x, mask=at < tl.load(stops + tl.program_id(0)))
+        if ZERO:
+            tl.store(residual + at, tl.zeros_like(x), mask=keep)
 
 
 @functools.lru_cache(maxsize=64)
@@ -130,14 +134,17 @@ def drop(residual: torch.Tensor, gradient: torch.Tensor | None, segments: list[t
     src = residual if source is None or gradient is None else source
     grad = gradient if gradient is not None else src
     counts = torch.empty(jobs, dtype=torch.int32, device=device)
-    flags = dict(ADD=gradient is not None, INCLUSIVE=inclusive, BLOCK=BLOCK, num_warps=WARPS)
-    _count[(jobs,)](src, grad, starts, stops, span, thresholds, counts, counts, **flags)
+    flags = dict(INCLUSIVE=inclusive, BLOCK=BLOCK, num_warps=WARPS)
+    # with a gradient, the corrected values go into the residual as they are counted, and
+    # are compacted from there; without one the residual is the values already
+    _count[(jobs,)](src, grad, starts, stops, span, thresholds, counts, counts, residual, ADD=gradient is not None,
+                    STORE=gradient is not None, **flags)
     ends = torch.cumsum(counts, 0)
     total = int(ends[-1].item())
     index = torch.empty(total, dtype=torch.int64, device=device)
     values = torch.empty(total, dtype=torch.float32, device=device)
-    _compact[(jobs,)](src, grad, starts, stops, span, thresholds, ends, index, values, residual,
-                      WRITE=gradient is not None or keep_residual, ZERO=keep_residual, **flags)
+    _compact[(jobs,)](residual, residual, starts, stops, span, thresholds, ends, index, values, residual, ADD=False,
+                      ZERO=keep_residual, **flags)
     return index, values
 
 
@@ -152,14 +159,14 @@ def at_least(flat: torch.Tensor, t: torch.Tensor) -> tuple[int, bool, Callable[[
     thresholds = t.reshape(1).to(torch.float32).contiguous()
     counts = torch.empty(2 * jobs, dtype=torch.int32, device=device)
     flags = dict(ADD=False, INCLUSIVE=False, BLOCK=BLOCK, AT_LEAST=True, num_warps=WARPS)
-    _count[(jobs,)](flat, flat, starts, stops, span, thresholds, counts, counts[jobs:], FLAG=True, **flags)
+    _count[(jobs,)](flat, flat, starts, stops, span, thresholds, counts, counts[jobs:], flat, FLAG=True, **flags)
     ends = torch.cumsum(counts[:jobs], 0)
     total, bad = torch.stack([ends[-1], counts[jobs:].sum()]).tolist()
 
     def compact() -> tuple[torch.Tensor, torch.Tensor]:
         index = torch.empty(total, dtype=torch.int64, device=device)
         values = torch.empty(total, dtype=torch.float32, device=device)
-        _compact[(jobs,)](flat, flat, starts, stops, span, thresholds, ends, index, values, flat, WRITE=False,
-                          ZERO=False, **flags)
+        _compact[(jobs,)](flat, flat, starts, stops, span, thresholds, ends, index, values, flat, ZERO=False,
+                          **flags)
         return index, values
     return int(total), bool(bad), compact
