@@ -78,6 +78,10 @@ def _kernels():
         yield (f"triton_qsgd dequantize {bits}", qsgd._dequantize,
                {"packed": "*u8", "n": "i64", "nbytes": "i64", "norms": "*fp32", "out": "*fp32"},
                {"LEVELS": (1 << (bits - 1)) - 1, "BUCKET": 512, "ROWS": rows, "BITS": bits}, 4)
+    for bits in (1, 8):
+        yield (f"triton_uniform bin codes {bits}", uniform._bin_quantize,
+               {"x": "*fp32", "n": "i64", "bins": "*fp64", "out": "*u8", "nbytes": "i64"},
+               {"BITS": bits, "GROUPS": uniform.GROUPS}, 4)
     chunk = {"src": "*fp32", "grad": "*fp32", "starts": "*i64", "stops": "*i64", "segment": "*i32", "thresholds": "*fp32"}
     yield ("triton_drop count", drop._count, dict(chunk, counts="*i32", non_finite="*i32", residual="*fp32"),
            {"ADD": True, "INCLUSIVE": False, "BLOCK": drop.BLOCK, "AT_LEAST": False, "FLAG": False, "STORE": True},

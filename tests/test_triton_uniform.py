@@ -33,10 +33,36 @@ for bits in range(1, 9):
             back = torch.full((n,), 7.0)
             triton_uniform.dequantize_packed(host, n, bits, lo, step, back)
             assert torch.equal(back.view(torch.int32), want.view(torch.int32)), (bits, n, shift)
+# Oland & Raj's bin codes, in float64 as on the host: the host's packed bytes, the top bin
+# holding the maximum, ranges of a few subnormals and of large magnitudes
+from thinwire.codecs.quantize.bin_quantize import bin_pack
+for bits in range(1, 9):
+    for n in (1, 7, 8, 9, 129, 1000):
+        for x in (torch.from_numpy(rng.standard_normal(n).astype(np.float32)),
+                  torch.from_numpy(rng.integers(-3, 4, n).astype(np.float32) * 1e-45),
+                  torch.from_numpy(rng.standard_normal(n).astype(np.float32) * 1e37 + 3e37)):
+            lo, hi = float(x.min()), float(x.max())
+            if hi <= lo:
+                continue
+            host = bin_pack(x, lo, hi, bits)
+            got = torch.full_like(host, 0xAB)
+            triton_uniform.bin_packed(x, lo, (1 << bits) / (hi - lo), bits, got)
+            assert torch.equal(got, host), (bits, n, lo, hi)
 # through the codec on the device path (message tensors): the host's bytes and values;
 # 12 bits stays on torch's operations
 tensor_message._on_device = lambda t: False
 triton_uniform.KERNEL = "triton"
+calls = []
+real_bins = triton_uniform.bin_packed
+triton_uniform.bin_packed = lambda *a, **k: calls.append(1) or real_bins(*a, **k)
+x = torch.randn(3001, generator=torch.Generator().manual_seed(2))
+for bits in (1, 5, 8):
+    codec = make_codec(f"binquant(bits={bits})")
+    host = codec.encode(x, CodecState(0), "x")
+    calls.clear()
+    with device.forced():
+        moved = codec.encode(x, CodecState(0), "x", out=torch.empty(0, dtype=torch.uint8))
+    assert calls and bytes(moved.numpy()) == bytes(host), bits
 x = torch.randn(3001, generator=torch.Generator().manual_seed(1))
 for bits in (1, 3, 8, 12):
     codec = make_codec(f"quantize(bits={bits})")

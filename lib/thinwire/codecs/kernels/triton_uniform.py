@@ -20,6 +20,9 @@ pass (``quantize8_crc``, ``dequantize8_crc``): the codes are the bytes the devic
 ``"words"`` kernel reads, 4 to a word, so the quantizer is that kernel's loop with the
 quantization in it (``wire/tensor_message.py`` uses them with ``triton_crc.KERNEL =
 "words"``).
+
+Oland & Raj's bin codes (``quantize/bin_quantize.py``, ``binquant`` with the raw coder) are
+made and packed the same way, in float64 as the host kernels make them (``bin_packed``).
 """
 
 from __future__ import annotations
@@ -62,6 +65,25 @@ if AVAILABLE:
         else:
             level = tl.fma(w - lo, scale, 0.5)
         code = tl.where(at < n, level.to(tl.int32), 0)  # truncation; the padding codes are 0
+        _store_packed(code, g, j, at, out, n, nbytes, BITS)
+
+    @triton.jit
+    def _bin_quantize(x, n, bins, out, nbytes, BITS: tl.constexpr, GROUPS: tl.constexpr):
+        """Oland & Raj's bin codes, min(floor((w - lo) * scale), 2^BITS - 1), in float64 one
+        IEEE operation at a time as the host kernels compute them (``bins``: lo and scale, as
+        float64 on the device, since a scalar argument would be float32), packed."""
+        g = tl.program_id(0).to(tl.int64) * GROUPS + tl.arange(0, GROUPS)
+        j = tl.arange(0, 8)
+        at = g[:, None] * 8 + j[None, :]
+        w = tl.load(x + at, mask=at < n, other=0.0).to(tl.float64)
+        level = (w - tl.load(bins)) * tl.load(bins + 1)
+        code = tl.where(at < n, tl.minimum(level.to(tl.int64), (1 << BITS) - 1).to(tl.int32), 0)  # w >= lo
+        _store_packed(code, g, j, at, out, n, nbytes, BITS)
+
+    @triton.jit
+    def _store_packed(code, g, j, at, out, n, nbytes, BITS: tl.constexpr):
+        """Groups ``g`` of 8 codes each (``code[group, j]``, at value ``at``) into ``out`` in
+        ``bitpack``'s layout."""
         if BITS == 8:
             tl.store(out + at, code.to(tl.uint8), mask=at < n)
         else:
@@ -181,6 +203,16 @@ def quantize_packed(flat: torch.Tensor, lo: float, scale: float, bits: int, out:
         _quantize[_grid(n)](flat.reshape(-1), n, float(np.float32(lo)), float(np.float32(scale)),
                             float(np.float32(0.5 - lo * scale)), out, out.numel(), BITS=bits, FUSED=fused,
                             GROUPS=GROUPS)
+    return out
+
+
+def bin_packed(flat: torch.Tensor, lo: float, scale: float, bits: int, out: torch.Tensor) -> torch.Tensor:
+    """``bin_quantize.bin_pack``'s codes (``_bin_quantize``; ``usable`` must hold): ``flat``
+    float32, ``scale`` = 2^bits / (hi - lo)."""
+    n = flat.numel()
+    if n:
+        bins = torch.tensor([lo, scale], dtype=torch.float64).to(flat.device)
+        _bin_quantize[_grid(n)](flat.reshape(-1), n, bins, out, out.numel(), BITS=bits, GROUPS=GROUPS)
     return out
 
 

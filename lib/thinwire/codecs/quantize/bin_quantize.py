@@ -28,7 +28,7 @@ import numpy as np
 import torch
 from numba import literally, njit, prange
 
-from ..kernels import bitpack, device, torch_bins, uniform
+from ..kernels import bitpack, device, torch_bins, triton_uniform, uniform
 
 CHUNK = bitpack.CHUNK
 check_bits = bitpack.check_bits
@@ -107,6 +107,13 @@ def bin_pack(flat: torch.Tensor, lo: float, hi: float, bits: int, out: torch.Ten
     """``bitpack.pack(bin_codes(flat, lo, hi, bits), bits)`` in one pass (uint8 tensor; on the
     tensor's device when it takes the device path and no ``out`` is given)."""
     n = flat.numel()
+    x = flat.reshape(-1)
+    if n and hi > lo and device.on_device(flat) and bits <= 8 and triton_uniform.usable(bits, x):
+        x = x.to(torch.float32)  # exact: every value goes to float64 on the way, as on the host
+        packed = out if out is not None and out.device == x.device else torch.empty(
+            bitpack.packed_bytes(n, bits), dtype=torch.uint8, device=x.device)
+        triton_uniform.bin_packed(x, lo, (1 << bits) / (hi - lo), bits, packed)
+        return packed if out is None or packed is out else out.copy_(packed)
     if n and hi > lo and device.on_device(flat):
         codes = torch_bins.bin_codes(flat, lo, (1 << bits) / (hi - lo), (1 << bits) - 1)
         return bitpack.pack(codes, bits) if out is None else out.copy_(bitpack.pack(codes, bits))

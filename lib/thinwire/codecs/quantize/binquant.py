@@ -20,7 +20,7 @@ from ..base import Codec, expect_part, expect_range, plain_decision
 from ..kernels import bitpack
 from .bin_quantize import bin_centres, bin_codes, bin_pack, bin_unpack_centres, check_bits, histogram
 from ..errors import CorruptMessageError
-from ..payload import Payload
+from ..payload import PartWriter, Payload
 from .minmax import value_range
 from .per_column import column_centres, column_codes, column_ranges
 from ..state import CodecState
@@ -103,8 +103,10 @@ class BinQuantize(Codec):
                 raise ValueError(f"{self.spec()}: per-{self.per} ranges take 2^bits levels, not levels={levels}")
             matrix = flat.reshape(shape).cpu()  # per-column ranges: host kernels (an explicit copy from a GPU)
             return self._quantize_columns(matrix if self.per == "column" else matrix.t(), bits)
-        if self.coder == "raw" and levels is None:  # QUANTIZE fused with the raw coder's packing (same part)
-            parts, meta = {"codes": bin_pack(flat, lo, hi, bits)}, {}
+        if self.coder == "raw" and levels is None:  # QUANTIZE fused with the raw coder's packing, into the message
+            parts = {"codes": PartWriter(torch.uint8, bitpack.packed_bytes(flat.numel(), bits),
+                                         lambda view: bin_pack(flat, lo, hi, bits, out=view))}
+            meta = {}
         else:
             codes = bin_codes(flat, lo, hi, bits, levels=levels)
             parts, meta = CODERS[self.coder]().encode(codes, bits, histogram(codes, bits))
