@@ -38,6 +38,9 @@ paper profiles' speed on one GPU, and the DDP hook under NCCL.
 9. **Step profile**: the quickstart paper profile's steps (each method) under
    ``torch.profiler``: the operators that take the host's and the device's time per step,
    and the CUDA runtime's synchronizations and copies per step.
+10. **Paper profiles with the kernels** (``paper_kernels``): part 2 again with the Triton
+   codec kernels and the ``"words"`` device CRC switched on (``fast_kernels``), beside
+   part 2's library defaults.
 
 ``python benchmarks/gpu_bench.py [FILE] [--only=PART,...]`` updates ``FILE``
 (``gpu-runs/bench_gpu.json``) with the parts it runs; ``THINWIRE_COMMIT`` names the code
@@ -371,6 +374,26 @@ def step_profile(steps: int = 10, profile: str = "paper", top: int = 12) -> dict
 KERNEL_CRCS = ("slicing", "words")  # the device CRC kernels part 8 pairs each codec kernel with
 
 
+class fast_kernels:
+    """The Triton codec kernels (``triton_uniform``, ``triton_qsgd``, ``triton_drop``) and the
+    ``"words"`` device CRC switched on within the block, the library's choices restored after."""
+
+    def __enter__(self):
+        from thinwire.codecs.kernels import triton_drop, triton_qsgd, triton_uniform
+        self.modules = (triton_uniform, triton_qsgd, triton_drop)
+        self.before = [m.KERNEL for m in self.modules]
+        for m in self.modules:
+            m.KERNEL = "triton"
+        self.crc = crc_kernel("words")
+        self.crc.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self.crc.__exit__(*exc)
+        for m, k in zip(self.modules, self.before):
+            m.KERNEL = k
+
+
 def codec_kernels(sizes=SIZES) -> list[dict]:
     """Part 8: ``KERNEL_SPECS``' messages kept on the device with torch's operations and with
     the Triton kernels (``triton_uniform``, ``triton_qsgd``, ``triton_drop``: their ``KERNEL``
@@ -401,8 +424,8 @@ def crc_variant_rows(nbytes: int) -> list[dict]:
 
 
 PARTS = ("same_bytes", "hook_nccl", "codecs", "paper", "device_crc", "device_messages", "crc_variants",
-         "message_overhead", "codec_kernels", "step_profile")
-NOT_YET_RUN = ("codec_kernels", "step_profile")  # parts no GPU has run yet: gpu-runs/bench_gpu.json lacks them
+         "message_overhead", "codec_kernels", "step_profile", "paper_kernels")
+NOT_YET_RUN = ("codec_kernels", "step_profile", "paper_kernels")  # parts no GPU has run yet: gpu-runs/bench_gpu.json lacks them
 
 
 def run(save, doc: dict, parts=PARTS, steps: int = 30, hook_steps: int = 600, sizes=SIZES,
@@ -431,9 +454,9 @@ def run(save, doc: dict, parts=PARTS, steps: int = 30, hook_steps: int = 600, si
     parts = sorted(parts, key=lambda part: part in ("message_overhead", "step_profile"))
     for part in parts:
         try:
-            if part == "paper":
-                with tempfile.TemporaryDirectory() as root:
-                    doc["paper"] = paper_profiles(steps, Path(root), profile)
+            if part in ("paper", "paper_kernels"):
+                with tempfile.TemporaryDirectory() as root, fast_kernels() if part == "paper_kernels" else nullcontext():
+                    doc[part] = paper_profiles(steps, Path(root), profile)
             else:
                 doc[part] = jobs[part]()
         except Exception:  # a part that fails is reported and the next part still runs
