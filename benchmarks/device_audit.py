@@ -106,6 +106,7 @@ class Audit:
 
     def __init__(self):
         self._device: dict[int, weakref.ref] = {}
+        self.host_arguments: Counter = Counter()  # Triton launches given a host tensor, counted or not
         self.paused = 0
         self.counting = False
         self.reset()
@@ -228,6 +229,11 @@ def counting(audit: Audit):
     run = InterpretedFunction.run
 
     def counted_run(self, *args, **kwargs):
+        if not audit.paused:  # on a GPU, a host tensor given to a kernel is refused ("cannot be accessed")
+            name = getattr(self.fn, "__name__", "?")
+            for i, t in enumerate(args):
+                if isinstance(t, torch.Tensor) and t.numel() and not audit.on_device(t):
+                    audit.host_arguments[f"{name} argument {i} at {_caller()}"] += 1
         if audit.counting and not audit.paused:
             audit.triton[getattr(self.fn, "__name__", "?")] += 1
             audit.moved(getattr(self.fn, "__name__", "?"), *_tensors((args, kwargs)))
@@ -237,12 +243,23 @@ def counting(audit: Audit):
         finally:
             audit.paused -= 1
 
-    InterpretedFunction.run = counted_run
+    from thinwire.codecs.kernels import triton_crc, triton_drop
+    runs = triton_crc.triton_runs
+    caches = (triton_crc._tables, triton_crc._lane_shifts, triton_crc._word_tables, triton_drop._chunks)
+
+    def runs_on_device(*tensors):  # as on a GPU: a kernel takes device tensors only
+        return runs(*tensors) and all(audit.on_device(t) for t in tensors)
+
+    InterpretedFunction.run, triton_crc.triton_runs = counted_run, runs_on_device
+    for cache in caches:  # made again within the block, so that their tables are followed to the device
+        cache.cache_clear()
     try:
         with _Function(audit), _Dispatch(audit):
             yield audit
     finally:
-        InterpretedFunction.run = run
+        InterpretedFunction.run, triton_crc.triton_runs = run, runs
+        for cache in caches:
+            cache.cache_clear()
 
 
 @contextmanager

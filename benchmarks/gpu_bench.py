@@ -42,7 +42,7 @@ paper profiles' speed on one GPU, and the DDP hook under NCCL.
    codec kernels and the ``"words"`` device CRC switched on (``fast_kernels``), beside
    part 2's library defaults.
 
-``python benchmarks/gpu_bench.py [FILE] [--only=PART,...]`` updates ``FILE``
+``python benchmarks/gpu_bench.py [FILE] [--only=PART,...] [--codec-kernels=KERNEL,...]`` updates ``FILE``
 (``gpu-runs/bench_gpu.json``) with the parts it runs; ``THINWIRE_COMMIT`` names the code
 measured in each part's stamp.
 
@@ -372,6 +372,7 @@ def step_profile(steps: int = 10, profile: str = "paper", top: int = 12) -> dict
 
 
 KERNEL_CRCS = ("slicing", "words")  # the device CRC kernels part 8 pairs each codec kernel with
+CODEC_KERNELS: tuple[str, ...] = ()  # ``--codec-kernels=triton``: part 8 with these only (all when empty)
 
 
 class fast_kernels:
@@ -401,7 +402,7 @@ def codec_kernels(sizes=SIZES) -> list[dict]:
     from thinwire.codecs.kernels import triton_drop, triton_qsgd, triton_uniform
     modules = (triton_uniform, triton_qsgd, triton_drop)
     rows = []
-    for kernel in triton_uniform.KERNELS:
+    for kernel in CODEC_KERNELS or triton_uniform.KERNELS:
         before = [m.KERNEL for m in modules]
         for m in modules:
             m.KERNEL = kernel
@@ -474,7 +475,7 @@ def run(save, doc: dict, parts=PARTS, steps: int = 30, hook_steps: int = 600, si
 
 
 def main(argv: list[str]) -> int:
-    global DEVICE
+    global DEVICE, CODEC_KERNELS
     dry = "--dry-run" in argv
     argv = [a for a in argv if a != "--dry-run"]
     if dry:
@@ -487,6 +488,8 @@ def main(argv: list[str]) -> int:
     if any(part not in PARTS for part in only):
         raise SystemExit(f"--only={','.join(only)} is not allowed: parts are {','.join(PARTS)}")
     argv = [a for a in argv if not a.startswith("--only=")]
+    CODEC_KERNELS = next((tuple(a.split("=", 1)[1].split(",")) for a in argv if a.startswith("--codec-kernels=")), ())
+    argv = [a for a in argv if not a.startswith("--codec-kernels=")]
     target = Path(argv[0]) if argv else ROOT / "gpu-runs" / "bench_gpu.json"
     target.parent.mkdir(parents=True, exist_ok=True)
     doc = json.loads(target.read_text()) if target.exists() else {}

@@ -67,3 +67,38 @@ def test_audit_counts_what_it_claims(monkeypatch):
     assert row["op_names"] == {"add": 2, "sum": 1, "_local_scalar_dense": 1, "gt": 2, "nonzero": 1, "zeros": 1,
                                "to": 1, "index_put": 1}, row
     assert row["reads"] == 5, row["where"]
+
+
+HOST_MESSAGES = r"""
+import sys
+sys.path.insert(0, BENCHMARKS)
+import device_audit  # sets TRITON_INTERPRET=1 before triton is imported
+import torch
+from thinwire.codecs import CodecState, make_codec
+
+specs = device_audit.SPECS + ["qsgd(bits=4, bucket=512)", "graddrop(ratio=0.99, encoding='index_value')",
+                              "ef(topk(ratio=0.01))", "binquant(bits=5, coder='huffman')"]
+x = torch.randn(4096, generator=torch.Generator().manual_seed(0))
+for spec in specs:
+    want = bytes(make_codec(spec).encode(x, CodecState(0), "x"))  # the host kernels' message
+    for name in device_audit.PATHS:
+        out = torch.empty_like(x)
+        with device_audit.path(*device_audit.PATHS[name]), device_audit.counting(device_audit.Audit()) as audit:
+            audit.mark(x, out)
+            codec = make_codec(spec)
+            host = codec.encode(x, CodecState(0), "x")  # a device tensor's message in host memory
+            codec.decode(host, CodecState(0), "x", out=out)
+            kept = codec.encode(x, CodecState(0), "x", out=audit_message(audit))  # and in device memory
+            codec.decode(kept, CodecState(0), "x", out=out)
+        assert not audit.host_arguments, (spec, name, dict(audit.host_arguments))
+        assert bytes(host) == want and bytes(kept.numpy()) == want, (spec, name)
+print("ok")
+""".replace("BENCHMARKS", repr(str(BENCHMARKS))).replace("audit_message(audit)", "(lambda m: (audit.mark(m), m)[1])(torch.empty(0, dtype=torch.uint8))")
+
+
+def test_kernels_are_given_device_tensors_only():
+    """On a GPU a Triton kernel refuses a host tensor ("cannot be accessed from Triton"): a
+    device tensor encoded into a message in host memory, or decoded from one, has its codes
+    made on the device and copied over. Counted on the CPU: ``device_audit`` lets a kernel
+    take only the tensors it follows to the device, and records any other it is given."""
+    kernel_choice.passes(HOST_MESSAGES)

@@ -110,7 +110,7 @@ def bin_pack(flat: torch.Tensor, lo: float, hi: float, bits: int, out: torch.Ten
     x = flat.reshape(-1)
     if n and hi > lo and device.on_device(flat) and bits <= 8 and triton_uniform.usable(bits, x):
         x = x.to(torch.float32)  # exact: every value goes to float64 on the way, as on the host
-        packed = out if out is not None and out.device == x.device else torch.empty(
+        packed = out if out is not None and triton_uniform.usable(bits, x, out) else torch.empty(
             bitpack.packed_bytes(n, bits), dtype=torch.uint8, device=x.device)
         triton_uniform.bin_packed(x, lo, (1 << bits) / (hi - lo), bits, packed)
         return packed if out is None or packed is out else out.copy_(packed)
