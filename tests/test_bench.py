@@ -87,7 +87,7 @@ def test_the_gpu_benchmark_runs_its_codecs_through_the_device_paths_on_the_cpu(m
     assert [r["crc_kernel"] for r in kept] == [k for k in sorted(kernels, key=lambda k: k == triton_crc.KERNEL)
                                                for _ in gpu_bench.SPECS]
     assert [r["bytes"] for r in kept] == [r["bytes"] for r in rows] * len(kernels)
-    assert triton_crc.KERNEL == "slicing"  # each kernel's pass restores the library's
+    assert triton_crc.KERNEL == "shifted"  # each kernel's pass restores the library's
     doc = json.loads(run.GPU_RESULTS.read_text())
     tables = run.gpu_tables({**doc, "device_messages": kept})
     n = 12 * len(kernels)

@@ -55,7 +55,12 @@ With ``"words"`` a copy rides along: ``crc32c_copy`` stores each word it loads i
 target, so a message's one plain part is copied in, or out, and checksummed in one pass
 (``wire/tensor_message.py``), the CRC of the host bytes before the part folded in as a
 constant. The other kernels copy first and then checksum. ``gpu_bench`` times every
-kernel, and ``"slicing"`` stays the default until a GPU has measured another faster.
+kernel. ``"shifted"`` is the default: on an H100 (``gpu-runs/bench_gpu.json``, parts
+``device_crc`` and ``device_messages``) it checksummed 100 MB at 0.79 of the add pass and
+1 GB at 1.31, where ``"slicing"`` reached 0.43 and 0.54, and ``"words"`` 0.27 and 1.31 (its
+block CRCs' join costs about as much as 100 MB of words); ``"words"`` writes the larger
+dense messages fastest (fp32 of 250M values at 0.39 of the add pass, ``"shifted"`` 0.21)
+but the smaller ones slowest (fp16 of 25M: 0.11, ``"shifted"`` 0.19).
 
 A kernel whose lanes' CRCs are parities of int8 matrix products on the tensor cores (no
 lookups at all) measured slower than ``"slicing"`` on an H100 and lives among
@@ -78,7 +83,7 @@ LANES, SEG = 256, 64           # one program: 256 lanes x 64 contiguous bytes
 BLOCK = LANES * SEG            # 16 KiB
 LANE_LEVELS = LANES.bit_length() - 1
 JOIN_LEVELS = 10               # one program of ``_join`` joins up to 2^10 CRCs
-KERNEL = "slicing"             # step 1: "slicing", "shifted" or "words"
+KERNEL = "shifted"             # step 1: "slicing", "shifted" or "words"
 KERNELS = ("slicing", "shifted", "words")
 WORD_LANES, WORD_STEPS = 256, 16  # "words": one program, 256 lanes x 16 words (BLOCK bytes)
 WORD_WARPS = 4
@@ -126,7 +131,7 @@ def _lane_shifts(device: str) -> torch.Tensor:
 def triton_runs(*tensors: torch.Tensor) -> bool:
     """Whether a Triton kernel can take these tensors: Triton present, and every tensor
     contiguous on one GPU (or on the CPU under Triton's interpreter, ``TRITON_INTERPRET=1``).
-    What the opt-in codec kernels (``triton_uniform``, ``triton_qsgd``, ``triton_drop``)
+    What the codec kernels (``triton_uniform``, ``triton_qsgd``, ``triton_drop``)
     each ask first."""
     devices = {t.device for t in tensors}
     where = next(iter(devices)).type if len(devices) == 1 else None

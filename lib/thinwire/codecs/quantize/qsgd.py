@@ -22,8 +22,8 @@ The u_i come from the sender state's own generator: one 64-bit key per message, 
 by a counter-based hash (``kernels/qsgd.py``), so a message depends only on the seed and
 the messages before it. Steps 1-4 are one compiled pass that writes into the message
 buffer and step 5 one pass out of it; a GPU tensor takes torch operations on the GPU that
-write the same bytes (``kernels/torch_qsgd.py``), or with ``triton_qsgd.KERNEL = "triton"``
-one Triton kernel each way (``kernels/triton_qsgd.py``). NaN or Inf input raises
+write the same bytes: one Triton kernel each way (``kernels/triton_qsgd.py``, the default),
+or with ``triton_qsgd.KERNEL = "torch"`` torch's operations (``kernels/torch_qsgd.py``). NaN or Inf input raises
 ``ValueError``.
 """
 
