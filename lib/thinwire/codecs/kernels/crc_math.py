@@ -7,6 +7,8 @@ checksum (``wire/checksum.py``) joins its threads' pieces with this one.
 
 from __future__ import annotations
 
+import functools
+
 POLY = 0x82F63B78        # CRC-32C, bit-reversed
 
 
@@ -38,8 +40,10 @@ def x_power(exponent: int) -> int:
     return power
 
 
+@functools.lru_cache(maxsize=4096)
 def x_8n(nbytes: int) -> int:
-    """x^(8 nbytes) mod the polynomial."""
+    """x^(8 nbytes) mod the polynomial (kept for the last lengths asked: a message's
+    length recurs every step, and a power of a large length is some 15 products)."""
     return x_power(8 * nbytes)
 
 

@@ -432,13 +432,20 @@ def by_words(kernel, nbytes: int, device: torch.device, scale: int, add: int, tr
     blocks = -(-nw // per_block)
     product, shifts = _word_tables(str(device), WORD_LANES)
     block_products = _tables(str(device), max(1, (blocks - 1).bit_length()))[2]
-    scale = multiply(scale, inverse(x_8n(4 * nw - nbytes)))  # the last word's zero bytes taken out
+    if 4 * nw != nbytes:
+        scale = multiply(scale, _unpadded(4 * nw - nbytes))  # the last word's zero bytes taken out
     crcs = torch.empty(blocks, dtype=torch.int32, device=device)
     store, final = trailer is not None, blocks == 1
     kernel[(blocks,)](*before, blocks * per_block - nw, product, shifts, crcs, _bits(scale), _bits(add),
                       trailer if store else crcs, *after, LANES=WORD_LANES, STEPS=WORD_STEPS, FINAL=final,
                       STORE=store and final, SCALED=scale != ONE, num_warps=WORD_WARPS, **constants)
     return _joined(crcs, block_products, scale, add, trailer)
+
+
+@functools.lru_cache(maxsize=None)
+def _unpadded(pad: int) -> int:
+    """x^(-8 pad): what takes ``pad`` zero bytes at the end back out of a raw CRC."""
+    return inverse(x_8n(pad))
 
 
 def _bits(value: int) -> int:
