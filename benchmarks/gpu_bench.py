@@ -32,7 +32,8 @@ paper profiles' speed on one GPU, and the DDP hook under NCCL.
 7. **Message overhead**: encode and decode of small message tensors (4,096 and 1M values),
    seconds per call and the CUDA runtime calls and kernels each makes.
 8. **Codec kernels** (``kernels/triton_uniform.py``, ``triton_qsgd.py``, ``triton_drop.py``):
-   min-max quantization's, QSGD's, top-k's and gradient dropping's messages kept on the device, as
+   min-max quantization's, QSGD's, top-k's, gradient dropping's and the bin quantizers'
+   (Oland & Raj's, MQGrad's per row) messages kept on the device, as
    in part 5, with torch's operations and with the Triton kernels, each with the library's
    device CRC kernel and with ``"words"``, each message compared with the host's.
 9. **Step profile**: the quickstart paper profile's steps (each method) under
@@ -75,7 +76,8 @@ SAME_BYTES_ALSO = ["binquant(bits=5, coder='huffman')", "binquant(bits=12, coder
 TARGET = 0.5
 HOOK_CODECS = ("fp32", "ef(topk(ratio=0.01))", "quantize(bits=8)")
 KERNEL_SPECS = ["quantize(bits=8)", "quantize(bits=4)", "quantize(bits=1)", "qsgd(bits=8, bucket=512)",
-                "qsgd(bits=4, bucket=512)", "topk(ratio=0.01)", "graddrop(ratio=0.99)", "graddrop(ratio=0.99, bits=1)"]
+                "qsgd(bits=4, bucket=512)", "topk(ratio=0.01)", "graddrop(ratio=0.99)", "graddrop(ratio=0.99, bits=1)",
+                "binquant(bits=8)", "colquant(bits=8)"]
 OVERHEAD_CODECS = ("fp32", "quantize(bits=8)", "topk(ratio=0.01)", "graddrop(ratio=0.99)")
 DEVICE = "cuda"  # ``--dry-run``: "cpu", the device paths forced (kernels/device.py), tiny sizes
 

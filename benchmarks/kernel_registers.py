@@ -82,6 +82,12 @@ def _kernels():
         yield (f"triton_uniform bin codes {bits}", uniform._bin_quantize,
                {"x": "*fp32", "n": "i64", "bins": "*fp64", "out": "*u8", "nbytes": "i64"},
                {"BITS": bits, "GROUPS": uniform.GROUPS}, 4)
+        yield (f"triton_uniform row codes {bits}", uniform._row_quantize,
+               {"x": "*fp32", "n": "i64", "cols": "i64", "bins": "*fp64", "out": "*u8", "nbytes": "i64"},
+               {"BITS": bits, "GROUPS": uniform.GROUPS, "WIDE": False}, 4)
+        yield (f"triton_uniform row values {bits}", uniform._row_dequantize,
+               {"packed": "*u8", "n": "i64", "cols": "i64", "bins": "*fp64", "out": "*fp32", "nbytes": "i64"},
+               {"BITS": bits, "GROUPS": uniform.GROUPS, "WIDE": False}, 4)
     chunk = {"src": "*fp32", "grad": "*fp32", "starts": "*i64", "stops": "*i64", "segment": "*i32", "thresholds": "*fp32"}
     yield ("triton_drop count", drop._count, dict(chunk, counts="*i32", non_finite="*i32", residual="*fp32"),
            {"ADD": True, "INCLUSIVE": False, "BLOCK": drop.BLOCK, "AT_LEAST": False, "FLAG": False, "STORE": True},
@@ -92,6 +98,11 @@ def _kernels():
     yield ("triton_drop top-k count", drop._count, dict(chunk, counts="*i32", non_finite="*i32", residual="*fp32"),
            {"ADD": False, "INCLUSIVE": False, "BLOCK": drop.BLOCK, "AT_LEAST": True, "FLAG": True, "STORE": False},
            drop.WARPS)
+
+
+UNFUSED = ("triton_uniform row values",)  # launched with enable_fp_fusion=False
+FLOAT64_EXACT = ("triton_uniform bin codes", "triton_uniform row codes", "triton_uniform row values")  # the host's
+# float64 operations one at a time: no fused multiply-add may round twice as once
 
 
 def tools() -> Path | None:
@@ -114,7 +125,8 @@ def report(arch: str = "sm_90a", names: set[str] | None = None) -> list[dict]:
         if names is not None and name not in names:
             continue
         source = ASTSource(fn, {**signature, **{k: "constexpr" for k in constants}}, constexprs=constants)
-        compiled = triton.compile(source, target=target, options={"num_warps": warps})
+        fusion = not name.startswith(UNFUSED)  # as they are launched
+        compiled = triton.compile(source, target=target, options={"num_warps": warps, "enable_fp_fusion": fusion})
         with tempfile.TemporaryDirectory() as folder:
             binary = Path(folder, "kernel.cubin")
             binary.write_bytes(compiled.asm["cubin"])
@@ -123,6 +135,7 @@ def report(arch: str = "sm_90a", names: set[str] | None = None) -> list[dict]:
         usage = re.search(r"REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+)", done.stdout)
         rows.append({"kernel": name, "warps": warps, "registers": int(usage.group(1)), "stack_bytes": int(usage.group(2)),
                      "shared_bytes": int(usage.group(3)), "local_bytes": int(usage.group(4)),
+                     "float64_fma": compiled.asm["ptx"].count("fma.rn.f64"),
                      "triton": triton.__version__})
     return rows
 

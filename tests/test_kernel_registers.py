@@ -21,3 +21,4 @@ def test_no_codec_kernel_spills_and_the_streaming_ones_stay_small():
     for r in rows:
         assert r["local_bytes"] == 0, r
         assert r["kernel"] in kernel_registers.TREES or r["registers"] <= kernel_registers.REGISTERS, r
+        assert not r["kernel"].startswith(kernel_registers.FLOAT64_EXACT) or r["float64_fma"] == 0, r

@@ -9,7 +9,7 @@ import pytest
 from thinwire.codecs.kernels import triton_crc, triton_uniform
 
 CHECK = r"""
-import os
+import contextlib, os
 os.environ["TRITON_INTERPRET"] = "1"
 import numpy as np, torch
 from thinwire.codecs import CodecState, make_codec
@@ -73,6 +73,47 @@ for bits in (1, 3, 8, 12):
         out = torch.empty_like(x)
         codec.decode(moved, CodecState(0), "x", out=out)
     assert torch.equal(out, codec.decode(host, CodecState(0), "x")), bits
+# MQGrad's row codes (colquant) in one kernel on the device path: the host's bytes and
+# values for matrices whose rows end inside a group of 8, a constant row (eps keeps its
+# span; eps=0 gives it scale 0), a row of subnormals and rows of large magnitudes
+calls = []
+real_rows, real_values = triton_uniform.row_packed, triton_uniform.row_values
+triton_uniform.row_packed = lambda *a, **k: calls.append(1) or real_rows(*a, **k)
+triton_uniform.row_values = lambda *a, **k: calls.append(2) or real_values(*a, **k)
+shapes = [(5, 13), (3, 8), (1, 1), (7,), (2, 1000)]
+for bits in (1, 3, 5, 8, 12):
+    for eps in (1e-6, 0.0):
+        codec = make_codec(f"colquant(bits={bits}, eps={eps})")
+        for shape in shapes:
+            w = torch.from_numpy(rng.standard_normal(shape).astype(np.float32))
+            if len(shape) == 2 and shape[0] >= 3:
+                w[1] = 0.25
+                w[2] = torch.from_numpy(rng.integers(-3, 4, shape[1]).astype(np.float32) * 1e-45)
+                w[-1] = w[-1] * 1e37 + 3e37
+            host = codec.encode(w, CodecState(0), "w")
+            calls.clear()
+            with device.forced():
+                moved = codec.encode(w, CodecState(0), "w", out=torch.empty(0, dtype=torch.uint8))
+                again = codec.encode(w, CodecState(0), "w")  # into a message in host memory
+            assert bytes(moved.numpy()) == bytes(host) == bytes(again), (bits, eps, shape)
+            want = codec.decode(host, CodecState(0), "w")
+            for message in (moved, host):  # from device memory and from host memory
+                out = torch.full_like(w, 7.0)
+                with device.forced():
+                    codec.decode(message, CodecState(0), "w", out=out)
+                assert torch.equal(out.view(torch.int32), want.view(torch.int32)), (bits, eps, shape)
+            assert calls == ([1, 1, 2, 2] if bits <= 8 else []), (bits, calls)
+# NaN or Inf anywhere is refused from the rows' ranges, on both paths
+for bad in (float("nan"), float("inf"), -float("inf")):
+    w = torch.randn(4, 9)
+    w[2, 5] = bad
+    for forced in (False, True):
+        try:
+            with device.forced() if forced else contextlib.nullcontext():
+                make_codec("colquant(bits=4)").encode(w, CodecState(0), "w")
+            raise AssertionError(f"{bad} encoded")
+        except ValueError as e:
+            assert "NaN or Inf" in str(e), e
 print("ok")
 """
 

@@ -19,17 +19,27 @@ def bin_codes(flat: torch.Tensor, lo: float, scale: float, top: int) -> torch.Te
     return k.to(torch.int64).clamp_max_(top).to(torch.int32)  # truncation: floor of the non-negative value
 
 
+def row_scales(lo: torch.Tensor, hi: torch.Tensor, eps: float, levels: int) -> torch.Tensor:
+    """Each row's (lo, levels / (hi + eps - lo)) in float64, 0 for an empty span: [rows, 2]."""
+    low = lo.to(torch.float64)
+    span = (hi.to(torch.float64) + eps) - low
+    return torch.stack([low, torch.where(span > 0, levels / span, torch.zeros_like(span))], 1)
+
+
 def row_codes(rows: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor, eps: float, levels: int) -> torch.Tensor:
     """``rows.row_codes``: each row's codes in its ``levels`` bins of [lo, hi + eps] (int32)."""
-    low = lo.to(torch.float64).unsqueeze(1)
-    span = (hi.to(torch.float64).unsqueeze(1) + eps) - low
-    scale = torch.where(span > 0, levels / span, torch.zeros_like(span))
-    k = torch.floor((rows.to(torch.float64) - low) * scale)
+    bins = row_scales(lo, hi, eps, levels)
+    k = torch.floor((rows.to(torch.float64) - bins[:, :1]) * bins[:, 1:])
     return k.clamp_(0.0, levels - 1).to(torch.int32)
+
+
+def row_steps(lo: torch.Tensor, hi: torch.Tensor, levels: int) -> torch.Tensor:
+    """Each row's (lo, (hi - lo) / levels) in float64: [rows, 2]."""
+    low = lo.to(torch.float64)
+    return torch.stack([low, (hi.to(torch.float64) - low) / levels], 1)
 
 
 def row_values(codes: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor, levels: int) -> torch.Tensor:
     """``rows.row_values``: the centre of each code's bin in its row's range (float32)."""
-    low = lo.to(torch.float64).unsqueeze(1)
-    step = (hi.to(torch.float64).unsqueeze(1) - low) / levels
-    return (low + (codes.to(torch.float64) + 0.5) * step).to(torch.float32)
+    bins = row_steps(lo, hi, levels)
+    return (bins[:, :1] + (codes.to(torch.float64) + 0.5) * bins[:, 1:]).to(torch.float32)

@@ -21,7 +21,11 @@ all-negative row then gets hi = 1.2e-38 instead of its maximum, a wider range an
 bins. Off by default: the paper does not describe it, and it reads as a slip. Steps 2 and
 4 are compiled kernels over the rows (``kernels/rows.py``) computing in float64 (the code
 computes in float32; they can differ only for a value on a bin edge); a GPU tensor takes
-the same float64 arithmetic in torch operations on the GPU (``kernels/torch_bins.py``).
+the same float64 arithmetic in torch operations on the GPU (``kernels/torch_bins.py``), or,
+of 1 to 8 bits with ``triton_uniform.KERNEL = "triton"``, steps 2 and 3 in one Triton
+kernel that writes into the message (``triton_uniform.row_packed``) and step 4 in one that
+reads from it (``row_values``). NaN or Inf is refused
+from step 1's ranges, which it reaches.
 """
 
 from __future__ import annotations
@@ -31,9 +35,9 @@ import torch
 
 from ..base import Codec, expect_part, plain_decision
 from ..errors import CorruptMessageError
-from ..kernels import bitpack, device, torch_bins
+from ..kernels import bitpack, device, torch_bins, triton_uniform
 from ..kernels.rows import row_codes, row_values
-from ..payload import Payload
+from ..payload import PartWriter, Payload
 from ..state import CodecState
 from .bin_quantize import check_bits
 
@@ -43,6 +47,16 @@ EPS = 1e-6
 
 def _rows(flat: torch.Tensor, shape: tuple) -> torch.Tensor:
     return flat.reshape(shape) if len(shape) == 2 else flat.reshape(1, -1)
+
+
+def _row_packed(x: torch.Tensor, bins: torch.Tensor, bits: int, view: torch.Tensor) -> None:
+    """Steps 2 and 3 by one Triton kernel (``triton_uniform.row_packed``) into the message's
+    ``view``, or, where the message is in host memory, on the device and copied over."""
+    target = view if triton_uniform.usable(bits, x, view) else torch.empty(view.numel(), dtype=torch.uint8,
+                                                                           device=x.device)
+    triton_uniform.row_packed(x, bins, bits, target)
+    if target is not view:
+        view.copy_(target)
 
 
 class ColumnQuantize(Codec):
@@ -87,13 +101,19 @@ class ColumnQuantize(Codec):
         if rows.numel() == 0:
             lo = hi = torch.zeros(rows.shape[0], dtype=torch.float32)
             return Payload(parts={"codes": torch.empty(0, dtype=torch.uint8), "lo": lo, "hi": hi}, meta={"bits": bits})
-        if not bool(torch.isfinite(rows).all()):
-            raise ValueError(f"{self.spec()}: the tensor contains NaN or Inf: it cannot be quantized")
         lo, hi = rows.amin(1), rows.amax(1)                                   # 1.
+        if not bool((torch.isfinite(lo) & torch.isfinite(hi)).all()):  # NaN or Inf reaches a row's least or greatest
+            raise ValueError(f"{self.spec()}: the tensor contains NaN or Inf: it cannot be quantized")
         if self.max_floor:
             hi = hi.clamp_min(FLT_MIN)
         lo, hi = lo.contiguous(), hi.contiguous()
         if device.on_device(rows):
+            x = rows.contiguous()
+            if bits <= 8 and triton_uniform.usable(bits, x):  # 2. and 3. in one pass
+                bins = torch_bins.row_scales(lo, hi, self.eps, 1 << bits)
+                codes = PartWriter(torch.uint8, bitpack.packed_bytes(x.numel(), bits),
+                                   lambda view: _row_packed(x, bins, bits, view))
+                return Payload(parts={"codes": codes, "lo": lo, "hi": hi}, meta={"bits": bits})
             codes = torch_bins.row_codes(rows, lo, hi, self.eps, 1 << bits)                         # 2.
             return Payload(parts={"codes": bitpack.pack(codes.reshape(-1), bits), "lo": lo, "hi": hi},  # 3.
                            meta={"bits": bits})
@@ -117,6 +137,10 @@ class ColumnQuantize(Codec):
             values = torch.empty(0, dtype=torch.float32)
             return values if out is None else out
         if out is not None and device.on_device(out):  # the codes go to out's device, the values stay there
+            packed = packed.to(out.device)
+            if bits <= 8 and out.dtype == torch.float32 and triton_uniform.usable(bits, packed, out):  # 4. in one pass
+                bins = torch_bins.row_steps(lo.to(out.device), hi.to(out.device), 1 << bits)
+                return triton_uniform.row_values(packed, numel // lo.numel(), bins, bits, out)
             codes = bitpack.unpack(packed.to(out.device), numel, bits).reshape(lo.numel(), -1)   # 4.
             values = torch_bins.row_values(codes, lo.to(out.device), hi.to(out.device), 1 << bits)
             return out.copy_(values.reshape(-1))
