@@ -42,6 +42,9 @@ paper profiles' speed on one GPU, and the DDP hook under NCCL.
 10. **Paper profiles with the kernels** (``paper_kernels``): part 2 again with the Triton
    codec kernels and the ``"words"`` device CRC switched on (``fast_kernels``), beside
    part 2's library defaults.
+11. **Codec profile** (``codec_profile``): part 8's codecs at 25M values under
+   ``torch.profiler``, with the library's kernels and with ``fast_kernels``: the kernels
+   that take an encode's and a decode's device time.
 
 ``python benchmarks/gpu_bench.py [FILE] [--only=PART,...] [--codec-kernels=KERNEL,...]`` updates ``FILE``
 (``gpu-runs/bench_gpu.json``) with the parts it runs; ``THINWIRE_COMMIT`` names the code
@@ -373,6 +376,47 @@ def step_profile(steps: int = 10, profile: str = "paper", top: int = 12) -> dict
     return out
 
 
+def codec_profile(n: int = 25_000_000, specs=KERNEL_SPECS, calls: int = 3, top: int = 8) -> list[dict]:
+    """Part 11: where one encode and one decode of ``n`` values spend the device's time, per
+    codec of part 8, messages kept on the device, with the library's kernels and with the
+    Triton codec kernels and the words CRC (``fast_kernels``): ``torch.profiler`` over
+    ``calls`` calls after a warm-up, the ``top`` kernels by device time (microseconds per
+    call) and the device's and the host's total per call."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from thinwire.codecs import CodecState, make_codec
+    from thinwire.codecs.kernels import device
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if DEVICE == "cuda" else [])
+    x = torch.randn(n, device=DEVICE, generator=torch.Generator(DEVICE).manual_seed(0))
+    out = torch.empty_like(x)
+    rows = []
+    for label, kernels in (("library", nullcontext), ("triton, words", fast_kernels)):
+        for spec in specs:
+            with kernels(), device.forced() if DEVICE == "cpu" else nullcontext():
+                codec, state = make_codec(spec), CodecState(0)
+                message = codec.encode(x, state, "x", out=torch.empty(0, dtype=torch.uint8, device=DEVICE))
+                row = {"codec": spec, "values": n, "kernels": label}
+                for name, fn in (("encode", lambda: codec.encode(x, state, "x", out=message)),
+                                 ("decode", lambda: codec.decode(message, state, "x", out=out))):
+                    fn()
+                    _sync()
+                    with profile(activities=activities) as prof:
+                        for _ in range(calls):
+                            fn()
+                        _sync()
+                    events = [e for e in prof.key_averages()
+                              if getattr(e, "self_device_time_total", getattr(e, "self_cuda_time_total", 0))]
+                    device_us = lambda e: getattr(e, "self_device_time_total", getattr(e, "self_cuda_time_total", 0))  # noqa: E731
+                    row[f"{name}_device_us"] = round(sum(device_us(e) for e in events) / calls, 1)
+                    row[f"{name}_host_us"] = round(sum(e.self_cpu_time_total for e in prof.key_averages()) / calls, 1)
+                    row[f"{name}_kernels"] = {e.key[:80]: [round(device_us(e) / calls, 1), round(e.count / calls, 1)]
+                                              for e in sorted(events, key=lambda e: -device_us(e))[:top]}
+            rows.append(row)
+            print(f"profile {spec} ({label}): encode {row['encode_device_us']} us on the device, "
+                  f"{list(row['encode_kernels'].items())[:3]}; decode {row['decode_device_us']} us", flush=True)
+    return rows
+
+
 KERNEL_CRCS = ("slicing", "words")  # the device CRC kernels part 8 pairs each codec kernel with
 CODEC_KERNELS: tuple[str, ...] = ()  # ``--codec-kernels=triton``: part 8 with these only (all when empty)
 
@@ -427,8 +471,8 @@ def crc_variant_rows(nbytes: int) -> list[dict]:
 
 
 PARTS = ("same_bytes", "hook_nccl", "codecs", "paper", "device_crc", "device_messages", "crc_variants",
-         "message_overhead", "codec_kernels", "step_profile", "paper_kernels")
-NOT_YET_RUN = ("step_profile",)  # parts no GPU has run yet: gpu-runs/bench_gpu.json lacks them
+         "message_overhead", "codec_kernels", "step_profile", "paper_kernels", "codec_profile")
+NOT_YET_RUN = ("step_profile", "codec_profile")  # parts no GPU has run yet: gpu-runs/bench_gpu.json lacks them
 
 
 def run(save, doc: dict, parts=PARTS, steps: int = 30, hook_steps: int = 600, sizes=SIZES,
@@ -452,9 +496,10 @@ def run(save, doc: dict, parts=PARTS, steps: int = 30, hook_steps: int = 600, si
             "crc_variants": lambda: crc_variant_rows(sizes[0] * 4 if DEVICE == "cuda" else 20_000),
             "message_overhead": lambda: message_overhead((4_096, min(1_000_000, sizes[0]))),
             "codec_kernels": lambda: codec_kernels(sizes),
-            "step_profile": lambda: step_profile(min(steps, 10), profile)}
+            "step_profile": lambda: step_profile(min(steps, 10), profile),
+            "codec_profile": lambda: codec_profile(sizes[0])}
     # the parts that run torch.profiler go last: no other part is timed in a process that has run it
-    parts = sorted(parts, key=lambda part: part in ("message_overhead", "step_profile"))
+    parts = sorted(parts, key=lambda part: part in ("message_overhead", "step_profile", "codec_profile"))
     for part in parts:
         try:
             if part in ("paper", "paper_kernels"):

@@ -287,6 +287,16 @@ def gpu_tables(doc: dict) -> dict[str, str]:
                          f"{r['decode_s_per_call'] * 1e6:,.0f} | {count(e, *launches)} / {count(d, *launches)} | "
                          f"{count(e, *syncs)} / {count(d, *syncs)} | {count(e, *copies)} / {count(d, *copies)} |")
     lines += _step_profile_lines(doc, stamp)
+    profiled = doc.get("codec_profile", [])  # gpu_bench part 11
+    if profiled:
+        def kernels(found: dict) -> str:
+            return "; ".join(f"{name} {us:,.0f}" for name, (us, _) in list(found.items())[:3])
+        lines += ["", f"Where an encode and a decode of {profiled[0]['values']:,} values spend the device's time "
+                  f"(`torch.profiler`, microseconds per call; {stamp('codec_profile')}):\n",
+                  "| codec | kernels | encode, device us | its largest kernels | decode, device us | its largest kernels |",
+                  "|---|---|---|---|---|---|"]
+        lines += [f"| {r['codec']} | {r['kernels']} | {r['encode_device_us']:,.0f} | {kernels(r['encode_kernels'])} | "
+                  f"{r['decode_device_us']:,.0f} | {kernels(r['decode_kernels'])} |" for r in profiled]
     out["gpu_codecs"] = "\n".join(lines) + "\n\n<sub>All from `gpu-runs/bench_gpu.json`.</sub>\n"
 
     paper = doc["paper"]

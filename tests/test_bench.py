@@ -102,6 +102,13 @@ def test_the_gpu_benchmark_runs_its_codecs_through_the_device_paths_on_the_cpu(m
     assert len(profiled["methods"]) == 3 and all(r["host_us_per_step"] for r in profiled["methods"].values())
     table = run.gpu_tables({**doc, "step_profile": profiled})["gpu_codecs"]
     assert "Where a quickstart step's time goes" in table and all(f"| {m} |" in table for m in profiled["methods"])
+    specs = ("quantize(bits=8)", "colquant(bits=8)")  # part 11: each codec with both sets of kernels
+    rows = gpu_bench.codec_profile(2_000, specs=specs, calls=1)
+    assert [(r["kernels"], r["codec"]) for r in rows] == [(k, s) for k in ("library", "triton, words") for s in specs]
+    assert all(r["encode_host_us"] > 0 and r["decode_host_us"] > 0 for r in rows)
+    assert triton_uniform.KERNEL == "torch" and triton_crc.KERNEL == "shifted"  # fast_kernels restores them
+    table = run.gpu_tables({**doc, "codec_profile": rows})["gpu_codecs"]
+    assert "spend the device's time" in table and "| colquant(bits=8) | triton, words |" in table
 
 
 def test_the_crc_variants_bit_planes_are_the_crcs_of_single_bits():
