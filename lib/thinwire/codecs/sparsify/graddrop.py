@@ -40,13 +40,13 @@ import time
 
 import torch
 
-from ..kernels import bitpack, drop, scatter
+from ..kernels import bitpack, device, drop, scatter
 from ..base import Codec, expect_part
 from .drop_pass import drop_pass
 from .drop_quantize import LEVELS, dequantize, group_ids, keep_error, quantize
 from .drop_threshold import SAMPLINGS, exact_threshold, sample_positions, sample_size, threshold_from_sample
 from ..errors import CorruptMessageError
-from .offsets import decode_offsets, encode_offsets
+from .offsets import decode_offsets, encode_offsets, long_gaps
 from ..payload import Payload
 from ..state import CodecState
 
@@ -132,8 +132,11 @@ class GradDrop(Codec):
                                   keep_residual=self.residual, inclusive=self.ties == "keep", density=1 - self.ratio,
                                   source=source)
         finite = torch.isfinite(values).all().reshape(1).to(torch.int64)  # NaN and Inf always survive
+        longs = None  # the offsets' long-gap counts, where read with the spans' bounds
         if self.ties == "drop":
-            index, values, finite = self._unstall(corrected, spans, thresholds, index, values, finite)
+            index, values, finite, longs = self._unstall(corrected, spans, thresholds, index, values, finite)
+        elif self.encoding == "offset_value" and device.on_device(index):  # one read of both
+            finite, *longs = torch.cat([finite.to(index.device), long_gaps(index)]).tolist()
         if not bool(finite):
             raise ValueError(f"graddrop: tensor {key!r} contains NaN or Inf; cannot rank magnitudes")
         slot = state.slot(key)
@@ -144,7 +147,7 @@ class GradDrop(Codec):
         slot["threshold"] = torch.tensor(thresholds, dtype=torch.float32)
 
         payload = Payload(meta={"count": index.numel()})
-        self._put_index(payload, index)
+        self._put_index(payload, index, longs)
         if self.bits == 0:
             payload.parts["values"] = values
             return payload
@@ -173,17 +176,22 @@ class GradDrop(Codec):
         untouched, so Alg. 1's strict test decides every ordinary step.
 
         ``finite`` (a one-element tensor) is read to the host with the spans' bounds, in one
-        copy, and returned as a bool."""
+        copy, and returned as a bool; on a GPU with the offsets encoding, the index's
+        long-gap counts too (``offsets.long_gaps``), returned for ``encode_offsets`` where no
+        span stalled (else None: the index changes)."""
         ends = torch.tensor([v for span in spans for v in span], dtype=torch.int64, device=index.device)
-        *bounds, finite = torch.cat([torch.searchsorted(index, ends), finite.to(index.device)]).tolist()  # left side
+        counted = self.encoding == "offset_value" and device.on_device(index)
+        read = torch.cat([torch.searchsorted(index, ends), finite.to(index.device)]  # left side
+                         + ([long_gaps(index)] if counted else [])).tolist()
+        bounds, finite = read[:2 * len(spans)], read[2 * len(spans)]
         stalled = [(a, b, t) for (a, b), t, first, stop in zip(spans, thresholds, bounds[0::2], bounds[1::2])
                    if t > 0 and first == stop and b > a]
         if not stalled:
-            return index, values, bool(finite)
+            return index, values, bool(finite), (tuple(read[2 * len(spans) + 1:]) if counted else None)
         extra_index, extra_values = drop_pass(corrected, None, stalled, keep_residual=self.residual, inclusive=True)
         index, values = torch.cat([index, extra_index]), torch.cat([values, extra_values])
         order = torch.argsort(index)  # an infinite threshold lets Inf in here: checked too
-        return index[order], values[order], bool(finite) and bool(torch.isfinite(extra_values).all())
+        return index[order], values[order], bool(finite) and bool(torch.isfinite(extra_values).all()), None
 
     def _corrected(self, flat, slot, state: CodecState, key: str):
         """(buffer that becomes the corrected tensor, residual to add ``gradient`` to or None,
@@ -226,11 +234,11 @@ class GradDrop(Codec):
         # The order statistic is itself one of the values: ties are the others equal to it.
         return t, max(0, equal - 1) / magnitude.numel() if t > 0 else 0.0
 
-    def _put_index(self, payload: Payload, index: torch.Tensor) -> None:
+    def _put_index(self, payload: Payload, index: torch.Tensor, longs: tuple[int, int] | None = None) -> None:
         if self.encoding == "index_value":
             payload.parts["index"] = index.to(torch.int32)
             return
-        width, words, escaped = encode_offsets(index)
+        width, words, escaped = encode_offsets(index, longs)
         payload.meta["width"] = width
         payload.parts["offsets"] = words
         payload.parts["escapes"] = escaped
