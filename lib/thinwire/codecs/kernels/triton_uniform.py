@@ -6,10 +6,11 @@ and an int64 tensor and several passes over them on the way).
 Opt-in (``KERNEL = "triton"``; ``"torch"`` is the default). ``gpu_bench``'s
 ``codec_kernels`` part timed the quantizer on an H100 beside torch's operations
 (``device_messages``), messages equal: of 250M values it was faster (8 bits 0.33-0.40 of
-the add pass against 0.17-0.19; 4 and 1 bits 0.42-0.57 against 0.05), of 25M about the same
-at 8 bits (0.10-0.13 both), and the gradient-dropping and quickstart paper profiles ran no
-faster with it (``paper_kernels``); ``bin_packed`` has not been timed on a GPU. On the CPU
-the test suite runs these kernels under Triton's interpreter against the host kernels.
+the add pass against 0.16-0.19; 4 and 1 bits 0.42-0.57 against 0.05), of 25M faster at 4
+and 1 bits (0.07-0.19 against 0.05) and about the same at 8 (0.10-0.13 both). The same
+switch gives the bin quantizers' codes to ``bin_packed`` and ``row_packed``/``row_values``,
+which no GPU has run yet, so it stays opt-in until one has. On the CPU the test suite runs
+these kernels under Triton's interpreter against the host kernels.
 
 The arithmetic is ``uniform.py``'s (its docstring gives it): a code is the truncation of
 ``w * scale + (0.5 - lo * scale)`` in one fused multiply-add where ``|lo| * scale`` is
