@@ -28,3 +28,13 @@ def forced():
         yield
     finally:
         _forced = before
+
+
+def written_through(view: torch.Tensor, where: torch.device, direct: bool, write) -> None:
+    """``write(target)`` for a message part ``view``: into ``view`` itself where the kernel
+    can take it (``direct``), else into a tensor of its shape on ``where`` (a device
+    kernel cannot write a message in host memory) that is then copied into ``view``."""
+    target = view if direct else torch.empty(view.shape, dtype=view.dtype, device=where)
+    write(target)
+    if target is not view:
+        view.copy_(target)

@@ -24,8 +24,8 @@ computes in float32; they can differ only for a value on a bin edge); a GPU tens
 the same float64 arithmetic in torch operations on the GPU (``kernels/torch_bins.py``), or,
 of 1 to 8 bits with ``triton_uniform.KERNEL = "triton"``, steps 2 and 3 in one Triton
 kernel that writes into the message (``triton_uniform.row_packed``) and step 4 in one that
-reads from it (``row_values``). NaN or Inf is refused
-from step 1's ranges, which it reaches.
+reads from it (``row_values``). NaN or Inf is refused from step 1's ranges, which it
+reaches.
 """
 
 from __future__ import annotations
@@ -47,16 +47,6 @@ EPS = 1e-6
 
 def _rows(flat: torch.Tensor, shape: tuple) -> torch.Tensor:
     return flat.reshape(shape) if len(shape) == 2 else flat.reshape(1, -1)
-
-
-def _row_packed(x: torch.Tensor, bins: torch.Tensor, bits: int, view: torch.Tensor) -> None:
-    """Steps 2 and 3 by one Triton kernel (``triton_uniform.row_packed``) into the message's
-    ``view``, or, where the message is in host memory, on the device and copied over."""
-    target = view if triton_uniform.usable(bits, x, view) else torch.empty(view.numel(), dtype=torch.uint8,
-                                                                           device=x.device)
-    triton_uniform.row_packed(x, bins, bits, target)
-    if target is not view:
-        view.copy_(target)
 
 
 class ColumnQuantize(Codec):
@@ -112,7 +102,9 @@ class ColumnQuantize(Codec):
             if bits <= 8 and triton_uniform.usable(bits, x):  # 2. and 3. in one pass
                 bins = torch_bins.row_scales(lo, hi, self.eps, 1 << bits)
                 codes = PartWriter(torch.uint8, bitpack.packed_bytes(x.numel(), bits),
-                                   lambda view: _row_packed(x, bins, bits, view))
+                                   lambda view: device.written_through(  # a host message: copied over
+                                       view, x.device, triton_uniform.usable(bits, x, view),
+                                       lambda codes: triton_uniform.row_packed(x, bins, bits, codes)))
                 return Payload(parts={"codes": codes, "lo": lo, "hi": hi}, meta={"bits": bits})
             codes = torch_bins.row_codes(rows, lo, hi, self.eps, 1 << bits)                         # 2.
             return Payload(parts={"codes": bitpack.pack(codes.reshape(-1), bits), "lo": lo, "hi": hi},  # 3.
@@ -141,7 +133,7 @@ class ColumnQuantize(Codec):
             if bits <= 8 and out.dtype == torch.float32 and triton_uniform.usable(bits, packed, out):  # 4. in one pass
                 bins = torch_bins.row_steps(lo.to(out.device), hi.to(out.device), 1 << bits)
                 return triton_uniform.row_values(packed, numel // lo.numel(), bins, bits, out)
-            codes = bitpack.unpack(packed.to(out.device), numel, bits).reshape(lo.numel(), -1)   # 4.
+            codes = bitpack.unpack(packed, numel, bits).reshape(lo.numel(), -1)   # 4.
             values = torch_bins.row_values(codes, lo.to(out.device), hi.to(out.device), 1 << bits)
             return out.copy_(values.reshape(-1))
         codes = bitpack.unpack(packed, numel, bits).reshape(lo.numel(), -1).numpy()               # 4.

@@ -99,11 +99,9 @@ class QSGD(Codec):
             on_device = torch.empty(self.buckets(n), dtype=torch.float32, device=x.device)
 
             def fill_codes(view):  # a host message's codes are made on the device and copied over
-                codes = view if triton_qsgd.usable(self.bits, self.bucket, x, view) else torch.empty(
-                    view.numel(), dtype=torch.uint8, device=x.device)
-                triton_qsgd.quantize_packed(x, self.bucket, self.norm == "max", self.bits, message_key, on_device, codes)
-                if codes is not view:
-                    view.copy_(codes)
+                device.written_through(view, x.device, triton_qsgd.usable(self.bits, self.bucket, x, view),
+                                       lambda codes: triton_qsgd.quantize_packed(
+                                           x, self.bucket, self.norm == "max", self.bits, message_key, on_device, codes))
                 if not bool(torch.isfinite(on_device).all()):
                     refuse(bool(torch.isfinite(x).all()))
 
