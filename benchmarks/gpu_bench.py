@@ -377,11 +377,20 @@ def step_profile(steps: int = 10, profile: str = "paper", top: int = 12) -> dict
 
 
 def codec_profile(n: int = 25_000_000, specs=KERNEL_SPECS, calls: int = 3, top: int = 8) -> list[dict]:
-    """Part 11: where one encode and one decode of ``n`` values spend the device's time, per
-    codec of part 8, messages kept on the device, with the library's kernels and with the
-    Triton codec kernels and the words CRC (``fast_kernels``): ``torch.profiler`` over
-    ``calls`` calls after a warm-up, the ``top`` kernels by device time (microseconds per
-    call) and the device's and the host's total per call."""
+    """Part 11: where one encode and one decode of ``n`` values spend their time, per codec
+    of part 8, messages kept on the device, with the library's kernels and with the Triton
+    codec kernels and the words CRC (``fast_kernels``). For each, after a warm-up:
+
+    - ``torch.profiler`` over ``calls`` calls: the ``top`` kernels by device time
+      (microseconds per call), the device's and the host's totals per call, and the CUDA
+      runtime's calls per call (launches, synchronizations, copies);
+    - the wall time per call (best of ``calls``, each ended by a synchronize), beside which
+      the device total tells whether the device or the host sets the time;
+    - ``cProfile`` over ``calls`` calls: the ``top`` Python functions by their own time
+      (microseconds per call), where a host-bound call spends it."""
+    import cProfile
+    import pstats
+
     from torch.profiler import ProfilerActivity, profile
 
     from thinwire.codecs import CodecState, make_codec
@@ -389,6 +398,10 @@ def codec_profile(n: int = 25_000_000, specs=KERNEL_SPECS, calls: int = 3, top: 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if DEVICE == "cuda" else [])
     x = torch.randn(n, device=DEVICE, generator=torch.Generator(DEVICE).manual_seed(0))
     out = torch.empty_like(x)
+
+    def device_us(e) -> float:
+        return getattr(e, "self_device_time_total", getattr(e, "self_cuda_time_total", 0.0))
+
     rows = []
     for label, kernels in (("library", nullcontext), ("triton, words", fast_kernels)):
         for spec in specs:
@@ -398,22 +411,34 @@ def codec_profile(n: int = 25_000_000, specs=KERNEL_SPECS, calls: int = 3, top: 
                 row = {"codec": spec, "values": n, "kernels": label}
                 for name, fn in (("encode", lambda: codec.encode(x, state, "x", out=message)),
                                  ("decode", lambda: codec.decode(message, state, "x", out=out))):
-                    fn()
-                    _sync()
+                    row[f"{name}_wall_us"] = round(device_seconds(fn, calls, 1) * 1e6, 1)
                     with profile(activities=activities) as prof:
                         for _ in range(calls):
                             fn()
                         _sync()
-                    events = [e for e in prof.key_averages()
-                              if getattr(e, "self_device_time_total", getattr(e, "self_cuda_time_total", 0))]
-                    device_us = lambda e: getattr(e, "self_device_time_total", getattr(e, "self_cuda_time_total", 0))  # noqa: E731
+                    found = prof.key_averages()
+                    events = [e for e in found if device_us(e)]
                     row[f"{name}_device_us"] = round(sum(device_us(e) for e in events) / calls, 1)
-                    row[f"{name}_host_us"] = round(sum(e.self_cpu_time_total for e in prof.key_averages()) / calls, 1)
+                    row[f"{name}_host_us"] = round(sum(e.self_cpu_time_total for e in found) / calls, 1)
                     row[f"{name}_kernels"] = {e.key[:80]: [round(device_us(e) / calls, 1), round(e.count / calls, 1)]
                                               for e in sorted(events, key=lambda e: -device_us(e))[:top]}
+                    row[f"{name}_runtime_calls"] = {e.key: round(e.count / calls, 1) for e in found
+                                                    if e.key.startswith(("cuda", "cu")) and e.count}
+                    python = cProfile.Profile()
+                    python.enable()
+                    for _ in range(calls):
+                        fn()
+                    _sync()
+                    python.disable()
+                    stats = pstats.Stats(python).stats  # (file, line, function) -> (calls, ..., own time, ...)
+                    hot = sorted(stats.items(), key=lambda kv: -kv[1][2])[:top]
+                    row[f"{name}_python_us"] = {f"{Path(f).name}:{line}:{fn_name}": round(v[2] / calls * 1e6, 1)
+                                                for (f, line, fn_name), v in hot}
             rows.append(row)
-            print(f"profile {spec} ({label}): encode {row['encode_device_us']} us on the device, "
-                  f"{list(row['encode_kernels'].items())[:3]}; decode {row['decode_device_us']} us", flush=True)
+            print(f"profile {spec} ({label}): encode wall {row['encode_wall_us']} us, device {row['encode_device_us']} "
+                  f"us, {list(row['encode_kernels'].items())[:3]}; runtime {row['encode_runtime_calls']}; python "
+                  f"{list(row['encode_python_us'].items())[:4]}; decode wall {row['decode_wall_us']} us, device "
+                  f"{row['decode_device_us']} us, runtime {row['decode_runtime_calls']}", flush=True)
     return rows
 
 

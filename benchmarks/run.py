@@ -291,12 +291,20 @@ def gpu_tables(doc: dict) -> dict[str, str]:
     if profiled:
         def kernels(found: dict) -> str:
             return "; ".join(f"{name} {us:,.0f}" for name, (us, _) in list(found.items())[:3])
-        lines += ["", f"Where an encode and a decode of {profiled[0]['values']:,} values spend the device's time "
-                  f"(`torch.profiler`, microseconds per call; {stamp('codec_profile')}):\n",
-                  "| codec | kernels | encode, device us | its largest kernels | decode, device us | its largest kernels |",
-                  "|---|---|---|---|---|---|"]
-        lines += [f"| {r['codec']} | {r['kernels']} | {r['encode_device_us']:,.0f} | {kernels(r['encode_kernels'])} | "
-                  f"{r['decode_device_us']:,.0f} | {kernels(r['decode_kernels'])} |" for r in profiled]
+        lines += ["", f"Where an encode and a decode of {profiled[0]['values']:,} values spend their time "
+                  f"(`torch.profiler`, microseconds per call; wall: best call, ended by a synchronize; "
+                  f"{stamp('codec_profile')}):\n",
+                  "| codec | kernels | encode wall | device | its largest kernels | syncs | "
+                  "decode wall | device | its largest kernels | syncs |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+
+        def syncs(found: dict) -> str:
+            return f"{sum(v for k, v in found.items() if 'Synchronize' in k):g}"
+
+        lines += [f"| {r['codec']} | {r['kernels']} | "
+                  + " | ".join(f"{r[f'{w}_wall_us']:,.0f} | {r[f'{w}_device_us']:,.0f} | {kernels(r[f'{w}_kernels'])} | "
+                               f"{syncs(r[f'{w}_runtime_calls'])}" for w in ("encode", "decode")) + " |"
+                  for r in profiled]
     out["gpu_codecs"] = "\n".join(lines) + "\n\n<sub>All from `gpu-runs/bench_gpu.json`.</sub>\n"
 
     paper = doc["paper"]
