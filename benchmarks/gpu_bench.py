@@ -44,7 +44,11 @@ paper profiles' speed on one GPU, and the DDP hook under NCCL.
    part 2's library defaults.
 11. **Codec profile** (``codec_profile``): part 8's codecs at 25M values under
    ``torch.profiler``, with the library's kernels and with ``fast_kernels``: the kernels
-   that take an encode's and a decode's device time.
+   that take an encode's and a decode's device time, the wall time beside it, the CUDA
+   runtime's calls and the Python functions that take the host's time.
+12. **Host profile** (``host_profile``): encode and decode of a 4,096-value message kept on
+   the device, where the call's time is the host's: ``cProfile``'s functions by own time
+   and with their callees, with both sets of kernels.
 
 ``python benchmarks/gpu_bench.py [FILE] [--only=PART,...] [--codec-kernels=KERNEL,...]`` updates ``FILE``
 (``gpu-runs/bench_gpu.json``) with the parts it runs; ``THINWIRE_COMMIT`` names the code
@@ -376,6 +380,51 @@ def step_profile(steps: int = 10, profile: str = "paper", top: int = 12) -> dict
     return out
 
 
+def python_profile(fn, calls: int, top: int) -> dict:
+    """``cProfile`` over ``calls`` calls of ``fn`` (then a synchronize): the ``top`` Python
+    functions by their own time (``"own"``) and by their time with what they call
+    (``"with_callees"``), microseconds per call, each named file:line:function."""
+    import cProfile
+    import pstats
+    python = cProfile.Profile()
+    python.enable()
+    for _ in range(calls):
+        fn()
+    _sync()
+    python.disable()
+    stats = pstats.Stats(python).stats  # (file, line, function) -> (calls, primitive calls, own, with callees, ...)
+    return {label: {f"{Path(f).name}:{line}:{name}": round(v[column] / calls * 1e6, 1)
+                    for (f, line, name), v in sorted(stats.items(), key=lambda kv: -kv[1][column])[:top]}
+            for label, column in (("own", 2), ("with_callees", 3))}
+
+
+def host_profile(n: int = 4_096, specs=("fp32", *KERNEL_SPECS[:4]), calls: int = 200, top: int = 25) -> list[dict]:
+    """Part 12: where the host's time goes in one encode and one decode of a small message
+    kept on the device (``n`` values: the device's work is negligible, so the call's time is
+    the host's), with the library's kernels and with ``fast_kernels``: the wall time per call
+    (best of ``calls``) and ``python_profile`` over ``calls`` calls."""
+    from thinwire.codecs import CodecState, make_codec
+    from thinwire.codecs.kernels import device
+    x = torch.randn(n, device=DEVICE, generator=torch.Generator(DEVICE).manual_seed(0))
+    out = torch.empty_like(x)
+    rows = []
+    for label, kernels in (("library", nullcontext), ("triton, words", fast_kernels)):
+        for spec in specs:
+            with kernels(), device.forced() if DEVICE == "cpu" else nullcontext():
+                codec, state = make_codec(spec), CodecState(0)
+                message = codec.encode(x, state, "x", out=torch.empty(0, dtype=torch.uint8, device=DEVICE))
+                row = {"codec": spec, "values": n, "kernels": label, "calls": calls}
+                for name, fn in (("encode", lambda: codec.encode(x, state, "x", out=message)),
+                                 ("decode", lambda: codec.decode(message, state, "x", out=out))):
+                    row[f"{name}_wall_us"] = round(device_seconds(fn, calls, 5) * 1e6, 1)
+                    row[f"{name}_python_us"] = python_profile(fn, calls, top)
+            rows.append(row)
+            print(f"host {spec} ({label}): encode {row['encode_wall_us']} us, "
+                  f"{list(row['encode_python_us']['own'].items())[:6]}; decode {row['decode_wall_us']} us, "
+                  f"{list(row['decode_python_us']['own'].items())[:6]}", flush=True)
+    return rows
+
+
 def codec_profile(n: int = 25_000_000, specs=KERNEL_SPECS, calls: int = 3, top: int = 8) -> list[dict]:
     """Part 11: where one encode and one decode of ``n`` values spend their time, per codec
     of part 8, messages kept on the device, with the library's kernels and with the Triton
@@ -388,9 +437,6 @@ def codec_profile(n: int = 25_000_000, specs=KERNEL_SPECS, calls: int = 3, top: 
       the device total tells whether the device or the host sets the time;
     - ``cProfile`` over ``calls`` calls: the ``top`` Python functions by their own time
       (microseconds per call), where a host-bound call spends it."""
-    import cProfile
-    import pstats
-
     from torch.profiler import ProfilerActivity, profile
 
     from thinwire.codecs import CodecState, make_codec
@@ -424,16 +470,7 @@ def codec_profile(n: int = 25_000_000, specs=KERNEL_SPECS, calls: int = 3, top: 
                                               for e in sorted(events, key=lambda e: -device_us(e))[:top]}
                     row[f"{name}_runtime_calls"] = {e.key: round(e.count / calls, 1) for e in found
                                                     if e.key.startswith(("cuda", "cu")) and e.count}
-                    python = cProfile.Profile()
-                    python.enable()
-                    for _ in range(calls):
-                        fn()
-                    _sync()
-                    python.disable()
-                    stats = pstats.Stats(python).stats  # (file, line, function) -> (calls, ..., own time, ...)
-                    hot = sorted(stats.items(), key=lambda kv: -kv[1][2])[:top]
-                    row[f"{name}_python_us"] = {f"{Path(f).name}:{line}:{fn_name}": round(v[2] / calls * 1e6, 1)
-                                                for (f, line, fn_name), v in hot}
+                    row[f"{name}_python_us"] = python_profile(fn, calls, top)["own"]
             rows.append(row)
             print(f"profile {spec} ({label}): encode wall {row['encode_wall_us']} us, device {row['encode_device_us']} "
                   f"us, {list(row['encode_kernels'].items())[:3]}; runtime {row['encode_runtime_calls']}; python "
@@ -496,8 +533,8 @@ def crc_variant_rows(nbytes: int) -> list[dict]:
 
 
 PARTS = ("same_bytes", "hook_nccl", "codecs", "paper", "device_crc", "device_messages", "crc_variants",
-         "message_overhead", "codec_kernels", "step_profile", "paper_kernels", "codec_profile")
-NOT_YET_RUN = ("step_profile", "codec_profile")  # parts no GPU has run yet: gpu-runs/bench_gpu.json lacks them
+         "message_overhead", "codec_kernels", "step_profile", "paper_kernels", "codec_profile", "host_profile")
+NOT_YET_RUN = ("step_profile", "host_profile")  # parts no GPU has run yet: gpu-runs/bench_gpu.json lacks them
 
 
 def run(save, doc: dict, parts=PARTS, steps: int = 30, hook_steps: int = 600, sizes=SIZES,
@@ -522,9 +559,10 @@ def run(save, doc: dict, parts=PARTS, steps: int = 30, hook_steps: int = 600, si
             "message_overhead": lambda: message_overhead((4_096, min(1_000_000, sizes[0]))),
             "codec_kernels": lambda: codec_kernels(sizes),
             "step_profile": lambda: step_profile(min(steps, 10), profile),
-            "codec_profile": lambda: codec_profile(sizes[0])}
+            "codec_profile": lambda: codec_profile(sizes[0]),
+            "host_profile": lambda: host_profile(calls=200 if DEVICE == "cuda" else 5)}
     # the parts that run torch.profiler go last: no other part is timed in a process that has run it
-    parts = sorted(parts, key=lambda part: part in ("message_overhead", "step_profile", "codec_profile"))
+    parts = sorted(parts, key=lambda part: part in ("message_overhead", "step_profile", "codec_profile", "host_profile"))
     for part in parts:
         try:
             if part in ("paper", "paper_kernels"):
