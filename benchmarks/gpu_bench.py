@@ -50,7 +50,8 @@ paper profiles' speed on one GPU, and the DDP hook under NCCL.
    the device, where the call's time is the host's: ``cProfile``'s functions by own time
    and with their callees, with both sets of kernels.
 
-``python benchmarks/gpu_bench.py [FILE] [--only=PART,...] [--codec-kernels=KERNEL,...]`` updates ``FILE``
+``python benchmarks/gpu_bench.py [FILE] [--only=PART,...] [--codec-kernels=KERNEL,...]
+[--kernel-specs=SPEC;...] [--kernel-crcs=CRC;...]`` updates ``FILE``
 (``gpu-runs/bench_gpu.json``) with the parts it runs; ``THINWIRE_COMMIT`` names the code
 measured in each part's stamp.
 
@@ -109,6 +110,20 @@ def device_seconds(fn, repeats: int = 5, warmup: int = 2) -> float:
         fn()
         _sync()
         best = min(best, time.perf_counter() - t)
+    return best
+
+
+def host_seconds(fn, repeats: int = 5) -> float:
+    """Best of ``repeats`` calls' time until ``fn`` returns to the host, each begun on an
+    idle device (a synchronize before, none after): where it is close to ``device_seconds``
+    the host sets the call's time, where it is much less the device does."""
+    best = float("inf")
+    for _ in range(repeats):
+        _sync()
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    _sync()
     return best
 
 
@@ -425,7 +440,7 @@ def host_profile(n: int = 4_096, specs=("fp32", *KERNEL_SPECS[:4]), calls: int =
     return rows
 
 
-def codec_profile(n: int = 25_000_000, specs=KERNEL_SPECS, calls: int = 3, top: int = 8) -> list[dict]:
+def codec_profile(n: int = 25_000_000, specs=None, calls: int = 10, top: int = 8) -> list[dict]:
     """Part 11: where one encode and one decode of ``n`` values spend their time, per codec
     of part 8, messages kept on the device, with the library's kernels and with the Triton
     codec kernels and the words CRC (``fast_kernels``). For each, after a warm-up:
@@ -434,13 +449,15 @@ def codec_profile(n: int = 25_000_000, specs=KERNEL_SPECS, calls: int = 3, top: 
       (microseconds per call), the device's and the host's totals per call, and the CUDA
       runtime's calls per call (launches, synchronizations, copies);
     - the wall time per call (best of ``calls``, each ended by a synchronize), beside which
-      the device total tells whether the device or the host sets the time;
+      the device total tells whether the device or the host sets the time, and the time
+      until the call returns to the host (``host_seconds``);
     - ``cProfile`` over ``calls`` calls: the ``top`` Python functions by their own time
       (microseconds per call), where a host-bound call spends it."""
     from torch.profiler import ProfilerActivity, profile
 
     from thinwire.codecs import CodecState, make_codec
     from thinwire.codecs.kernels import device
+    specs = specs or KERNEL_SPECS
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if DEVICE == "cuda" else [])
     x = torch.randn(n, device=DEVICE, generator=torch.Generator(DEVICE).manual_seed(0))
     out = torch.empty_like(x)
@@ -458,6 +475,7 @@ def codec_profile(n: int = 25_000_000, specs=KERNEL_SPECS, calls: int = 3, top: 
                 for name, fn in (("encode", lambda: codec.encode(x, state, "x", out=message)),
                                  ("decode", lambda: codec.decode(message, state, "x", out=out))):
                     row[f"{name}_wall_us"] = round(device_seconds(fn, calls, 1) * 1e6, 1)
+                    row[f"{name}_host_return_us"] = round(host_seconds(fn, calls) * 1e6, 1)
                     with profile(activities=activities) as prof:
                         for _ in range(calls):
                             fn()
@@ -534,7 +552,22 @@ def crc_variant_rows(nbytes: int) -> list[dict]:
 
 PARTS = ("same_bytes", "hook_nccl", "codecs", "paper", "device_crc", "device_messages", "crc_variants",
          "message_overhead", "codec_kernels", "step_profile", "paper_kernels", "codec_profile", "host_profile")
-NOT_YET_RUN = ("step_profile", "host_profile")  # parts no GPU has run yet: gpu-runs/bench_gpu.json lacks them
+NOT_YET_RUN = ("step_profile",)  # parts no GPU has run yet: gpu-runs/bench_gpu.json lacks them
+
+
+ROW_KEYS = {"codec_kernels": ("codec_kernel", "crc_kernel", "codec", "values"),  # what tells a part's rows apart
+            "codec_profile": ("kernels", "codec", "values")}
+
+
+def merged_rows(before: list[dict], measured: list[dict], stamp: dict, key: tuple[str, ...]) -> list[dict]:
+    """The rows of part 8 or 11 after a run that may have measured only some of them
+    (``--codec-kernels``, ``--kernel-specs``, ``--kernel-crcs``): the rows measured now, each
+    with its commit and date, replacing the earlier rows they match on ``key``; the other
+    earlier rows kept: an earlier row without a commit keeps the part's earlier stamp
+    (``earlier_stamp``)."""
+    now = {tuple(r[k] for k in key): {**r, "commit": stamp["commit"], "date": stamp["date"]} for r in measured}
+    kept = [r for r in before if tuple(r[k] for k in key) not in now]
+    return kept + list(now.values())
 
 
 def run(save, doc: dict, parts=PARTS, steps: int = 30, hook_steps: int = 600, sizes=SIZES,
@@ -568,6 +601,8 @@ def run(save, doc: dict, parts=PARTS, steps: int = 30, hook_steps: int = 600, si
             if part in ("paper", "paper_kernels"):
                 with tempfile.TemporaryDirectory() as root, fast_kernels() if part == "paper_kernels" else nullcontext():
                     doc[part] = paper_profiles(steps, Path(root), profile)
+            elif part in ROW_KEYS:
+                doc[part] = merged_rows(doc.get(part, []), jobs[part](), stamp, ROW_KEYS[part])
             else:
                 doc[part] = jobs[part]()
         except Exception:  # a part that fails is reported and the next part still runs
@@ -577,6 +612,8 @@ def run(save, doc: dict, parts=PARTS, steps: int = 30, hook_steps: int = 600, si
             save(doc)
             continue
         doc.get("failed", {}).pop(part, None)
+        if part in ROW_KEYS and part in doc.get("measured", {}):
+            doc.setdefault("earlier_stamp", {}).setdefault(part, doc["measured"][part])
         doc.setdefault("measured", {})[part] = stamp
         if part == "same_bytes":
             print("GPU and CPU messages equal:", doc["same_bytes"], flush=True)
@@ -585,7 +622,7 @@ def run(save, doc: dict, parts=PARTS, steps: int = 30, hook_steps: int = 600, si
 
 
 def main(argv: list[str]) -> int:
-    global DEVICE, CODEC_KERNELS
+    global DEVICE, CODEC_KERNELS  # --kernel-specs= and --kernel-crcs= (";"-separated) narrow parts 8 and 11
     dry = "--dry-run" in argv
     argv = [a for a in argv if a != "--dry-run"]
     if dry:
@@ -599,7 +636,14 @@ def main(argv: list[str]) -> int:
         raise SystemExit(f"--only={','.join(only)} is not allowed: parts are {','.join(PARTS)}")
     argv = [a for a in argv if not a.startswith("--only=")]
     CODEC_KERNELS = next((tuple(a.split("=", 1)[1].split(",")) for a in argv if a.startswith("--codec-kernels=")), ())
-    argv = [a for a in argv if not a.startswith("--codec-kernels=")]
+    for option, name, allowed in (("--kernel-specs=", "KERNEL_SPECS", KERNEL_SPECS),
+                                  ("--kernel-crcs=", "KERNEL_CRCS", ("slicing", "shifted", "words"))):
+        chosen = next((a.split("=", 1)[1].split(";") for a in argv if a.startswith(option)), None)
+        if chosen is not None:
+            if not chosen or any(c not in allowed for c in chosen):
+                raise SystemExit(f"{option}{';'.join(chosen)} is not allowed: choose among {';'.join(allowed)}")
+            globals()[name] = type(globals()[name])(chosen)
+    argv = [a for a in argv if not a.startswith(("--codec-kernels=", "--kernel-specs=", "--kernel-crcs="))]
     target = Path(argv[0]) if argv else ROOT / "gpu-runs" / "bench_gpu.json"
     target.parent.mkdir(parents=True, exist_ok=True)
     doc = json.loads(target.read_text()) if target.exists() else {}

@@ -190,6 +190,31 @@ def _step_profile_lines(doc: dict, stamp) -> list[str]:
     return lines
 
 
+def _host_profile_lines(doc: dict, stamp) -> list[str]:
+    """``gpu_bench``'s host profile (part 12), once a GPU has run it: per codec and kernel set,
+    the wall time of a small message's encode and decode on the device (the host's time)
+    and the three Python functions that take most of it with what they call, beyond the
+    call itself (microseconds per call under ``cProfile``, which slows every call)."""
+    found = doc.get("host_profile")
+    if not found:
+        return []
+    outer = ("<lambda>", ":encode", ":decode", "format.py", ":unpack", ":pack", ":_open")
+
+    def top(profiled: dict) -> str:
+        inner = [(name, us) for name, us in profiled["with_callees"].items() if not any(o in name for o in outer)]
+        return "; ".join(f"{name} {us:,.0f}" for name, us in inner[:3])
+
+    lines = ["", f"Where the host's time goes: encode and decode of {found[0]['values']:,} values kept on the device, "
+             f"where the device's work is negligible (wall: best of {found[0]['calls']} calls, each ended by a "
+             f"synchronize; functions with their callees under `cProfile`, microseconds per call; "
+             f"{stamp('host_profile')}):\n",
+             "| codec | kernels | encode wall | most time, with callees | decode wall | most time, with callees |",
+             "|---|---|---|---|---|---|"]
+    lines += [f"| {r['codec']} | {r['kernels']} | {r['encode_wall_us']:,.0f} | {top(r['encode_python_us'])} | "
+              f"{r['decode_wall_us']:,.0f} | {top(r['decode_python_us'])} |" for r in found]
+    return lines
+
+
 def gpu_tables(doc: dict) -> dict[str, str]:
     """Markdown for the README's GPU blocks, from ``gpu-runs/bench_gpu.json`` (``gpu_bench.py``)."""
     dev, stamps = doc["device"], doc.get("measured", {})
@@ -262,11 +287,14 @@ def gpu_tables(doc: dict) -> dict[str, str]:
             lines += ["", f"The device CRC failed on this GPU and the host checksummed these messages: {sorted(failures)}."]
     kernels = doc.get("codec_kernels", [])  # kernels/triton_uniform.py, triton_qsgd.py, triton_drop.py
     if kernels:
+        earlier = doc.get("earlier_stamp", {}).get("codec_kernels", stamps.get("codec_kernels", {})).get("commit", "?")
+        mixed = len({r.get("commit", earlier) for r in kernels}) > 1  # rows measured by runs at several commits
         lines += ["", f"Triton codec kernels beside torch's operations, messages kept on the device "
                   f"(`kernels/triton_uniform.py`, `triton_qsgd.py`, `triton_drop.py`; {stamp('codec_kernels')}), "
                   f"equal to the host's message byte for byte in {sum(r['equal_to_host'] for r in kernels)} of "
                   f"{len(kernels)} rows:\n",
-                  *_kept_table(kernels, "kernels", lambda r: f"{r['codec_kernel']}, CRC {r['crc_kernel']}")]
+                  *_kept_table(kernels, "kernels", lambda r: f"{r['codec_kernel']}, CRC {r['crc_kernel']}"
+                               + (f", at {r.get('commit', earlier)}" if mixed else ""))]
         best = max(kernels, key=lambda r: r["fraction_of_add_pass"])
         lines += ["", f"{sum(r['fraction_of_add_pass'] >= gpu_bench.TARGET for r in kernels)} of {len(kernels)} rows meet "
                   f"{gpu_bench.TARGET} (best {best['codec']}, {best['values']:,} values, {best['fraction_of_add_pass']:.3f})."]
@@ -305,6 +333,7 @@ def gpu_tables(doc: dict) -> dict[str, str]:
                   + " | ".join(f"{r[f'{w}_wall_us']:,.0f} | {r[f'{w}_device_us']:,.0f} | {kernels(r[f'{w}_kernels'])} | "
                                f"{syncs(r[f'{w}_runtime_calls'])}" for w in ("encode", "decode")) + " |"
                   for r in profiled]
+    lines += _host_profile_lines(doc, stamp)
     out["gpu_codecs"] = "\n".join(lines) + "\n\n<sub>All from `gpu-runs/bench_gpu.json`.</sub>\n"
 
     paper = doc["paper"]

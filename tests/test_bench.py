@@ -112,6 +112,19 @@ def test_the_gpu_benchmark_runs_its_codecs_through_the_device_paths_on_the_cpu(m
     assert "spend their time" in table and "| colquant(bits=8) | triton, words |" in table
 
 
+def test_a_partial_kernel_run_replaces_only_the_rows_it_measured():
+    """``--kernel-specs`` / ``--kernel-crcs`` runs of part 8 keep the rows they did not measure."""
+    key = gpu_bench.ROW_KEYS["codec_kernels"]
+    row = dict(codec_kernel="torch", crc_kernel="words", codec="quantize(bits=8)", values=25, encode_s=1.0)
+    before = [row, {**row, "codec": "fp32"}]
+    merged = gpu_bench.merged_rows(before, [{**row, "encode_s": 0.5}], {"commit": "abc", "date": "d"}, key)
+    assert merged == [{**row, "codec": "fp32"}, {**row, "encode_s": 0.5, "commit": "abc", "date": "d"}]
+    with pytest.raises(SystemExit, match="--kernel-specs=qsgd is not allowed"):
+        gpu_bench.main(["--dry-run", "--only=codec_kernels", "--kernel-specs=qsgd"])
+    with pytest.raises(SystemExit, match="--kernel-crcs=crc64 is not allowed"):
+        gpu_bench.main(["--dry-run", "--only=codec_kernels", "--kernel-crcs=crc64"])
+
+
 def test_the_crc_variants_bit_planes_are_the_crcs_of_single_bits():
     """Plane k, row i, column c: bit c of the raw CRC of seg zero bytes but byte i = 1 << k
     (the raw CRC: zero initial register, no final xor, as crc32c of the bytes undoes)."""
