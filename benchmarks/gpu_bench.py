@@ -56,7 +56,10 @@ paper profiles' speed on one GPU, and the DDP hook under NCCL.
 measured in each part's stamp.
 
 Every time is the best of several runs after a warm-up, each ended by
-``torch.cuda.synchronize()``, as ``roofline.best_seconds`` does on the CPU.
+``torch.cuda.synchronize()``, as ``roofline.best_seconds`` does on the CPU: ``REPEATS``
+runs for the add pass and for each codec of 25M values, half as many of 250M (rows
+measured at commit 6cb7df7 or before had 5 and 3 against the add pass's 20); parts 1, 5
+and 8 keep the median beside the best.
 """
 
 from __future__ import annotations
@@ -64,6 +67,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -82,6 +86,7 @@ SPECS = ["fp32", "fp16", "bf16", "quantize(bits=8)", "quantize(bits=4)", "quanti
 # compared byte for byte too: codes made on the GPU, entropy-coded on the host; error feedback
 SAME_BYTES_ALSO = ["binquant(bits=5, coder='huffman')", "binquant(bits=12, coder='ans')", "ef(topk(ratio=0.01))"]
 TARGET = 0.5
+REPEATS = 20  # timed calls per figure (best of them) after a warm-up: the add pass's, and a codec's of 25M values
 HOOK_CODECS = ("fp32", "ef(topk(ratio=0.01))", "quantize(bits=8)")
 KERNEL_SPECS = ["quantize(bits=8)", "quantize(bits=4)", "quantize(bits=1)", "qsgd(bits=8, bucket=512)",
                 "qsgd(bits=4, bucket=512)", "topk(ratio=0.01)", "graddrop(ratio=0.99)", "graddrop(ratio=0.99, bits=1)",
@@ -99,8 +104,9 @@ def available() -> bool:
     return torch.cuda.is_available()
 
 
-def device_seconds(fn, repeats: int = 5, warmup: int = 2) -> float:
-    """Best of ``repeats`` timed calls after ``warmup``, each ended by a device synchronize."""
+def device_seconds(fn, repeats: int = 5, warmup: int = 2, samples: list | None = None) -> float:
+    """Best of ``repeats`` timed calls after ``warmup``, each ended by a device synchronize;
+    every call's time is appended to ``samples`` when given."""
     for _ in range(warmup):
         fn()
     _sync()
@@ -109,7 +115,10 @@ def device_seconds(fn, repeats: int = 5, warmup: int = 2) -> float:
         t = time.perf_counter()
         fn()
         _sync()
-        best = min(best, time.perf_counter() - t)
+        took = time.perf_counter() - t
+        best = min(best, took)
+        if samples is not None:
+            samples.append(took)
     return best
 
 
@@ -125,6 +134,32 @@ def host_seconds(fn, repeats: int = 5) -> float:
         best = min(best, time.perf_counter() - t)
     _sync()
     return best
+
+
+class Held:
+    """A codec's message as a sender holds it: each ``encode()`` writes into the message it
+    returned last (``encode(..., out=)``) and keeps what the codec returns, a new tensor
+    where the last one's storage was too small (a message whose size varies, as gradient
+    dropping's does); ``decode()`` reads the latest into ``out``."""
+
+    def __init__(self, codec, state, x: torch.Tensor, out: torch.Tensor, first=None):
+        self.codec, self.state, self.x, self.out = codec, state, x, out
+        self.message = codec.encode(x, state, "x", out=first)
+
+    def encode(self):
+        self.message = self.codec.encode(self.x, self.state, "x", out=self.message)
+        return self.message
+
+    def decode(self) -> torch.Tensor:
+        return self.codec.decode(self.message, self.state, "x", out=self.out)
+
+
+def _repeats(n: int) -> int:
+    """Timed calls for a codec of ``n`` values (0: the add pass): ``REPEATS``, half as many
+    above 50M values; 2 in a dry run, whose interpreted kernels take most of a test's time."""
+    if DEVICE != "cuda":
+        return 2
+    return REPEATS if n <= 50_000_000 else REPEATS // 2
 
 
 def same_bytes(spec: str, n: int = 1_000_000) -> bool:
@@ -149,22 +184,24 @@ def codecs(sizes=SIZES, specs=SPECS, kept_on_device: bool = False) -> list[dict]
     for n in sizes:
         x = torch.randn(n, device=DEVICE, generator=torch.Generator(DEVICE).manual_seed(0))
         a, b, sum_out = torch.randn_like(x), torch.randn_like(x), torch.empty_like(x)
-        roof = device_seconds(lambda: torch.add(a, b, out=sum_out), repeats=20)
+        roof = device_seconds(lambda: torch.add(a, b, out=sum_out), repeats=_repeats(0))
         del a, b, sum_out
         out = torch.empty_like(x)
-        repeats = 5 if n <= 50_000_000 else 3
+        repeats = _repeats(n)
         for spec in specs:
             codec, state = make_codec(spec), CodecState(0)
             codec.warm_up()
             with device.forced() if DEVICE == "cpu" else nullcontext():
-                first = torch.empty(0, dtype=torch.uint8, device=DEVICE) if kept_on_device else None
-                message = codec.encode(x, state, "x", out=first)
-                encode = device_seconds(lambda: codec.encode(x, state, "x", out=message), repeats, 1)
-                decode = device_seconds(lambda: codec.decode(message, state, "x", out=out), repeats, 1)
+                held = Held(codec, state, x, out, torch.empty(0, dtype=torch.uint8, device=DEVICE) if kept_on_device else None)
+                encodes, decodes = [], []
+                encode = device_seconds(held.encode, repeats, 1, encodes)
+                decode = device_seconds(held.decode, repeats, 1, decodes)
+            message = held.message
             payload = wire.measure(message)[0]
             row = {"codec": spec, "values": n, "bytes": len(message), "payload": payload, "encode_s": encode,
                    "decode_s": decode, "add_pass_s": roof, "fraction_of_add_pass": roof / (encode + decode),
-                   "target": TARGET}
+                   "target": TARGET, "repeats": repeats, "encode_median_s": statistics.median(encodes),
+                   "decode_median_s": statistics.median(decodes)}
             if kept_on_device:  # the same bytes as the host message of the same tensor and state
                 from thinwire.codecs.wire import tensor_message
                 row["device_crc_failure"] = tensor_message.DEVICE_CRC_FAILURE
@@ -181,7 +218,7 @@ def codecs(sizes=SIZES, specs=SPECS, kept_on_device: bool = False) -> list[dict]
             where = f" (message on the device, CRC by {_crc_kernel()})" if kept_on_device else ""
             print(f"gpu codec {spec} n={n:,}{where}: encode "
                   f"{encode * 1e3:.2f} ms, decode {decode * 1e3:.2f} ms, add pass {roof * 1e3:.3f} ms", flush=True)
-            del message
+            del message, held
         del x, out
         if DEVICE == "cuda":
             torch.cuda.empty_cache()
@@ -200,7 +237,7 @@ def device_crc(sizes=SIZES) -> list[dict]:
     for n in sizes:
         a = torch.randn(n, device=DEVICE, generator=torch.Generator(DEVICE).manual_seed(0))
         b, sum_out = torch.randn_like(a), torch.empty_like(a)
-        roof = device_seconds(lambda: torch.add(a, b, out=sum_out), repeats=20)
+        roof = device_seconds(lambda: torch.add(a, b, out=sum_out), repeats=_repeats(0))
         del b, sum_out
         buffer = a.view(torch.uint8)
         want = crc32c.crc32c(buffer.cpu().numpy().tobytes())
@@ -335,10 +372,9 @@ def message_overhead(sizes=(4_096, 1_000_000), specs=OVERHEAD_CODECS, calls: int
         for spec in specs:
             codec, state = make_codec(spec), CodecState(0)
             with device.forced() if DEVICE == "cpu" else nullcontext():
-                message = codec.encode(x, state, "x", out=torch.empty(0, dtype=torch.uint8, device=DEVICE))
-                steps = {"encode": lambda: codec.encode(x, state, "x", out=message),
-                         "decode": lambda: codec.decode(message, state, "x", out=out)}
-                row = {"codec": spec, "values": n, "bytes": message.numel()}
+                held = Held(codec, state, x, out, torch.empty(0, dtype=torch.uint8, device=DEVICE))
+                steps = {"encode": held.encode, "decode": held.decode}
+                row = {"codec": spec, "values": n, "bytes": held.message.numel()}
                 for name, fn in steps.items():
                     row[f"{name}_s_per_call"] = device_seconds(lambda: [fn() for _ in range(calls)], 3, 1) / calls
                     with profile(activities=activities) as prof:
@@ -427,10 +463,9 @@ def host_profile(n: int = 4_096, specs=("fp32", *KERNEL_SPECS[:4]), calls: int =
         for spec in specs:
             with kernels(), device.forced() if DEVICE == "cpu" else nullcontext():
                 codec, state = make_codec(spec), CodecState(0)
-                message = codec.encode(x, state, "x", out=torch.empty(0, dtype=torch.uint8, device=DEVICE))
+                held = Held(codec, state, x, out, torch.empty(0, dtype=torch.uint8, device=DEVICE))
                 row = {"codec": spec, "values": n, "kernels": label, "calls": calls}
-                for name, fn in (("encode", lambda: codec.encode(x, state, "x", out=message)),
-                                 ("decode", lambda: codec.decode(message, state, "x", out=out))):
+                for name, fn in (("encode", held.encode), ("decode", held.decode)):
                     row[f"{name}_wall_us"] = round(device_seconds(fn, calls, 5) * 1e6, 1)
                     row[f"{name}_python_us"] = python_profile(fn, calls, top)
             rows.append(row)
@@ -445,14 +480,17 @@ def codec_profile(n: int = 25_000_000, specs=None, calls: int = 10, top: int = 8
     of part 8, messages kept on the device, with the library's kernels and with the Triton
     codec kernels and the words CRC (``fast_kernels``). For each, after a warm-up:
 
-    - ``torch.profiler`` over ``calls`` calls: the ``top`` kernels by device time
-      (microseconds per call), the device's and the host's totals per call, and the CUDA
-      runtime's calls per call (launches, synchronizations, copies);
+    - ``torch.profiler`` over ``calls`` calls: the ``top`` events by device time
+      (microseconds per call), the device's time per call (``kernel_us``: the kernels' and
+      copies' own events; ``device_us``, kept from earlier runs, also counts again each
+      torch operation's kernels under the operation), the host's, and the CUDA runtime's
+      calls per call (launches, synchronizations, copies);
     - the wall time per call (best of ``calls``, each ended by a synchronize), beside which
       the device total tells whether the device or the host sets the time, and the time
       until the call returns to the host (``host_seconds``);
     - ``cProfile`` over ``calls`` calls: the ``top`` Python functions by their own time
       (microseconds per call), where a host-bound call spends it."""
+    from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
     from thinwire.codecs import CodecState, make_codec
@@ -470,10 +508,9 @@ def codec_profile(n: int = 25_000_000, specs=None, calls: int = 10, top: int = 8
         for spec in specs:
             with kernels(), device.forced() if DEVICE == "cpu" else nullcontext():
                 codec, state = make_codec(spec), CodecState(0)
-                message = codec.encode(x, state, "x", out=torch.empty(0, dtype=torch.uint8, device=DEVICE))
+                held = Held(codec, state, x, out, torch.empty(0, dtype=torch.uint8, device=DEVICE))
                 row = {"codec": spec, "values": n, "kernels": label}
-                for name, fn in (("encode", lambda: codec.encode(x, state, "x", out=message)),
-                                 ("decode", lambda: codec.decode(message, state, "x", out=out))):
+                for name, fn in (("encode", held.encode), ("decode", held.decode)):
                     row[f"{name}_wall_us"] = round(device_seconds(fn, calls, 1) * 1e6, 1)
                     row[f"{name}_host_return_us"] = round(host_seconds(fn, calls) * 1e6, 1)
                     with profile(activities=activities) as prof:
@@ -483,6 +520,11 @@ def codec_profile(n: int = 25_000_000, specs=None, calls: int = 10, top: int = 8
                     found = prof.key_averages()
                     events = [e for e in found if device_us(e)]
                     row[f"{name}_device_us"] = round(sum(device_us(e) for e in events) / calls, 1)
+                    # the kernels' and copies' own events alone: a torch operation's event also
+                    # carries the device time of the kernels it launched, so the sum above counts
+                    # those twice
+                    row[f"{name}_kernel_us"] = round(sum(device_us(e) for e in events
+                                                         if e.device_type != DeviceType.CPU) / calls, 1)
                     row[f"{name}_host_us"] = round(sum(e.self_cpu_time_total for e in found) / calls, 1)
                     row[f"{name}_kernels"] = {e.key[:80]: [round(device_us(e) / calls, 1), round(e.count / calls, 1)]
                                               for e in sorted(events, key=lambda e: -device_us(e))[:top]}

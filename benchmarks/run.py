@@ -320,17 +320,33 @@ def gpu_tables(doc: dict) -> dict[str, str]:
         def kernels(found: dict) -> str:
             return "; ".join(f"{name} {us:,.0f}" for name, (us, _) in list(found.items())[:3])
         lines += ["", f"Where an encode and a decode of {profiled[0]['values']:,} values spend their time "
-                  f"(`torch.profiler`, microseconds per call; wall: best call, ended by a synchronize; "
+                  f"(`torch.profiler`, microseconds per call; wall: best call, ended by a synchronize; returned: "
+                  f"best time until the call returned to the host, begun on an idle device, '-' where not measured; "
+                  f"device: the kernels' and copies' own time, '<' where a run counted a torch operation's kernels "
+                  f"twice, so the figure is an upper bound; "
                   f"{stamp('codec_profile')}):\n",
-                  "| codec | kernels | encode wall | device | its largest kernels | syncs | "
-                  "decode wall | device | its largest kernels | syncs |",
-                  "|---|---|---|---|---|---|---|---|---|---|"]
+                  "| codec | kernels | encode wall | returned | device | its largest kernels | syncs | "
+                  "decode wall | returned | device | its largest kernels | syncs |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+
+        def on_device(r: dict, w: str) -> str:  # the kernels' own time; an upper bound (marked) from earlier runs
+            return f"{r[f'{w}_kernel_us']:,.0f}" if f"{w}_kernel_us" in r else f"<{r[f'{w}_device_us']:,.0f}"
+
+        def returned(r: dict, w: str) -> str:  # the time until the call returned to the host, where measured
+            return f"{r[f'{w}_host_return_us']:,.0f}" if f"{w}_host_return_us" in r else "-"
 
         def syncs(found: dict) -> str:
             return f"{sum(v for k, v in found.items() if 'Synchronize' in k):g}"
 
-        lines += [f"| {r['codec']} | {r['kernels']} | "
-                  + " | ".join(f"{r[f'{w}_wall_us']:,.0f} | {r[f'{w}_device_us']:,.0f} | {kernels(r[f'{w}_kernels'])} | "
+        before = doc.get("earlier_stamp", {}).get("codec_profile", stamps.get("codec_profile", {})).get("commit", "?")
+        commits = {r.get("commit", before) for r in profiled}  # rows measured by runs at several commits
+
+        def which(r: dict) -> str:
+            return f"{r['kernels']}, at {r.get('commit', before)}" if len(commits) > 1 else r["kernels"]
+
+        lines += [f"| {r['codec']} | {which(r)} | "
+                  + " | ".join(f"{r[f'{w}_wall_us']:,.0f} | {returned(r, w)} | {on_device(r, w)} | "
+                               f"{kernels(r[f'{w}_kernels'])} | "
                                f"{syncs(r[f'{w}_runtime_calls'])}" for w in ("encode", "decode")) + " |"
                   for r in profiled]
     lines += _host_profile_lines(doc, stamp)

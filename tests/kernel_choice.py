@@ -7,13 +7,11 @@ import sys
 
 
 def takes(monkeypatch, module, kernel: str, interpreted: bool, usable) -> bool:
-    """``usable()`` with ``module.KERNEL = kernel``, and ``TRITON_INTERPRET=1`` set or not
-    (CPU tensors count only under the interpreter)."""
+    """``usable()`` with ``module.KERNEL = kernel``, and this process's kernels run by Triton's
+    interpreter or not (``triton_crc.interpreted``: CPU tensors count only under it)."""
+    from thinwire.codecs.kernels import triton_crc
     monkeypatch.setattr(module, "KERNEL", kernel)
-    if interpreted:
-        monkeypatch.setenv("TRITON_INTERPRET", "1")
-    else:
-        monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    monkeypatch.setattr(triton_crc, "interpreted", lambda: interpreted and triton_crc.AVAILABLE)
     return usable()
 
 

@@ -96,7 +96,7 @@ def test_the_gpu_benchmark_runs_its_codecs_through_the_device_paths_on_the_cpu(m
     kernel_rows = gpu_bench.codec_kernels(sizes=(20_000,))  # part 8: torch's operations, then the Triton kernels
     assert [(r["codec_kernel"], r["crc_kernel"], r["codec"]) for r in kernel_rows] == [
         (k, crc, spec) for k in triton_uniform.KERNELS for crc in gpu_bench.KERNEL_CRCS for spec in gpu_bench.KERNEL_SPECS]
-    assert all(r["equal_to_host"] for r in kernel_rows) and triton_uniform.KERNEL == "torch"
+    assert all(r["equal_to_host"] for r in kernel_rows) and triton_uniform.KERNEL == "triton"
     assert "Triton codec kernels" in run.gpu_tables({**doc, "codec_kernels": kernel_rows})["gpu_codecs"]
     profiled = gpu_bench.step_profile(steps=2, profile="smoke")  # part 9: what a quickstart step spends
     assert len(profiled["methods"]) == 3 and all(r["host_us_per_step"] for r in profiled["methods"].values())
@@ -107,13 +107,15 @@ def test_the_gpu_benchmark_runs_its_codecs_through_the_device_paths_on_the_cpu(m
     assert [(r["kernels"], r["codec"]) for r in rows] == [(k, s) for k in ("library", "triton, words") for s in specs]
     assert all(r["encode_host_us"] > 0 and r["decode_host_us"] > 0 and r["encode_wall_us"] > 0 and r["encode_python_us"]
                for r in rows)
-    assert triton_uniform.KERNEL == "torch" and triton_crc.KERNEL == "shifted"  # fast_kernels restores them
+    assert triton_uniform.KERNEL == "triton" and triton_crc.KERNEL == "shifted"  # fast_kernels restores them
     table = run.gpu_tables({**doc, "codec_profile": rows})["gpu_codecs"]
     assert "spend their time" in table and "| colquant(bits=8) | triton, words |" in table
 
 
-def test_a_partial_kernel_run_replaces_only_the_rows_it_measured():
+def test_a_partial_kernel_run_replaces_only_the_rows_it_measured(monkeypatch):
     """``--kernel-specs`` / ``--kernel-crcs`` runs of part 8 keep the rows they did not measure."""
+    monkeypatch.setattr(gpu_bench, "DEVICE", gpu_bench.DEVICE)  # what a dry run's main sets, restored after
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
     key = gpu_bench.ROW_KEYS["codec_kernels"]
     row = dict(codec_kernel="torch", crc_kernel="words", codec="quantize(bits=8)", values=25, encode_s=1.0)
     before = [row, {**row, "codec": "fp32"}]

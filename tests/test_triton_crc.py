@@ -203,6 +203,29 @@ def test_the_device_crc_equals_the_message_checksum_under_the_interpreter(script
     kernel_choice.passes(script)
 
 
+INTERPRETED = r"""
+import os
+os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported: the kernels are the interpreter's
+import torch
+from thinwire.codecs.kernels import triton_crc
+assert triton_crc.interpreted() and triton_crc.triton_runs(torch.zeros(4))
+del os.environ["TRITON_INTERPRET"]
+assert not triton_crc.interpreted() and not triton_crc.triton_runs(torch.zeros(4))
+print("ok")
+"""
+
+
+@pytest.mark.skipif(not triton_crc.AVAILABLE, reason="triton is in requirements.lock; absent only outside make setup")
+def test_cpu_tensors_go_to_the_kernels_only_where_the_interpreter_made_them(monkeypatch):
+    """``TRITON_INTERPRET=1`` set after triton was imported leaves the kernels compiled, with no
+    driver for CPU tensors: those stay with torch's operations."""
+    import torch
+    kernel_choice.passes(INTERPRETED)
+    if type(triton_crc._join).__name__ != "InterpretedFunction":  # this process imported triton without it
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+        assert not triton_crc.interpreted() and not triton_crc.triton_runs(torch.zeros(4))
+
+
 def test_powers_of_x_have_inverses():
     """``inverse`` undoes a product by x^(8s) (how "words" takes its tail's zero padding out)."""
     for s in range(0, 70, 3):

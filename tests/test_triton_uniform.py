@@ -189,16 +189,16 @@ def test_the_triton_kernels_give_the_host_kernels_bytes_under_the_interpreter(sc
     kernel_choice.passes(script)
 
 
-def test_the_kernel_choice_is_checked_and_opt_in(monkeypatch):
+def test_the_kernel_choice_is_checked_and_the_default(monkeypatch):
     import torch
     x = torch.zeros(8)
-    monkeypatch.setenv("TRITON_INTERPRET", "1")  # CPU tensors count only under the interpreter
-    assert triton_uniform.KERNEL == "torch" and not triton_uniform.usable(8, x, x)
-    monkeypatch.setattr(triton_uniform, "KERNEL", "triton")
-    assert triton_uniform.usable(8, x, x) == triton_crc.AVAILABLE
-    monkeypatch.delenv("TRITON_INTERPRET")
-    assert not triton_uniform.usable(8, x, x)           # CPU tensors, compiled Triton: torch's operations
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    assert triton_uniform.KERNEL == "triton"
+    assert kernel_choice.takes(monkeypatch, triton_uniform, "triton", True,
+                               lambda: triton_uniform.usable(8, x, x)) == triton_crc.AVAILABLE
+    assert not kernel_choice.takes(monkeypatch, triton_uniform, "torch", True, lambda: triton_uniform.usable(8, x, x))
+    # CPU tensors, compiled Triton: torch's operations
+    assert not kernel_choice.takes(monkeypatch, triton_uniform, "triton", False, lambda: triton_uniform.usable(8, x, x))
+    kernel_choice.takes(monkeypatch, triton_uniform, "triton", True, lambda: None)
     assert not triton_uniform.usable(9, x, x)          # 9 to 16 bits: torch's operations
     assert not triton_uniform.usable(8, x, x[::2])     # not contiguous
     monkeypatch.setattr(triton_uniform, "KERNEL", "cuda")

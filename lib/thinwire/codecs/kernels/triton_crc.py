@@ -128,15 +128,22 @@ def _lane_shifts(device: str) -> torch.Tensor:
     return torch.from_numpy(shifts.view(np.int32).copy()).to(device)
 
 
+def interpreted() -> bool:
+    """Whether this process's kernels are run by Triton's interpreter: ``TRITON_INTERPRET=1``
+    was set when triton was imported (the kernels were made then), and still is."""
+    return AVAILABLE and os.environ.get("TRITON_INTERPRET") == "1" and type(_join).__name__ == "InterpretedFunction"
+
+
 def triton_runs(*tensors: torch.Tensor) -> bool:
     """Whether a Triton kernel can take these tensors: Triton present, and every tensor
-    contiguous on one GPU (or on the CPU under Triton's interpreter, ``TRITON_INTERPRET=1``).
-    What the codec kernels (``triton_uniform``, ``triton_qsgd``, ``triton_drop``)
-    each ask first."""
+    contiguous on one GPU (or on the CPU under Triton's interpreter, ``interpreted()``: the
+    variable set after triton was imported would send CPU tensors to compiled kernels,
+    which have no driver for them). What the codec kernels (``triton_uniform``,
+    ``triton_qsgd``, ``triton_drop``) each ask first."""
     devices = {t.device for t in tensors}
     where = next(iter(devices)).type if len(devices) == 1 else None
     return (AVAILABLE and all(t.is_contiguous() for t in tensors)
-            and (where not in (None, "cpu") or (where == "cpu" and os.environ.get("TRITON_INTERPRET") == "1")))
+            and (where not in (None, "cpu") or (where == "cpu" and interpreted())))
 
 
 @functools.lru_cache(maxsize=None)

@@ -3,14 +3,13 @@ bytes of ``uniform.py``'s host kernels and ``torch_uniform``'s torch operations,
 tensor read once and the codes written once (the torch operations make a float, an int32
 and an int64 tensor and several passes over them on the way).
 
-Opt-in (``KERNEL = "triton"``; ``"torch"`` is the default). ``gpu_bench``'s
-``codec_kernels`` part timed the quantizer on an H100 beside torch's operations
-(``device_messages``), messages equal: of 250M values it was faster (8 bits 0.33-0.40 of
-the add pass against 0.16-0.19; 4 and 1 bits 0.42-0.57 against 0.05), of 25M faster at 4
-and 1 bits (0.07-0.19 against 0.05) and about the same at 8 (0.10-0.13 both). The same
-switch gives the bin quantizers' codes to ``bin_packed`` and ``row_packed``/``row_values``,
-which no GPU has run yet, so it stays opt-in until one has. On the CPU the test suite runs
-these kernels under Triton's interpreter against the host kernels.
+The default (``KERNEL = "triton"``; ``"torch"`` gives the work to torch's operations).
+``gpu_bench``'s ``codec_kernels`` part timed both on an H100 in one run, messages kept on
+the device with the shifted CRC, every message equal to the host's: the quantizer at 1, 4
+and 8 bits, Oland & Raj's bin codes (``binquant``) and MQGrad's row codes (``colquant``)
+were faster with these kernels in each of the 10 rows, of 25M values (0.08-0.15 of the add
+pass against 0.04-0.06) and of 250M (0.30-0.62 against 0.05-0.18). On the CPU the test
+suite runs these kernels under Triton's interpreter against the host kernels.
 
 The arithmetic is ``uniform.py``'s (its docstring gives it): a code is the truncation of
 ``w * scale + (0.5 - lo * scale)`` in one fused multiply-add where ``|lo| * scale`` is
@@ -40,7 +39,7 @@ import torch
 from . import triton_crc
 from .triton_crc import AVAILABLE
 
-KERNEL = "torch"        # "torch" (torch_uniform's operations) or "triton" (these kernels)
+KERNEL = "triton"       # "triton" (these kernels) or "torch" (torch_uniform's operations)
 KERNELS = ("torch", "triton")
 GROUPS = 256            # groups of 8 codes per program: compiled for sm_90, 48 to 70 registers
                         # (benchmarks/kernel_registers.py)

@@ -22,7 +22,7 @@ bins. Off by default: the paper does not describe it, and it reads as a slip. St
 4 are compiled kernels over the rows (``kernels/rows.py``) computing in float64 (the code
 computes in float32; they can differ only for a value on a bin edge); a GPU tensor takes
 the same float64 arithmetic in torch operations on the GPU (``kernels/torch_bins.py``), or,
-of 1 to 8 bits with ``triton_uniform.KERNEL = "triton"``, steps 2 and 3 in one Triton
+of 1 to 8 bits with ``triton_uniform.KERNEL = "triton"`` (the default), steps 2 and 3 in one Triton
 kernel that writes into the message (``triton_uniform.row_packed``) and step 4 in one that
 reads from it (``row_values``). NaN or Inf is refused from step 1's ranges, which it
 reaches.
