@@ -396,18 +396,28 @@ def message_overhead(sizes=(4_096, 1_000_000), specs=OVERHEAD_CODECS, calls: int
     return rows
 
 
+PROFILED_TRAIN, PROFILED_EVAL = 8_192, 1_000  # samples a profiled run loads and evaluates: the steps are unchanged
+
+
 def step_profile(steps: int = 10, profile: str = "paper", top: int = 12) -> dict:
     """Part 9: where a quickstart step's time goes on the device (``paper_profiles`` times the
     steps; this says what is in them): each method's run of ``steps`` steps under
     ``torch.profiler``, its ``top`` operators by host time (self, microseconds per step) and
-    by device time, and the CUDA runtime's synchronizations, copies and launches per step."""
+    by device time, and the CUDA runtime's synchronizations, copies and launches per step.
+    Each run loads and evaluates fewer samples (``PROFILED_TRAIN``, ``PROFILED_EVAL``), so
+    that what is profiled around the steps is small: GPU runs with the whole profile's
+    samples did not finish within a command's time."""
     from torch.profiler import ProfilerActivity, profile as profiled
 
     from thinwire.experiment.runner import run as run_config
     from thinwire.papers.quickstart.runs import quickstart_configs
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if DEVICE == "cuda" else [])
-    out = {"steps": steps, "profile": profile, "methods": {}}
+    out = {"steps": steps, "profile": profile, "methods": {}, "train_samples": PROFILED_TRAIN,
+           "eval_samples": PROFILED_EVAL}
     for label, config in quickstart_configs(profile=profile, device=DEVICE, steps=steps).items():
+        # the steps are as the profile has them; fewer samples loaded and evaluated around them
+        config = config.replace(train_samples=min(config.train_samples or PROFILED_TRAIN, PROFILED_TRAIN),
+                                eval_samples=min(config.eval_samples, PROFILED_EVAL))
         with tempfile.TemporaryDirectory() as root:
             with profiled(activities=activities) as prof:
                 run_config(config, root=Path(root), reuse=False, progress=False)

@@ -179,7 +179,9 @@ def _step_profile_lines(doc: dict, stamp) -> list[str]:
     def top(ops: dict) -> str:
         return "; ".join(f"{name} {us:,.0f}" for name, us in list(ops.items())[:3])
 
-    lines = ["", f"Where a quickstart step's time goes (paper profile, {found['steps']} steps per method under "
+    samples = (f", {found['train_samples']:,} training and {found['eval_samples']:,} test samples loaded"
+               if "train_samples" in found else "")
+    lines = ["", f"Where a quickstart step's time goes (paper profile, {found['steps']} steps per method{samples} under "
              f"`torch.profiler`; {stamp('step_profile')}), microseconds per step:\n",
              "| method | most host time (self) | most device time | stream synchronizations / step | copies / step |",
              "|---|---|---|---|---|"]
