@@ -7,7 +7,7 @@ The default (``KERNEL = "triton"``; ``"torch"`` gives the work to torch's operat
 ``gpu_bench``'s ``codec_kernels`` part timed both on an H100 in one run, messages kept on
 the device with the shifted CRC, every message equal to the host's: the quantizer at 1, 4
 and 8 bits, Oland & Raj's bin codes (``binquant``) and MQGrad's row codes (``colquant``)
-were faster with these kernels in each of the 10 rows, of 25M values (0.08-0.15 of the add
+were faster with these kernels in each of the 10 rows, of 25M values (0.075-0.15 of the add
 pass against 0.04-0.06) and of 250M (0.30-0.62 against 0.05-0.18). On the CPU the test
 suite runs these kernels under Triton's interpreter against the host kernels.
 
