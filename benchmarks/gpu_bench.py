@@ -459,29 +459,36 @@ def python_profile(fn, calls: int, top: int) -> dict:
             for label, column in (("own", 2), ("with_callees", 3))}
 
 
+def both_kernel_sets(x: torch.Tensor, out: torch.Tensor, specs):
+    """(kernel set's label, spec, ``Held``) for each of ``specs`` with the library's kernels
+    and then with ``fast_kernels``, its messages kept on the device: the kernels (and, in a
+    dry run, the forced device path) stay chosen while the caller works on each."""
+    from thinwire.codecs import CodecState, make_codec
+    from thinwire.codecs.kernels import device
+    for label, kernels in (("library", nullcontext), ("triton, words", fast_kernels)):
+        for spec in specs:
+            with kernels(), device.forced() if DEVICE == "cpu" else nullcontext():
+                yield label, spec, Held(make_codec(spec), CodecState(0), x, out,
+                                        torch.empty(0, dtype=torch.uint8, device=DEVICE))
+
+
 def host_profile(n: int = 4_096, specs=("fp32", *KERNEL_SPECS[:4]), calls: int = 200, top: int = 25) -> list[dict]:
     """Part 12: where the host's time goes in one encode and one decode of a small message
     kept on the device (``n`` values: the device's work is negligible, so the call's time is
     the host's), with the library's kernels and with ``fast_kernels``: the wall time per call
     (best of ``calls``) and ``python_profile`` over ``calls`` calls."""
-    from thinwire.codecs import CodecState, make_codec
-    from thinwire.codecs.kernels import device
     x = torch.randn(n, device=DEVICE, generator=torch.Generator(DEVICE).manual_seed(0))
     out = torch.empty_like(x)
     rows = []
-    for label, kernels in (("library", nullcontext), ("triton, words", fast_kernels)):
-        for spec in specs:
-            with kernels(), device.forced() if DEVICE == "cpu" else nullcontext():
-                codec, state = make_codec(spec), CodecState(0)
-                held = Held(codec, state, x, out, torch.empty(0, dtype=torch.uint8, device=DEVICE))
-                row = {"codec": spec, "values": n, "kernels": label, "calls": calls}
-                for name, fn in (("encode", held.encode), ("decode", held.decode)):
-                    row[f"{name}_wall_us"] = round(device_seconds(fn, calls, 5) * 1e6, 1)
-                    row[f"{name}_python_us"] = python_profile(fn, calls, top)
-            rows.append(row)
-            print(f"host {spec} ({label}): encode {row['encode_wall_us']} us, "
-                  f"{list(row['encode_python_us']['own'].items())[:6]}; decode {row['decode_wall_us']} us, "
-                  f"{list(row['decode_python_us']['own'].items())[:6]}", flush=True)
+    for label, spec, held in both_kernel_sets(x, out, specs):
+        row = {"codec": spec, "values": n, "kernels": label, "calls": calls}
+        for name, fn in (("encode", held.encode), ("decode", held.decode)):
+            row[f"{name}_wall_us"] = round(device_seconds(fn, calls, 5) * 1e6, 1)
+            row[f"{name}_python_us"] = python_profile(fn, calls, top)
+        rows.append(row)
+        print(f"host {spec} ({label}): encode {row['encode_wall_us']} us, "
+              f"{list(row['encode_python_us']['own'].items())[:6]}; decode {row['decode_wall_us']} us, "
+              f"{list(row['decode_python_us']['own'].items())[:6]}", flush=True)
     return rows
 
 
@@ -503,8 +510,6 @@ def codec_profile(n: int = 25_000_000, specs=None, calls: int = 10, top: int = 8
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
-    from thinwire.codecs import CodecState, make_codec
-    from thinwire.codecs.kernels import device
     specs = specs or KERNEL_SPECS
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if DEVICE == "cuda" else [])
     x = torch.randn(n, device=DEVICE, generator=torch.Generator(DEVICE).manual_seed(0))
@@ -514,38 +519,34 @@ def codec_profile(n: int = 25_000_000, specs=None, calls: int = 10, top: int = 8
         return getattr(e, "self_device_time_total", getattr(e, "self_cuda_time_total", 0.0))
 
     rows = []
-    for label, kernels in (("library", nullcontext), ("triton, words", fast_kernels)):
-        for spec in specs:
-            with kernels(), device.forced() if DEVICE == "cpu" else nullcontext():
-                codec, state = make_codec(spec), CodecState(0)
-                held = Held(codec, state, x, out, torch.empty(0, dtype=torch.uint8, device=DEVICE))
-                row = {"codec": spec, "values": n, "kernels": label}
-                for name, fn in (("encode", held.encode), ("decode", held.decode)):
-                    row[f"{name}_wall_us"] = round(device_seconds(fn, calls, 1) * 1e6, 1)
-                    row[f"{name}_host_return_us"] = round(host_seconds(fn, calls) * 1e6, 1)
-                    with profile(activities=activities) as prof:
-                        for _ in range(calls):
-                            fn()
-                        _sync()
-                    found = prof.key_averages()
-                    events = [e for e in found if device_us(e)]
-                    row[f"{name}_device_us"] = round(sum(device_us(e) for e in events) / calls, 1)
-                    # the kernels' and copies' own events alone: a torch operation's event also
-                    # carries the device time of the kernels it launched, so the sum above counts
-                    # those twice
-                    row[f"{name}_kernel_us"] = round(sum(device_us(e) for e in events
-                                                         if e.device_type != DeviceType.CPU) / calls, 1)
-                    row[f"{name}_host_us"] = round(sum(e.self_cpu_time_total for e in found) / calls, 1)
-                    row[f"{name}_kernels"] = {e.key[:80]: [round(device_us(e) / calls, 1), round(e.count / calls, 1)]
-                                              for e in sorted(events, key=lambda e: -device_us(e))[:top]}
-                    row[f"{name}_runtime_calls"] = {e.key: round(e.count / calls, 1) for e in found
-                                                    if e.key.startswith(("cuda", "cu")) and e.count}
-                    row[f"{name}_python_us"] = python_profile(fn, calls, top)["own"]
-            rows.append(row)
-            print(f"profile {spec} ({label}): encode wall {row['encode_wall_us']} us, device {row['encode_device_us']} "
-                  f"us, {list(row['encode_kernels'].items())[:3]}; runtime {row['encode_runtime_calls']}; python "
-                  f"{list(row['encode_python_us'].items())[:4]}; decode wall {row['decode_wall_us']} us, device "
-                  f"{row['decode_device_us']} us, runtime {row['decode_runtime_calls']}", flush=True)
+    for label, spec, held in both_kernel_sets(x, out, specs):
+        row = {"codec": spec, "values": n, "kernels": label}
+        for name, fn in (("encode", held.encode), ("decode", held.decode)):
+            row[f"{name}_wall_us"] = round(device_seconds(fn, calls, 1) * 1e6, 1)
+            row[f"{name}_host_return_us"] = round(host_seconds(fn, calls) * 1e6, 1)
+            with profile(activities=activities) as prof:
+                for _ in range(calls):
+                    fn()
+                _sync()
+            found = prof.key_averages()
+            events = [e for e in found if device_us(e)]
+            row[f"{name}_device_us"] = round(sum(device_us(e) for e in events) / calls, 1)
+            # the kernels' and copies' own events alone: a torch operation's event also
+            # carries the device time of the kernels it launched, so the sum above counts
+            # those twice
+            row[f"{name}_kernel_us"] = round(sum(device_us(e) for e in events
+                                                 if e.device_type != DeviceType.CPU) / calls, 1)
+            row[f"{name}_host_us"] = round(sum(e.self_cpu_time_total for e in found) / calls, 1)
+            row[f"{name}_kernels"] = {e.key[:80]: [round(device_us(e) / calls, 1), round(e.count / calls, 1)]
+                                      for e in sorted(events, key=lambda e: -device_us(e))[:top]}
+            row[f"{name}_runtime_calls"] = {e.key: round(e.count / calls, 1) for e in found
+                                            if e.key.startswith(("cuda", "cu")) and e.count}
+            row[f"{name}_python_us"] = python_profile(fn, calls, top)["own"]
+        rows.append(row)
+        print(f"profile {spec} ({label}): encode wall {row['encode_wall_us']} us, device {row['encode_device_us']} "
+              f"us, {list(row['encode_kernels'].items())[:3]}; runtime {row['encode_runtime_calls']}; python "
+              f"{list(row['encode_python_us'].items())[:4]}; decode wall {row['decode_wall_us']} us, device "
+              f"{row['decode_device_us']} us, runtime {row['decode_runtime_calls']}", flush=True)
     return rows
 
 

@@ -192,6 +192,15 @@ def _step_profile_lines(doc: dict, stamp) -> list[str]:
     return lines
 
 
+def _row_commits(doc: dict, part: str):
+    """For a part whose rows runs at several commits measured (``gpu_bench.merged_rows``): a
+    function giving each row's ", at COMMIT" (a row without one has the part's earlier
+    stamp's), or "" for every row where one commit measured them all."""
+    earlier = doc.get("earlier_stamp", {}).get(part, doc.get("measured", {}).get(part, {})).get("commit", "?")
+    commits = {r.get("commit", earlier) for r in doc[part]}
+    return lambda r: f", at {r.get('commit', earlier)}" if len(commits) > 1 else ""
+
+
 def _host_profile_lines(doc: dict, stamp) -> list[str]:
     """``gpu_bench``'s host profile (part 12), once a GPU has run it: per codec and kernel set,
     the wall time of a small message's encode and decode on the device (the host's time)
@@ -289,14 +298,13 @@ def gpu_tables(doc: dict) -> dict[str, str]:
             lines += ["", f"The device CRC failed on this GPU and the host checksummed these messages: {sorted(failures)}."]
     kernels = doc.get("codec_kernels", [])  # kernels/triton_uniform.py, triton_qsgd.py, triton_drop.py
     if kernels:
-        earlier = doc.get("earlier_stamp", {}).get("codec_kernels", stamps.get("codec_kernels", {})).get("commit", "?")
-        mixed = len({r.get("commit", earlier) for r in kernels}) > 1  # rows measured by runs at several commits
+        at = _row_commits(doc, "codec_kernels")
         lines += ["", f"Triton codec kernels beside torch's operations, messages kept on the device "
                   f"(`kernels/triton_uniform.py`, `triton_qsgd.py`, `triton_drop.py`; {stamp('codec_kernels')}), "
                   f"equal to the host's message byte for byte in {sum(r['equal_to_host'] for r in kernels)} of "
                   f"{len(kernels)} rows:\n",
                   *_kept_table(kernels, "kernels", lambda r: f"{r['codec_kernel']}, CRC {r['crc_kernel']}"
-                               + (f", at {r.get('commit', earlier)}" if mixed else ""))]
+                               + at(r))]
         best = max(kernels, key=lambda r: r["fraction_of_add_pass"])
         lines += ["", f"{sum(r['fraction_of_add_pass'] >= gpu_bench.TARGET for r in kernels)} of {len(kernels)} rows meet "
                   f"{gpu_bench.TARGET} (best {best['codec']}, {best['values']:,} values, {best['fraction_of_add_pass']:.3f})."]
@@ -340,13 +348,8 @@ def gpu_tables(doc: dict) -> dict[str, str]:
         def syncs(found: dict) -> str:
             return f"{sum(v for k, v in found.items() if 'Synchronize' in k):g}"
 
-        before = doc.get("earlier_stamp", {}).get("codec_profile", stamps.get("codec_profile", {})).get("commit", "?")
-        commits = {r.get("commit", before) for r in profiled}  # rows measured by runs at several commits
-
-        def which(r: dict) -> str:
-            return f"{r['kernels']}, at {r.get('commit', before)}" if len(commits) > 1 else r["kernels"]
-
-        lines += [f"| {r['codec']} | {which(r)} | "
+        at = _row_commits(doc, "codec_profile")
+        lines += [f"| {r['codec']} | {r['kernels']}{at(r)} | "
                   + " | ".join(f"{r[f'{w}_wall_us']:,.0f} | {returned(r, w)} | {on_device(r, w)} | "
                                f"{kernels(r[f'{w}_kernels'])} | "
                                f"{syncs(r[f'{w}_runtime_calls'])}" for w in ("encode", "decode")) + " |"
