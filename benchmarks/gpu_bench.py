@@ -19,7 +19,8 @@ paper profiles' speed on one GPU, and the DDP hook under NCCL.
    NCCL backend, one process per GPU.
 4. **Device CRC-32C** (``kernels/triton_crc.py``): the checksum of a buffer the size of
    the fp32 message of 25M and 250M values, computed on the GPU by each of its block
-   kernels (``KERNELS``), as a fraction of the add pass (the first figure a message kept
+   kernels (``KERNELS``), each with the blocks' CRCs joined by each of ``JOINS`` (launches
+   of their own, or folded into the block kernel), as a fraction of the add pass (the first figure a message kept
    in device memory would depend on), and compared with the host's value for the same
    bytes.
 
@@ -35,7 +36,8 @@ paper profiles' speed on one GPU, and the DDP hook under NCCL.
    min-max quantization's, QSGD's, top-k's, gradient dropping's and the bin quantizers'
    (Oland & Raj's, MQGrad's per row) messages kept on the device, as
    in part 5, with torch's operations and with the Triton kernels, each with the library's
-   device CRC kernel and with ``"words"``, each message compared with the host's.
+   device CRC kernel and with ``"words"`` (``--crc-joins=tree;fold``: each with both of the
+   CRC's joins), each message compared with the host's.
 9. **Step profile**: the quickstart paper profile's steps (each method) under
    ``torch.profiler``: the operators that take the host's and the device's time per step,
    and the CUDA runtime's synchronizations and copies per step.
@@ -51,7 +53,7 @@ paper profiles' speed on one GPU, and the DDP hook under NCCL.
    and with their callees, with both sets of kernels.
 
 ``python benchmarks/gpu_bench.py [FILE] [--only=PART,...] [--codec-kernels=KERNEL,...]
-[--kernel-specs=SPEC;...] [--kernel-crcs=CRC;...]`` updates ``FILE``
+[--kernel-specs=SPEC;...] [--kernel-crcs=CRC;...] [--crc-joins=JOIN;...]`` updates ``FILE``
 (``gpu-runs/bench_gpu.json``) with the parts it runs; ``THINWIRE_COMMIT`` names the code
 measured in each part's stamp.
 
@@ -241,19 +243,20 @@ def device_crc(sizes=SIZES) -> list[dict]:
         del b, sum_out
         buffer = a.view(torch.uint8)
         want = crc32c.crc32c(buffer.cpu().numpy().tobytes())
-        for kernel in triton_crc.KERNELS:
+        for kernel, join in ((k, j) for k in triton_crc.KERNELS for j in triton_crc.JOINS):
             try:
-                with crc_kernel(kernel):
+                with crc_kernel(kernel, join):
                     crc = device_seconds(lambda: triton_crc.crc32c(buffer), 5, 2)
                     equal = triton_crc.crc32c(buffer) == want
             except Exception as exc:  # a kernel this Triton cannot compile is reported, the other still runs
-                rows.append({"kernel": kernel, "bytes": buffer.numel(), "error": f"{type(exc).__name__}: {exc}"[-600:]})
-                print(f"device crc32c ({kernel}) failed: {rows[-1]['error']}", flush=True)
+                rows.append({"kernel": kernel, "join": join, "bytes": buffer.numel(),
+                             "error": f"{type(exc).__name__}: {exc}"[-600:]})
+                print(f"device crc32c ({kernel}, {join}) failed: {rows[-1]['error']}", flush=True)
                 continue
-            rows.append({"kernel": kernel, "bytes": buffer.numel(), "crc_s": crc, "add_pass_s": roof,
+            rows.append({"kernel": kernel, "join": join, "bytes": buffer.numel(), "crc_s": crc, "add_pass_s": roof,
                          "gb_per_s": buffer.numel() / crc / 1e9, "fraction_of_add_pass": roof / crc,
                          "equal_to_host": equal})
-            print(f"device crc32c ({kernel}) of {buffer.numel():,} bytes: {crc * 1e3:.3f} ms "
+            print(f"device crc32c ({kernel}, {join}) of {buffer.numel():,} bytes: {crc * 1e3:.3f} ms "
                   f"({rows[-1]['gb_per_s']:.0f} GB/s), add pass {roof * 1e3:.3f} ms, equal to the host's: {equal}",
                   flush=True)
         del a, buffer
@@ -266,22 +269,24 @@ def _crc_kernel() -> str:
 
 
 class crc_kernel:
-    """``triton_crc.KERNEL`` set to ``kernel`` within the block, with the messages' fallback
-    to the host CRC cleared, so that one kernel's failure does not carry over to the next."""
+    """``triton_crc.KERNEL`` set to ``kernel`` (and ``JOIN`` to ``join``, where given) within
+    the block, with the messages' fallback to the host CRC cleared, so that one kernel's
+    failure does not carry over to the next."""
 
-    def __init__(self, kernel: str):
-        self.kernel = kernel
+    def __init__(self, kernel: str, join: str | None = None):
+        self.kernel, self.join = kernel, join
 
     def __enter__(self):
         from thinwire.codecs.kernels import triton_crc
         from thinwire.codecs.wire import tensor_message
-        self.original, triton_crc.KERNEL = triton_crc.KERNEL, self.kernel
+        self.original = triton_crc.KERNEL, triton_crc.JOIN
+        triton_crc.KERNEL, triton_crc.JOIN = self.kernel, self.join or triton_crc.JOIN
         tensor_message.DEVICE_CRC_FAILURE = None
 
     def __exit__(self, *exc):
         from thinwire.codecs.kernels import triton_crc
         from thinwire.codecs.wire import tensor_message
-        triton_crc.KERNEL = self.original
+        triton_crc.KERNEL, triton_crc.JOIN = self.original
         tensor_message.DEVICE_CRC_FAILURE = None
 
 
@@ -551,6 +556,7 @@ def codec_profile(n: int = 25_000_000, specs=None, calls: int = 10, top: int = 8
 
 
 KERNEL_CRCS = ("slicing", "words")  # the device CRC kernels part 8 pairs each codec kernel with
+CRC_JOINS = ("tree",)  # ``--crc-joins=tree;fold``: part 8 with each of these (``triton_crc.JOIN``) too
 CODEC_KERNELS: tuple[str, ...] = ()  # ``--codec-kernels=triton``: part 8 with these only (all when empty)
 
 
@@ -577,7 +583,7 @@ class fast_kernels:
 def codec_kernels(sizes=SIZES) -> list[dict]:
     """Part 8: ``KERNEL_SPECS``' messages kept on the device with torch's operations and with
     the Triton kernels (``triton_uniform``, ``triton_qsgd``, ``triton_drop``: their ``KERNEL``
-    switched together), each checksummed by each of ``KERNEL_CRCS``."""
+    switched together), each checksummed by each of ``KERNEL_CRCS`` with each of ``CRC_JOINS``."""
     from thinwire.codecs.kernels import triton_drop, triton_qsgd, triton_uniform
     modules = (triton_uniform, triton_qsgd, triton_drop)
     rows = []
@@ -586,9 +592,9 @@ def codec_kernels(sizes=SIZES) -> list[dict]:
         for m in modules:
             m.KERNEL = kernel
         try:
-            for crc in KERNEL_CRCS:
-                with crc_kernel(crc):
-                    rows += [{**r, "codec_kernel": kernel, "crc_kernel": crc}
+            for crc, join in ((c, j) for c in KERNEL_CRCS for j in CRC_JOINS):
+                with crc_kernel(crc, join):
+                    rows += [{**r, "codec_kernel": kernel, "crc_kernel": crc, "crc_join": join}
                              for r in codecs(sizes, KERNEL_SPECS, kept_on_device=True)]
         finally:
             for m, k in zip(modules, before):
@@ -608,8 +614,9 @@ PARTS = ("same_bytes", "hook_nccl", "codecs", "paper", "device_crc", "device_mes
 NOT_YET_RUN = ("step_profile",)  # parts no GPU has run yet: gpu-runs/bench_gpu.json lacks them
 
 
-ROW_KEYS = {"codec_kernels": ("codec_kernel", "crc_kernel", "codec", "values"),  # what tells a part's rows apart
-            "codec_profile": ("kernels", "codec", "values")}
+ROW_KEYS = {"codec_kernels": ("codec_kernel", "crc_kernel", "crc_join", "codec", "values"),  # what tells a part's
+            "codec_profile": ("kernels", "codec", "values")}                                # rows apart
+ROW_DEFAULTS = {"crc_join": "tree"}  # what rows measured before a key existed had
 
 
 def merged_rows(before: list[dict], measured: list[dict], stamp: dict, key: tuple[str, ...]) -> list[dict]:
@@ -618,8 +625,10 @@ def merged_rows(before: list[dict], measured: list[dict], stamp: dict, key: tupl
     with its commit and date, replacing the earlier rows they match on ``key``; the other
     earlier rows kept: an earlier row without a commit keeps the part's earlier stamp
     (``earlier_stamp``)."""
-    now = {tuple(r[k] for k in key): {**r, "commit": stamp["commit"], "date": stamp["date"]} for r in measured}
-    kept = [r for r in before if tuple(r[k] for k in key) not in now]
+    def at(r: dict) -> tuple:
+        return tuple(r.get(k, ROW_DEFAULTS.get(k)) for k in key)
+    now = {at(r): {**r, "commit": stamp["commit"], "date": stamp["date"]} for r in measured}
+    kept = [r for r in before if at(r) not in now]
     return kept + list(now.values())
 
 
@@ -675,7 +684,7 @@ def run(save, doc: dict, parts=PARTS, steps: int = 30, hook_steps: int = 600, si
 
 
 def main(argv: list[str]) -> int:
-    global DEVICE, CODEC_KERNELS  # --kernel-specs= and --kernel-crcs= (";"-separated) narrow parts 8 and 11
+    global DEVICE, CODEC_KERNELS  # --kernel-specs=, --kernel-crcs=, --crc-joins= (";"-separated): parts 8 and 11
     dry = "--dry-run" in argv
     argv = [a for a in argv if a != "--dry-run"]
     if dry:
@@ -690,13 +699,15 @@ def main(argv: list[str]) -> int:
     argv = [a for a in argv if not a.startswith("--only=")]
     CODEC_KERNELS = next((tuple(a.split("=", 1)[1].split(",")) for a in argv if a.startswith("--codec-kernels=")), ())
     for option, name, allowed in (("--kernel-specs=", "KERNEL_SPECS", KERNEL_SPECS),
-                                  ("--kernel-crcs=", "KERNEL_CRCS", ("slicing", "shifted", "words"))):
+                                  ("--kernel-crcs=", "KERNEL_CRCS", ("slicing", "shifted", "words")),
+                                  ("--crc-joins=", "CRC_JOINS", ("tree", "fold"))):
         chosen = next((a.split("=", 1)[1].split(";") for a in argv if a.startswith(option)), None)
         if chosen is not None:
             if not chosen or any(c not in allowed for c in chosen):
                 raise SystemExit(f"{option}{';'.join(chosen)} is not allowed: choose among {';'.join(allowed)}")
             globals()[name] = type(globals()[name])(chosen)
-    argv = [a for a in argv if not a.startswith(("--codec-kernels=", "--kernel-specs=", "--kernel-crcs="))]
+    argv = [a for a in argv if not a.startswith(("--codec-kernels=", "--kernel-specs=", "--kernel-crcs=",
+                                                  "--crc-joins="))]
     target = Path(argv[0]) if argv else ROOT / "gpu-runs" / "bench_gpu.json"
     target.parent.mkdir(parents=True, exist_ok=True)
     doc = json.loads(target.read_text()) if target.exists() else {}

@@ -7,8 +7,8 @@ before any GPU has timed them.
 
 ``python benchmarks/kernel_registers.py [ARCH]`` prints the table; ``tests`` check that no
 kernel spills to local memory, and that every kernel but the CRC's lookup trees (the
-``"slicing"`` and ``"shifted"`` block kernels and the join: compiled by Triton 3.6, the
-GPU runs' version, 255, 216 and 255 registers) holds at most ``REGISTERS`` registers per
+``"slicing"`` and ``"shifted"`` block kernels, folded or not, and the join: compiled by
+Triton 3.6, the GPU runs' version, 255, 216 and 255 registers) holds at most ``REGISTERS`` registers per
 thread, so that at least four programs of 4 warps fit on a multiprocessor.
 """
 
@@ -20,7 +20,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-TREES = {"triton_crc slicing", "triton_crc shifted", "triton_crc join"}  # register-heavy lookup trees
+TREES = {"triton_crc slicing", "triton_crc shifted", "triton_crc shifted, folded", "triton_crc join"}  # register-
+# heavy lookup trees
 REGISTERS = 128
 
 
@@ -30,25 +31,29 @@ def _kernels():
     from thinwire.codecs.kernels import triton_drop as drop
     from thinwire.codecs.kernels import triton_qsgd as qsgd
     from thinwire.codecs.kernels import triton_uniform as uniform
-    final = {"FINAL": True, "STORE": True, "SCALED": True}
+    final = {"FINAL": True, "STORE": True, "SCALED": True, "FOLD": False}
+    folded = {"FINAL": False, "STORE": True, "SCALED": True, "FOLD": True}  # step 2 in the block kernel (JOIN)
     block = {"message": "*u8", "n": "i64", "pad": "i64", "slicing": "*i32", "products": "*i32", "out": "*i32",
-             "scale": "i32", "ones": "i32", "trailer": "*u8"}
+             "fold": "*i32", "scale": "i32", "ones": "i32", "trailer": "*u8"}
     words = {"words": "*i32", "tail_bytes": "*u8", "nfull": "i64", "tail": "i32", "padw": "i64", "product": "*i32",
-             "shifts": "*i32", "out": "*i32", "scale": "i32", "ones": "i32", "trailer": "*u8", "target_words": "*i32",
-             "target_tail": "*u8"}
+             "shifts": "*i32", "out": "*i32", "fold": "*i32", "scale": "i32", "ones": "i32", "trailer": "*u8",
+             "target_words": "*i32", "target_tail": "*u8"}
     halves = {"src": "*fp32", "numel": "i64", "padw": "i64", "product": "*i32", "shifts": "*i32", "out": "*i32",
-              "scale": "i32", "ones": "i32", "trailer": "*u8", "dst": "*i16"}
+              "fold": "*i32", "scale": "i32", "ones": "i32", "trailer": "*u8", "dst": "*i16"}
     lanes = {"LANES": crc.WORD_LANES, "STEPS": crc.WORD_STEPS}
     yield ("triton_crc slicing", crc._block_crcs, block,
            {"LANES": crc.LANES, "SEG": crc.SEG, "LEVELS": crc.LANE_LEVELS, "SHIFTED": False, **final}, 4)
     yield ("triton_crc shifted", crc._block_crcs, block,
            {"LANES": crc.LANES, "SEG": crc.SEG, "LEVELS": crc.LANE_LEVELS, "SHIFTED": True, **final}, 4)
+    yield ("triton_crc shifted, folded", crc._block_crcs, block,
+           {"LANES": crc.LANES, "SEG": crc.SEG, "LEVELS": crc.LANE_LEVELS, "SHIFTED": True, **folded}, 4)
     yield ("triton_crc join", crc._join, {"crcs": "*i32", "m": "i32", "pad": "i32", "products": "*i32", "out": "*i32",
                                           "ones": "i32", "trailer": "*u8", "scale": "i32"},
-           {"GROUP": 1 << crc.JOIN_LEVELS, "LEVELS": crc.JOIN_LEVELS, **final}, 4)
+           {"GROUP": 1 << crc.JOIN_LEVELS, "LEVELS": crc.JOIN_LEVELS, "FINAL": True, "STORE": True, "SCALED": True}, 4)
     for copy in (False, True):
         yield (f"triton_crc words{', copying' if copy else ''}", crc._block_words, words, {**lanes, **final, "COPY": copy},
                crc.WORD_WARPS)
+    yield ("triton_crc words, folded", crc._block_words, words, {**lanes, **folded, "COPY": False}, crc.WORD_WARPS)
     for widen in (False, True):
         sig = dict(halves, src="*i16", dst="*fp32") if widen else halves
         yield (f"triton_crc halves, {'widening' if widen else 'narrowing'}", crc._block_halves, sig,
@@ -61,12 +66,12 @@ def _kernels():
                {"packed": "*u8", "n": "i64", "nbytes": "i64", "lo": "fp32", "step": "fp32", "out": "*fp32"},
                {"BITS": bits, "GROUPS": uniform.GROUPS}, 4)
     quantize8 = {"x": "*fp32", "n": "i64", "lo": "fp32", "scale": "fp32", "offset": "fp32", "padw": "i64",
-                 "product": "*i32", "shifts": "*i32", "out": "*i32", "crc_scale": "i32", "ones": "i32",
+                 "product": "*i32", "shifts": "*i32", "out": "*i32", "fold": "*i32", "crc_scale": "i32", "ones": "i32",
                  "trailer": "*u8", "codes": "*u8"}
     yield ("triton_uniform quantize 8, checksummed", uniform._quantize_words, quantize8, {**lanes, **final, "FUSED": True},
            crc.WORD_WARPS)
     dequantize8 = {"codes": "*u8", "n": "i64", "lo": "fp32", "step": "fp32", "padw": "i64", "product": "*i32",
-                   "shifts": "*i32", "out": "*i32", "crc_scale": "i32", "ones": "i32", "trailer": "*u8",
+                   "shifts": "*i32", "out": "*i32", "fold": "*i32", "crc_scale": "i32", "ones": "i32", "trailer": "*u8",
                    "values": "*fp32"}
     yield ("triton_uniform dequantize 8, checked", uniform._dequantize_words, dequantize8, {**lanes, **final},
            crc.WORD_WARPS)

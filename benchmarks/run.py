@@ -253,7 +253,8 @@ def gpu_tables(doc: dict) -> dict[str, str]:
               f" of {len(rows)} rows meet {gpu_bench.TARGET}. The message's two host copies alone take longer than the whole "
               f"add pass in {slower} of {len(rows)} rows.", "", f"<sub>{stamp('codecs')}.</sub>"]
     for r in doc.get("device_crc", []):  # kernels/triton_crc.py, once a GPU has run it
-        kernel = f", {r['kernel']} kernel" if "kernel" in r else ""
+        kernel = (f", {r['kernel']} kernel" if "kernel" in r else "") + (f", blocks joined by {r['join']}"
+                                                                         if r.get("join", "tree") != "tree" else "")
         if "error" in r:
             lines += ["", f"Device CRC-32C of {r['bytes']:,} bytes{kernel} ({stamp('device_crc')}): failed: {r['error']}"]
             continue
@@ -286,7 +287,8 @@ def gpu_tables(doc: dict) -> dict[str, str]:
                                 f" of {len(rs)} rows meet {gpu_bench.TARGET} (best {max(r['fraction_of_add_pass'] for r in rs):.3f})"
                                 for kernel, rs in by_kernel.items()) + ", with the message kept on the device."]
         crc = {r["bytes"]: r["crc_s"] for r in doc.get("device_crc", [])
-               if r.get("kernel", "slicing") == triton_crc.KERNEL and "crc_s" in r}
+               if r.get("kernel", "slicing") == triton_crc.KERNEL and r.get("join", "tree") == triton_crc.JOIN
+               and "crc_s" in r}
         fp32 = next((r for r in by_kernel.get(triton_crc.KERNEL, []) if r["codec"] == "fp32"), None)
         if fp32 and crc:
             nearest = min(crc, key=lambda b: abs(b - fp32["bytes"]))
@@ -304,7 +306,7 @@ def gpu_tables(doc: dict) -> dict[str, str]:
                   f"equal to the host's message byte for byte in {sum(r['equal_to_host'] for r in kernels)} of "
                   f"{len(kernels)} rows:\n",
                   *_kept_table(kernels, "kernels", lambda r: f"{r['codec_kernel']}, CRC {r['crc_kernel']}"
-                               + at(r))]
+                               + (f" ({r['crc_join']})" if r.get("crc_join", "tree") != "tree" else "") + at(r))]
         best = max(kernels, key=lambda r: r["fraction_of_add_pass"])
         lines += ["", f"{sum(r['fraction_of_add_pass'] >= gpu_bench.TARGET for r in kernels)} of {len(kernels)} rows meet "
                   f"{gpu_bench.TARGET} (best {best['codec']}, {best['values']:,} values, {best['fraction_of_add_pass']:.3f})."]

@@ -94,8 +94,9 @@ def test_the_gpu_benchmark_runs_its_codecs_through_the_device_paths_on_the_cpu(m
     assert "Messages kept on the device" in tables["gpu_codecs"] and f"{n} of {n} rows;" in tables["gpu_codecs"]
     assert all(re.search(rf"with the {k} kernel, \d+ of 12 rows meet 0\.5", tables["gpu_codecs"]) for k in kernels)
     kernel_rows = gpu_bench.codec_kernels(sizes=(20_000,))  # part 8: torch's operations, then the Triton kernels
-    assert [(r["codec_kernel"], r["crc_kernel"], r["codec"]) for r in kernel_rows] == [
-        (k, crc, spec) for k in triton_uniform.KERNELS for crc in gpu_bench.KERNEL_CRCS for spec in gpu_bench.KERNEL_SPECS]
+    assert [(r["codec_kernel"], r["crc_kernel"], r["crc_join"], r["codec"]) for r in kernel_rows] == [
+        (k, crc, "tree", spec) for k in triton_uniform.KERNELS for crc in gpu_bench.KERNEL_CRCS
+        for spec in gpu_bench.KERNEL_SPECS]
     assert all(r["equal_to_host"] for r in kernel_rows) and triton_uniform.KERNEL == "triton"
     assert "Triton codec kernels" in run.gpu_tables({**doc, "codec_kernels": kernel_rows})["gpu_codecs"]
     profiled = gpu_bench.step_profile(steps=2, profile="smoke")  # part 9: what a quickstart step spends
@@ -119,12 +120,18 @@ def test_a_partial_kernel_run_replaces_only_the_rows_it_measured(monkeypatch):
     key = gpu_bench.ROW_KEYS["codec_kernels"]
     row = dict(codec_kernel="torch", crc_kernel="words", codec="quantize(bits=8)", values=25, encode_s=1.0)
     before = [row, {**row, "codec": "fp32"}]
-    merged = gpu_bench.merged_rows(before, [{**row, "encode_s": 0.5}], {"commit": "abc", "date": "d"}, key)
-    assert merged == [{**row, "codec": "fp32"}, {**row, "encode_s": 0.5, "commit": "abc", "date": "d"}]
+    now = {**row, "crc_join": "tree", "encode_s": 0.5}  # a row kept from before the join was a key: the tree's
+    merged = gpu_bench.merged_rows(before, [now], {"commit": "abc", "date": "d"}, key)
+    assert merged == [{**row, "codec": "fp32"}, {**now, "commit": "abc", "date": "d"}]
+    folded = {**now, "crc_join": "fold"}
+    merged = gpu_bench.merged_rows(before, [folded], {"commit": "abc", "date": "d"}, key)
+    assert merged == [*before, {**folded, "commit": "abc", "date": "d"}]
     with pytest.raises(SystemExit, match="--kernel-specs=qsgd is not allowed"):
         gpu_bench.main(["--dry-run", "--only=codec_kernels", "--kernel-specs=qsgd"])
     with pytest.raises(SystemExit, match="--kernel-crcs=crc64 is not allowed"):
         gpu_bench.main(["--dry-run", "--only=codec_kernels", "--kernel-crcs=crc64"])
+    with pytest.raises(SystemExit, match="--crc-joins=tree;zip is not allowed"):
+        gpu_bench.main(["--dry-run", "--only=codec_kernels", "--crc-joins=tree;zip"])
 
 
 def test_the_crc_variants_bit_planes_are_the_crcs_of_single_bits():

@@ -197,8 +197,68 @@ print("ok")
 """
 
 
+FOLD = r"""
+import os
+os.environ["TRITON_INTERPRET"] = "1"
+import crc32c, numpy as np, torch
+from thinwire.codecs import CodecState, make_codec
+from thinwire.codecs.kernels import device, triton_crc, triton_uniform
+from thinwire.codecs.wire import tensor_message
+triton_crc.JOIN = "fold"
+B = triton_crc.BLOCK
+rng = np.random.default_rng(13)
+launched = []  # the kernels each CRC launches
+for name in ("_block_crcs", "_block_words", "_join"):
+    kernel = getattr(triton_crc, name)
+    class Counted:
+        def __init__(self, kernel, name):
+            self.kernel, self.name = kernel, name
+        def __getitem__(self, grid):
+            launched.append(self.name)
+            return self.kernel[grid]
+    setattr(triton_crc, name, Counted(kernel, name))
+# split 1024: two tables of 1024 powers; split 2: 2 x 2, so 5 blocks use the far table, and
+# past 4 blocks (split^2) the tree joins them
+for split, kernel, n in [(1024, "shifted", 2 * B + 3), (1024, "words", B + 1), (1024, "words", 5 * B - 2),
+                         (2, "shifted", 4 * B), (2, "words", 3 * B + 5), (2, "words", 5 * B - 2)]:
+    triton_crc.FOLD_SPLIT, triton_crc.KERNEL = split, kernel
+    data = rng.integers(0, 256, n, dtype=np.uint8)
+    trailer = torch.full((4,), 7, dtype=torch.uint8)
+    launched.clear()
+    got = triton_crc.crc32c_tensor(torch.from_numpy(data), trailer)
+    want = crc32c.crc32c(data.tobytes())
+    assert int(got.item()) & 0xFFFFFFFF == want == int.from_bytes(bytes(trailer.numpy()), "little"), (split, kernel, n)
+    blocks = -(-n // B)
+    assert launched == ([launched[0]] if blocks <= split * split else [launched[0], "_join"]), (split, n, launched)
+    tally = triton_crc._FOLDS[("cpu", 0, split)]
+    assert tally[:2].tolist() == [0, 0] and tally[2] == split.bit_length() - 1  # reset for the next CRC
+triton_crc.FOLD_SPLIT = 1024
+# messages kept on a device, written and read in one pass (a copy; 8-bit codes), folded: the host's bytes
+tensor_message._on_device = lambda t: True
+tensor_message.COPY_CHECKED_BYTES = 0
+triton_crc.KERNEL, triton_uniform.KERNEL = "words", "triton"
+x = torch.randn(3 * B // 4 + 11, generator=torch.Generator().manual_seed(4))
+for spec in ("fp32", "quantize(bits=8)"):
+    codec = make_codec(spec)
+    host = codec.encode(x, CodecState(1), "w")
+    with device.forced():
+        moved = codec.encode(x, CodecState(1), "w", out=torch.empty(0, dtype=torch.uint8))
+        assert bytes(moved.numpy()) == bytes(host), spec
+        out = torch.empty_like(x)
+        assert torch.equal(codec.decode(moved, CodecState(0), "w", out=out), codec.decode(host, CodecState(0), "w"))
+assert tensor_message.DEVICE_CRC_FAILURE is None
+triton_crc.JOIN = "neither"
+try:
+    triton_crc.crc32c(torch.zeros(2 * B, dtype=torch.uint8))
+    raise AssertionError("an unknown join was accepted")
+except ValueError as exc:
+    assert "JOIN must be one of" in str(exc) and "'neither'" in str(exc)
+print("ok")
+"""
+
+
 @pytest.mark.skipif(not triton_crc.AVAILABLE, reason="triton is in requirements.lock; absent only outside make setup")
-@pytest.mark.parametrize("script", [CHECK, WORDS], ids=["slicing-and-shifted", "words"])
+@pytest.mark.parametrize("script", [CHECK, WORDS, FOLD], ids=["slicing-and-shifted", "words", "folded"])
 def test_the_device_crc_equals_the_message_checksum_under_the_interpreter(script):
     kernel_choice.passes(script)
 
@@ -282,3 +342,13 @@ def test_bad_buffers_name_what_is_allowed():
     import torch
     with pytest.raises((ValueError, RuntimeError), match="uint8|triton"):
         triton_crc.crc32c(torch.zeros(4, dtype=torch.float32))
+
+
+def test_the_fold_tables_move_a_block_past_the_blocks_after_it():
+    """"fold": block i of B is moved by x^(8 BLOCK (B - 1 - i)), the product of the near
+    table's power of k mod S and the far table's power of k div S (k = B - 1 - i)."""
+    tables = triton_crc._fold_tables(8)
+    a = 0x2468ACE1
+    for k in (0, 1, 7, 8, 9, 63):
+        moved = crc_math.multiply(crc_math.multiply(a, int(tables[0][k % 8])), int(tables[1][k // 8]))
+        assert moved == crc_math.combine(a, 0, triton_crc.BLOCK * k), k

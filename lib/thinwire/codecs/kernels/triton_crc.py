@@ -23,6 +23,16 @@ ones) is R(M) + x^(8 |M|) (2^32 - 1) + (2^32 - 1).
    message, writes the trailer's 4 bytes itself, so checksumming a message on a GPU is one
    or two launches and nothing else.
 
+``JOIN`` picks how step 2 is made: ``"tree"``, the ``_join`` launches above, or ``"fold"``,
+in the block kernel itself, so that a CRC of any length is one launch (``_settle``). Block
+i of B contributes R(block i) x^(8 BLOCK (B - 1 - i)) to the raw CRC, the power read from
+two tables of x^(8 BLOCK j) and x^(8 BLOCK S j), j < S (``FOLD_SPLIT``, 1024), and
+multiplied in by two ``_times``; each program xors its contribution into a tally word and
+then counts itself in a second (atomics, ordered by their acquire-release semantics), and
+the program that counts last takes the tally, resets both words for the next CRC on its
+stream, and finishes as step 3. The xor is the same in any order, so the CRC is exact;
+the tally is kept per device and stream (``_fold_state``), with the tables after it.
+
 Multiplying by a constant K is linear in the other factor, so it is four lookups, one per
 byte of the register, in K's 4 x 256 table (``_mul``). Every table is made once per device
 on the host from ``crc_math.multiply``.
@@ -83,6 +93,9 @@ LANES, SEG = 256, 64           # one program: 256 lanes x 64 contiguous bytes
 BLOCK = LANES * SEG            # 16 KiB
 LANE_LEVELS = LANES.bit_length() - 1
 JOIN_LEVELS = 10               # one program of ``_join`` joins up to 2^10 CRCs
+JOIN = "tree"                  # step 2: "tree" (``_join`` launches) or "fold" (in the block kernel)
+JOINS = ("tree", "fold")
+FOLD_SPLIT = 1 << 10           # "fold": powers of x^(8 BLOCK) for up to FOLD_SPLIT^2 blocks (16 GiB)
 KERNEL = "shifted"             # step 1: "slicing", "shifted" or "words"
 KERNELS = ("slicing", "shifted", "words")
 WORD_LANES, WORD_STEPS = 256, 16  # "words": one program, 256 lanes x 16 words (BLOCK bytes)
@@ -156,6 +169,45 @@ def _word_tables(device: str, lanes: int = WORD_LANES) -> tuple[torch.Tensor, to
     return on(product_tables([x_8n(4 * lanes)])), on(shifts)
 
 
+@functools.lru_cache(maxsize=None)
+def _fold_tables(split: int) -> np.ndarray:
+    """``"fold"``'s powers: x^(8 BLOCK j) and x^(8 BLOCK split j) for j < split (a power of two,
+    ``FOLD_SPLIT``)."""
+    out = np.empty((2, split), np.uint32)
+    for row, step in enumerate((x_8n(BLOCK), x_8n(BLOCK * split))):
+        power = ONE
+        for j in range(split):
+            out[row, j] = power
+            power = multiply(power, step)
+    return out
+
+
+_FOLDS: dict[tuple[str, int, int], torch.Tensor] = {}
+
+
+def _fold_state(device: torch.device) -> torch.Tensor:
+    """``"fold"``'s int32 words on ``device`` for the current stream: the tally and the count
+    (zero between CRCs: the last program resets them), log2 ``FOLD_SPLIT``, then
+    ``_fold_tables``. A stream of its own, so that CRCs running at once on two streams do not
+    share a tally."""
+    device = torch.device(device)
+    stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
+    key = (str(device), stream, FOLD_SPLIT)
+    state = _FOLDS.get(key)
+    if state is None:
+        head = np.array([0, 0, FOLD_SPLIT.bit_length() - 1], np.uint32)
+        words = np.concatenate([head, _fold_tables(FOLD_SPLIT).ravel()])
+        state = _FOLDS[key] = torch.from_numpy(words.view(np.int32).copy()).to(device)
+    return state
+
+
+def _folds(blocks: int) -> bool:
+    """Whether step 2 is folded into step 1's kernel for ``blocks`` blocks (``JOIN``)."""
+    if JOIN not in JOINS:
+        raise ValueError(f"triton_crc.JOIN must be one of {JOINS}, got {JOIN!r}")
+    return JOIN == "fold" and 1 < blocks <= FOLD_SPLIT * FOLD_SPLIT
+
+
 @functools.lru_cache(maxsize=64)
 def _ones_term(n: int) -> int:
     """What the all-ones initial register and final xor add to the raw CRC of n bytes."""
@@ -193,9 +245,9 @@ if AVAILABLE:  # the kernels are compiled for the device of their first buffer
         return product
 
     @triton.jit
-    def _block_crcs(message, n, pad, slicing, products, out, scale, ones, trailer, LANES: tl.constexpr,
+    def _block_crcs(message, n, pad, slicing, products, out, fold, scale, ones, trailer, LANES: tl.constexpr,
                     SEG: tl.constexpr, LEVELS: tl.constexpr, FINAL: tl.constexpr, STORE: tl.constexpr,
-                    SHIFTED: tl.constexpr, SCALED: tl.constexpr):
+                    SHIFTED: tl.constexpr, SCALED: tl.constexpr, FOLD: tl.constexpr):
         """Step 1; ``SHIFTED``: the lanes joined by ``_times`` with ``products`` holding each
         lane's x^(8 SEG (LANES - 1 - lane)), else by the tree."""
         block = tl.program_id(0).to(tl.int64)
@@ -215,7 +267,7 @@ if AVAILABLE:  # the kernels are compiled for the device of their first buffer
             crc = tl.xor_sum(tl.reshape(_times(crc, shifts), [1, LANES]), axis=1)
         else:
             crc = _tree(crc, products, LANES, LEVELS)
-        _finish(crc, out + block, ones, trailer, FINAL, STORE, scale, SCALED)
+        _settle(crc, out, fold, ones, trailer, FINAL, STORE, scale, SCALED, FOLD)
 
     @triton.jit
     def _finish(crc, out, ones, trailer, FINAL: tl.constexpr, STORE: tl.constexpr, scale=0,
@@ -233,6 +285,28 @@ if AVAILABLE:  # the kernels are compiled for the device of their first buffer
             tl.store(trailer + tl.arange(0, 4), ((crc >> shift) & 255).to(tl.uint8))
 
     @triton.jit
+    def _settle(crc, out, fold, ones, trailer, FINAL: tl.constexpr, STORE: tl.constexpr, scale, SCALED: tl.constexpr,
+                FOLD: tl.constexpr):
+        """A block's CRC stored for step 2 (``_finish``), or, with ``FOLD``, moved to the
+        buffer's end, xor-ed into the tally ``fold[0]`` and counted in ``fold[1]``; the
+        program counted last finishes the CRC from the tally and resets both words."""
+        if FOLD:
+            k = tl.num_programs(0) - 1 - tl.program_id(0)  # blocks after this one
+            bits = tl.load(fold + 2)  # log2 FOLD_SPLIT
+            one = tl.arange(0, 1)
+            near = tl.load(fold + 3 + (k & ((1 << bits) - 1)) + one).to(tl.uint32, bitcast=True)
+            far = tl.load(fold + 3 + (1 << bits) + (k >> bits) + one).to(tl.uint32, bitcast=True)
+            moved = tl.xor_sum(_times(_times(crc, near), far), axis=0)
+            tl.atomic_xor(fold, moved.to(tl.int32, bitcast=True))
+            if tl.atomic_add(fold + 1, 1) == tl.num_programs(0) - 1:
+                total = tl.atomic_xchg(fold, 0)
+                tl.atomic_xchg(fold + 1, 0)
+                _finish((total + tl.zeros([1], tl.int32)).to(tl.uint32, bitcast=True), out, ones, trailer, True,
+                        STORE, scale, SCALED)
+        else:
+            _finish(crc, out + tl.program_id(0), ones, trailer, FINAL, STORE, scale, SCALED)
+
+    @triton.jit
     def _join(crcs, m, pad, products, out, ones, trailer, GROUP: tl.constexpr, LEVELS: tl.constexpr,
               FINAL: tl.constexpr, STORE: tl.constexpr, scale=0, SCALED: tl.constexpr = False):
         group = tl.program_id(0)
@@ -242,9 +316,9 @@ if AVAILABLE:  # the kernels are compiled for the device of their first buffer
         _finish(crc, out + group, ones, trailer, FINAL, STORE, scale, SCALED)
 
     @triton.jit
-    def _block_words(words, tail_bytes, nfull, tail, padw, product, shifts, out, scale, ones, trailer,
+    def _block_words(words, tail_bytes, nfull, tail, padw, product, shifts, out, fold, scale, ones, trailer,
                      target_words, target_tail, LANES: tl.constexpr, STEPS: tl.constexpr, FINAL: tl.constexpr,
-                     STORE: tl.constexpr, SCALED: tl.constexpr, COPY: tl.constexpr):
+                     STORE: tl.constexpr, SCALED: tl.constexpr, FOLD: tl.constexpr, COPY: tl.constexpr):
         """Step 1 of ``"words"``: lane l of a block reads words l, l + LANES, l + 2 LANES, ...
         (each load of the block's lanes one contiguous run), ``crc = crc * x^(32 LANES) + w``
         by one product table, then each lane's CRC times x^(32 (LANES - lane)) (``shifts``,
@@ -271,7 +345,7 @@ if AVAILABLE:  # the kernels are compiled for the device of their first buffer
             tl.store(target_tail + k4, tail_part.to(tl.uint8), mask=(k4 < tail) & (held >= 0) & (held < LANES * STEPS))
         crc = _times(crc, tl.load(shifts + lane).to(tl.uint32, bitcast=True))
         crc = tl.xor_sum(tl.reshape(crc, [1, LANES]), axis=1)
-        _finish(crc, out + block, ones, trailer, FINAL, STORE, scale, SCALED)
+        _settle(crc, out, fold, ones, trailer, FINAL, STORE, scale, SCALED, FOLD)
 
 
 if AVAILABLE:
@@ -294,9 +368,9 @@ if AVAILABLE:
         return narrow.to(tl.uint16).to(tl.int16, bitcast=True)
 
     @triton.jit
-    def _block_halves(src, numel, padw, product, shifts, out, scale, ones, trailer, dst, LANES: tl.constexpr,
+    def _block_halves(src, numel, padw, product, shifts, out, fold, scale, ones, trailer, dst, LANES: tl.constexpr,
                       STEPS: tl.constexpr, FINAL: tl.constexpr, STORE: tl.constexpr, SCALED: tl.constexpr,
-                      WIDEN: tl.constexpr, BF16: tl.constexpr):
+                      FOLD: tl.constexpr, WIDEN: tl.constexpr, BF16: tl.constexpr):
         """``"words"`` over a part of 16-bit floats (float16, or bfloat16 with ``BF16``), cast on
         the way: word i of the part holds values 2i and 2i + 1. ``WIDEN``: ``src`` is the
         part (int16 bits) and ``dst`` float32; else ``src`` is float32, rounded to nearest
@@ -329,7 +403,7 @@ if AVAILABLE:
             crc = _mul(crc, product) ^ w
         crc = _times(crc, tl.load(shifts + lane).to(tl.uint32, bitcast=True))
         crc = tl.xor_sum(tl.reshape(crc, [1, LANES]), axis=1)
-        _finish(crc, out + block, ones, trailer, FINAL, STORE, scale, SCALED)
+        _settle(crc, out, fold, ones, trailer, FINAL, STORE, scale, SCALED, FOLD)
 
 
 def crc32c(buffer: torch.Tensor) -> int:
@@ -441,12 +515,22 @@ def by_words(kernel, nbytes: int, device: torch.device, scale: int, add: int, tr
     block_products = _tables(str(device), max(1, (blocks - 1).bit_length()))[2]
     if 4 * nw != nbytes:
         scale = multiply(scale, _unpadded(4 * nw - nbytes))  # the last word's zero bytes taken out
-    crcs = torch.empty(blocks, dtype=torch.int32, device=device)
+    crcs, fold, folds = _block_outputs(blocks, device)
     store, final = trailer is not None, blocks == 1
-    kernel[(blocks,)](*before, blocks * per_block - nw, product, shifts, crcs, _bits(scale), _bits(add),
+    kernel[(blocks,)](*before, blocks * per_block - nw, product, shifts, crcs, fold, _bits(scale), _bits(add),
                       trailer if store else crcs, *after, LANES=WORD_LANES, STEPS=WORD_STEPS, FINAL=final,
-                      STORE=store and final, SCALED=scale != ONE, num_warps=WORD_WARPS, **constants)
-    return _joined(crcs, block_products, scale, add, trailer)
+                      STORE=store and (final or folds), SCALED=scale != ONE, FOLD=folds, num_warps=WORD_WARPS,
+                      **constants)
+    return crcs if folds else _joined(crcs, block_products, scale, add, trailer)
+
+
+def _block_outputs(blocks: int, device) -> tuple[torch.Tensor, torch.Tensor, bool]:
+    """(where step 1 stores, the fold's words, whether it folds): one CRC and
+    ``_fold_state`` where ``JOIN`` folds step 2 into it, else the blocks' CRCs (and them
+    again, unused)."""
+    folds = _folds(blocks)
+    crcs = torch.empty(1 if folds else blocks, dtype=torch.int32, device=device)
+    return crcs, _fold_state(device) if folds else crcs, folds
 
 
 @functools.lru_cache(maxsize=None)
@@ -490,13 +574,14 @@ def _checksum(buffer: torch.Tensor, target: torch.Tensor | None, scale: int, add
         target.copy_(buffer)
     blocks = -(-n // BLOCK)
     slicing, lane_products, block_products = _tables(str(buffer.device), max(1, (blocks - 1).bit_length()))
-    crcs = torch.empty(blocks, dtype=torch.int32, device=buffer.device)
+    crcs, fold, folds = _block_outputs(blocks, buffer.device)
     store, final, shifted = trailer is not None, blocks == 1, KERNEL == "shifted"
     _block_crcs[(blocks,)](buffer, n, blocks * BLOCK - n, slicing,
-                           _lane_shifts(str(buffer.device)) if shifted else lane_products, crcs, _bits(scale),
+                           _lane_shifts(str(buffer.device)) if shifted else lane_products, crcs, fold, _bits(scale),
                            _bits(add), trailer if store else crcs, LANES=LANES, SEG=SEG, LEVELS=LANE_LEVELS,
-                           FINAL=final, STORE=store and final, SHIFTED=shifted, SCALED=scale != ONE)
-    return _joined(crcs, block_products, scale, add, trailer)
+                           FINAL=final, STORE=store and (final or folds), SHIFTED=shifted, SCALED=scale != ONE,
+                           FOLD=folds)
+    return crcs if folds else _joined(crcs, block_products, scale, add, trailer)
 
 
 def _by_words(buffer: torch.Tensor, target: torch.Tensor | None, scale: int, add: int,

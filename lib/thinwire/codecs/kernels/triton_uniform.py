@@ -159,7 +159,7 @@ if AVAILABLE:
 
 
 if AVAILABLE:
-    from .triton_crc import _finish, _mul, _times
+    from .triton_crc import _mul, _settle, _times
 
     @triton.jit
     def _step_values(k, padw, n, LANES: tl.constexpr, STEPS: tl.constexpr):
@@ -176,17 +176,18 @@ if AVAILABLE:
         return tl.sum(code << (8 * tl.arange(0, 4)).to(tl.uint32)[None, :], axis=1)
 
     @triton.jit
-    def _block_done(crc, shifts, out, ones, trailer, crc_scale, LANES: tl.constexpr, FINAL: tl.constexpr,
-                    STORE: tl.constexpr, SCALED: tl.constexpr):
-        """The lanes' CRCs moved to the block's end and joined, stored (``triton_crc._finish``)."""
+    def _block_done(crc, shifts, out, fold, ones, trailer, crc_scale, LANES: tl.constexpr, FINAL: tl.constexpr,
+                    STORE: tl.constexpr, SCALED: tl.constexpr, FOLD: tl.constexpr):
+        """The lanes' CRCs moved to the block's end and joined, stored or folded
+        (``triton_crc._settle``)."""
         crc = _times(crc, tl.load(shifts + tl.arange(0, LANES)).to(tl.uint32, bitcast=True))
-        _finish(tl.xor_sum(tl.reshape(crc, [1, LANES]), axis=1), out + tl.program_id(0), ones, trailer, FINAL, STORE,
-                crc_scale, SCALED)
+        _settle(tl.xor_sum(tl.reshape(crc, [1, LANES]), axis=1), out, fold, ones, trailer, FINAL, STORE, crc_scale,
+                SCALED, FOLD)
 
     @triton.jit
-    def _quantize_words(x, n, lo, scale, offset, padw, product, shifts, out, crc_scale, ones, trailer, codes,
+    def _quantize_words(x, n, lo, scale, offset, padw, product, shifts, out, fold, crc_scale, ones, trailer, codes,
                         LANES: tl.constexpr, STEPS: tl.constexpr, FINAL: tl.constexpr, STORE: tl.constexpr,
-                        SCALED: tl.constexpr, FUSED: tl.constexpr):
+                        SCALED: tl.constexpr, FOLD: tl.constexpr, FUSED: tl.constexpr):
         """8-bit codes quantized as ``_quantize`` does, written and checksummed in one pass."""
         crc = tl.zeros([LANES], dtype=tl.uint32)
         for k in range(STEPS):  # a loop, not unrolled: one step's values held at a time
@@ -199,12 +200,12 @@ if AVAILABLE:
             code = tl.where(inside, level.to(tl.int32), 0)
             tl.store(codes + i, code.to(tl.uint8), mask=inside)
             crc = _mul(crc, product) ^ _words_of(code.to(tl.uint32))
-        _block_done(crc, shifts, out, ones, trailer, crc_scale, LANES, FINAL, STORE, SCALED)
+        _block_done(crc, shifts, out, fold, ones, trailer, crc_scale, LANES, FINAL, STORE, SCALED, FOLD)
 
     @triton.jit
-    def _dequantize_words(codes, n, lo, step, padw, product, shifts, out, crc_scale, ones, trailer, values,
+    def _dequantize_words(codes, n, lo, step, padw, product, shifts, out, fold, crc_scale, ones, trailer, values,
                           LANES: tl.constexpr, STEPS: tl.constexpr, FINAL: tl.constexpr, STORE: tl.constexpr,
-                          SCALED: tl.constexpr):
+                          SCALED: tl.constexpr, FOLD: tl.constexpr):
         """8-bit codes read, checksummed and rescaled (as ``_dequantize``) in one pass."""
         crc = tl.zeros([LANES], dtype=tl.uint32)
         for k in range(STEPS):
@@ -212,7 +213,7 @@ if AVAILABLE:
             code = tl.load(codes + i, mask=inside, other=0).to(tl.uint32)
             crc = _mul(crc, product) ^ _words_of(code)
             tl.store(values + i, tl.fma(code.to(tl.float32), step, lo), mask=inside)
-        _block_done(crc, shifts, out, ones, trailer, crc_scale, LANES, FINAL, STORE, SCALED)
+        _block_done(crc, shifts, out, fold, ones, trailer, crc_scale, LANES, FINAL, STORE, SCALED, FOLD)
 
 
 def quantize8_crc(flat: torch.Tensor, lo: float, scale: float, codes: torch.Tensor, prefix: bytes = b"",
