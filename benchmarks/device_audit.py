@@ -9,8 +9,9 @@ before it. ``gpu_bench``'s ``message_overhead`` times that on a GPU; this counts
 every codec of ``gpu_bench.SPECS``, with each codec's device path run on CPU tensors
 (``kernels/device.py``'s ``forced``, message tensors treated as device ones) and the
 Triton kernels run by Triton's interpreter (``TRITON_INTERPRET=1``, so in a process of its
-own), twice: with torch's operations and the library's device CRC kernel, and with the
-Triton codec kernels and the ``"words"`` CRC kernel.
+own), three times: with torch's operations and the library's device CRC kernel, with the
+Triton codec kernels and the ``"words"`` CRC kernel, and with those and the blocks' CRCs
+joined in the block kernel (``triton_crc.JOIN = "fold"``: one launch per CRC).
 
 What is counted, per encode and per decode, after one message of warm-up, of the tensors
 that would live on the device (``Audit`` says which):
@@ -64,7 +65,8 @@ SIZES = {"small": (4_096, None), "large": (32_768, 0), "larger": (65_536, 0)}
 # "larger" is there for the bytes moved per value: the difference between it and "large",
 # over the values between them, leaves out what does not grow with the tensor (tables, a
 # sample, the header)
-PATHS = {"torch": ("torch", "slicing"), "triton": ("triton", "words")}  # codec kernels, device CRC kernel
+PATHS = {"torch": ("torch", "slicing", "tree"), "triton": ("triton", "words", "tree"),
+         "folded": ("triton", "words", "fold")}  # codec kernels, device CRC kernel, how its blocks' CRCs are joined
 OUT = Path(__file__).with_name("out") / "device_audit.json"
 
 # aten operations that only make a new view of a tensor's storage, or read its metadata
@@ -274,15 +276,16 @@ def counted(audit: Audit):
 
 
 @contextmanager
-def path(codec_kernel: str, crc_kernel: str):
-    """The device path with the given codec kernels and device CRC kernel, on CPU tensors."""
+def path(codec_kernel: str, crc_kernel: str, join: str = "tree"):
+    """The device path with the given codec kernels and device CRC kernel (its blocks' CRCs
+    joined by ``join``, ``triton_crc.JOIN``), on CPU tensors."""
     from thinwire.codecs.kernels import device, triton_crc, triton_drop, triton_qsgd, triton_uniform
     from thinwire.codecs.wire import tensor_message
     modules = (triton_uniform, triton_qsgd, triton_drop)
-    before = ([m.KERNEL for m in modules], triton_crc.KERNEL, tensor_message._on_device)
+    before = ([m.KERNEL for m in modules], triton_crc.KERNEL, triton_crc.JOIN, tensor_message._on_device)
     for m in modules:
         m.KERNEL = codec_kernel
-    triton_crc.KERNEL = crc_kernel
+    triton_crc.KERNEL, triton_crc.JOIN = crc_kernel, join
     tensor_message._on_device = lambda t: True
     try:
         with device.forced():
@@ -290,7 +293,7 @@ def path(codec_kernel: str, crc_kernel: str):
     finally:
         for m, k in zip(modules, before[0]):
             m.KERNEL = k
-        triton_crc.KERNEL, tensor_message._on_device = before[1], before[2]
+        triton_crc.KERNEL, triton_crc.JOIN, tensor_message._on_device = before[1:]
 
 
 def audit_codec(spec: str, size: str, paths: tuple[str, ...] = tuple(PATHS)) -> dict:

@@ -448,7 +448,11 @@ def audit_table(doc: dict) -> dict[str, str]:
         return f"{counts['ops']} + {counts['triton']} / {counts['reads']}"
 
     paths = doc["paths"]
-    lines = ["| codec | message | " + " | ".join(f"{part}, {name} ({paths[name][0]} codec kernels, {paths[name][1]} CRC)"
+
+    def kernels(name: str) -> str:
+        codec, crc, *join = paths[name]
+        return f"{codec} codec kernels, {crc} CRC" + (", blocks' CRCs folded" if join == ["fold"] else "")
+    lines = ["| codec | message | " + " | ".join(f"{part}, {name} ({kernels(name)})"
                                                  for name in paths for part in ("encode", "decode")) + " |",
              "|---|---|" + "---|" * (2 * len(paths))]
     for r in doc["rows"]:

@@ -32,6 +32,12 @@ for size in ("small", "large"):
 # a large fp32 message is read as it is checked: the header, then the checksum
 _, decode = counts("fp32", "large")
 assert decode["reads"] == 2 and decode["triton_names"].get("_block_words") == 1, decode
+# its blocks' CRCs joined by a launch of their own, or folded into the one kernel that writes (reads) it
+row = device_audit.audit_codec("fp32", "large", ("triton", "folded"))
+for part in ("encode", "decode"):
+    assert row["triton"][part]["triton_names"] == {"_block_words": 1, "_join": 1}, row["triton"][part]
+    assert row["folded"][part]["triton_names"] == {"_block_words": 1}, row["folded"][part]
+    assert row["folded"][part]["reads"] == row["triton"][part]["reads"], part
 print("ok")
 """.replace("BENCHMARKS", repr(str(BENCHMARKS)))
 

@@ -86,6 +86,7 @@ import os
 import numpy as np
 import torch
 
+from .crc import combine
 from .crc_math import ONE, POLY, inverse, multiply, x_8n
 
 AVAILABLE = importlib.util.find_spec("triton") is not None
@@ -454,10 +455,11 @@ HALVES = (torch.float16, torch.bfloat16)
 def after(prefix: bytes, n: int) -> int:
     """What the CRC-32C of ``prefix || B`` adds to the raw CRC of any ``n`` bytes B: the host
     bytes ``prefix`` (a message's header and padding) moved past B, and the all-ones term
-    of ``len(prefix) + n`` bytes."""
+    of ``len(prefix) + n`` bytes. Asked once per message, so the product is ``crc.combine``'s
+    compiled one, not ``crc_math.multiply``'s loop in Python."""
     import crc32c as host  # the prefix is a few host bytes
     h = len(prefix)
-    return multiply(host.crc32c(bytes(prefix)) ^ _ones_term(h), x_8n(n)) ^ _ones_term(h + n)
+    return int(combine(host.crc32c(bytes(prefix)) ^ _ones_term(h), _ones_term(h + n), n))
 
 
 def empty(device, add: int, trailer: torch.Tensor | None) -> torch.Tensor:
