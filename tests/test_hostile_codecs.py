@@ -49,6 +49,47 @@ def _forged(codec, message, **meta):
     return wire.pack(header["codec_id"], header["digest"], header["dtype"], header["shape"], payload)
 
 
+def _forged_parts(message, **values):
+    """``message`` re-packed (a valid checksum) with ``values[name]`` written over part ``name``
+    at the given indices: {name: {index: value}}."""
+    from thinwire.codecs import wire
+    header, payload = wire.unpack(message)
+    for name, at in values.items():
+        part = payload.parts[name].clone()
+        for i, v in at.items():
+            part[i] = v
+        payload.parts[name] = part
+    return wire.pack(header["codec_id"], header["digest"], header["dtype"], header["shape"], payload)
+
+
+NAN, INF = float("nan"), float("inf")
+FORGED_RANGES = [  # colquant's rows (lo, hi): each not a finite interval somewhere
+    {"lo": {1: NAN}}, {"hi": {2: NAN}}, {"lo": {0: -INF}}, {"hi": {3: INF}}, {"lo": {1: INF}},
+    {"hi": {2: -INF}}, {"lo": {1: INF}, "hi": {1: INF}}, {"lo": {0: -INF}, "hi": {0: -INF}}, {"lo": {3: 5.0}}]
+FORGED_NORMS = [{"norms": {1: NAN}}, {"norms": {0: INF}}, {"norms": {2: -1.0}}, {"norms": {3: -0.0}}]
+
+
+@pytest.mark.parametrize("forced", [False, True], ids=["host", "device path"])
+@pytest.mark.parametrize("spec, forged", [("colquant(bits=4)", f) for f in FORGED_RANGES]
+                         + [("qsgd(bits=4, bucket=8)", f) for f in FORGED_NORMS])
+def test_forged_ranges_and_norms_are_refused_and_sound_ones_kept(spec, forged, forced):
+    """A message whose checksum is sound but whose row ranges (hi < lo, NaN, an infinite end)
+    or bucket norms (negative, NaN, infinite) are not: a ``CorruptMessageError`` on either
+    path; a norm of -0.0 (>= 0) decodes."""
+    import contextlib
+    from thinwire.codecs.errors import CorruptMessageError
+    from thinwire.codecs.kernels import device
+    codec = make_codec(spec)
+    w = torch.randn(4, 8, generator=torch.Generator().manual_seed(1))
+    message = _forged_parts(codec.encode(w, CodecState(0), "w"), **forged)
+    with device.forced() if forced else contextlib.nullcontext():
+        if forged == {"norms": {3: -0.0}}:
+            assert torch.isfinite(codec.decode(message, CodecState(0), "w", out=torch.empty(4, 8))).all()
+            return
+        with pytest.raises(CorruptMessageError, match="finite"):
+            codec.decode(message, CodecState(0), "w", out=torch.empty(4, 8))
+
+
 @pytest.mark.parametrize("spec", ["binquant(bits=8, coder='huffman')", "binquant(bits=4, coder='huffman')"])
 @pytest.mark.parametrize("sync", [2**31, 2**63, 2**64 + 5, -2**63, 0])
 def test_a_forged_huffman_sync_is_a_corrupt_message(spec, sync):

@@ -76,6 +76,24 @@ for bad in (float("nan"), float("inf")):
             raise AssertionError(f"{bad} was quantized")
         except ValueError as exc:
             assert "NaN or Inf" in str(exc) and "'w7'" in str(exc), exc
+# a sound checksum over norms that are not (NaN, infinite, negative): refused before the
+# kernel decodes; a norm of -0.0 is >= 0 and decodes
+from thinwire.codecs import CorruptMessageError, wire
+calls = []
+real_dequantize = triton_qsgd.dequantize_packed
+triton_qsgd.dequantize_packed = lambda *a, **k: calls.append(1) or real_dequantize(*a, **k)
+for bad in (float("nan"), float("inf"), -1.0, -0.0):
+    header, payload = wire.unpack(codec.encode(x, CodecState(3), "x"))
+    payload.parts["norms"] = payload.parts["norms"].clone()
+    payload.parts["norms"][5] = bad
+    forged = wire.pack(header["codec_id"], header["digest"], header["dtype"], header["shape"], payload)
+    calls.clear()
+    with device.forced():
+        try:
+            codec.decode(forged, CodecState(0), "x", out=torch.empty_like(x))
+            assert bad == 0.0 and calls == [1], (bad, calls)
+        except CorruptMessageError as exc:
+            assert bad != 0.0 and "finite and non-negative" in str(exc) and not calls, (bad, exc, calls)
 print("ok")
 """
 

@@ -30,6 +30,8 @@ reaches.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 
@@ -43,6 +45,19 @@ from .bin_quantize import check_bits
 
 FLT_MIN = 1.1754943508222875e-38  # std::numeric_limits<float>::min()
 EPS = 1e-6
+
+
+def _finite_ranges(lo: torch.Tensor, hi: torch.Tensor, ordered: bool = False) -> bool:
+    """Whether every row's lo and hi are finite (and, ``ordered``, hi >= lo), from a few
+    reductions read in one copy, where ``isfinite(...).all()`` launches five per tensor on
+    a GPU: min(lo) and max(hi), NaN where any lo or hi is NaN, infinite where some lo is
+    -inf or some hi +inf; and, ``ordered``, min(hi - lo), negative exactly where some
+    hi < lo (a difference of distinct floats is never zero), so also where some lo is +inf
+    or some hi -inf beside a finite other end. Not ``ordered`` (ranges of the tensor's own
+    rows, so lo <= hi), a lo of +inf has a hi of +inf, and a hi of -inf a lo of -inf."""
+    ends = [lo.min(), hi.max(), (hi - lo).min()] if ordered else [lo.min(), hi.max()]
+    least, greatest, *span = torch.stack(ends).tolist()
+    return math.isfinite(least) and math.isfinite(greatest) and all(s >= 0 for s in span)
 
 
 def _rows(flat: torch.Tensor, shape: tuple) -> torch.Tensor:
@@ -92,7 +107,7 @@ class ColumnQuantize(Codec):
             lo = hi = torch.zeros(rows.shape[0], dtype=torch.float32)
             return Payload(parts={"codes": torch.empty(0, dtype=torch.uint8), "lo": lo, "hi": hi}, meta={"bits": bits})
         lo, hi = rows.amin(1), rows.amax(1)                                   # 1.
-        if not bool((torch.isfinite(lo) & torch.isfinite(hi)).all()):  # NaN or Inf reaches a row's least or greatest
+        if not _finite_ranges(lo, hi):  # NaN or Inf reaches a row's least or greatest
             raise ValueError(f"{self.spec()}: the tensor contains NaN or Inf: it cannot be quantized")
         if self.max_floor:
             hi = hi.clamp_min(FLT_MIN)
@@ -122,7 +137,7 @@ class ColumnQuantize(Codec):
         rows = shape[0] if len(shape) == 2 else 1
         lo = expect_part(payload, "lo", torch.float32, rows if numel else None)
         hi = expect_part(payload, "hi", torch.float32, lo.numel())
-        if not bool((torch.isfinite(lo) & torch.isfinite(hi) & (hi >= lo)).all()):  # one read of the device
+        if lo.numel() and not _finite_ranges(lo, hi, ordered=True):  # one read of the device
             raise CorruptMessageError(f"{self.spec()}: row ranges are not finite intervals")
         packed = expect_part(payload, "codes", torch.uint8, bitpack.packed_bytes(numel, bits))
         if numel == 0:

@@ -102,7 +102,9 @@ class QSGD(Codec):
                 device.written_through(view, x.device, triton_qsgd.usable(self.bits, self.bucket, x, view),
                                        lambda codes: triton_qsgd.quantize_packed(
                                            x, self.bucket, self.norm == "max", self.bits, message_key, on_device, codes))
-                if not bool(torch.isfinite(on_device).all()):
+                # the norms are >= 0 or NaN: their maximum (NaN where any is) is finite only if all
+                # are; one reduction and its read, where isfinite(...).all() launches five
+                if on_device.numel() and not math.isfinite(on_device.max().item()):
                     refuse(bool(torch.isfinite(x).all()))
 
             norms_part = PartWriter(torch.float32, on_device.numel(), lambda view: view.copy_(on_device))
@@ -149,8 +151,10 @@ class QSGD(Codec):
         else:
             packed = expect_part(payload, "codes", torch.uint8, bitpack.packed_bytes(numel, self.bits))
         if device.on_device(out if out is not None else norms) and triton_qsgd.usable(self.bits, self.bucket, packed, norms):
-            if not bool((torch.isfinite(norms) & (norms >= 0)).all()):
-                raise CorruptMessageError("qsgd: bucket norms must be finite and non-negative")
+            if norms.numel():  # both ends in one read: NaN anywhere makes both NaN
+                least, greatest = torch.stack(torch.aminmax(norms)).tolist()
+                if not (least >= 0 and math.isfinite(greatest)):
+                    raise CorruptMessageError("qsgd: bucket norms must be finite and non-negative")
             out = torch.empty(numel, dtype=torch.float32, device=norms.device) if out is None else out
             if out.device == norms.device and out.is_contiguous():
                 return triton_qsgd.dequantize_packed(packed, self.bucket, norms, self.bits, out)
