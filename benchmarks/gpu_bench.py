@@ -20,9 +20,9 @@ paper profiles' speed on one GPU, and the DDP hook under NCCL.
 4. **Device CRC-32C** (``kernels/triton_crc.py``): the checksum of a buffer the size of
    the fp32 message of 25M and 250M values, computed on the GPU by each of its block
    kernels (``KERNELS``), each with the blocks' CRCs joined by each of ``JOINS`` (launches
-   of their own, or folded into the block kernel), as a fraction of the add pass (the first figure a message kept
-   in device memory would depend on), and compared with the host's value for the same
-   bytes.
+   of their own, or folded into the block kernel), as a fraction of the add pass (the
+   first figure a message kept in device memory would depend on), and compared with the
+   host's value for the same bytes.
 
 5. **Messages kept on the device** (``wire/tensor_message.py``): the codecs of part 1
    encoding into a uint8 tensor on the GPU and decoding from it, as a fraction of the add
