@@ -181,3 +181,15 @@ def test_subnormal_ranges_keep_the_quantization_bound(bits, lo, hi):
     width = float(x.max()) - float(x.min())
     bound = width / (2 * ((1 << bits) - 1)) * (1 + 1e-6) + 2.0**-150  # and half a float32 ulp of rounding
     assert (y.double() - x.double()).abs().max().item() <= bound
+
+
+@pytest.mark.parametrize("spec", ["ef(topk(ratio=0.5))", "chain(topk(ratio=0.5), fp16)", "ef(fp32)"])
+def test_finite_values_whose_sum_overflows_encode_and_inf_beside_them_does_not(spec):
+    """The codec's own finiteness check reads one sum; an infinite sum of finite values
+    takes the full test and passes, an Inf among them is refused."""
+    codec = make_codec(spec)
+    big = torch.tensor([3e38, 3e38, 1.0, -2.0])
+    assert not torch.isfinite(big.sum())
+    codec.encode(big, CodecState(0), "w")
+    with pytest.raises(ValueError, match="contains NaN or Inf"):
+        codec.encode(torch.tensor([3e38, float("inf"), 1.0, -2.0]), CodecState(0), "w")

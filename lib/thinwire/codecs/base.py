@@ -344,8 +344,10 @@ def _check_representable(tensor: torch.Tensor, key: str) -> None:
 
 def _check_finite(tensor: torch.Tensor, key: str, codec) -> None:
     """NaN or Inf refused before a lossy or stateful codec touches its state. One fast
-    reduction; only when it overflows (finite values near float32's limit) a full test."""
-    if tensor.numel() and not torch.isfinite(tensor.sum()) and not torch.isfinite(tensor).all():
+    reduction, its value read (``isfinite`` of it would be four more launches on a GPU);
+    only when it is not finite (NaN or Inf, or finite values near float32's limit
+    overflowing) a full test."""
+    if tensor.numel() and not math.isfinite(tensor.sum().item()) and not torch.isfinite(tensor).all():
         raise ValueError(f"tensor {key!r} contains NaN or Inf: {codec.spec()} cannot send it (fp32 and fp16 "
                          "carry them bit for bit)")
 
