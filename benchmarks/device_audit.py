@@ -11,7 +11,9 @@ every codec of ``gpu_bench.SPECS``, with each codec's device path run on CPU ten
 Triton kernels run by Triton's interpreter (``TRITON_INTERPRET=1``, so in a process of its
 own), three times: with torch's operations and the library's device CRC kernel, with the
 Triton codec kernels and the ``"words"`` CRC kernel, and with those and the blocks' CRCs
-joined in the block kernel (``triton_crc.JOIN = "fold"``: one launch per CRC).
+joined in the block kernel (``triton_crc.JOIN = "fold"``: one launch per CRC); on that
+last path the decode is counted again inside ``wire.deferred_checks`` ("decode_deferred"),
+with the block's end, which compares the checksums, apart ("block_end").
 
 What is counted, per encode and per decode, after one message of warm-up, of the tensors
 that would live on the device (``Audit`` says which):
@@ -67,6 +69,7 @@ SIZES = {"small": (4_096, None), "large": (32_768, 0), "larger": (65_536, 0)}
 # sample, the header)
 PATHS = {"torch": ("torch", "slicing", "tree"), "triton": ("triton", "words", "tree"),
          "folded": ("triton", "words", "fold")}  # codec kernels, device CRC kernel, how its blocks' CRCs are joined
+DEFERRED = "folded"  # the path whose decode is counted inside ``wire.deferred_checks`` too
 OUT = Path(__file__).with_name("out") / "device_audit.json"
 
 # aten operations that only make a new view of a tensor's storage, or read its metadata
@@ -296,6 +299,18 @@ def path(codec_kernel: str, crc_kernel: str, join: str = "tree"):
         triton_crc.KERNEL, triton_crc.JOIN, tensor_message._on_device = before[1:]
 
 
+def _deferred_decode(audit: Audit, decode) -> dict:
+    """The counts of ``decode()`` inside ``wire.deferred_checks`` ("decode_deferred") and of
+    that block's end, which compares the checksums ("block_end")."""
+    from thinwire.codecs.wire import deferred_checks
+    with counted(audit):
+        with deferred_checks():
+            decode()
+            inside = audit.as_row()
+        whole = audit.as_row()
+    return {"decode_deferred": inside, "block_end": {k: whole[k] - inside[k] for k in ("ops", "triton", "reads")}}
+
+
 def audit_codec(spec: str, size: str, paths: tuple[str, ...] = tuple(PATHS)) -> dict:
     """One row per path of ``paths``: the counts of one encode and one decode of a message of
     ``size``."""
@@ -322,7 +337,9 @@ def audit_codec(spec: str, size: str, paths: tuple[str, ...] = tuple(PATHS)) -> 
                 with counted(audit):
                     codec.decode(message, state, "x", out=out)
                 decode = audit.as_row()
-            row[name] = {"encode": encode, "decode": decode}
+                row[name] = {"encode": encode, "decode": decode}
+                if name == DEFERRED:
+                    row[name].update(_deferred_decode(audit, lambda: codec.decode(message, state, "x", out=out)))
     finally:
         tensor_message.COPY_CHECKED_BYTES = before
     return row

@@ -444,9 +444,6 @@ def wait_policy_table(doc: dict) -> dict[str, str]:
 
 def audit_table(doc: dict) -> dict[str, str]:
     """The README block for ``device_audit.py``'s counts, from its kept results."""
-    def cell(counts: dict) -> str:
-        return f"{counts['ops']} + {counts['triton']} / {counts['reads']}"
-
     paths = doc["paths"]
 
     def kernels(name: str) -> str:
@@ -458,7 +455,7 @@ def audit_table(doc: dict) -> dict[str, str]:
     for r in doc["rows"]:
         if r["size"] in ("small", "large"):
             lines.append(f"| {r['codec']} | {r['values']:,} values ({r['size']}) | "
-                         + " | ".join(cell(r[name][part]) for name in paths for part in ("encode", "decode")) + " |")
+                         + " | ".join(_cell(r[name][part]) for name in paths for part in ("encode", "decode")) + " |")
     by = {(r["codec"], r["size"]): r for r in doc["rows"]}
     traffic = ["| codec | " + " | ".join(f"{name}: encode + decode bytes per value, at most this fraction of the add pass"
                                          for name in paths) + " |", "|---|" + "---|" * len(paths)]
@@ -470,11 +467,34 @@ def audit_table(doc: dict) -> dict[str, str]:
                    for part in ("encode", "decode")]
             cells.append(f"{per[0]:.1f} + {per[1]:.1f}: {12 / sum(per):.2f}")
         traffic.append(f"| {codec} | " + " | ".join(cells) + " |")
+    deferred = _deferred_rows(doc)
     return {"device_audit": "Each cell: torch operations + Triton kernels (the launches) / host reads (each a wait "
             "for the device).\n\n" + "\n".join(lines) + "\n\nBytes the launches touch per value (the difference "
             "between 65,536 and 32,768 values), and the fraction of the add pass (12 bytes per value) a codec could "
-            "reach at the add pass's bandwidth:\n\n" + "\n".join(traffic) + f"\n\n<sub>{doc['date']}, {doc['commit']}; "
+            "reach at the add pass's bandwidth:\n\n" + "\n".join(traffic)
+            + (f"\n\n{deferred}" if deferred else "") + f"\n\n<sub>{doc['date']}, {doc['commit']}; "
             "`benchmarks/device_audit.py`, results in `benchmarks/device_audit.json`.</sub>\n"}
+
+
+def _deferred_rows(doc: dict) -> str:
+    """The audit's decodes inside ``wire.deferred_checks`` (where it counted them), beside
+    the same decode outside, and the block's end."""
+    rows = [(r, name) for r in doc["rows"] if r["size"] in ("small", "large") for name in doc["paths"]
+            if "decode_deferred" in r[name]]
+    if not rows:
+        return ""
+    lines = [f"The {rows[0][1]} path's decode inside `wire.deferred_checks()`, which compares every checksum at "
+             "the block's end in one copy (same cells):", "",
+             "| codec | message | decode | decode inside the block | the block's end |", "|---|---|---|---|---|"]
+    for r, name in rows:
+        counts = r[name]
+        lines.append(f"| {r['codec']} | {r['values']:,} values ({r['size']}) | {_cell(counts['decode'])} | "
+                     f"{_cell(counts['decode_deferred'])} | {_cell(counts['block_end'])} |")
+    return "\n".join(lines)
+
+
+def _cell(counts: dict) -> str:
+    return f"{counts['ops']} + {counts['triton']} / {counts['reads']}"
 
 
 def update_readme(text: str, blocks: dict[str, str]) -> str:

@@ -101,6 +101,15 @@ class Codec(ABC):
         raise ValueError(f"{self.spec()} takes no per-message decision (bits={decision.bits!r}, "
                          f"keys={'given' if decision.keys is not None else None})")
 
+    def steady_parts(self, numel: int) -> tuple[tuple[str, torch.dtype, int], ...] | None:
+        """The parts (name, dtype, numel) of every message of a ``numel``-value tensor, for a
+        codec whose messages carry no meta and parts fixed by the tensor's size (fp32, fp16,
+        bf16), else None. Such a codec's header is fixed by the tensor's shape and dtype: a
+        message tensor's is copied from one kept on the device, and inside
+        ``wire.deferred_checks`` a decode into ``out`` on the message's device does not read
+        it (``_steady``)."""
+        return None
+
     @abstractmethod
     def decompress(self, payload: Payload, numel: int, state: CodecState, key: str,
                    out: torch.Tensor | None = None, shape: tuple = ()) -> torch.Tensor:
@@ -137,7 +146,7 @@ class Codec(ABC):
                 state.last.entropy = decision.entropy
             to_device = isinstance(out, torch.Tensor) and out.device.type != "cpu" and flat.device.type == "cpu"
             message = wire.pack(self.codec_id, self.digest, tensor.dtype, tuple(tensor.shape), payload,
-                                None if to_device else out)
+                                None if to_device else out, steady=self.steady_parts(flat.numel()) is not None)
             if to_device:  # host kernels wrote host memory: the message goes to out's device once
                 message = tensor_message.into(message, out)
         except BaseException:
@@ -170,8 +179,11 @@ class Codec(ABC):
         """
         state = state if state is not None else CodecState()
         message = self._readable(message, None if out is None else out.device)
-        deferred = self.checks_own_copy(message, out)
-        header, payload, numel = self._open(message, verify=not deferred)
+        opened = self._steady(message, out, key)
+        deferred = opened is not None or self.checks_own_copy(message, out)
+        header, payload, numel = opened or self._open(message, verify=not deferred)
+        if isinstance(payload.unverified, tensor_message.Unverified) and wire.deferred.active() is not None:
+            payload.unverified = payload.unverified._replace(what=f"{self.spec()} message for {key!r}")
         shape = header["shape"]
         if like is not None and (tuple(like.shape) != shape or like.dtype != header["dtype"]):
             raise CorruptMessageError(f"{self.spec()}: tensor {key!r} is {like.dtype} {tuple(like.shape)} here, "
@@ -195,6 +207,26 @@ class Codec(ABC):
         if flat is not flat_out:
             out.view(-1).copy_(flat)
         return out
+
+    def _steady(self, message, out: torch.Tensor | None, key: str) -> tuple[dict, Payload, int] | None:
+        """(header, payload, numel) of a message tensor opened by the layout its codec always
+        gives ``out``'s tensor (``steady_parts``), its header not read, for a codec that
+        verifies as it copies or casts into a float32 ``out`` on the message's device, inside
+        ``wire.deferred_checks``; else None. The expected header is the prefix of the
+        checksum that the block's end compares (``tensor_message.unpack_steady``)."""
+        if (wire.deferred.active() is None or out is None or not isinstance(message, torch.Tensor)
+                or not (self.verifies_while_copying or self.verifies_while_casting)
+                or out.dtype != torch.float32 or not out.is_contiguous()
+                or not tensor_message.checks_on_device(message, out)):
+            return None
+        parts = self.steady_parts(out.numel())
+        if parts is None:
+            return None
+        shape = tuple(out.shape)
+        expected = tensor_message.steady_layout(self.codec_id, self.digest, out.dtype, shape, parts)
+        payload = tensor_message.unpack_steady(message, expected, f"{self.spec()} message for {key!r}")
+        return {"codec_id": self.codec_id, "digest": self.digest, "dtype": out.dtype, "shape": shape}, payload, \
+            out.numel()
 
     def checks_own_copy(self, message, out: torch.Tensor | None) -> bool:
         """Whether ``decode`` leaves the message's checksum to ``decompress`` (which then

@@ -6,7 +6,8 @@ it into ``out``); other tensors by torch's cast, a GPU tensor on the GPU, so onl
 16-bit values cross to the host message and back. A float32 GPU tensor written into a
 message tensor on its device is cast, copied and checksummed in one pass by the device
 CRC's ``"words"`` kernel (``triton_crc.crc32c_cast``), and decoded into a large ``out``
-there the same way (``Codec.checks_own_copy``).
+there the same way (``Codec.checks_own_copy``), at any size inside ``wire.deferred_checks``
+(its header is fixed by the tensor: ``steady_parts``).
 """
 
 from __future__ import annotations
@@ -51,6 +52,9 @@ class Float16(Codec):
                                 fill_with_crc=(lambda target, prefix, trailer: triton_crc.crc32c_cast(
                                     flat.reshape(-1), target.view(self.dtype), prefix, trailer)) if one_pass else None)
         return Payload(parts={"values": writer})
+
+    def steady_parts(self, numel: int) -> tuple[tuple[str, torch.dtype, int], ...]:
+        return (("values", self.dtype, numel),)
 
     def warm_up(self) -> None:
         super().warm_up()

@@ -14,7 +14,9 @@ On a GPU, a message tensor is written the same way by the device CRC's ``"words"
 kernel (``triton_crc.crc32c_copy``: the values copied in and checksummed in one pass),
 and decoded into a large ``out`` on that device by it too (``tensor_message.copy_part``).
 Elsewhere (small tensors, other kernels, no ``out``) the whole message is verified before
-any value is read.
+any value is read. Its header is fixed by the tensor (``steady_parts``): inside
+``wire.deferred_checks`` a message tensor is decoded into ``out`` on its device by that one
+kernel alone, with no read of the header and the check at the block's end.
 """
 
 from __future__ import annotations
@@ -59,6 +61,9 @@ class Float32(Codec):
         return Payload(parts={"values": PartWriter(torch.float32, flat.numel(),
                                                    lambda view: stream.copy(_bytes(flat), _bytes(view), checksum=True),
                                                    checksummed=True)})
+
+    def steady_parts(self, numel: int) -> tuple[tuple[str, torch.dtype, int], ...]:
+        return (("values", torch.float32, numel),)
 
     def warm_up(self) -> None:
         super().warm_up()

@@ -138,13 +138,14 @@ def plan(dtype: torch.dtype, shape: tuple[int, ...], payload: Payload, codec_id:
 
 
 def pack(codec_id: int, digest: int, dtype: torch.dtype, shape: tuple[int, ...], payload: Payload,
-         out: bytearray | torch.Tensor | None = None) -> Message:
+         out: bytearray | torch.Tensor | None = None, steady: bool = False) -> Message:
     """Lay ``payload`` out as one checksummed byte buffer: ``out`` (resized to fit; a buffer
     reused from message to message is not allocated and faulted in again), or a new one.
-    ``out`` a uint8 tensor: the message is written there, on its device (``tensor_message``)."""
+    ``out`` a uint8 tensor: the message is written there, on its device (``tensor_message``;
+    ``steady``: the codec's header is fixed by the tensor's shape and dtype)."""
     if isinstance(out, torch.Tensor):
         from . import tensor_message
-        return tensor_message.pack(codec_id, digest, dtype, shape, payload, out)
+        return tensor_message.pack(codec_id, digest, dtype, shape, payload, out, steady)
     head, parts, offsets, total = plan(dtype, shape, payload, codec_id, digest)
     message = _sized(out, total + TRAILER.size)
     message[:len(head)] = head

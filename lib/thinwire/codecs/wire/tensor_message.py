@@ -14,11 +14,19 @@ the device; on the CPU it is ``checksum.checksum``.
 Reading (``unpack``): the CRC of the body is computed on the device and compared with the
 trailer, and the header is parsed on the host from one small copy that carries both CRCs
 and the first ``HEAD`` bytes (one wait for the device per message). A damaged message is a
-``CorruptMessageError``, as on the host. The parts are views of the message tensor.
+``CorruptMessageError``, as on the host. The parts are views of the message tensor. Inside
+``deferred.deferred_checks()`` the comparison waits for the block's end, and a message
+whose header is fixed by its tensor (``unpack_steady``) is opened without reading it.
+
+A codec whose header is fixed by the tensor's shape and dtype (``steady``) writes the same
+header bytes into every message: they are copied from a tensor kept on the device
+(``_kept_bytes``), not staged in pinned host memory per message, so an encode queues no
+host-to-device copy (and can be captured in a CUDA graph).
 """
 
 from __future__ import annotations
 
+import functools
 import struct
 from typing import NamedTuple
 
@@ -28,6 +36,7 @@ import torch
 from ..errors import CorruptMessageError
 from ..kernels import triton_crc
 from ..payload import PartWriter, Payload
+from . import deferred
 from .checksum import checksum
 from .format import DTYPE_CODES, FIXED, ITEMSIZE, TRAILER, layout, part_nbytes, payload_nbytes, plan, read_header
 
@@ -67,6 +76,13 @@ def _host_bytes(data, device: torch.device) -> torch.Tensor:
     host = torch.empty(len(data), dtype=torch.uint8, pin_memory=True)
     host.numpy()[:] = np.frombuffer(data, dtype=np.uint8)
     return host
+
+
+@functools.lru_cache(maxsize=256)
+def _kept_bytes(data: bytes, device: str) -> torch.Tensor:
+    """``data`` in a uint8 tensor kept on ``device``: a steady header, copied from there into
+    every message (the cache holds the few headers a run's tensors have)."""
+    return _host_bytes(data, torch.device(device)).to(device)
 
 
 DEVICE_CRC_FAILURE: str | None = None  # why the device CRC could not run here, once it failed
@@ -136,6 +152,14 @@ def copies_while_checking(message: torch.Tensor, out: torch.Tensor) -> bool:
             and out.numel() * out.element_size() >= COPY_CHECKED_BYTES and _words_here())
 
 
+def checks_on_device(message: torch.Tensor, out: torch.Tensor) -> bool:
+    """Whether a message tensor decoded into ``out`` is checksummed by the device CRC as its
+    values are copied out there (``copy_part``), at any size: the message is a device
+    tensor, ``out`` on its device, and the device CRC runs (``unpack_steady``'s messages)."""
+    return (_on_device(message) and out.device == message.device and triton_crc.AVAILABLE
+            and DEVICE_CRC_FAILURE is None)
+
+
 def _fails_on_device(run):
     """``run()``'s result, or None (``DEVICE_CRC_FAILURE`` then says why) where a compiler or
     driver refused the device CRC's kernel: the caller then checksums on the host."""
@@ -166,15 +190,19 @@ def _crc_copy(source: torch.Tensor, target: torch.Tensor, prefix: bytes,
 
 
 def pack(codec_id: int, digest: int, dtype: torch.dtype, shape: tuple[int, ...], payload: Payload,
-         out: torch.Tensor) -> torch.Tensor:
+         out: torch.Tensor, steady: bool = False) -> torch.Tensor:
     """``format.pack``'s bytes written into ``out`` (a uint8 tensor, resized within its storage
-    or replaced by a new one on its device) and returned."""
+    or replaced by a new one on its device) and returned; ``steady``: the header is fixed by
+    the tensor (``_kept_bytes``)."""
     head, parts, offsets, total = plan(dtype, shape, payload, codec_id, digest)
     message = _sized(out, total + TRAILER.size)
     on_host = not _on_device(message)
     written = offsets[0] if offsets else total  # the padding before the first part goes with the header
-    before = head + bytes(written - len(head))
-    message[:written].copy_(_host_bytes(before, message.device), non_blocking=not on_host)
+    before = bytes(head + bytes(written - len(head)))
+    if steady and not on_host:
+        message[:written].copy_(_kept_bytes(before, str(message.device)))
+    else:
+        message[:written].copy_(_host_bytes(before, message.device), non_blocking=not on_host)
     write = _one_pass(parts[0][1], message, written) if not on_host and len(parts) == 1 else None
     if write is not None:  # one part, written as the message is checksummed
         if _fails_on_device(lambda: write(message[written:total], before, message[total:])) is not None:
@@ -222,9 +250,12 @@ def _header(message: torch.Tensor, end: int, head: bytes):
 
 class Unverified(NamedTuple):
     """A message tensor opened with ``unpack(verify=False)`` (``Payload.unverified``) and its
-    first bytes, copied to the host to read its header."""
+    first bytes, copied to the host to read its header (or, from ``unpack_steady``, the
+    bytes expected there: ``steady``); ``what`` names it in a deferred check's error."""
     message: torch.Tensor
     head: bytes
+    what: str = "a message"
+    steady: bool = False  # ``head`` is what the message should hold, not yet compared with it
 
 
 def unpack(message: torch.Tensor, verify: bool = True) -> tuple[dict, Payload]:
@@ -253,6 +284,40 @@ def unpack(message: torch.Tensor, verify: bool = True) -> tuple[dict, Payload]:
     return {"codec_id": codec_id, "digest": digest, "dtype": dtype, "shape": shape}, payload
 
 
+class Steady(NamedTuple):
+    """The layout of a message whose header is fixed by its tensor (``steady_layout``)."""
+    before: bytes  # the header and the padding before the first part
+    parts: tuple[tuple[str, torch.dtype, int, int], ...]  # (name, dtype, numel, offset)
+    total: int  # bytes before the trailer
+
+
+@functools.lru_cache(maxsize=256)
+def steady_layout(codec_id: int, digest: int, dtype: torch.dtype, shape: tuple[int, ...],
+           parts: tuple[tuple[str, torch.dtype, int], ...]) -> Steady:
+    """The layout ``pack`` gives a message of ``parts`` (name, dtype, numel) and no meta."""
+    skeleton = Payload(parts={name: PartWriter(part_dtype, numel, None) for name, part_dtype, numel in parts})
+    head, _, offsets, total = plan(dtype, shape, skeleton, codec_id, digest)
+    first = offsets[0] if offsets else total
+    return Steady(bytes(head) + bytes(first - len(head)),
+                  tuple((name, d, numel, off) for (name, d, numel), off in zip(parts, offsets)), total)
+
+
+def unpack_steady(message: torch.Tensor, expected: Steady, what: str = "a message") -> Payload:
+    """A message tensor of the layout ``expected`` opened unverified without reading its
+    header: the parts are views of it, and the expected header is the prefix its checksum is
+    computed with (``read_part``), so a message with another header fails that check.
+    ``CorruptMessageError`` now for a message of another length."""
+    check(message)
+    n = message.numel()
+    if n != expected.total + TRAILER.size:
+        raise CorruptMessageError(f"{what}: {n} bytes, where a message of this tensor has "
+                                  f"{expected.total + TRAILER.size}")
+    payload = Payload(unverified=Unverified(message, expected.before, what, steady=True))
+    for name, part_dtype, numel, off in expected.parts:
+        payload.parts[name] = message[off:off + numel * ITEMSIZE[DTYPE_CODES[part_dtype]]].view(part_dtype)
+    return payload
+
+
 def _mismatch(computed: torch.Tensor, message: torch.Tensor) -> bool:
     """Whether the CRC ``computed`` (a one-element int32 tensor) differs from the message's
     trailer: both read in one copy to the host."""
@@ -276,8 +341,11 @@ def read_part(payload: Payload, name: str, read, spoil) -> None:
     and returns the CRC-32C of the host bytes ``prefix`` and the part's bytes (a one-element
     tensor): in one pass where the part ends the message body and the bytes before it are
     among those read for the header, else after the message is verified. A mismatch calls
-    ``spoil()`` (which overwrites what ``read`` wrote) and raises ``CorruptMessageError``."""
-    message, head = payload.unverified
+    ``spoil()`` (which overwrites what ``read`` wrote) and raises ``CorruptMessageError``;
+    inside ``deferred_checks`` both happen at the block's end, and the part is read before
+    its message is verified."""
+    message, head, what, steady = payload.unverified
+    checks = deferred.active()
     part = payload.parts[name]
     end = message.numel() - TRAILER.size
     nbytes = part.numel() * part.element_size()
@@ -285,7 +353,15 @@ def read_part(payload: Payload, name: str, read, spoil) -> None:
     if not 0 <= offset <= offset + nbytes <= end:
         raise ValueError(f"part {name!r} ({nbytes} bytes at {offset}) is not within the message body of {end} bytes")
     source = message[offset:offset + nbytes]
-    if offset + nbytes == end and offset <= len(head):
+    one_pass = offset + nbytes == end and offset <= len(head)
+    if checks is not None:
+        crc = read(source, head[:offset]) if one_pass else _crc(message[:end])
+        if not one_pass:
+            read(source, b"")
+        checks.add(crc, message[end:], spoil, what, *((message[:len(head)], head) if steady else ()))
+        payload.unverified = None
+        return
+    if one_pass:
         bad = _mismatch(read(source, head[:offset]), message)
     else:
         bad = _mismatch(_crc(message[:end]), message)
@@ -301,7 +377,7 @@ def copy_part(payload: Payload, name: str, dst: torch.Tensor) -> None:
     """``wire.copy_part`` for a message tensor (``read_part``): ``dst``, on the message's
     device, gets part ``name``'s bytes (uint8), or, for a part of 16-bit floats, its values
     as float32; a damaged message leaves ``dst`` all 0xFF bytes (NaN as float32)."""
-    message, _ = payload.unverified
+    message = payload.unverified.message
     part = payload.parts[name]
     nbytes = part.numel() * part.element_size()
     cast = part.dtype in triton_crc.HALVES and dst.dtype == torch.float32
