@@ -18,7 +18,10 @@ bucket. ``CodecHook`` does, for each bucket of each backward pass:
    the same gradient and the replicas stay equal. Each tensor is decoded into one buffer
    kept for it on the bucket's device (``decode(..., out=)``): on a GPU the codecs that
    set ``Codec.decodes_on_device`` write the values there, and no dense tensor crosses
-   from the host.
+   from the host. The bucket's message tensors are decoded in one
+   ``wire.deferred_checks`` block: their checksums are compared in one copy at its end,
+   not one wait for the device per message, and a damaged message raises there, before
+   the bucket's buffer is written.
 
 Messages (``messages=``): ``"tensors"`` keeps each message in a uint8 tensor on the
 bucket's device (``codecs/wire/tensor_message.py``): written there by the codecs' device
@@ -50,6 +53,7 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
 from ..codecs import Codec, CodecState, StateBook, make_codec
+from ..codecs.wire import deferred_checks
 from ..comm import DistributedTransport, Envelope
 from ..comm.distributed import DEFAULT_TIMEOUT_S
 from ..experiment.result import atomic_write
@@ -164,12 +168,13 @@ class CodecHook:
         t2 = time.perf_counter()                                                  # 3. decode, average
         received = {(e.sender, e.tensor): e.message for e in [*own, *inbox]}
         total = torch.zeros(buffer.numel(), dtype=torch.float32, device=buffer.device)
-        for key, o, n, shape in parts:
-            out = self._decoded(key, shape, buffer)
-            for sender in range(self.world):
-                message = received[(sender, key)]
-                decoded = self.codec.decode(message, self.receivers(self.rank, sender), key, out=out, like=out)
-                total[o:o + n] += decoded.reshape(-1).to(torch.float32)
+        with deferred_checks():  # the bucket's message tensors verified together, before the buffer is written
+            for key, o, n, shape in parts:
+                out = self._decoded(key, shape, buffer)
+                for sender in range(self.world):
+                    message = received[(sender, key)]
+                    decoded = self.codec.decode(message, self.receivers(self.rank, sender), key, out=out, like=out)
+                    total[o:o + n] += decoded.reshape(-1).to(torch.float32)
         buffer.copy_(total.div_(self.world))
         times["encode"] += t1 - t0
         times["exchange"] += t2 - t1
