@@ -125,6 +125,22 @@ except CorruptMessageError:
 else:
     raise AssertionError("no error")
 assert deferred.active() is None
+
+# checks collected for later (a CUDA graph's replays) are compared each time, and kept
+codec = make_codec("bf16")
+x = torch.randn(500, generator=g)
+m, later = message(codec, x), deferred.DeferredChecks()
+with deferred_checks(into=later):
+    decoded(codec, m, x)
+assert len(later.pending) == 1
+later.verify_all(keep=True)
+m[-1] ^= 2  # as if a replay had received a damaged message
+try:
+    later.verify_all(keep=True)
+except CorruptMessageError:
+    assert len(later.pending) == 1
+else:
+    raise AssertionError("no error")
 print("ok")
 """
 

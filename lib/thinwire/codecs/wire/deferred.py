@@ -52,10 +52,13 @@ class DeferredChecks:
         got = [crc.reshape(-1).view(torch.uint8), trailer] + ([head] if head is not None else [])
         self.pending.append((got, bytes(expected), spoil, what))
 
-    def verify_all(self) -> None:
-        """Compare every registered check (one copy to the host per device) and forget them;
+    def verify_all(self, keep: bool = False) -> None:
+        """Compare every registered check (one copy to the host per device) and forget them
+        (``keep``: keep them, to compare again after a CUDA graph's next replay);
         ``CorruptMessageError`` naming the messages that failed, after ``spoil``."""
-        pending, self.pending = self.pending, []
+        pending = self.pending
+        if not keep:
+            self.pending = []
         by_device: dict[torch.device, list] = {}
         for entry in pending:
             by_device.setdefault(entry[0][0].device, []).append(entry)
@@ -82,21 +85,27 @@ def active() -> DeferredChecks | None:
 
 
 @contextmanager
-def deferred_checks():
+def deferred_checks(into: DeferredChecks | None = None):
     """A block whose message tensors' checksums are compared at its end (module docstring).
     An exception raised inside the block still spoils the damaged messages' values, and
-    propagates as it is."""
-    checks = DeferredChecks()
+    propagates as it is.
+
+    ``into``: the checks are collected there and left for its owner to compare: a CUDA
+    graph captured in the block (where nothing may be read) rewrites, at each replay, the
+    CRCs that ``into.verify_all(keep=True)`` then compares."""
+    checks = into if into is not None else DeferredChecks()
     stack = _local.__dict__.setdefault("stack", [])
     stack.append(checks)
     try:
         yield checks
     except BaseException:
         stack.remove(checks)
-        try:
-            checks.verify_all()
-        except CorruptMessageError:
-            pass  # the block's own error is the one to see; the damaged values are NaN
+        if into is None:
+            try:
+                checks.verify_all()
+            except CorruptMessageError:
+                pass  # the block's own error is the one to see; the damaged values are NaN
         raise
     stack.remove(checks)
-    checks.verify_all()
+    if into is None:
+        checks.verify_all()
