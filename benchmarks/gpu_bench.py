@@ -51,6 +51,9 @@ paper profiles' speed on one GPU, and the DDP hook under NCCL.
 12. **Host profile** (``host_profile``): encode and decode of a 4,096-value message kept on
    the device, where the call's time is the host's: ``cProfile``'s functions by own time
    and with their callees, with both sets of kernels.
+13. **Graphed round trips** (``graphed``): fp32's, fp16's and bf16's round trips of part 5
+   with the decode in a ``wire.deferred_checks`` block, called and captured in a CUDA
+   graph and replayed, as fractions of the add pass.
 
 ``python benchmarks/gpu_bench.py [FILE] [--only=PART,...] [--codec-kernels=KERNEL,...]
 [--kernel-specs=SPEC;...] [--kernel-crcs=CRC;...] [--crc-joins=JOIN;...]`` updates ``FILE``
@@ -75,7 +78,7 @@ import sys
 import tempfile
 import time
 import traceback
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 import torch
@@ -602,6 +605,96 @@ def codec_kernels(sizes=SIZES) -> list[dict]:
     return rows
 
 
+GRAPH_SPECS = ("fp32", "fp16", "bf16")  # the codecs whose messages a CUDA graph can hold (``Codec.steady_parts``)
+
+
+def graphed(sizes=SIZES, specs=GRAPH_SPECS) -> list[dict]:
+    """Part 13: the round trip of part 5 (encode into the message tensor sent last, decode
+    into ``out``) of the codecs whose header is fixed by the tensor, with the decode in a
+    ``wire.deferred_checks`` block: called (each round trip ended by the block's one read),
+    and captured in a CUDA graph and replayed (the host's work done once, at the capture;
+    the checks compared after the timed replays). Each graph's last replay is checked, and
+    its values compared with the tensor's (for fp16 and bf16, with the tensor cast there
+    and back). In a dry run the graph is not captured (``graph_s`` None)."""
+    from thinwire.codecs import CodecState, make_codec
+    from thinwire.codecs.kernels import device
+    from thinwire.codecs.wire import deferred
+    rows = []
+    for n in sizes:
+        x = torch.randn(n, device=DEVICE, generator=torch.Generator(DEVICE).manual_seed(0))
+        a, b, sum_out = torch.randn_like(x), torch.randn_like(x), torch.empty_like(x)
+        roof = device_seconds(lambda: torch.add(a, b, out=sum_out), repeats=_repeats(0))
+        del a, b, sum_out
+        out, repeats = torch.empty_like(x), _repeats(n)
+        for spec in specs:
+            codec = make_codec(spec)
+            codec.warm_up()
+            with device.forced() if DEVICE == "cpu" else nullcontext(), _device_messages():
+                held = Held(codec, CodecState(0), x, out, torch.empty(0, dtype=torch.uint8, device=DEVICE))
+
+                def round_trip(into=None):
+                    held.encode()
+                    with deferred.deferred_checks(into):
+                        held.decode()
+                called = device_seconds(round_trip, repeats, 1)
+                row = {"codec": spec, "values": n, "bytes": held.message.numel(), "add_pass_s": roof,
+                       "called_s": called, "fraction_called": roof / called, "graph_s": None, "target": TARGET}
+                if DEVICE == "cuda":
+                    row.update(_replayed(round_trip, repeats, roof))
+                want = x if spec == "fp32" else x.to(codec.dtype).to(torch.float32)
+                row["equal"] = bool(torch.equal(out, want))
+            rows.append(row)
+            graph = "-" if row["graph_s"] is None else f"{row['graph_s'] * 1e3:.3f}"
+            print(f"gpu graphed {spec} n={n:,}: called {called * 1e3:.3f} ms, graph {graph} ms, add pass "
+                  f"{roof * 1e3:.3f} ms {row.get('graph_failure', '')}", flush=True)
+            del held
+        del x, out
+        if DEVICE == "cuda":
+            torch.cuda.empty_cache()
+    return rows
+
+
+@contextmanager
+def _device_messages():
+    """In a dry run whose kernels Triton interprets, message tensors on the CPU taken as
+    device ones, so that their CRCs are the device kernels', as ``device_audit.path`` takes
+    them (elsewhere on the CPU they are the host's)."""
+    from thinwire.codecs.kernels import triton_crc
+    from thinwire.codecs.wire import tensor_message
+    if DEVICE == "cuda" or not triton_crc.interpreted():
+        yield
+        return
+    before = tensor_message._on_device
+    tensor_message._on_device = lambda t: True
+    try:
+        yield
+    finally:
+        tensor_message._on_device = before
+
+
+def _replayed(round_trip, repeats: int, roof: float) -> dict:
+    """``round_trip(into)`` captured once in a CUDA graph (after two warm-up calls on the
+    capture stream, which make the kernels' tables and the header kept on the device), its
+    replays timed, then its checks compared: (graph seconds, fraction of the add pass), or
+    the failure."""
+    from thinwire.codecs.wire import deferred
+    try:
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for _ in range(2):
+                round_trip()
+        torch.cuda.current_stream().wait_stream(stream)
+        graph, checks = torch.cuda.CUDAGraph(), deferred.DeferredChecks()
+        with torch.cuda.graph(graph, stream=stream):
+            round_trip(checks)
+        seconds = device_seconds(graph.replay, repeats, 1)
+        checks.verify_all()
+        return {"graph_s": seconds, "fraction_graph": roof / seconds}
+    except Exception as exc:  # recorded in the row: the called round trip is still measured
+        return {"graph_failure": f"{type(exc).__name__}: {exc}"[:500]}
+
+
 def crc_variant_rows(nbytes: int) -> list[dict]:
     """``crc_variants.py``'s block kernels side by side over ``nbytes`` bytes."""
     sys.path.insert(0, str(Path(__file__).parent))
@@ -610,8 +703,9 @@ def crc_variant_rows(nbytes: int) -> list[dict]:
 
 
 PARTS = ("same_bytes", "hook_nccl", "codecs", "paper", "device_crc", "device_messages", "crc_variants",
-         "message_overhead", "codec_kernels", "step_profile", "paper_kernels", "codec_profile", "host_profile")
-NOT_YET_RUN = ("step_profile",)  # parts no GPU has run yet: gpu-runs/bench_gpu.json lacks them
+         "message_overhead", "codec_kernels", "step_profile", "paper_kernels", "codec_profile", "host_profile",
+         "graphed")
+NOT_YET_RUN = ("step_profile", "graphed")  # parts no GPU has run yet: gpu-runs/bench_gpu.json lacks them
 
 
 ROW_KEYS = {"codec_kernels": ("codec_kernel", "crc_kernel", "crc_join", "codec", "values"),  # what tells a part's
@@ -655,7 +749,8 @@ def run(save, doc: dict, parts=PARTS, steps: int = 30, hook_steps: int = 600, si
             "codec_kernels": lambda: codec_kernels(sizes),
             "step_profile": lambda: step_profile(min(steps, 10), profile),
             "codec_profile": lambda: codec_profile(sizes[0]),
-            "host_profile": lambda: host_profile(calls=200 if DEVICE == "cuda" else 5)}
+            "host_profile": lambda: host_profile(calls=200 if DEVICE == "cuda" else 5),
+            "graphed": lambda: graphed(sizes)}
     # the parts that run torch.profiler go last: no other part is timed in a process that has run it
     parts = sorted(parts, key=lambda part: part in ("message_overhead", "step_profile", "codec_profile", "host_profile"))
     for part in parts:

@@ -201,6 +201,24 @@ def _row_commits(doc: dict, part: str):
     return lambda r: f", at {r.get('commit', earlier)}" if len(commits) > 1 else ""
 
 
+def _graphed_lines(doc: dict, stamp) -> list[str]:
+    """``gpu_bench``'s graphed round trips (part 13), once a GPU has run them: each called
+    (its checks read at each round trip's end) and replayed from a CUDA graph."""
+    found = doc.get("graphed")
+    if not found:
+        return []
+    lines = ["", "Round trips whose decode compares its checksum at a `wire.deferred_checks` block's end, called "
+             f"and replayed from a CUDA graph (`gpu_bench`'s part 13, {stamp('graphed')}):\n",
+             "| codec | values | called ms | fraction of the add pass | graph ms | fraction of the add pass | "
+             "values equal |", "|---|---|---|---|---|---|---|"]
+    for r in found:
+        graph = (f"{r['graph_s'] * 1e3:.3f} | {_target(r['fraction_graph'], r['target'])}" if r.get("graph_s")
+                 else f"failed: {r['graph_failure']} |" if "graph_failure" in r else "- | -")
+        lines.append(f"| {r['codec']} | {r['values']:,} | {r['called_s'] * 1e3:.3f} | "
+                     f"{_target(r['fraction_called'], r['target'])} | {graph} | {r['equal']} |")
+    return lines
+
+
 def _host_profile_lines(doc: dict, stamp) -> list[str]:
     """``gpu_bench``'s host profile (part 12), once a GPU has run it: per codec and kernel set,
     the wall time of a small message's encode and decode on the device (the host's time)
@@ -357,6 +375,7 @@ def gpu_tables(doc: dict) -> dict[str, str]:
                                f"{syncs(r[f'{w}_runtime_calls'])}" for w in ("encode", "decode")) + " |"
                   for r in profiled]
     lines += _host_profile_lines(doc, stamp)
+    lines += _graphed_lines(doc, stamp)
     out["gpu_codecs"] = "\n".join(lines) + "\n\n<sub>All from `gpu-runs/bench_gpu.json`.</sub>\n"
 
     paper = doc["paper"]

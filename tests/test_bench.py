@@ -111,6 +111,11 @@ def test_the_gpu_benchmark_runs_its_codecs_through_the_device_paths_on_the_cpu(m
     assert triton_uniform.KERNEL == "triton" and triton_crc.KERNEL == "shifted"  # fast_kernels restores them
     table = run.gpu_tables({**doc, "codec_profile": rows})["gpu_codecs"]
     assert "spend their time" in table and "| colquant(bits=8) | triton, words |" in table
+    rows = gpu_bench.graphed(sizes=(3_000,))  # part 13: called only (no graph on the CPU)
+    assert [r["codec"] for r in rows] == list(gpu_bench.GRAPH_SPECS)
+    assert all(r["equal"] and r["called_s"] > 0 and r["graph_s"] is None for r in rows)
+    table = run.gpu_tables({**doc, "graphed": rows})["gpu_codecs"]
+    assert "replayed from a CUDA graph" in table and "| bf16 | 3,000 |" in table
 
 
 def test_a_partial_kernel_run_replaces_only_the_rows_it_measured(monkeypatch):

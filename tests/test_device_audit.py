@@ -1,7 +1,8 @@
 """What a message asks of the host on a GPU (``benchmarks/device_audit.py``), counted on the
 CPU under Triton's interpreter: the one-pass paths write (and read) a message with one
 kernel, not the kernel and then the ordinary path again, and the dense codecs' messages
-need no host read to be written and at most two (the header, the checksum) to be read."""
+need no host read to be written and at most two (the header, the checksum) to be read,
+none inside ``wire.deferred_checks``."""
 
 from pathlib import Path
 
@@ -38,6 +39,12 @@ for part in ("encode", "decode"):
     assert row["triton"][part]["triton_names"] == {"_block_words": 1, "_join": 1}, row["triton"][part]
     assert row["folded"][part]["triton_names"] == {"_block_words": 1}, row["folded"][part]
     assert row["folded"][part]["reads"] == row["triton"][part]["reads"], part
+# inside wire.deferred_checks a dense message decodes by its one kernel, and the block's end reads once
+for spec, one_pass in (("fp32", "_block_words"), ("fp16", "_block_halves"), ("bf16", "_block_halves")):
+    folded = device_audit.audit_codec(spec, "small", ("folded",))["folded"]
+    inside = folded["decode_deferred"]
+    assert (inside["ops"], inside["reads"], inside["triton_names"]) == (0, 0, {one_pass: 1}), (spec, inside)
+    assert folded["block_end"] == {"ops": 1, "triton": 0, "reads": 1}, (spec, folded["block_end"])
 print("ok")
 """.replace("BENCHMARKS", repr(str(BENCHMARKS)))
 
