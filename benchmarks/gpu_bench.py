@@ -159,6 +159,13 @@ class Held:
         return self.codec.decode(self.message, self.state, "x", out=self.out)
 
 
+def add_pass(like: torch.Tensor) -> float:
+    """The roofline: the best time of one ``torch.add`` over two tensors like ``like`` into a
+    third (reads 2n values, writes n)."""
+    a, b, sum_out = torch.randn_like(like), torch.randn_like(like), torch.empty_like(like)
+    return device_seconds(lambda: torch.add(a, b, out=sum_out), repeats=_repeats(0))
+
+
 def _repeats(n: int) -> int:
     """Timed calls for a codec of ``n`` values (0: the add pass): ``REPEATS``, half as many
     above 50M values; 2 in a dry run, whose interpreted kernels take most of a test's time."""
@@ -188,9 +195,7 @@ def codecs(sizes=SIZES, specs=SPECS, kept_on_device: bool = False) -> list[dict]
     rows = []
     for n in sizes:
         x = torch.randn(n, device=DEVICE, generator=torch.Generator(DEVICE).manual_seed(0))
-        a, b, sum_out = torch.randn_like(x), torch.randn_like(x), torch.empty_like(x)
-        roof = device_seconds(lambda: torch.add(a, b, out=sum_out), repeats=_repeats(0))
-        del a, b, sum_out
+        roof = add_pass(x)
         out = torch.empty_like(x)
         repeats = _repeats(n)
         for spec in specs:
@@ -241,9 +246,7 @@ def device_crc(sizes=SIZES) -> list[dict]:
     rows = []
     for n in sizes:
         a = torch.randn(n, device=DEVICE, generator=torch.Generator(DEVICE).manual_seed(0))
-        b, sum_out = torch.randn_like(a), torch.empty_like(a)
-        roof = device_seconds(lambda: torch.add(a, b, out=sum_out), repeats=_repeats(0))
-        del b, sum_out
+        roof = add_pass(a)
         buffer = a.view(torch.uint8)
         want = crc32c.crc32c(buffer.cpu().numpy().tobytes())
         for kernel, join in ((k, j) for k in triton_crc.KERNELS for j in triton_crc.JOINS):
@@ -622,9 +625,7 @@ def graphed(sizes=SIZES, specs=GRAPH_SPECS) -> list[dict]:
     rows = []
     for n in sizes:
         x = torch.randn(n, device=DEVICE, generator=torch.Generator(DEVICE).manual_seed(0))
-        a, b, sum_out = torch.randn_like(x), torch.randn_like(x), torch.empty_like(x)
-        roof = device_seconds(lambda: torch.add(a, b, out=sum_out), repeats=_repeats(0))
-        del a, b, sum_out
+        roof = add_pass(x)
         out, repeats = torch.empty_like(x), _repeats(n)
         for spec in specs:
             codec = make_codec(spec)
