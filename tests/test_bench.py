@@ -174,6 +174,10 @@ def test_the_kept_device_audit_covers_every_gpu_codec_on_every_path():
             tree, folded = row["triton"][part], row["folded"][part]
             assert folded["reads"] == tree["reads"] and folded["ops"] == tree["ops"], (row["codec"], part)
             assert folded["triton"] == tree["triton"] - tree["triton_names"].get("_join", 0), (row["codec"], part)
+        # inside wire.deferred_checks: no more waits, one at most at the block's end, none for the dense codecs
+        decode, inside, end = (row["folded"][k] for k in ("decode", "decode_deferred", "block_end"))
+        assert inside["reads"] + end["reads"] <= decode["reads"] and end["reads"] <= 1, row["codec"]
+        assert inside["reads"] == 0 or row["codec"] not in ("fp32", "fp16", "bf16"), row["codec"]
     for size in doc["sizes"]:
         assert [r["codec"] for r in doc["rows"] if r["size"] == size] == gpu_bench.SPECS
     for row in doc["rows"]:
