@@ -140,6 +140,29 @@ def test_non_finite_gradients_are_rejected():
             GradDrop(ratio=0.99).encode(x)
 
 
+@pytest.mark.parametrize("ties", ["drop", "keep"])
+@pytest.mark.parametrize("encoding", ["offset_value", "index_value"])
+def test_non_finite_survivors_are_refused_and_finite_ones_at_float32s_limit_are_not(ties, encoding):
+    """The survivors' check (the bits of their float64 sum) on the host and the device path:
+    NaN, Inf and -Inf refused with the residual untouched; finite values whose float32 sum
+    would overflow encode."""
+    for context in (contextlib.nullcontext, device.forced):
+        codec, state = GradDrop(ratio=0.99, ties=ties, encoding=encoding), CodecState(0)
+        with context():
+            codec.encode(torch.randn(5000, generator=_gen(3)), state, "w")
+            residual = state.slots["w"]["residual"].clone()
+            for bad in (math.nan, math.inf, -math.inf):
+                x = torch.randn(5000, generator=_gen(7))
+                x[1234] = bad
+                with pytest.raises(ValueError, match="NaN or Inf"):
+                    codec.encode(x, state, "w")
+                assert torch.equal(state.slots["w"]["residual"], residual)
+            big = torch.full((5000,), 3.4e38)
+            big[::3] = -3.4e38
+            message = codec.encode(big, CodecState(0), "w")
+            assert torch.isfinite(codec.decode(message)).all()
+
+
 @pytest.mark.parametrize("kwargs,match", [({"ratio": 1.0}, "^graddrop: ratio=1.0"), ({"bits": 3}, "bits=3"),
                                           ({"scope": "layer"}, "scope='layer'"),
                                           ({"ratio": 0.0, "bits": 1}, "ratio=0.0"), ({"ties": "split"}, "ties='split'")])
