@@ -17,7 +17,7 @@ a damaged message still never decodes to a wrong tensor once the block is left. 
 messages must stay unchanged until then (the trailer is read at the end).
 
 Where a codec's header is fixed by the tensor's shape and dtype (fp32, fp16, bf16:
-``Codec.steady_payload``), a decode in the block does not read the header either: the
+``Codec.steady_parts``), a decode in the block does not read the header either: the
 bytes it expects are the CRC's prefix (``tensor_message.unpack_steady``) and are compared
 with the message's own at the block's end, in the same copy, so a whole decode is the one
 kernel that copies (or casts) the values out while it checksums them.
@@ -37,8 +37,9 @@ _local = threading.local()
 
 
 class DeferredChecks:
-    """The checks registered in one ``deferred_checks`` block: (computed CRC, a one-element
-    int32 tensor; the trailer's 4 bytes; what restores safety on a mismatch; what the
+    """The checks registered in one ``deferred_checks`` block, each (the device bytes to read:
+    the computed CRC, the trailer and, for a header not read, the message's first bytes;
+    the header bytes expected, or none; what restores safety on a mismatch; what the
     message was)."""
 
     def __init__(self):
