@@ -4,6 +4,8 @@ host, and every damaged byte still ends the block with ``CorruptMessageError`` a
 damaged message's values set to NaN. Message tensors on the CPU taken as device ones, with
 the device CRC's kernels under Triton's interpreter (in a process of its own)."""
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -143,6 +145,41 @@ else:
     raise AssertionError("no error")
 print("ok")
 """
+
+
+HOOK = r"""
+import os, socket, sys
+os.environ["TRITON_INTERPRET"] = "1"
+sys.path.insert(0, TESTS)
+import torch
+import torch.distributed as dist
+import ddp_ranks
+from thinwire.codecs.wire import deferred, tensor_message
+
+tensor_message._on_device = lambda t: True  # the bucket's CPU message tensors taken as device ones
+checked = []
+verify_all = deferred.DeferredChecks.verify_all
+deferred.DeferredChecks.verify_all = lambda self, keep=False: (checked.append(len(self.pending)),
+                                                                verify_all(self, keep))[1]
+with socket.socket() as s:
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
+plain = ddp_ranks.train(0, None, steps=2)
+hooked = ddp_ranks.train(0, "fp32", steps=2, messages="tensors")
+assert checked == [4, 4], checked  # one block a bucket: its four tensors' checks in one read
+for want, got in zip(plain["grads"], hooked["grads"]):
+    assert all(torch.equal(want[n], got[n]) for n in want)
+dist.destroy_process_group()
+print("ok")
+""".replace("TESTS", repr(str(Path(__file__).parent)))
+
+
+def test_the_ddp_hook_checks_a_buckets_message_tensors_in_one_block():
+    """Under the hook with message tensors (taken as device ones), each bucket's decodes
+    register their checks and the bucket's block compares them in one read; the fp32 hook
+    still applies DDP's own gradients."""
+    kernel_choice.passes(HOOK)
 
 
 def test_decodes_in_a_block_read_nothing_until_its_end_and_every_damaged_byte_is_caught():
