@@ -182,7 +182,7 @@ class Codec(ABC):
         opened = self._steady(message, out, key)
         deferred = opened is not None or self.checks_own_copy(message, out)
         header, payload, numel = opened or self._open(message, verify=not deferred)
-        if isinstance(payload.unverified, tensor_message.Unverified) and wire.deferred.active() is not None:
+        if opened is None and isinstance(payload.unverified, tensor_message.Unverified) and wire.deferred.active():
             payload.unverified = payload.unverified._replace(what=f"{self.spec()} message for {key!r}")
         shape = header["shape"]
         if like is not None and (tuple(like.shape) != shape or like.dtype != header["dtype"]):

@@ -183,7 +183,7 @@ class GradDrop(Codec):
             payload.parts["segments"] = segments
         return payload
 
-    def _unstall(self, corrected, spans, thresholds, index, values, finite):
+    def _unstall(self, corrected, spans, thresholds, index, values, bits):
         """Send the values at the threshold of every span where the strict test kept none.
 
         A span keeps nothing under ``|x| > t`` with ``t > 0`` only when its largest
@@ -193,13 +193,13 @@ class GradDrop(Codec):
         magnitudes, so no non-zero residual is held forever. Spans with survivors are
         untouched, so Alg. 1's strict test decides every ordinary step.
 
-        ``finite`` (``_sum_bits`` of the survivors) is read to the host with the spans'
-        bounds, in one copy, and returned as a bool; on a GPU with the offsets encoding, the
+        ``bits`` (``_sum_bits`` of the survivors) is read to the host with the spans'
+        bounds, in one copy, and returned as whether they are finite; on a GPU with the offsets encoding, the
         index's long-gap counts too (``offsets.long_gaps``), returned for ``encode_offsets``
         where no span stalled (else None: the index changes)."""
         ends = torch.tensor([v for span in spans for v in span], dtype=torch.int64, device=index.device)
         counted = self.encoding == "offset_value" and device.on_device(index)
-        read = torch.cat([torch.searchsorted(index, ends), finite]  # left side
+        read = torch.cat([torch.searchsorted(index, ends), bits]  # left side
                          + ([long_gaps(index)] if counted else [])).tolist()
         bounds, finite = read[:2 * len(spans)], _finite(read[2 * len(spans)])
         stalled = [(a, b, t) for (a, b), t, first, stop in zip(spans, thresholds, bounds[0::2], bounds[1::2])

@@ -293,7 +293,7 @@ class Steady(NamedTuple):
 
 @functools.lru_cache(maxsize=256)
 def steady_layout(codec_id: int, digest: int, dtype: torch.dtype, shape: tuple[int, ...],
-           parts: tuple[tuple[str, torch.dtype, int], ...]) -> Steady:
+                  parts: tuple[tuple[str, torch.dtype, int], ...]) -> Steady:
     """The layout ``pack`` gives a message of ``parts`` (name, dtype, numel) and no meta."""
     skeleton = Payload(parts={name: PartWriter(part_dtype, numel, None) for name, part_dtype, numel in parts})
     head, _, offsets, total = plan(dtype, shape, skeleton, codec_id, digest)
@@ -354,19 +354,16 @@ def read_part(payload: Payload, name: str, read, spoil) -> None:
         raise ValueError(f"part {name!r} ({nbytes} bytes at {offset}) is not within the message body of {end} bytes")
     source = message[offset:offset + nbytes]
     one_pass = offset + nbytes == end and offset <= len(head)
-    if checks is not None:
-        crc = read(source, head[:offset]) if one_pass else _crc(message[:end])
+    crc = read(source, head[:offset]) if one_pass else _crc(message[:end])
+    if checks is not None:  # compared at the block's end: the part is read now
         if not one_pass:
             read(source, b"")
         checks.add(crc, message[end:], spoil, what, *((message[:len(head)], head) if steady else ()))
         payload.unverified = None
         return
-    if one_pass:
-        bad = _mismatch(read(source, head[:offset]), message)
-    else:
-        bad = _mismatch(_crc(message[:end]), message)
-        if not bad:
-            read(source, b"")
+    bad = _mismatch(crc, message)
+    if not one_pass and not bad:
+        read(source, b"")
     payload.unverified = None
     if bad:
         spoil()
