@@ -1,6 +1,7 @@
 """Helpers for the tests of the Triton kernels (``triton_crc``, ``triton_uniform``,
-``triton_qsgd``, ``triton_drop``): what a kernel says it takes, and a check script run
-under Triton's interpreter in a process of its own."""
+``triton_qsgd``, ``triton_drop``): what a kernel says it takes, a check script run
+under Triton's interpreter in a process of its own, and the start of a script whose CPU
+message tensors are taken as device ones (``DEVICE_MESSAGES``: its host reads counted)."""
 
 import subprocess
 import sys
@@ -20,3 +21,49 @@ def passes(script: str) -> None:
     "ok" at its end) in a new interpreter; its traceback is the failure."""
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]
+
+
+DEVICE_MESSAGES = r"""
+import os
+os.environ["TRITON_INTERPRET"] = "1"
+import torch
+from thinwire.codecs import CodecState
+from thinwire.codecs.kernels import device
+from thinwire.codecs.wire import tensor_message
+
+tensor_message._on_device = lambda t: True  # CPU message tensors taken as device ones
+reads = []  # the size of every tensor copied to the host
+cpu = torch.Tensor.cpu
+torch.Tensor.cpu = lambda self, *a, **k: (reads.append(self.numel()), cpu(self, *a, **k))[1]
+
+
+def encoded(codec, x, key="x"):
+    with device.forced():
+        return codec.encode(x, CodecState(0), key, out=torch.empty(0, dtype=torch.uint8))
+
+
+def decoded(codec, m, like):
+    out = torch.full_like(like, 7.0)
+    with device.forced():
+        return codec.decode(m, CodecState(0), "x", out=out)
+
+
+def every_damaged_byte_caught(codec, m, like):
+    # each byte of message m flipped in turn: decoded inside deferred_checks, the block
+    # ends with CorruptMessageError naming the message, and its values NaN
+    from thinwire.codecs import CorruptMessageError
+    from thinwire.codecs.wire import deferred_checks
+    for at in range(m.numel()):
+        bad = m.clone()
+        bad[at] ^= 0x10
+        out = torch.full_like(like, 7.0)
+        try:
+            with deferred_checks():
+                with device.forced():
+                    codec.decode(bad, CodecState(0), "x", out=out)
+        except CorruptMessageError as e:
+            assert f"{codec.spec()} message for 'x'" in str(e), str(e)
+            assert out.isnan().all(), at
+        else:
+            raise AssertionError(f"{codec.spec()}: byte {at} damaged, no error")
+"""

@@ -13,29 +13,10 @@ import kernel_choice
 from thinwire.codecs import CodecState, CorruptMessageError, make_codec
 from thinwire.codecs.wire import deferred, deferred_checks
 
-CHECK = r"""
-import os
-os.environ["TRITON_INTERPRET"] = "1"
-import torch
-from thinwire.codecs import CodecState, CorruptMessageError, make_codec
-from thinwire.codecs.kernels import device, triton_crc
-from thinwire.codecs.wire import deferred, deferred_checks, tensor_message
-
-tensor_message._on_device = lambda t: True  # CPU message tensors taken as device ones
-reads = []
-cpu = torch.Tensor.cpu
-torch.Tensor.cpu = lambda self, *a, **k: (reads.append(self.numel()), cpu(self, *a, **k))[1]
-
-
-def message(codec, x):
-    with device.forced():
-        return codec.encode(x, CodecState(0), "x", out=torch.empty(0, dtype=torch.uint8))
-
-
-def decoded(codec, m, like):
-    out = torch.full_like(like, 7.0)
-    with device.forced():
-        return codec.decode(m, CodecState(0), "x", out=out)
+CHECK = kernel_choice.DEVICE_MESSAGES + r"""
+from thinwire.codecs import CorruptMessageError, make_codec
+from thinwire.codecs.kernels import triton_crc
+from thinwire.codecs.wire import deferred, deferred_checks
 
 
 g = torch.Generator().manual_seed(3)
@@ -45,7 +26,7 @@ for kernel, join in (("shifted", "tree"), ("words", "fold")):
         codec = make_codec(spec)
         for shape in ((0,), (1,), (3, 50)) + (((5003,),) if spec == "fp32" else ()):  # 5003: two CRC blocks
             x = torch.randn(shape, generator=g)
-            m = message(codec, x)
+            m = encoded(codec, x)
             assert bytes(m.numpy()) == bytes(codec.encode(x, CodecState(0), "x")), (spec, shape)  # the host's bytes
             want = decoded(codec, m, x)
             del reads[:]
@@ -58,23 +39,13 @@ for kernel, join in (("shifted", "tree"), ("words", "fold")):
 # every damaged byte of a small message ends the block with the error, its values NaN
 codec = make_codec("fp16")
 x = torch.randn(4, generator=g)
-m = message(codec, x)
-for at in range(m.numel()):
-    bad = m.clone()
-    bad[at] ^= 0x10
-    try:
-        with deferred_checks():
-            out = decoded(codec, bad, x)
-    except CorruptMessageError as e:
-        assert "fp16 message for 'x'" in str(e), str(e)
-        assert out.isnan().all(), at
-    else:
-        raise AssertionError(f"byte {at} damaged, no error")
+m = encoded(codec, x)
+every_damaged_byte_caught(codec, m, x)
 
 # several messages, one damaged: one read at the end, the others kept
 codec = make_codec("fp32")
 xs = [torch.randn(300, generator=g) for _ in range(4)]
-ms = [message(codec, x) for x in xs]
+ms = [encoded(codec, x) for x in xs]
 ms[2][100] ^= 1
 outs = [torch.empty(300) for _ in xs]
 del reads[:]
@@ -112,7 +83,7 @@ tensor_message.COPY_CHECKED_BYTES = 0
 triton_crc.KERNEL = "words"
 codec = make_codec("quantize(bits=8)")
 x = torch.randn(2000, generator=g)
-m = message(codec, x)
+m = encoded(codec, x)
 want = decoded(codec, m, x)
 with deferred_checks() as checks:
     got = decoded(codec, m, x)
@@ -131,7 +102,7 @@ assert deferred.active() is None
 # checks collected for later (a CUDA graph's replays) are compared each time, and kept
 codec = make_codec("bf16")
 x = torch.randn(500, generator=g)
-m, later = message(codec, x), deferred.DeferredChecks()
+m, later = encoded(codec, x), deferred.DeferredChecks()
 with deferred_checks(into=later):
     decoded(codec, m, x)
 assert len(later.pending) == 1

@@ -58,6 +58,9 @@ class Codec(ABC):
     # Bumped when the same spec starts to produce different messages; the results of runs
     # that use the codec are then recomputed (``RunConfig.key``), not taken from the cache.
     revision: ClassVar[int] = 0
+    # the float32 meta values a steady message (``steady_parts``) carries, written and read
+    # on the device (min-max quantization's range: ``compress_deferred``)
+    steady_meta: ClassVar[tuple[str, ...]] = ()
 
     @property
     def memory(self) -> bool:
@@ -103,11 +106,28 @@ class Codec(ABC):
 
     def steady_parts(self, numel: int) -> tuple[tuple[str, torch.dtype, int], ...] | None:
         """The parts (name, dtype, numel) of every message of a ``numel``-value tensor, for a
-        codec whose messages carry no meta and parts fixed by the tensor's size (fp32, fp16,
-        bf16), else None. Such a codec's header is fixed by the tensor's shape and dtype: a
-        message tensor's is copied from one kept on the device, and inside
-        ``wire.deferred_checks`` a decode into ``out`` on the message's device does not read
-        it (``_steady``)."""
+        codec whose messages carry no meta but ``steady_meta`` and parts fixed by the
+        tensor's size (fp32, fp16, bf16; min-max quantization), else None. Such a codec's
+        header is fixed by the tensor's shape and dtype, up to the bytes of its meta values:
+        a message tensor's is copied from one kept on the device (when its meta values are
+        kept there too), and inside ``wire.deferred_checks`` a decode into ``out`` on the
+        message's device does not read it (``_steady``)."""
+        return None
+
+    def accepts_meta(self, meta: dict[str, float]) -> bool:
+        """Whether the ``steady_meta`` values of a steady message read at a
+        ``deferred_checks`` block's end are ones this codec sends (a finite range)."""
+        return True
+
+    def decodes_steady(self, out: torch.Tensor) -> bool:
+        """Whether ``decompress`` reads a steady message (``_steady``) into ``out`` as it checks
+        it: a codec that verifies as it copies or casts its part."""
+        return self.verifies_while_copying or self.verifies_while_casting
+
+    def compress_deferred(self, flat: torch.Tensor, state: CodecState, key: str, shape: tuple = ()) -> Payload | None:
+        """``compress`` into a message tensor on ``flat``'s device inside ``wire.deferred_checks``,
+        for a codec that can leave what it would read on the device (its meta: a range) and
+        register what it must check at the block's end; None (the default) to ``compress``."""
         return None
 
     @abstractmethod
@@ -138,15 +158,21 @@ class Codec(ABC):
             flat = flat.cpu()  # explicit copy: this codec's kernels read host memory
         rng = state.generator.get_state()
         try:
-            if decision is None or (decision.bits is None and decision.keys is None and decision.core is None):
+            plain = decision is None or (decision.bits is None and decision.keys is None and decision.core is None)
+            payload = None
+            if plain and isinstance(out, torch.Tensor) and out.device == flat.device and wire.deferred.active():
+                payload = self.compress_deferred(flat, state, key, shape=tuple(tensor.shape))
+            if payload is None and plain:
                 payload = self.compress(flat, state, key, shape=tuple(tensor.shape))
-            else:
+            elif payload is None:
                 payload = self.compress_decided(flat, state, key, decision, shape=tuple(tensor.shape))
             if decision is not None and decision.entropy is not None:
                 state.last.entropy = decision.entropy
             to_device = isinstance(out, torch.Tensor) and out.device.type != "cpu" and flat.device.type == "cpu"
+            steady = (self.steady_parts(flat.numel()) is not None
+                      and all(isinstance(value, torch.Tensor) for value in payload.meta.values()))
             message = wire.pack(self.codec_id, self.digest, tensor.dtype, tuple(tensor.shape), payload,
-                                None if to_device else out, steady=self.steady_parts(flat.numel()) is not None)
+                                None if to_device else out, steady=steady)
             if to_device:  # host kernels wrote host memory: the message goes to out's device once
                 message = tensor_message.into(message, out)
         except BaseException:
@@ -215,16 +241,16 @@ class Codec(ABC):
         ``wire.deferred_checks``; else None. The expected header is the prefix of the
         checksum that the block's end compares (``tensor_message.unpack_steady``)."""
         if (wire.deferred.active() is None or out is None or not isinstance(message, torch.Tensor)
-                or not (self.verifies_while_copying or self.verifies_while_casting)
                 or out.dtype != torch.float32 or not out.is_contiguous()
-                or not tensor_message.checks_on_device(message, out)):
+                or not tensor_message.checks_on_device(message, out) or not self.decodes_steady(out)):
             return None
         parts = self.steady_parts(out.numel())
         if parts is None:
             return None
         shape = tuple(out.shape)
-        expected = tensor_message.steady_layout(self.codec_id, self.digest, out.dtype, shape, parts)
-        payload = tensor_message.unpack_steady(message, expected, f"{self.spec()} message for {key!r}")
+        expected = tensor_message.steady_layout(self.codec_id, self.digest, out.dtype, shape, parts, self.steady_meta)
+        payload = tensor_message.unpack_steady(message, expected, f"{self.spec()} message for {key!r}",
+                                               self.accepts_meta)
         return {"codec_id": self.codec_id, "digest": self.digest, "dtype": out.dtype, "shape": shape}, payload, \
             out.numel()
 

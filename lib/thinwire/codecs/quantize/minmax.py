@@ -14,21 +14,30 @@ barrier waits. On a GPU, with the Triton kernels chosen, 8-bit codes are written
 message tensor and checksummed in one pass, and read back into ``out`` as the checksum is
 checked (``triton_uniform.quantize8_crc``, ``dequantize8_crc``; the device CRC's
 ``"words"`` kernel).
+
+Inside ``wire.deferred_checks``, 1 to 8 bits of a GPU tensor encoded into a message tensor
+there (``compress_deferred``) and decoded from one into ``out`` there make no host read:
+lo and hi are found on the device and copied into the header's meta there, the codes made
+and read with the range taken from device memory (``kernels/triton_range.py``), and what
+the host would have checked (a finite range; the header) is judged at the block's end. A
+tensor with NaN or Inf is refused there, with this module's ``ValueError``. The messages
+are the same bytes.
 """
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
-from ..kernels import bitpack, device, triton_uniform, uniform
+from ..kernels import bitpack, device, triton_range, triton_uniform, uniform
 from ..kernels.extrema import extrema
-from ..base import Codec, expect_part, expect_range
+from ..base import FLOAT32_MAX as LARGEST, Codec, expect_part, expect_range
 from ..errors import CorruptMessageError
 from ..payload import PartWriter, Payload
 from ..state import CodecState
-from ..wire import read_part, settle
+from ..wire import deferred, read_part, settle
 
 FLOAT32_MAX = 3.4e38
 FLOAT32_TINY = 1.1754943508222875e-38  # the smallest normal float32
@@ -67,8 +76,38 @@ class Quantize(Codec):
             raise ValueError(f"quantize: bits must be an int in 1..16, got {bits!r}")
         self.bits = bits
 
+    steady_meta = ("lo", "hi")  # a message's only meta: the range, written on the device in a block
+
     def params(self) -> dict:
         return {"bits": self.bits}
+
+    def steady_parts(self, numel: int):
+        """The codes: the one part, ``bitpack.packed_bytes(numel, bits)`` bytes (1 to 8 bits,
+        the widths the device kernels take)."""
+        return (("codes", torch.uint8, bitpack.packed_bytes(numel, self.bits)),) if self.bits <= 8 else None
+
+    def accepts_meta(self, meta: dict[str, float]) -> bool:
+        return -LARGEST <= meta["lo"] <= meta["hi"] <= LARGEST  # finite, ordered (not NaN)
+
+    def decodes_steady(self, out: torch.Tensor) -> bool:
+        return triton_range.usable(self.bits, out)
+
+    def compress_deferred(self, flat, state: CodecState, key: str, shape: tuple = ()) -> Payload | None:
+        """``compress``'s payload of a non-empty float32 tensor on the GPU (1 to 8 bits, the
+        Triton kernels chosen), its range left on the device: lo and hi (step 1) as the
+        float32 bytes the header carries, the codes (steps 2-3) made from them there, and a
+        NaN or Inf refused at the ``deferred_checks`` block's end (``refuse_unless``)."""
+        if not (flat.numel() and flat.dtype == torch.float32 and device.on_device(flat)
+                and triton_range.usable(self.bits, flat)):
+            return None
+        state.last.bits = self.bits
+        ends = triton_range.extrema(flat).view(torch.uint8)
+        deferred.active().refuse_unless(ends, _finite_pair, f"tensor {key!r} contains NaN or Inf: it cannot be "
+                                                             f"quantized ({self.spec()}, refused at the block's end)")
+        lo, hi = ends[:4], ends[4:]
+        writer = PartWriter(torch.uint8, bitpack.packed_bytes(flat.numel(), self.bits),
+                            lambda view: triton_range.quantize_packed(flat, lo, hi, self.bits, view))
+        return Payload(parts={"codes": writer}, meta={"lo": lo, "hi": hi})
 
     def compress(self, flat, state: CodecState, key: str, shape: tuple = ()) -> Payload:
         n = flat.numel()
@@ -97,8 +136,13 @@ class Quantize(Codec):
         return self.bits == 8 and triton_uniform.KERNEL == "triton"
 
     def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None, shape: tuple = ()) -> torch.Tensor:
-        lo, hi = expect_range(payload, self.name)
         packed = expect_part(payload, "codes", torch.uint8, bitpack.packed_bytes(numel, self.bits))
+        if isinstance(payload.meta.get("lo"), torch.Tensor):  # a steady message: its range read on the device
+            lo, hi = payload.meta["lo"], payload.meta["hi"]
+            read_part(payload, "codes", lambda source, prefix: triton_range.dequantize_packed(
+                source, numel, self.bits, lo, hi, out), spoil=lambda: out.view(torch.uint8).fill_(0xFF))
+            return out
+        lo, hi = expect_range(payload, self.name)
         step = (hi - lo) / ((1 << self.bits) - 1)
         wide = step > FLOAT32_MAX / 2 or 0 < step < FLOAT32_TINY  # beyond float32's range, or a subnormal step
         if payload.unverified is not None:  # decode left the check to this pass (8 bits, a message on a GPU)
@@ -111,3 +155,8 @@ class Quantize(Codec):
             values = (lo + bitpack.unpack(packed, numel, self.bits).to(torch.float64) * step).to(torch.float32)
             return values if out is None else out.copy_(values)
         return uniform.dequantize_packed(packed, numel, self.bits, lo, step, out=out)
+
+
+def _finite_pair(ends: bytes) -> bool:
+    """Whether both float32 of a range's 8 bytes are finite."""
+    return bool(np.isfinite(np.frombuffer(ends, dtype=np.float32)).all())

@@ -20,7 +20,14 @@ Where a codec's header is fixed by the tensor's shape and dtype (fp32, fp16, bf1
 ``Codec.steady_parts``), a decode in the block does not read the header either: the
 bytes it expects are the CRC's prefix (``tensor_message.unpack_steady``) and are compared
 with the message's own at the block's end, in the same copy, so a whole decode is the one
-kernel that copies (or casts) the values out while it checksums them.
+kernel that copies (or casts) the values out while it checksums them. A header whose
+meta the encode wrote on the device (min-max quantization's lo and hi) is judged there
+too: the expected bytes elsewhere, and a range its codec accepts.
+
+An encode inside the block may leave a check of its own (``refuse_unless``): min-max
+quantization of a tensor on the GPU finds its range there and does not read it, so a NaN
+or Inf is refused at the block's end, with the ``ValueError`` the encode raises outside
+a block. The message it wrote carries that range, which every decoder refuses.
 """
 
 from __future__ import annotations
@@ -37,44 +44,61 @@ _local = threading.local()
 
 
 class DeferredChecks:
-    """The checks registered in one ``deferred_checks`` block, each (the device bytes to read:
-    the computed CRC, the trailer and, for a header not read, the message's first bytes;
-    the header bytes expected, or none; what restores safety on a mismatch; what the
-    message was)."""
+    """The checks registered in one ``deferred_checks`` block, each (the device tensors to
+    read; the judge of their bytes, given as one ``bytes`` per tensor; what restores safety
+    when it fails, or None; what failed, for the error; whether that is a refused tensor,
+    a ``ValueError``, rather than a damaged message)."""
 
     def __init__(self):
-        self.pending: list[tuple[list[torch.Tensor], bytes, Callable[[], object], str]] = []
+        self.pending: list[tuple[list[torch.Tensor], Callable[[list[bytes]], bool], Callable[[], object] | None,
+                                 str, bool]] = []
 
     def add(self, crc: torch.Tensor, trailer: torch.Tensor, spoil: Callable[[], object], what: str,
-            head: torch.Tensor | None = None, expected: bytes = b"") -> None:
+            head: torch.Tensor | None = None, expected: bytes | Callable[[bytes], bool] = b"") -> None:
         """Compare ``crc`` with ``trailer`` at the block's end, and the bytes ``head`` (a
-        message's first bytes, on ``crc``'s device) with ``expected`` where given; on a
-        mismatch call ``spoil()``."""
+        message's first bytes, on ``crc``'s device) with ``expected`` where given (or judge
+        them by it, a function of the bytes); on a mismatch call ``spoil()``."""
         got = [crc.reshape(-1).view(torch.uint8), trailer] + ([head] if head is not None else [])
-        self.pending.append((got, bytes(expected), spoil, what))
+        judge_head = expected if callable(expected) else bytes(expected).__eq__
+        self.pending.append((got, lambda read: read[0] == read[1] and (len(read) < 3 or judge_head(read[2])),
+                             spoil, what, False))
+
+    def refuse_unless(self, values: torch.Tensor, accepts: Callable[[bytes], bool], what: str) -> None:
+        """At the block's end, ``ValueError`` (``what``) unless ``accepts`` the bytes of
+        ``values`` (a tensor an encode made on the device and did not read: a range that
+        must be finite)."""
+        self.pending.append(([values.reshape(-1).view(torch.uint8)], lambda read: accepts(read[0]), None, what, True))
 
     def verify_all(self, keep: bool = False) -> None:
-        """Compare every registered check (one copy to the host per device) and forget them
-        (``keep``: keep them, to compare again after a CUDA graph's next replay);
-        ``CorruptMessageError`` naming the messages that failed, after ``spoil``."""
+        """Judge every registered check (one copy to the host per device) and forget them
+        (``keep``: keep them, to judge again after a CUDA graph's next replay). A refused
+        tensor is a ``ValueError``; otherwise ``CorruptMessageError`` names the messages
+        that failed, after ``spoil``."""
         pending = self.pending
         if not keep:
             self.pending = []
         by_device: dict[torch.device, list] = {}
         for entry in pending:
             by_device.setdefault(entry[0][0].device, []).append(entry)
-        failed = []
+        failed, refused = [], []
         for entries in by_device.values():
             read, at = torch.cat([t for got, *_ in entries for t in got]).cpu().numpy().tobytes(), 0
-            for got, expected, spoil, what in entries:
-                crc, trailer, head = read[at:at + 4], read[at + 4:at + 8], read[at + 8:at + 8 + len(expected)]
-                at += 8 + len(expected)
-                if crc != trailer or head != expected:
-                    spoil()
-                    failed.append(what)
+            for got, judge, spoil, what, refusal in entries:
+                pieces = []
+                for t in got:
+                    pieces.append(read[at:at + t.numel()])
+                    at += t.numel()
+                if not judge(pieces):
+                    if spoil is not None:
+                        spoil()
+                    (refused if refusal else failed).append(what)
+        if refused:
+            raise ValueError("; ".join(refused) + (f" (and {len(failed)} damaged messages, their values set to NaN)"
+                                                   if failed else ""))
         if failed:
             shown = ", ".join(failed[:5]) + (f" and {len(failed) - 5} more" if len(failed) > 5 else "")
-            raise CorruptMessageError(f"{len(failed)} of {len(pending)} messages decoded in a deferred_checks block "
+            checked = sum(not entry[4] for entry in pending)
+            raise CorruptMessageError(f"{len(failed)} of {checked} messages decoded in a deferred_checks block "
                                       f"are damaged (checksum or header mismatch): {shown}; their values are set "
                                       "to NaN")
 
@@ -104,7 +128,7 @@ def deferred_checks(into: DeferredChecks | None = None):
         if into is None:
             try:
                 checks.verify_all()
-            except CorruptMessageError:
+            except (CorruptMessageError, ValueError):
                 pass  # the block's own error is the one to see; the damaged values are NaN
         raise
     stack.remove(checks)

@@ -108,9 +108,15 @@ def part_nbytes(part) -> int:
     return numel * ITEMSIZE[DTYPE_CODES[part.dtype]]
 
 
-def plan(dtype: torch.dtype, shape: tuple[int, ...], payload: Payload, codec_id: int, digest: int):
+def plan(dtype: torch.dtype, shape: tuple[int, ...], payload: Payload, codec_id: int, digest: int,
+         device_meta: dict[str, int] | None = None):
     """(header bytes, [(name, part)], each part's offset, end of the last part) of a message:
-    the layout ``pack`` writes, on the host or into a tensor (``tensor_message.py``)."""
+    the layout ``pack`` writes, on the host or into a tensor (``tensor_message.py``).
+
+    ``device_meta`` (a dict, filled here): a meta value may be a float32's 4 bytes in a uint8
+    tensor on the message's device (a range found there, never read by the host); its entry
+    is laid out as a float32 of zero bytes, and ``device_meta[name]`` is where its 4 bytes
+    go. Without it such a value is a ``ValueError``."""
     parts = [(name, t if isinstance(t, PartWriter) else t.detach().contiguous()) for name, t in payload.parts.items()]
     if len(shape) > 15 or len(payload.meta) > 15 or len(parts) > 15:
         raise ValueError(f"wire: at most 15 dimensions, meta entries and parts, got {len(shape)}, "
@@ -120,7 +126,14 @@ def plan(dtype: torch.dtype, shape: tuple[int, ...], payload: Payload, codec_id:
     for size in shape:
         head += _uvarint(int(size))
     for name, value in payload.meta.items():
-        kind, raw = _meta_value(value)
+        if isinstance(value, torch.Tensor) and device_meta is not None:
+            if value.dtype != torch.uint8 or value.numel() != 4:
+                raise ValueError(f"wire: device meta {name!r} must be a float32's 4 bytes (uint8), got "
+                                 f"{value.dtype} x {value.numel()}")
+            kind, raw = FLOAT32, bytes(4)
+            device_meta[name] = len(head) + 1 + len(name_bytes(name))
+        else:
+            kind, raw = _meta_value(value)
         head.append(kind)
         head += name_bytes(name)
         head += raw

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import functools
 import struct
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import numpy as np
 import torch
@@ -193,8 +193,10 @@ def pack(codec_id: int, digest: int, dtype: torch.dtype, shape: tuple[int, ...],
          out: torch.Tensor, steady: bool = False) -> torch.Tensor:
     """``format.pack``'s bytes written into ``out`` (a uint8 tensor, resized within its storage
     or replaced by a new one on its device) and returned; ``steady``: the header is fixed by
-    the tensor (``_kept_bytes``)."""
-    head, parts, offsets, total = plan(dtype, shape, payload, codec_id, digest)
+    the tensor (``_kept_bytes``). A meta value kept on the device (``format.plan``'s
+    ``device_meta``) is copied into its place in the header there."""
+    device_meta: dict[str, int] = {}
+    head, parts, offsets, total = plan(dtype, shape, payload, codec_id, digest, device_meta)
     message = _sized(out, total + TRAILER.size)
     on_host = not _on_device(message)
     written = offsets[0] if offsets else total  # the padding before the first part goes with the header
@@ -203,6 +205,8 @@ def pack(codec_id: int, digest: int, dtype: torch.dtype, shape: tuple[int, ...],
         message[:written].copy_(_kept_bytes(before, str(message.device)))
     else:
         message[:written].copy_(_host_bytes(before, message.device), non_blocking=not on_host)
+    for name, at in device_meta.items():
+        message[at:at + 4].copy_(payload.meta[name])
     write = _one_pass(parts[0][1], message, written) if not on_host and len(parts) == 1 else None
     if write is not None:  # one part, written as the message is checksummed
         if _fails_on_device(lambda: write(message[written:total], before, message[total:])) is not None:
@@ -251,11 +255,14 @@ def _header(message: torch.Tensor, end: int, head: bytes):
 class Unverified(NamedTuple):
     """A message tensor opened with ``unpack(verify=False)`` (``Payload.unverified``) and its
     first bytes, copied to the host to read its header (or, from ``unpack_steady``, the
-    bytes expected there: ``steady``); ``what`` names it in a deferred check's error."""
+    bytes expected there: ``steady``); ``what`` names it in a deferred check's error;
+    ``accepts``: for a steady header with meta kept on the device, the judge of its bytes
+    (``head`` then holds zeros where the meta goes, and is not the checksum's prefix)."""
     message: torch.Tensor
     head: bytes
     what: str = "a message"
     steady: bool = False  # ``head`` is what the message should hold, not yet compared with it
+    accepts: Callable[[bytes], bool] | None = None
 
 
 def unpack(message: torch.Tensor, verify: bool = True) -> tuple[dict, Payload]:
@@ -286,36 +293,60 @@ def unpack(message: torch.Tensor, verify: bool = True) -> tuple[dict, Payload]:
 
 class Steady(NamedTuple):
     """The layout of a message whose header is fixed by its tensor (``steady_layout``)."""
-    before: bytes  # the header and the padding before the first part
+    before: bytes  # the header and the padding before the first part (zeros where meta goes)
     parts: tuple[tuple[str, torch.dtype, int, int], ...]  # (name, dtype, numel, offset)
     total: int  # bytes before the trailer
+    meta: tuple[tuple[str, int], ...] = ()  # (name, offset) of each float32 meta value
 
 
 @functools.lru_cache(maxsize=256)
 def steady_layout(codec_id: int, digest: int, dtype: torch.dtype, shape: tuple[int, ...],
-                  parts: tuple[tuple[str, torch.dtype, int], ...]) -> Steady:
-    """The layout ``pack`` gives a message of ``parts`` (name, dtype, numel) and no meta."""
-    skeleton = Payload(parts={name: PartWriter(part_dtype, numel, None) for name, part_dtype, numel in parts})
-    head, _, offsets, total = plan(dtype, shape, skeleton, codec_id, digest)
+                  parts: tuple[tuple[str, torch.dtype, int], ...], meta: tuple[str, ...] = ()) -> Steady:
+    """The layout ``pack`` gives a message of ``parts`` (name, dtype, numel) and the float32
+    meta values ``meta`` kept on the device (none: a header fixed to the byte)."""
+    skeleton = Payload(parts={name: PartWriter(part_dtype, numel, None) for name, part_dtype, numel in parts},
+                       meta={name: torch.zeros(4, dtype=torch.uint8) for name in meta})
+    at: dict[str, int] = {}
+    head, _, offsets, total = plan(dtype, shape, skeleton, codec_id, digest, at)
     first = offsets[0] if offsets else total
     return Steady(bytes(head) + bytes(first - len(head)),
-                  tuple((name, d, numel, off) for (name, d, numel), off in zip(parts, offsets)), total)
+                  tuple((name, d, numel, off) for (name, d, numel), off in zip(parts, offsets)), total,
+                  tuple(at.items()))
 
 
-def unpack_steady(message: torch.Tensor, expected: Steady, what: str = "a message") -> Payload:
+def unpack_steady(message: torch.Tensor, expected: Steady, what: str = "a message",
+                  accepts_meta: Callable[[dict[str, float]], bool] | None = None) -> Payload:
     """A message tensor of the layout ``expected`` opened unverified without reading its
     header: the parts are views of it, and the expected header is the prefix its checksum is
     computed with (``read_part``), so a message with another header fails that check.
-    ``CorruptMessageError`` now for a message of another length."""
+    ``CorruptMessageError`` now for a message of another length.
+
+    A layout with meta (``Steady.meta``): each meta value is its 4 bytes in the message (a
+    uint8 view, read by the codec's kernel on the device), and the header is judged at the
+    block's end: equal to the expected bytes elsewhere, and its values (as float32)
+    accepted by ``accepts_meta``."""
     check(message)
     n = message.numel()
     if n != expected.total + TRAILER.size:
         raise CorruptMessageError(f"{what}: {n} bytes, where a message of this tensor has "
                                   f"{expected.total + TRAILER.size}")
-    payload = Payload(unverified=Unverified(message, expected.before, what, steady=True))
+    accepts = functools.partial(_judge, expected, accepts_meta or (lambda meta: True)) if expected.meta else None
+    payload = Payload(unverified=Unverified(message, expected.before, what, steady=True, accepts=accepts))
     for name, part_dtype, numel, off in expected.parts:
         payload.parts[name] = message[off:off + numel * ITEMSIZE[DTYPE_CODES[part_dtype]]].view(part_dtype)
+    for name, off in expected.meta:
+        payload.meta[name] = message[off:off + 4]
     return payload
+
+
+def _judge(expected: Steady, accepts_meta, head: bytes) -> bool:
+    """Whether a steady header with meta (``head``, the message's first bytes) is one its
+    codec writes: the expected bytes outside the meta values, and values it accepts."""
+    masked = bytearray(head)
+    for _, off in expected.meta:
+        masked[off:off + 4] = bytes(4)
+    return (bytes(masked) == expected.before
+            and accepts_meta({name: struct.unpack_from("<f", head, off)[0] for name, off in expected.meta}))
 
 
 def _mismatch(computed: torch.Tensor, message: torch.Tensor) -> bool:
@@ -344,7 +375,7 @@ def read_part(payload: Payload, name: str, read, spoil) -> None:
     ``spoil()`` (which overwrites what ``read`` wrote) and raises ``CorruptMessageError``;
     inside ``deferred_checks`` both happen at the block's end, and the part is read before
     its message is verified."""
-    message, head, what, steady = payload.unverified
+    message, head, what, steady, accepts = payload.unverified
     checks = deferred.active()
     part = payload.parts[name]
     end = message.numel() - TRAILER.size
@@ -353,12 +384,12 @@ def read_part(payload: Payload, name: str, read, spoil) -> None:
     if not 0 <= offset <= offset + nbytes <= end:
         raise ValueError(f"part {name!r} ({nbytes} bytes at {offset}) is not within the message body of {end} bytes")
     source = message[offset:offset + nbytes]
-    one_pass = offset + nbytes == end and offset <= len(head)
+    one_pass = offset + nbytes == end and offset <= len(head) and accepts is None  # the prefix is known
     crc = read(source, head[:offset]) if one_pass else _crc(message[:end])
     if checks is not None:  # compared at the block's end: the part is read now
         if not one_pass:
             read(source, b"")
-        checks.add(crc, message[end:], spoil, what, *((message[:len(head)], head) if steady else ()))
+        checks.add(crc, message[end:], spoil, what, *((message[:len(head)], accepts or head) if steady else ()))
         payload.unverified = None
         return
     bad = _mismatch(crc, message)

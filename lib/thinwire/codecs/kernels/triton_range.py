@@ -1,0 +1,177 @@
+"""Min-max quantization whose range never leaves the device: the bytes of
+``quantize/minmax.py``'s messages, with lo and hi found, sent and read back on the GPU, so
+that an encode or a decode of 1 to 8 bits makes no host read (``Quantize.compress_deferred``
+and ``decompress``; ``wire.deferred_checks`` compares what must be compared at its block's
+end).
+
+1. ``_extrema_blocks`` and ``_extrema_final``: min and max as ``extrema.py`` finds them, as
+   integer maxima over the float32 bit patterns (that module's docstring gives the rule), so
+   that a zero's sign and every bit of lo and hi equal the host's. Each program reduces its
+   block to the int32 view's maximum and minimum and the uint32 view's maximum (an int32
+   maximum of the bits xor 2^31, which orders them as unsigned); one program reduces those
+   and writes lo's and hi's bits (``ends``, two int32: 8 bytes, sent as the message's meta).
+   NaN and Inf come out as they are; the caller refuses them.
+2. ``_quantize_ranged``: ``triton_uniform._quantize``'s codes, the scale and offset made from
+   ``ends`` in each program as ``Quantize.compress`` makes them on the host: in float64 one
+   IEEE operation at a time (the kernel is launched with ``enable_fp_fusion=False``; its one
+   ``tl.fma`` is explicit and stays fused), rounded to float32 for the fused multiply-add,
+   or, for a range of a few subnormals whose scale float32 cannot hold, the codes of
+   ``minmax.exact_codes`` in float64.
+3. ``_dequantize_ranged``: ``triton_uniform._dequantize``'s values, the step made from lo and
+   hi read out of the message's own header bytes (4 little-endian bytes each, at any
+   offset), in float64 as ``Quantize.decompress`` makes it; a step beyond float32's range or
+   subnormal rescales in float64 as that method does.
+
+float64 division on the GPU is IEEE's correctly rounded one (PTX ``div.rn.f64``; Triton's
+``div_rn`` takes float32 only), so the scale and the step are the host's to the bit. The
+CPU test suite runs these kernels under Triton's interpreter against the host path.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from . import triton_uniform
+from .triton_crc import AVAILABLE
+
+BLOCK = 1024          # values per step of an extrema program
+STEPS = 16            # steps per extrema program: 16,384 values each
+FINAL_BLOCK = 1024    # partial maxima per step of the final program
+FLOAT32_MAX = 3.4e38  # ``minmax.FLOAT32_MAX``: where a scale or a step leaves float32
+FLOAT32_TINY = 1.1754943508222875e-38  # the smallest normal float32
+
+
+def usable(bits: int, *tensors: torch.Tensor) -> bool:
+    """Whether these kernels take the work (``triton_uniform.usable``: its kernels chosen,
+    1 to 8 bits, every tensor contiguous on one GPU or interpreted)."""
+    return triton_uniform.usable(bits, *tensors)
+
+
+if AVAILABLE:
+    import triton
+    import triton.language as tl
+
+    WIDE_SCALE = tl.constexpr(FLOAT32_MAX / 2)  # a scale or step beyond this takes float64
+    TINY = tl.constexpr(FLOAT32_TINY)
+
+    @triton.jit
+    def _extrema_blocks(x, n, partial, BLOCK: tl.constexpr, STEPS: tl.constexpr):
+        """This program's (int32 max, int32 min, max of bits ^ 2^31) into ``partial``."""
+        base = tl.program_id(0).to(tl.int64) * (BLOCK * STEPS)
+        imax = tl.full([BLOCK], -2147483648, tl.int32)
+        imin = tl.full([BLOCK], 2147483647, tl.int32)
+        umax = tl.full([BLOCK], -2147483648, tl.int32)
+        for k in range(STEPS):
+            at = base + k * BLOCK + tl.arange(0, BLOCK)
+            inside = at < n
+            bits = tl.load(x + at, mask=inside, other=0.0).to(tl.int32, bitcast=True)
+            imax = tl.where(inside, tl.maximum(imax, bits), imax)
+            imin = tl.where(inside, tl.minimum(imin, bits), imin)
+            umax = tl.where(inside, tl.maximum(umax, bits ^ -2147483648), umax)
+        out = partial + 3 * tl.program_id(0)
+        tl.store(out, tl.max(imax, axis=0))
+        tl.store(out + 1, tl.min(imin, axis=0))
+        tl.store(out + 2, tl.max(umax, axis=0))
+
+    @triton.jit
+    def _extrema_final(partial, programs, ends, FINAL_BLOCK: tl.constexpr):
+        """lo's and hi's bits from the programs' partial maxima (``extrema._ends``)."""
+        imax = tl.full([FINAL_BLOCK], -2147483648, tl.int32)
+        imin = tl.full([FINAL_BLOCK], 2147483647, tl.int32)
+        umax = tl.full([FINAL_BLOCK], -2147483648, tl.int32)
+        for start in range(0, programs, FINAL_BLOCK):
+            p = start + tl.arange(0, FINAL_BLOCK)
+            inside = p < programs
+            imax = tl.maximum(imax, tl.load(partial + 3 * p, mask=inside, other=-2147483648))
+            imin = tl.minimum(imin, tl.load(partial + 3 * p + 1, mask=inside, other=2147483647))
+            umax = tl.maximum(umax, tl.load(partial + 3 * p + 2, mask=inside, other=-2147483648))
+        top = tl.max(imax, axis=0)
+        bottom = tl.min(imin, axis=0)
+        unsigned_top = tl.max(umax, axis=0) ^ -2147483648  # the uint32 view's maximum, as bits
+        negative = unsigned_top < 0  # some value has its sign bit set
+        lo = tl.where(negative, unsigned_top, bottom)  # the most negative, else the least
+        hi = tl.where(top >= 0, top, bottom)  # the largest non-negative, else (all negative) the least magnitude
+        tl.store(ends, lo)
+        tl.store(ends + 1, hi)
+
+    @triton.jit
+    def _float_at(where):
+        """The float32 whose 4 little-endian bytes start at ``where`` (a uint8 pointer)."""
+        byte = tl.load(where + tl.arange(0, 4)).to(tl.uint32)
+        return tl.sum(byte << (8 * tl.arange(0, 4)).to(tl.uint32), axis=0).to(tl.float32, bitcast=True)
+
+    @triton.jit
+    def _quantize_ranged(x, n, lo_bytes, hi_bytes, out, nbytes, BITS: tl.constexpr, GROUPS: tl.constexpr):
+        """``Quantize.compress``'s codes of ``x`` over the range at ``lo_bytes``, ``hi_bytes``."""
+        g = tl.program_id(0).to(tl.int64) * GROUPS + tl.arange(0, GROUPS)
+        j = tl.arange(0, 8)
+        at = g[:, None] * 8 + j[None, :]
+        w = tl.load(x + at, mask=at < n, other=0.0)
+        lo32 = _float_at(lo_bytes)
+        lo = lo32.to(tl.float64)
+        hi = _float_at(hi_bytes).to(tl.float64)
+        levels = (1 << BITS) - 1
+        scale = tl.where(hi > lo, levels / tl.maximum(hi - lo, 1e-300), 0.0)  # the guard keeps 0 / 0 away
+        if scale > WIDE_SCALE:  # a few subnormals apart: the codes of ``exact_codes``, in float64
+            exact = (w.to(tl.float64) - lo) * scale + 0.5
+            code = tl.minimum(tl.maximum(exact, 0.0), levels).to(tl.int32)
+        elif tl.abs(lo) * scale <= (1 << BITS):  # the fused form, for ranges near zero
+            code = tl.fma(w, scale.to(tl.float32), (0.5 - lo * scale).to(tl.float32)).to(tl.int32)
+        else:
+            code = tl.fma(w - lo32, scale.to(tl.float32), 0.5).to(tl.int32)
+        code = tl.where(at < n, code, 0)
+        triton_uniform._store_packed(code, g, j, at, out, n, nbytes, BITS)
+
+    @triton.jit
+    def _dequantize_ranged(packed, n, nbytes, lo_bytes, hi_bytes, out, BITS: tl.constexpr, GROUPS: tl.constexpr):
+        """``Quantize.decompress``'s values of the codes, lo and hi read from their bytes."""
+        g = tl.program_id(0).to(tl.int64) * GROUPS + tl.arange(0, GROUPS)
+        j = tl.arange(0, 8)
+        at = g[:, None] * 8 + j[None, :]
+        code = triton_uniform._load_packed(packed, g, j, at, n, nbytes, BITS)
+        lo32 = _float_at(lo_bytes)
+        lo = lo32.to(tl.float64)
+        step = (_float_at(hi_bytes).to(tl.float64) - lo) / ((1 << BITS) - 1)
+        if (step > WIDE_SCALE) | ((step > 0) & (step < TINY)):  # rescaled in float64
+            value = (lo + code.to(tl.float64) * step).to(tl.float32)
+        else:
+            value = tl.fma(code.to(tl.float32), step.to(tl.float32), lo32)
+        tl.store(out + at, value, mask=at < n)
+
+
+def extrema(flat: torch.Tensor) -> torch.Tensor:
+    """lo's and hi's float32 bits (two int32 on ``flat``'s device, 8 bytes) of a non-empty
+    float32 tensor, as ``extrema.extrema`` finds them (``usable`` must hold)."""
+    n = flat.numel()
+    programs = -(-n // (BLOCK * STEPS))
+    partial = torch.empty(3 * programs, dtype=torch.int32, device=flat.device)
+    ends = torch.empty(2, dtype=torch.int32, device=flat.device)
+    _extrema_blocks[(programs,)](flat.reshape(-1), n, partial, BLOCK=BLOCK, STEPS=STEPS)
+    _extrema_final[(1,)](partial, programs, ends, FINAL_BLOCK=FINAL_BLOCK)
+    return ends
+
+
+def quantize_packed(flat: torch.Tensor, lo_bytes: torch.Tensor, hi_bytes: torch.Tensor, bits: int,
+                    out: torch.Tensor) -> torch.Tensor:
+    """``uniform.quantize_packed``'s codes of float32 ``flat`` into ``out`` (uint8), over the
+    range whose float32 bytes are ``lo_bytes`` and ``hi_bytes`` (4 uint8 each, on the
+    device), with the scale ``Quantize.compress`` makes of it (``usable`` must hold)."""
+    n = flat.numel()
+    if n:
+        _quantize_ranged[_grid(n)](flat.reshape(-1), n, lo_bytes, hi_bytes, out, out.numel(), BITS=bits,
+                                                  GROUPS=triton_uniform.GROUPS, enable_fp_fusion=False)
+    return out
+
+
+def dequantize_packed(packed: torch.Tensor, n: int, bits: int, lo_bytes: torch.Tensor, hi_bytes: torch.Tensor,
+                      out: torch.Tensor) -> torch.Tensor:
+    """``Quantize.decompress``'s ``n`` values of ``packed`` into float32 ``out``, lo and hi
+    read from their float32 bytes on the device (``usable`` must hold)."""
+    if n:
+        _dequantize_ranged[_grid(n)](packed, n, packed.numel(), lo_bytes, hi_bytes, out.reshape(-1),
+                                                    BITS=bits, GROUPS=triton_uniform.GROUPS, enable_fp_fusion=False)
+    return out
+
+
+def _grid(n: int) -> tuple[int]:
+    return (max(1, -(-n // (8 * triton_uniform.GROUPS))),)

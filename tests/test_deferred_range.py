@@ -1,0 +1,131 @@
+"""Min-max quantization whose range stays on the device (``kernels/triton_range.py``,
+``Quantize.compress_deferred``): inside ``deferred_checks`` a message tensor is encoded and
+decoded with nothing read by the host, to the host's bytes and values; the block's end
+refuses a NaN or Inf tensor, a damaged byte and a header whose range no encoder writes.
+Message tensors on the CPU taken as device ones, the kernels under Triton's interpreter
+(in a process of its own)."""
+
+import kernel_choice
+
+CHECK = kernel_choice.DEVICE_MESSAGES + r"""
+import struct
+import numpy as np
+from thinwire.codecs import CorruptMessageError, make_codec
+from thinwire.codecs.kernels import extrema, triton_range
+from thinwire.codecs.wire import checksum, deferred, deferred_checks
+
+
+def bits_of(value):
+    return np.float32(value).tobytes()
+
+
+g = torch.Generator().manual_seed(5)
+tensors = {
+    "several programs": torch.randn(40_000, generator=g),  # three extrema programs of 16,384
+    "positive": torch.rand(300, generator=g) + 2,
+    "negative": -torch.rand(300, generator=g) - 7,
+    "signed zeros": torch.tensor([0.0, -0.0, 0.0]),
+    "zero and positive": torch.tensor([1.5, 0.0, 3.0]),
+    "negative zero and negative": torch.tensor([-0.0, -2.0]),
+    "constant": torch.full((17,), -3.25),
+    "subnormal range": torch.tensor([1e-45, 4e-45, 2e-45]),  # a scale float32 cannot hold
+    "float32's limits": torch.tensor([-3.4e38, 3.4e38, 1.0]),  # a step beyond float32
+}
+
+# 1. the range: every bit of lo and hi as the host finds them, NaN and Inf included
+for name, x in {**tensors, "nan": torch.tensor([1.0, float("nan"), -1.0]), "inf": torch.tensor([-float("inf"), 0.5])}.items():
+    lo, hi = triton_range.extrema(x).view(torch.float32).tolist()
+    want = extrema.extrema(x)
+    assert (bits_of(lo), bits_of(hi)) == (bits_of(want[0]), bits_of(want[1])), (name, lo, hi, want)
+
+# 2. encode and decode in a block: the host's bytes and values, nothing read until the end, one read then
+for bits in (1, 3, 8):
+    codec = make_codec(f"quantize(bits={bits})")
+    for name, x in tensors.items():
+        if name == "several programs" and bits == 1:
+            continue  # the interpreter's slowest case; 3 and 8 bits cover its programs
+        host = bytes(codec.encode(x, CodecState(0), "x"))
+        want = codec.decode(host, CodecState(0), "x")
+        del reads[:]
+        with deferred_checks() as checks:
+            m = encoded(codec, x)
+            out = decoded(codec, m, x)
+            assert len(checks.pending) == 2 and not reads, (bits, name, reads)
+        assert len(reads) == 1, reads
+        assert bytes(m.numpy()) == host, (bits, name)
+        assert torch.equal(out.view(torch.int32), want.view(torch.int32)), (bits, name)
+
+# 3. outside a block the encode reads its range on the host, as before (no check left behind)
+codec = make_codec("quantize(bits=4)")
+x = tensors["several programs"]
+with device.forced():
+    assert bytes(codec.encode(x, CodecState(0), "x", out=torch.empty(0, dtype=torch.uint8)).numpy()) == \
+        bytes(codec.encode(x, CodecState(0), "x"))
+assert deferred.active() is None
+
+# 4. every damaged byte, meta and trailer included, ends the block with the error and NaN values
+codec = make_codec("quantize(bits=8)")
+x = torch.randn(24, generator=g)
+with deferred_checks():
+    m = encoded(codec, x)
+every_damaged_byte_caught(codec, m, x)
+
+# 5. a range no encoder writes (lo > hi, or NaN), under a valid checksum, is refused at the end
+host = bytearray(codec.encode(x, CodecState(0), "x"))
+lo_at, hi_at = [off for _, off in tensor_message.steady_layout(
+    codec.codec_id, codec.digest, torch.float32, (24,), codec.steady_parts(24), codec.steady_meta).meta]
+for lo, hi in ((1.0, -1.0), (float("nan"), 1.0), (0.0, float("inf"))):
+    forged = bytearray(host)
+    forged[lo_at:lo_at + 4], forged[hi_at:hi_at + 4] = struct.pack("<f", lo), struct.pack("<f", hi)
+    forged[-4:] = struct.pack("<I", checksum(memoryview(forged)[:-4]))
+    out = torch.empty(24)
+    try:
+        with deferred_checks():
+            with device.forced():
+                codec.decode(tensor_message.from_host(forged, "cpu"), CodecState(0), "x", out=out)
+    except CorruptMessageError:
+        assert out.isnan().all(), (lo, hi)
+    else:
+        raise AssertionError(f"range [{lo}, {hi}] decoded")
+
+# 6. NaN or Inf: refused at the block's end with the encode's ValueError; its message decodes to nothing
+for bad in (torch.tensor([1.0, float("nan")]), torch.tensor([float("inf"), 1.0])):
+    try:
+        with deferred_checks():
+            m = encoded(codec, bad, key="w")
+    except ValueError as e:
+        assert "'w' contains NaN or Inf" in str(e), str(e)
+    else:
+        raise AssertionError("a non-finite tensor was sent")
+    out = torch.empty(2)
+    try:
+        with deferred_checks():
+            with device.forced():
+                codec.decode(m, CodecState(0), "w", out=out)
+    except CorruptMessageError:
+        assert out.isnan().all()
+    else:
+        raise AssertionError("a non-finite range decoded")
+
+# 7. checks collected for a CUDA graph's replays: judged after each, and kept
+later = deferred.DeferredChecks()
+x = torch.randn(500, generator=g)
+with deferred_checks(into=later):
+    m = encoded(codec, x)
+    out = decoded(codec, m, x)
+assert len(later.pending) == 2
+later.verify_all(keep=True)
+assert torch.equal(out, codec.decode(bytes(m.numpy()), CodecState(0), "x"))
+m[-1] ^= 2  # as if a replay had received a damaged message
+try:
+    later.verify_all(keep=True)
+except CorruptMessageError:
+    assert len(later.pending) == 2 and out.isnan().all()
+else:
+    raise AssertionError("no error")
+print("ok")
+"""
+
+
+def test_a_range_kept_on_the_device_gives_the_hosts_messages_and_is_judged_at_the_blocks_end():
+    kernel_choice.passes(CHECK)
