@@ -12,8 +12,9 @@ Triton kernels run by Triton's interpreter (``TRITON_INTERPRET=1``, so in a proc
 own), three times: with torch's operations and the library's device CRC kernel, with the
 Triton codec kernels and the ``"words"`` CRC kernel, and with those and the blocks' CRCs
 joined in the block kernel (``triton_crc.JOIN = "fold"``: one launch per CRC); on that
-last path the decode is counted again inside ``wire.deferred_checks`` ("decode_deferred"),
-with the block's end, which compares the checksums, apart ("block_end").
+last path the encode and the decode are counted again inside one ``wire.deferred_checks``
+block ("encode_deferred", "decode_deferred"), with the block's end, which judges the
+checksums (and a range an encode left on the device), apart ("block_end").
 
 What is counted, per encode and per decode, after one message of warm-up, of the tensors
 that would live on the device (``Audit`` says which):
@@ -299,16 +300,25 @@ def path(codec_kernel: str, crc_kernel: str, join: str = "tree"):
         triton_crc.KERNEL, triton_crc.JOIN, tensor_message._on_device = before[1:]
 
 
-def _deferred_decode(audit: Audit, decode) -> dict:
-    """The counts of ``decode()`` inside ``wire.deferred_checks`` ("decode_deferred") and of
-    that block's end, which compares the checksums ("block_end")."""
+def _deferred_round_trip(audit: Audit, encode, decode) -> dict:
+    """The counts of ``encode()`` and then ``decode()`` inside one ``wire.deferred_checks``
+    block ("encode_deferred", "decode_deferred") and of that block's end, which judges what
+    they left (the checksums, a range: "block_end"), after one such block uncounted."""
     from thinwire.codecs.wire import deferred_checks
+    with deferred_checks():  # a warm-up of its own: this path may make tables the other did not
+        encode()
+        decode()
     with counted(audit):
         with deferred_checks():
+            encode()
+            encoded = audit.as_row()
+            audit.reset()
             decode()
-            inside = audit.as_row()
-        whole = audit.as_row()
-    return {"decode_deferred": inside, "block_end": {k: whole[k] - inside[k] for k in ("ops", "triton", "reads")}}
+            decoded = audit.as_row()
+            audit.reset()
+        end = audit.as_row()
+    return {"encode_deferred": encoded, "decode_deferred": decoded,
+            "block_end": {k: end[k] for k in ("ops", "triton", "reads")}}
 
 
 def audit_codec(spec: str, size: str, paths: tuple[str, ...] = tuple(PATHS)) -> dict:
@@ -339,7 +349,8 @@ def audit_codec(spec: str, size: str, paths: tuple[str, ...] = tuple(PATHS)) -> 
                 decode = audit.as_row()
                 row[name] = {"encode": encode, "decode": decode}
                 if name == DEFERRED:
-                    row[name].update(_deferred_decode(audit, lambda: codec.decode(message, state, "x", out=out)))
+                    row[name].update(_deferred_round_trip(audit, lambda: codec.encode(x, state, "x", out=message),
+                                                          lambda: codec.decode(message, state, "x", out=out)))
     finally:
         tensor_message.COPY_CHECKED_BYTES = before
     return row

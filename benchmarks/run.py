@@ -207,15 +207,17 @@ def _graphed_lines(doc: dict, stamp) -> list[str]:
     found = doc.get("graphed")
     if not found:
         return []
-    lines = ["", "Round trips whose decode compares its checksum at a `wire.deferred_checks` block's end, called "
-             f"and replayed from a CUDA graph (`gpu_bench`'s part 13, {stamp('graphed')}):\n",
+    lines = ["", "Round trips inside a `wire.deferred_checks` block, which judges their checksums (and a range "
+             "left on the device) at its end, called and replayed from a CUDA graph (`gpu_bench`'s part 13, "
+             f"{stamp('graphed')}; the host's message and decoded values for the same tensor):\n",
              "| codec | values | called ms | fraction of the add pass | graph ms | fraction of the add pass | "
-             "values equal |", "|---|---|---|---|---|---|---|"]
+             "host's bytes | host's values |", "|---|---|---|---|---|---|---|---|"]
     for r in found:
         graph = (f"{r['graph_s'] * 1e3:.3f} | {_target(r['fraction_graph'], r['target'])}" if r.get("graph_s")
                  else f"failed: {r['graph_failure']} |" if "graph_failure" in r else "- | -")
         lines.append(f"| {r['codec']} | {r['values']:,} | {r['called_s'] * 1e3:.3f} | "
-                     f"{_target(r['fraction_called'], r['target'])} | {graph} | {r['equal']} |")
+                     f"{_target(r['fraction_called'], r['target'])} | {graph} | {r.get('same_bytes', '-')} | "
+                     f"{r['equal']} |")
     return lines
 
 
@@ -496,18 +498,20 @@ def audit_table(doc: dict) -> dict[str, str]:
 
 
 def _deferred_rows(doc: dict) -> str:
-    """The audit's decodes inside ``wire.deferred_checks`` (where it counted them), beside
-    the same decode outside, and the block's end."""
+    """The audit's encodes and decodes inside ``wire.deferred_checks`` (where it counted
+    them), beside the same calls outside, and the block's end."""
     rows = [(r, name) for r in doc["rows"] if r["size"] in ("small", "large") for name in doc["paths"]
             if "decode_deferred" in r[name]]
     if not rows:
         return ""
-    lines = [f"The {rows[0][1]} path's decode inside `wire.deferred_checks()`, which compares every checksum at "
-             "the block's end in one copy (same cells):", "",
-             "| codec | message | decode | decode inside the block | the block's end |", "|---|---|---|---|---|"]
+    lines = [f"The {rows[0][1]} path's encode and decode inside one `wire.deferred_checks()` block, which judges "
+             "every checksum (and a range left on the device) at its end in one copy (same cells):", "",
+             "| codec | message | encode | decode | encode inside the block | decode inside the block | "
+             "the block's end |", "|---|---|---|---|---|---|---|"]
     for r, name in rows:
         counts = r[name]
-        lines.append(f"| {r['codec']} | {r['values']:,} values ({r['size']}) | {_cell(counts['decode'])} | "
+        lines.append(f"| {r['codec']} | {r['values']:,} values ({r['size']}) | {_cell(counts['encode'])} | "
+                     f"{_cell(counts['decode'])} | {_cell(counts['encode_deferred'])} | "
                      f"{_cell(counts['decode_deferred'])} | {_cell(counts['block_end'])} |")
     return "\n".join(lines)
 

@@ -2,7 +2,7 @@
 CPU under Triton's interpreter: the one-pass paths write (and read) a message with one
 kernel, not the kernel and then the ordinary path again, and the dense codecs' messages
 need no host read to be written and at most two (the header, the checksum) to be read,
-none inside ``wire.deferred_checks``."""
+none inside ``wire.deferred_checks``, where min-max quantization's need none either."""
 
 from pathlib import Path
 
@@ -45,6 +45,17 @@ for spec, one_pass in (("fp32", "_block_words"), ("fp16", "_block_halves"), ("bf
     inside = folded["decode_deferred"]
     assert (inside["ops"], inside["reads"], inside["triton_names"]) == (0, 0, {one_pass: 1}), (spec, inside)
     assert folded["block_end"] == {"ops": 1, "triton": 0, "reads": 1}, (spec, folded["block_end"])
+# min-max quantization keeps its range on the device there: an encode and a decode read nothing
+for spec in ("quantize(bits=8)", "quantize(bits=3)"):
+    folded = device_audit.audit_codec(spec, "small", ("folded",))["folded"]
+    encode, decode = folded["encode_deferred"], folded["decode_deferred"]
+    assert encode["reads"] == 0 and encode["triton_names"] == {
+        "_extrema_blocks": 1, "_extrema_final": 1, "_quantize_ranged": 1, "_block_words": 1}, (spec, encode)
+    assert encode["op_names"] == {"copy": 3}, (spec, encode)  # the kept header, lo, hi
+    assert (decode["ops"], decode["reads"], decode["triton_names"]) == (
+        0, 0, {"_block_words": 1, "_dequantize_ranged": 1}), (spec, decode)
+    assert folded["block_end"] == {"ops": 1, "triton": 0, "reads": 1}, (spec, folded["block_end"])
+    assert folded["encode"]["reads"] + folded["decode"]["reads"] >= 2, spec  # outside a block: a wait each
 print("ok")
 """.replace("BENCHMARKS", repr(str(BENCHMARKS)))
 

@@ -7,7 +7,10 @@ bucket. ``CodecHook`` does, for each bucket of each backward pass:
 1. Encode: each parameter's gradient (``granularity="tensor"``, as thinwire's algorithms
    and the papers compress per layer) or the whole bucket (``"bucket"``) becomes one real
    message of the codec, with the sender's ``CodecState`` (an ``ef(...)`` spec keeps its
-   residual there, so error feedback works as in the in-process runs).
+   residual there, so error feedback works as in the in-process runs). The bucket's
+   messages are encoded in one ``wire.deferred_checks`` block: min-max quantization of a
+   GPU gradient into a message tensor keeps its range on the device, and a NaN or Inf is
+   refused at the block's end, before anything is sent.
 2. All-gather: every message goes to every other rank through the torch.distributed
    transport (``comm/distributed.py``: exact message sizes, no padding; one frame per
    peer per bucket). The ledger records each message's bytes, payload and framing, per
@@ -159,8 +162,9 @@ class CodecHook:
     def _all_gather(self, bucket, buffer: torch.Tensor, times: dict) -> None:
         parts = self._parts(bucket)
         t0 = time.perf_counter()                                                  # 1. encode
-        own = [Envelope(self.rank, self.rank, key, self._encode(buffer[o:o + n].view(shape), key))
-               for key, o, n, shape in parts]
+        with deferred_checks():  # what an encode left on the device (a range) judged once, before anything is sent
+            own = [Envelope(self.rank, self.rank, key, self._encode(buffer[o:o + n].view(shape), key))
+                   for key, o, n, shape in parts]
         t1 = time.perf_counter()                                                  # 2. all-gather
         outbox = [Envelope(self.rank, peer, e.tensor, e.message) for e in own
                   for peer in range(self.world) if peer != self.rank]
