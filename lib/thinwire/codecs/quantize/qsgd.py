@@ -25,6 +25,13 @@ buffer and step 5 one pass out of it; a GPU tensor takes torch operations on the
 write the same bytes: one Triton kernel each way (``kernels/triton_qsgd.py``, the default),
 or with ``triton_qsgd.KERNEL = "torch"`` torch's operations (``kernels/torch_qsgd.py``). NaN or Inf input raises
 ``ValueError``.
+
+With fixed-width codes a message's parts are fixed by the tensor's size (``steady_parts``):
+its header is copied from one kept on the device, and inside ``wire.deferred_checks`` the
+Triton path neither reads the norms' maximum to refuse NaN and Inf (``compress_deferred``:
+the refusal comes at the block's end, after the message's key was drawn) nor the received
+norms' range to refuse a damaged message (the decode: judged at the block's end, the
+values NaN), nor the header.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ import numpy as np
 import torch
 
 from ..kernels import bitpack, device, elias, qsgd, torch_qsgd, triton_qsgd
+from ..wire import deferred, read_part
 from ..kernels.uniform import float32_numpy
 from ..base import Codec, expect_part
 from ..errors import CorruptMessageError
@@ -81,7 +89,24 @@ class QSGD(Codec):
     def buckets(self, numel: int) -> int:
         return -(-numel // self.bucket)
 
-    def compress(self, flat, state: CodecState, key: str, shape: tuple = ()) -> Payload:
+    def steady_parts(self, numel: int):
+        """Fixed-width codes, then one norm per bucket (``coding="fixed"``)."""
+        if self.coding != "fixed":
+            return None
+        return ("codes", torch.uint8, bitpack.packed_bytes(numel, self.bits)), ("norms", torch.float32,
+                                                                               self.buckets(numel))
+
+    def decodes_steady(self, out: torch.Tensor) -> bool:
+        return self.coding == "fixed" and triton_qsgd.usable(self.bits, self.bucket, out)
+
+    def compress_deferred(self, flat, state: CodecState, key: str, shape: tuple = ()) -> Payload | None:
+        """``compress`` on the Triton path, NaN and Inf refused at the block's end."""
+        if not (self.coding == "fixed" and device.on_device(flat)
+                and triton_qsgd.usable(self.bits, self.bucket, flat.reshape(-1))):
+            return None
+        return self.compress(flat, state, key, shape, checks=deferred.active())
+
+    def compress(self, flat, state: CodecState, key: str, shape: tuple = (), checks=None) -> Payload:
         n = flat.numel()
         state.last.bits = self.bits
         message_key = int(torch.randint(0, KEY_SPAN, (1,), generator=state.generator))
@@ -104,7 +129,10 @@ class QSGD(Codec):
                                            x, self.bucket, self.norm == "max", self.bits, message_key, on_device, codes))
                 # the norms are >= 0 or NaN: their maximum (NaN where any is) is finite only if all
                 # are; one reduction and its read, where isfinite(...).all() launches five
-                if on_device.numel() and not math.isfinite(on_device.max().item()):
+                if on_device.numel() and checks is not None:
+                    checks.refuse_unless(on_device.max(), _finite, f"qsgd: tensor {key!r} contains NaN or Inf, or "
+                                         "a bucket norm overflows float32 (refused at the block's end)")
+                elif on_device.numel() and not math.isfinite(on_device.max().item()):
                     refuse(bool(torch.isfinite(x).all()))
 
             norms_part = PartWriter(torch.float32, on_device.numel(), lambda view: view.copy_(on_device))
@@ -150,6 +178,8 @@ class QSGD(Codec):
             packed = bitpack.pack(torch.from_numpy(codes), self.bits)
         else:
             packed = expect_part(payload, "codes", torch.uint8, bitpack.packed_bytes(numel, self.bits))
+        if payload.unverified is not None:  # a steady message in a deferred_checks block (``decodes_steady``)
+            return self._deferred(payload, norms, packed, out)
         if device.on_device(out if out is not None else norms) and triton_qsgd.usable(self.bits, self.bucket, packed, norms):
             if norms.numel():  # both ends in one read: NaN anywhere makes both NaN
                 least, greatest = torch.stack(torch.aminmax(norms)).tolist()
@@ -168,6 +198,18 @@ class QSGD(Codec):
         qsgd.dequantize_packed(packed.contiguous().numpy(), self.bucket, step, self.bits, out.numpy())
         return out
 
+    def _deferred(self, payload: Payload, norms: torch.Tensor, packed: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+        """Step 5 into ``out`` with nothing read: the norms' least and greatest judged at the
+        block's end with the checksum (finite, non-negative), ``out`` NaN where they fail."""
+        def spoil():
+            return out.view(torch.uint8).fill_(0xFF)
+        if norms.numel():
+            deferred.active().corrupt_unless(torch.stack(torch.aminmax(norms)), _norms_in_range, spoil,
+                                             payload.unverified.what)
+        read_part(payload, "codes", lambda source, prefix: triton_qsgd.dequantize_packed(
+            source, self.bucket, norms, self.bits, out), spoil)
+        return out
+
     def variance_bound(self, bucket_norms_squared: torch.Tensor, sizes: torch.Tensor) -> float:
         """QSGD Lemma 3.1 summed over buckets: sum_b min(d_b / s^2, sqrt(d_b) / s) ||v_b||^2
         (for ``norm="l2"``)."""
@@ -182,3 +224,14 @@ def bucket_sizes(numel: int, bucket: int) -> torch.Tensor:
     if numel % bucket:
         sizes[-1] = numel % bucket
     return sizes
+
+
+def _finite(value: bytes) -> bool:
+    """Whether a float32's 4 bytes are finite."""
+    return bool(np.isfinite(np.frombuffer(value, dtype=np.float32)).all())
+
+
+def _norms_in_range(ends: bytes) -> bool:
+    """Whether the least and greatest bucket norm (two float32) are finite and non-negative."""
+    least, greatest = np.frombuffer(ends, dtype=np.float32)
+    return bool(least >= 0 and np.isfinite(greatest))

@@ -25,9 +25,11 @@ meta the encode wrote on the device (min-max quantization's lo and hi) is judged
 too: the expected bytes elsewhere, and a range its codec accepts.
 
 An encode inside the block may leave a check of its own (``refuse_unless``): min-max
-quantization of a tensor on the GPU finds its range there and does not read it, so a NaN
-or Inf is refused at the block's end, with the ``ValueError`` the encode raises outside
-a block. The message it wrote carries that range, which every decoder refuses.
+quantization of a tensor on the GPU finds its range there and does not read it (QSGD its
+bucket norms), so a NaN or Inf is refused at the block's end, with the ``ValueError`` the
+encode raises outside a block. The message it wrote carries that range, which every
+decoder refuses. A decode may leave one too (``corrupt_unless``): QSGD's received norms
+must be finite and non-negative.
 """
 
 from __future__ import annotations
@@ -68,6 +70,13 @@ class DeferredChecks:
         ``values`` (a tensor an encode made on the device and did not read: a range that
         must be finite)."""
         self.pending.append(([values.reshape(-1).view(torch.uint8)], lambda read: accepts(read[0]), None, what, True))
+
+    def corrupt_unless(self, values: torch.Tensor, accepts: Callable[[bytes], bool], spoil: Callable[[], object],
+                       what: str) -> None:
+        """At the block's end, ``spoil()`` and count the message ``what`` as damaged unless
+        ``accepts`` the bytes of ``values`` (what a decode found on the device and did not
+        read: its bucket norms' least and greatest)."""
+        self.pending.append(([values.reshape(-1).view(torch.uint8)], lambda read: accepts(read[0]), spoil, what, False))
 
     def verify_all(self, keep: bool = False) -> None:
         """Judge every registered check (one copy to the host per device) and forget them

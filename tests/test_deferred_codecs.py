@@ -1,7 +1,8 @@
-"""Min-max quantization whose range stays on the device (``kernels/triton_range.py``,
-``Quantize.compress_deferred``): inside ``deferred_checks`` a message tensor is encoded and
+"""Quantizers whose data-dependent values stay on the device inside ``deferred_checks``:
+min-max quantization's range (``kernels/triton_range.py``, ``Quantize.compress_deferred``)
+and QSGD's bucket norms (``QSGD.compress_deferred``). A message tensor is encoded and
 decoded with nothing read by the host, to the host's bytes and values; the block's end
-refuses a NaN or Inf tensor, a damaged byte and a header whose range no encoder writes.
+refuses a NaN or Inf tensor, a damaged byte, and a header or norms no encoder writes.
 Message tensors on the CPU taken as device ones, the kernels under Triton's interpreter
 (in a process of its own)."""
 
@@ -12,7 +13,10 @@ import struct
 import numpy as np
 from thinwire.codecs import CorruptMessageError, make_codec
 from thinwire.codecs.kernels import extrema, triton_range
+from thinwire.codecs.kernels import triton_crc
 from thinwire.codecs.wire import checksum, deferred, deferred_checks
+
+triton_crc.KERNEL = "words"  # the device CRC the interpreter runs fastest (every kernel's CRC: test_triton_crc)
 
 
 def bits_of(value):
@@ -123,9 +127,48 @@ except CorruptMessageError:
     assert len(later.pending) == 2 and out.isnan().all()
 else:
     raise AssertionError("no error")
+
+# 8. QSGD: its norms' finiteness and range judged at the block's end, the host's bytes and values
+for spec, sizes in (("qsgd(bits=8, bucket=512)", (5003, 7)), ("qsgd(bits=4, bucket=64, norm='max')", (300,))):
+    codec = make_codec(spec)
+    for x in [torch.randn(n, generator=g) for n in sizes] + [torch.zeros(40)]:
+        host = bytes(codec.encode(x, CodecState(3), "x"))
+        want = codec.decode(host, CodecState(0), "x")
+        del reads[:]
+        with deferred_checks() as checks:
+            with device.forced():
+                m = codec.encode(x, CodecState(3), "x", out=torch.empty(0, dtype=torch.uint8))
+            out = decoded(codec, m, x)
+            assert len(checks.pending) == 3 and not reads, (spec, reads)  # the norms, the norms' range, the CRC
+        assert len(reads) == 1, reads
+        assert bytes(m.numpy()) == host and torch.equal(out.view(torch.int32), want.view(torch.int32)), spec
+codec = make_codec("qsgd(bits=8, bucket=8)")
+x = torch.randn(20, generator=g)
+every_damaged_byte_caught(codec, encoded(codec, x), x)
+host = bytearray(codec.encode(x, CodecState(0), "x"))
+for norm in (-1.0, float("inf"), float("nan")):  # a norm no encoder sends, under a valid checksum
+    forged = bytearray(host)
+    forged[-8:-4] = struct.pack("<f", norm)  # the last bucket's norm ends the body
+    forged[-4:] = struct.pack("<I", checksum(memoryview(forged)[:-4]))
+    out = torch.empty(20)
+    try:
+        with deferred_checks():
+            with device.forced():
+                codec.decode(tensor_message.from_host(forged, "cpu"), CodecState(0), "x", out=out)
+    except CorruptMessageError:
+        assert out.isnan().all(), norm
+    else:
+        raise AssertionError(f"a norm of {norm} decoded")
+try:
+    with deferred_checks():
+        encoded(codec, torch.tensor([1.0, float("inf")]), key="w")
+except ValueError as e:
+    assert "'w' contains NaN or Inf" in str(e), str(e)
+else:
+    raise AssertionError("a non-finite tensor was sent")
 print("ok")
 """
 
 
-def test_a_range_kept_on_the_device_gives_the_hosts_messages_and_is_judged_at_the_blocks_end():
+def test_values_kept_on_the_device_give_the_hosts_messages_and_are_judged_at_the_blocks_end():
     kernel_choice.passes(CHECK)
