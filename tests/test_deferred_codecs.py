@@ -23,6 +23,24 @@ def bits_of(value):
     return np.float32(value).tobytes()
 
 
+def forged_is_refused(codec, host, floats, numel):
+    # host message bytes with float32 values written at {offset: value}, under a valid checksum:
+    # decoded inside a block, the block ends with CorruptMessageError and the values NaN
+    forged = bytearray(host)
+    for at, value in floats.items():
+        forged[at:at + 4] = struct.pack("<f", value)
+    forged[-4:] = struct.pack("<I", checksum(memoryview(forged)[:-4]))
+    out = torch.empty(numel)
+    try:
+        with deferred_checks():
+            with device.forced():
+                codec.decode(tensor_message.from_host(forged, "cpu"), CodecState(0), "x", out=out)
+    except CorruptMessageError:
+        assert out.isnan().all(), floats
+    else:
+        raise AssertionError(f"{codec.spec()}: {floats} decoded")
+
+
 g = torch.Generator().manual_seed(5)
 tensors = {
     "several programs": torch.randn(40_000, generator=g),  # three extrema programs of 16,384
@@ -79,18 +97,7 @@ host = bytearray(codec.encode(x, CodecState(0), "x"))
 lo_at, hi_at = [off for _, off in tensor_message.steady_layout(
     codec.codec_id, codec.digest, torch.float32, (24,), codec.steady_parts(24), codec.steady_meta).meta]
 for lo, hi in ((1.0, -1.0), (float("nan"), 1.0), (0.0, float("inf"))):
-    forged = bytearray(host)
-    forged[lo_at:lo_at + 4], forged[hi_at:hi_at + 4] = struct.pack("<f", lo), struct.pack("<f", hi)
-    forged[-4:] = struct.pack("<I", checksum(memoryview(forged)[:-4]))
-    out = torch.empty(24)
-    try:
-        with deferred_checks():
-            with device.forced():
-                codec.decode(tensor_message.from_host(forged, "cpu"), CodecState(0), "x", out=out)
-    except CorruptMessageError:
-        assert out.isnan().all(), (lo, hi)
-    else:
-        raise AssertionError(f"range [{lo}, {hi}] decoded")
+    forged_is_refused(codec, host, {lo_at: lo, hi_at: hi}, 24)
 
 # 6. NaN or Inf: refused at the block's end with the encode's ValueError; its message decodes to nothing
 for bad in (torch.tensor([1.0, float("nan")]), torch.tensor([float("inf"), 1.0])):
@@ -146,19 +153,8 @@ codec = make_codec("qsgd(bits=8, bucket=8)")
 x = torch.randn(20, generator=g)
 every_damaged_byte_caught(codec, encoded(codec, x), x)
 host = bytearray(codec.encode(x, CodecState(0), "x"))
-for norm in (-1.0, float("inf"), float("nan")):  # a norm no encoder sends, under a valid checksum
-    forged = bytearray(host)
-    forged[-8:-4] = struct.pack("<f", norm)  # the last bucket's norm ends the body
-    forged[-4:] = struct.pack("<I", checksum(memoryview(forged)[:-4]))
-    out = torch.empty(20)
-    try:
-        with deferred_checks():
-            with device.forced():
-                codec.decode(tensor_message.from_host(forged, "cpu"), CodecState(0), "x", out=out)
-    except CorruptMessageError:
-        assert out.isnan().all(), norm
-    else:
-        raise AssertionError(f"a norm of {norm} decoded")
+for norm in (-1.0, float("inf"), float("nan")):  # a norm no encoder sends (the last bucket's ends the body)
+    forged_is_refused(codec, host, {len(host) - 8: norm}, 20)
 try:
     with deferred_checks():
         encoded(codec, torch.tensor([1.0, float("inf")]), key="w")
