@@ -181,7 +181,7 @@ def test_the_kept_device_audit_covers_every_gpu_codec_on_every_path():
         inside = folded["encode_deferred"]["reads"] + folded["decode_deferred"]["reads"]
         assert inside + folded["block_end"]["reads"] <= outside and folded["block_end"]["reads"] <= 1, row["codec"]
         assert inside == 0 or row["codec"] not in ("fp32", "fp16", "bf16", "quantize(bits=8)", "quantize(bits=4)",
-                                                   "quantize(bits=1)", "qsgd(bits=8, bucket=512)"), row["codec"]
+                                                   "quantize(bits=1)", "qsgd(bits=8, bucket=512)", "colquant(bits=8)"), row["codec"]
     for size in doc["sizes"]:
         assert [r["codec"] for r in doc["rows"] if r["size"] == size] == gpu_bench.SPECS
     for row in doc["rows"]:

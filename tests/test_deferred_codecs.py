@@ -1,8 +1,10 @@
 """Quantizers whose data-dependent values stay on the device inside ``deferred_checks``:
 min-max quantization's range (``kernels/triton_range.py``, ``Quantize.compress_deferred``)
-and QSGD's bucket norms (``QSGD.compress_deferred``). A message tensor is encoded and
+QSGD's bucket norms (``QSGD.compress_deferred``) and MQGrad's rows' ranges
+(``ColumnQuantize.compress_deferred``). A message tensor is encoded and
 decoded with nothing read by the host, to the host's bytes and values; the block's end
-refuses a NaN or Inf tensor, a damaged byte, and a header or norms no encoder writes.
+refuses a NaN or Inf tensor, a damaged byte, and a header, norms or ranges no encoder
+writes.
 Message tensors on the CPU taken as device ones, the kernels under Triton's interpreter
 (in a process of its own)."""
 
@@ -23,14 +25,41 @@ def bits_of(value):
     return np.float32(value).tobytes()
 
 
-def forged_is_refused(codec, host, floats, numel):
+def matches_host(codec, x, pending, seed=0):
+    # encode and decode inside a block: the host's bytes and values, `pending` checks and nothing
+    # read until the block's end, one read then
+    host = bytes(codec.encode(x, CodecState(seed), "x"))
+    want = codec.decode(host, CodecState(0), "x")
+    del reads[:]
+    with deferred_checks() as checks:
+        with device.forced():
+            m = codec.encode(x, CodecState(seed), "x", out=torch.empty(0, dtype=torch.uint8))
+        out = decoded(codec, m, x)
+        assert len(checks.pending) == pending and not reads, (codec.spec(), tuple(x.shape), reads)
+    assert len(reads) == 1, reads
+    assert bytes(m.numpy()) == host, (codec.spec(), tuple(x.shape))
+    assert torch.equal(out.view(torch.int32), want.view(torch.int32)), (codec.spec(), tuple(x.shape))
+
+
+def refused_at_end(codec, bad):
+    # a tensor with NaN or Inf encoded inside a block: the encode's ValueError at the block's end
+    try:
+        with deferred_checks():
+            m = encoded(codec, bad, key="w")
+    except ValueError as e:
+        assert "'w' contains NaN or Inf" in str(e), str(e)
+        return m
+    raise AssertionError(f"{codec.spec()}: a non-finite tensor was sent")
+
+
+def forged_is_refused(codec, host, floats, like):
     # host message bytes with float32 values written at {offset: value}, under a valid checksum:
     # decoded inside a block, the block ends with CorruptMessageError and the values NaN
     forged = bytearray(host)
     for at, value in floats.items():
         forged[at:at + 4] = struct.pack("<f", value)
     forged[-4:] = struct.pack("<I", checksum(memoryview(forged)[:-4]))
-    out = torch.empty(numel)
+    out = torch.empty_like(like)
     try:
         with deferred_checks():
             with device.forced():
@@ -66,16 +95,7 @@ for bits in (1, 3, 8):
     for name, x in tensors.items():
         if name == "several programs" and bits == 1:
             continue  # the interpreter's slowest case; 3 and 8 bits cover its programs
-        host = bytes(codec.encode(x, CodecState(0), "x"))
-        want = codec.decode(host, CodecState(0), "x")
-        del reads[:]
-        with deferred_checks() as checks:
-            m = encoded(codec, x)
-            out = decoded(codec, m, x)
-            assert len(checks.pending) == 2 and not reads, (bits, name, reads)
-        assert len(reads) == 1, reads
-        assert bytes(m.numpy()) == host, (bits, name)
-        assert torch.equal(out.view(torch.int32), want.view(torch.int32)), (bits, name)
+        matches_host(codec, x, pending=2)  # the range sent, the CRC (with the range read)
 
 # 3. outside a block the encode reads its range on the host, as before (no check left behind)
 codec = make_codec("quantize(bits=4)")
@@ -95,19 +115,13 @@ every_damaged_byte_caught(codec, m, x)
 # 5. a range no encoder writes (lo > hi, or NaN), under a valid checksum, is refused at the end
 host = bytearray(codec.encode(x, CodecState(0), "x"))
 lo_at, hi_at = [off for _, off in tensor_message.steady_layout(
-    codec.codec_id, codec.digest, torch.float32, (24,), codec.steady_parts(24), codec.steady_meta).meta]
+    codec.codec_id, codec.digest, torch.float32, (24,), codec.steady_parts(24), tuple(codec.steady_meta().items())).meta]
 for lo, hi in ((1.0, -1.0), (float("nan"), 1.0), (0.0, float("inf"))):
-    forged_is_refused(codec, host, {lo_at: lo, hi_at: hi}, 24)
+    forged_is_refused(codec, host, {lo_at: lo, hi_at: hi}, x)
 
 # 6. NaN or Inf: refused at the block's end with the encode's ValueError; its message decodes to nothing
 for bad in (torch.tensor([1.0, float("nan")]), torch.tensor([float("inf"), 1.0])):
-    try:
-        with deferred_checks():
-            m = encoded(codec, bad, key="w")
-    except ValueError as e:
-        assert "'w' contains NaN or Inf" in str(e), str(e)
-    else:
-        raise AssertionError("a non-finite tensor was sent")
+    m = refused_at_end(codec, bad)
     out = torch.empty(2)
     try:
         with deferred_checks():
@@ -139,29 +153,27 @@ else:
 for spec, sizes in (("qsgd(bits=8, bucket=512)", (5003, 7)), ("qsgd(bits=4, bucket=64, norm='max')", (300,))):
     codec = make_codec(spec)
     for x in [torch.randn(n, generator=g) for n in sizes] + [torch.zeros(40)]:
-        host = bytes(codec.encode(x, CodecState(3), "x"))
-        want = codec.decode(host, CodecState(0), "x")
-        del reads[:]
-        with deferred_checks() as checks:
-            with device.forced():
-                m = codec.encode(x, CodecState(3), "x", out=torch.empty(0, dtype=torch.uint8))
-            out = decoded(codec, m, x)
-            assert len(checks.pending) == 3 and not reads, (spec, reads)  # the norms, the norms' range, the CRC
-        assert len(reads) == 1, reads
-        assert bytes(m.numpy()) == host and torch.equal(out.view(torch.int32), want.view(torch.int32)), spec
+        matches_host(codec, x, pending=3, seed=3)  # the norms sent, the norms read, the CRC
 codec = make_codec("qsgd(bits=8, bucket=8)")
 x = torch.randn(20, generator=g)
 every_damaged_byte_caught(codec, encoded(codec, x), x)
 host = bytearray(codec.encode(x, CodecState(0), "x"))
 for norm in (-1.0, float("inf"), float("nan")):  # a norm no encoder sends (the last bucket's ends the body)
-    forged_is_refused(codec, host, {len(host) - 8: norm}, 20)
-try:
-    with deferred_checks():
-        encoded(codec, torch.tensor([1.0, float("inf")]), key="w")
-except ValueError as e:
-    assert "'w' contains NaN or Inf" in str(e), str(e)
-else:
-    raise AssertionError("a non-finite tensor was sent")
+    forged_is_refused(codec, host, {len(host) - 8: norm}, x)
+refused_at_end(codec, torch.tensor([1.0, float("inf")]))
+
+# 9. MQGrad's per-row quantizer (a fixed bit width in its header): its rows' ranges judged at the block's end
+for spec in ("colquant(bits=8)", "colquant(bits=3, max_floor=True)"):
+    codec = make_codec(spec)
+    for x in (torch.randn(50, 30, generator=g), -torch.rand(4, 5, generator=g), torch.randn(7, generator=g)):
+        matches_host(codec, x, pending=3)  # the ranges sent, the ranges read, the CRC
+codec = make_codec("colquant(bits=8)")
+x = torch.randn(2, 3, generator=g)
+every_damaged_byte_caught(codec, encoded(codec, x), x)
+host = bytearray(codec.encode(x, CodecState(0), "x"))  # ..., lo (2 rows), hi (2 rows), trailer
+for hi in (-10.0, float("nan"), float("inf")):  # row 1's hi below its lo, or not finite
+    forged_is_refused(codec, host, {len(host) - 8: hi}, x)
+refused_at_end(codec, torch.tensor([[1.0, 2.0], [float("nan"), 0.0]]))
 print("ok")
 """
 

@@ -56,10 +56,11 @@ for spec in ("quantize(bits=8)", "quantize(bits=3)"):
         0, 0, {"_block_words": 1, "_dequantize_ranged": 1}), (spec, decode)
     assert folded["block_end"] == {"ops": 1, "triton": 0, "reads": 1}, (spec, folded["block_end"])
     assert folded["encode"]["reads"] + folded["decode"]["reads"] >= 2, spec  # outside a block: a wait each
-# ... and QSGD its norms
-folded = device_audit.audit_codec("qsgd(bits=8, bucket=512)", "small", ("folded",))["folded"]
-assert folded["encode_deferred"]["reads"] == folded["decode_deferred"]["reads"] == 0, folded
-assert folded["block_end"]["reads"] == 1 and folded["encode"]["reads"] + folded["decode"]["reads"] == 3, folded
+# ... and QSGD its norms, MQGrad's quantizer its rows' ranges
+for spec in ("qsgd(bits=8, bucket=512)", "colquant(bits=8)"):
+    folded = device_audit.audit_codec(spec, "small", ("folded",))["folded"]
+    assert folded["encode_deferred"]["reads"] == folded["decode_deferred"]["reads"] == 0, (spec, folded)
+    assert folded["block_end"]["reads"] == 1 and folded["encode"]["reads"] + folded["decode"]["reads"] == 3, spec
 print("ok")
 """.replace("BENCHMARKS", repr(str(BENCHMARKS)))
 

@@ -58,9 +58,6 @@ class Codec(ABC):
     # Bumped when the same spec starts to produce different messages; the results of runs
     # that use the codec are then recomputed (``RunConfig.key``), not taken from the cache.
     revision: ClassVar[int] = 0
-    # the float32 meta values a steady message (``steady_parts``) carries, written and read
-    # on the device (min-max quantization's range: ``compress_deferred``)
-    steady_meta: ClassVar[tuple[str, ...]] = ()
 
     @property
     def memory(self) -> bool:
@@ -104,20 +101,35 @@ class Codec(ABC):
         raise ValueError(f"{self.spec()} takes no per-message decision (bits={decision.bits!r}, "
                          f"keys={'given' if decision.keys is not None else None})")
 
-    def steady_parts(self, numel: int) -> tuple[tuple[str, torch.dtype, int], ...] | None:
-        """The parts (name, dtype, numel) of every message of a ``numel``-value tensor, for a
-        codec whose messages carry no meta but ``steady_meta`` and parts fixed by the
-        tensor's size (fp32, fp16, bf16; min-max quantization), else None. Such a codec's
-        header is fixed by the tensor's shape and dtype, up to the bytes of its meta values:
-        a message tensor's is copied from one kept on the device (when its meta values are
-        kept there too), and inside ``wire.deferred_checks`` a decode into ``out`` on the
-        message's device does not read it (``_steady``)."""
+    def steady_parts(self, numel: int, shape: tuple = ()) -> tuple[tuple[str, torch.dtype, int], ...] | None:
+        """The parts (name, dtype, numel) of every message of a ``numel``-value tensor of
+        ``shape`` (``()``: unknown), for a codec whose messages carry no meta but
+        ``steady_meta`` and parts fixed by the tensor's shape (fp32, fp16, bf16; min-max,
+        per-row and QSGD quantization), else None. Such a codec's header is fixed by the
+        tensor's shape and dtype, up to the bytes of the meta values it writes on the device:
+        a message tensor's is copied from one kept on the device (``_is_steady``), and inside
+        ``wire.deferred_checks`` a decode into ``out`` on the message's device does not read
+        it (``_steady``)."""
         return None
 
+    def steady_meta(self) -> dict[str, int | None]:
+        """The meta of every steady message, in the order the codec writes it: a value fixed
+        by the codec's parameters (a bit width), or None for a float32 written on the device
+        (min-max quantization's range: ``compress_deferred``)."""
+        return {}
+
     def accepts_meta(self, meta: dict[str, float]) -> bool:
-        """Whether the ``steady_meta`` values of a steady message read at a
+        """Whether the float32 ``steady_meta`` values of a steady message read at a
         ``deferred_checks`` block's end are ones this codec sends (a finite range)."""
         return True
+
+    def _is_steady(self, payload: Payload, numel: int, shape: tuple) -> bool:
+        """Whether ``payload``'s header is the steady one: parts fixed by the shape, and its
+        meta ``steady_meta``'s fixed values and device float32 bytes."""
+        want = self.steady_meta()
+        return (self.steady_parts(numel, shape) is not None and list(payload.meta) == list(want)
+                and all(isinstance(value, torch.Tensor) if fixed is None else value == fixed
+                        for value, fixed in zip(payload.meta.values(), want.values())))
 
     def decodes_steady(self, out: torch.Tensor) -> bool:
         """Whether ``decompress`` reads a steady message (``_steady``) into ``out`` as it checks
@@ -169,10 +181,8 @@ class Codec(ABC):
             if decision is not None and decision.entropy is not None:
                 state.last.entropy = decision.entropy
             to_device = isinstance(out, torch.Tensor) and out.device.type != "cpu" and flat.device.type == "cpu"
-            steady = (self.steady_parts(flat.numel()) is not None
-                      and all(isinstance(value, torch.Tensor) for value in payload.meta.values()))
             message = wire.pack(self.codec_id, self.digest, tensor.dtype, tuple(tensor.shape), payload,
-                                None if to_device else out, steady=steady)
+                                None if to_device else out, steady=self._is_steady(payload, flat.numel(), tensor.shape))
             if to_device:  # host kernels wrote host memory: the message goes to out's device once
                 message = tensor_message.into(message, out)
         except BaseException:
@@ -244,11 +254,12 @@ class Codec(ABC):
                 or out.dtype != torch.float32 or not out.is_contiguous()
                 or not tensor_message.checks_on_device(message, out) or not self.decodes_steady(out)):
             return None
-        parts = self.steady_parts(out.numel())
+        shape = tuple(out.shape)
+        parts = self.steady_parts(out.numel(), shape)
         if parts is None:
             return None
-        shape = tuple(out.shape)
-        expected = tensor_message.steady_layout(self.codec_id, self.digest, out.dtype, shape, parts, self.steady_meta)
+        expected = tensor_message.steady_layout(self.codec_id, self.digest, out.dtype, shape, parts,
+                                                tuple(self.steady_meta().items()))
         payload = tensor_message.unpack_steady(message, expected, f"{self.spec()} message for {key!r}",
                                                self.accepts_meta)
         return {"codec_id": self.codec_id, "digest": self.digest, "dtype": out.dtype, "shape": shape}, payload, \

@@ -53,7 +53,7 @@ class Float16(Codec):
                                     flat.reshape(-1), target.view(self.dtype), prefix, trailer)) if one_pass else None)
         return Payload(parts={"values": writer})
 
-    def steady_parts(self, numel: int) -> tuple[tuple[str, torch.dtype, int], ...]:
+    def steady_parts(self, numel: int, shape: tuple = ()) -> tuple[tuple[str, torch.dtype, int], ...]:
         return (("values", self.dtype, numel),)
 
     def warm_up(self) -> None:

@@ -62,7 +62,7 @@ class Float32(Codec):
                                                    lambda view: stream.copy(_bytes(flat), _bytes(view), checksum=True),
                                                    checksummed=True)})
 
-    def steady_parts(self, numel: int) -> tuple[tuple[str, torch.dtype, int], ...]:
+    def steady_parts(self, numel: int, shape: tuple = ()) -> tuple[tuple[str, torch.dtype, int], ...]:
         return (("values", torch.float32, numel),)
 
     def warm_up(self) -> None:

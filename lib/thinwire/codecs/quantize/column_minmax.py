@@ -26,6 +26,11 @@ of 1 to 8 bits with ``triton_uniform.KERNEL = "triton"`` (the default), steps 2 
 kernel that writes into the message (``triton_uniform.row_packed``) and step 4 in one that
 reads from it (``row_values``). NaN or Inf is refused from step 1's ranges, which it
 reaches.
+
+With a fixed ``bits`` a message's layout is fixed by the tensor's shape (``steady_parts``):
+inside ``wire.deferred_checks``, a GPU tensor's Triton path reads neither its ranges'
+finiteness (refused at the block's end, ``compress_deferred``) nor a received message's
+ranges nor header (judged there, the values NaN where they fail).
 """
 
 from __future__ import annotations
@@ -41,10 +46,16 @@ from ..kernels import bitpack, device, torch_bins, triton_uniform
 from ..kernels.rows import row_codes, row_values
 from ..payload import PartWriter, Payload
 from ..state import CodecState
+from ..wire import deferred, read_part
 from .bin_quantize import check_bits
 
 FLT_MIN = 1.1754943508222875e-38  # std::numeric_limits<float>::min()
 EPS = 1e-6
+
+
+def _range_ends(lo: torch.Tensor, hi: torch.Tensor, ordered: bool = False) -> torch.Tensor:
+    """``_finite_ranges``'s reductions, in one tensor on the rows' device."""
+    return torch.stack([lo.min(), hi.max(), (hi - lo).min()] if ordered else [lo.min(), hi.max()])
 
 
 def _finite_ranges(lo: torch.Tensor, hi: torch.Tensor, ordered: bool = False) -> bool:
@@ -55,8 +66,12 @@ def _finite_ranges(lo: torch.Tensor, hi: torch.Tensor, ordered: bool = False) ->
     hi < lo (a difference of distinct floats is never zero), so also where some lo is +inf
     or some hi -inf beside a finite other end. Not ``ordered`` (ranges of the tensor's own
     rows, so lo <= hi), a lo of +inf has a hi of +inf, and a hi of -inf a lo of -inf."""
-    ends = [lo.min(), hi.max(), (hi - lo).min()] if ordered else [lo.min(), hi.max()]
-    least, greatest, *span = torch.stack(ends).tolist()
+    return _ends_accepted(_range_ends(lo, hi, ordered).cpu().numpy().tobytes())
+
+
+def _ends_accepted(ends: bytes) -> bool:
+    """``_finite_ranges`` of the reductions' float32 bytes."""
+    least, greatest, *span = np.frombuffer(ends, dtype=np.float32).tolist()
     return math.isfinite(least) and math.isfinite(greatest) and all(s >= 0 for s in span)
 
 
@@ -87,6 +102,27 @@ class ColumnQuantize(Codec):
     def warm_up_decision(self):
         return None if self.bits else plain_decision(bits=8)
 
+    def steady_parts(self, numel: int, shape: tuple = ()):
+        """The codes, then each row's lo and hi (a fixed ``bits`` of 1 to 8)."""
+        if not 1 <= self.bits <= 8:
+            return None
+        rows = shape[0] if len(shape) == 2 else 1
+        return (("codes", torch.uint8, bitpack.packed_bytes(numel, self.bits)), ("lo", torch.float32, rows),
+                ("hi", torch.float32, rows))
+
+    def steady_meta(self) -> dict:
+        return {"bits": self.bits}
+
+    def decodes_steady(self, out: torch.Tensor) -> bool:
+        return 1 <= self.bits <= 8 and triton_uniform.usable(self.bits, out)
+
+    def compress_deferred(self, flat, state: CodecState, key: str, shape: tuple = ()) -> Payload | None:
+        """``compress`` on the Triton path, NaN and Inf refused at the block's end."""
+        if not (1 <= self.bits <= 8 and flat.numel() and device.on_device(flat)
+                and triton_uniform.usable(self.bits, flat.reshape(-1))):
+            return None
+        return self._quantize(flat, self.bits, state, shape, checks=deferred.active(), key=key)
+
     def compress(self, flat, state: CodecState, key: str, shape: tuple = ()) -> Payload:
         if not self.bits:
             raise ValueError(f"{self.spec()} takes its bit width from a policy decision: "
@@ -100,15 +136,19 @@ class ColumnQuantize(Codec):
             raise ValueError(f"{self.spec()} sends {self.bits} bits; a decision of {decision.bits} needs bits=0")
         return self._quantize(flat, check_bits("bits", decision.bits), state, shape)
 
-    def _quantize(self, flat: torch.Tensor, bits: int, state: CodecState, shape: tuple) -> Payload:
+    def _quantize(self, flat: torch.Tensor, bits: int, state: CodecState, shape: tuple, checks=None,
+                  key: str = "") -> Payload:
         state.last.bits = bits
         rows = _rows(flat.to(torch.float32), shape)
         if rows.numel() == 0:
             lo = hi = torch.zeros(rows.shape[0], dtype=torch.float32)
             return Payload(parts={"codes": torch.empty(0, dtype=torch.uint8), "lo": lo, "hi": hi}, meta={"bits": bits})
         lo, hi = rows.amin(1), rows.amax(1)                                   # 1.
-        if not _finite_ranges(lo, hi):  # NaN or Inf reaches a row's least or greatest
-            raise ValueError(f"{self.spec()}: the tensor contains NaN or Inf: it cannot be quantized")
+        refused = f"{self.spec()}: the tensor{f' {key!r}' if key else ''} contains NaN or Inf: it cannot be quantized"
+        if checks is not None:  # NaN or Inf reaches a row's least or greatest: judged at the block's end
+            checks.refuse_unless(_range_ends(lo, hi), _ends_accepted, refused + " (refused at the block's end)")
+        elif not _finite_ranges(lo, hi):
+            raise ValueError(refused)
         if self.max_floor:
             hi = hi.clamp_min(FLT_MIN)
         lo, hi = lo.contiguous(), hi.contiguous()
@@ -137,6 +177,8 @@ class ColumnQuantize(Codec):
         rows = shape[0] if len(shape) == 2 else 1
         lo = expect_part(payload, "lo", torch.float32, rows if numel else None)
         hi = expect_part(payload, "hi", torch.float32, lo.numel())
+        if payload.unverified is not None:  # a steady message in a deferred_checks block (``decodes_steady``)
+            return self._deferred(payload, numel, bits, lo, hi, out)
         if lo.numel() and not _finite_ranges(lo, hi, ordered=True):  # one read of the device
             raise CorruptMessageError(f"{self.spec()}: row ranges are not finite intervals")
         packed = expect_part(payload, "codes", torch.uint8, bitpack.packed_bytes(numel, bits))
@@ -156,3 +198,16 @@ class ColumnQuantize(Codec):
         row_values(codes, lo.contiguous().numpy(), hi.contiguous().numpy(), 1 << bits, values)
         values = torch.from_numpy(values).reshape(-1)
         return values if out is None else out.copy_(values)
+
+    def _deferred(self, payload: Payload, numel: int, bits: int, lo: torch.Tensor, hi: torch.Tensor,
+                  out: torch.Tensor) -> torch.Tensor:
+        """Step 4 into ``out`` with nothing read: the rows' ranges judged at the block's end with
+        the checksum (finite, ordered), ``out`` NaN where they fail."""
+        def spoil():
+            return out.view(torch.uint8).fill_(0xFF)
+        deferred.active().corrupt_unless(_range_ends(lo, hi, ordered=True), _ends_accepted, spoil,
+                                         payload.unverified.what)
+        bins = torch_bins.row_steps(lo, hi, 1 << bits)
+        read_part(payload, "codes", lambda source, prefix: triton_uniform.row_values(
+            source, numel // lo.numel(), bins, bits, out), spoil)
+        return out

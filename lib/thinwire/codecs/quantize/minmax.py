@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import torch
 
 from ..kernels import bitpack, device, triton_range, triton_uniform, uniform
@@ -76,12 +75,13 @@ class Quantize(Codec):
             raise ValueError(f"quantize: bits must be an int in 1..16, got {bits!r}")
         self.bits = bits
 
-    steady_meta = ("lo", "hi")  # a message's only meta: the range, written on the device in a block
-
     def params(self) -> dict:
         return {"bits": self.bits}
 
-    def steady_parts(self, numel: int):
+    def steady_meta(self) -> dict:
+        return {"lo": None, "hi": None}  # a message's only meta: the range, written on the device in a block
+
+    def steady_parts(self, numel: int, shape: tuple = ()):
         """The codes: the one part, ``bitpack.packed_bytes(numel, bits)`` bytes (1 to 8 bits,
         the widths the device kernels take)."""
         return (("codes", torch.uint8, bitpack.packed_bytes(numel, self.bits)),) if self.bits <= 8 else None
@@ -102,8 +102,8 @@ class Quantize(Codec):
             return None
         state.last.bits = self.bits
         ends = triton_range.extrema(flat).view(torch.uint8)
-        deferred.active().refuse_unless(ends, _finite_pair, f"tensor {key!r} contains NaN or Inf: it cannot be "
-                                                             f"quantized ({self.spec()}, refused at the block's end)")
+        deferred.active().refuse_unless(ends, deferred.finite_float32, f"tensor {key!r} contains NaN or Inf: it cannot "
+                                        f"be quantized ({self.spec()}, refused at the block's end)")
         lo, hi = ends[:4], ends[4:]
         writer = PartWriter(torch.uint8, bitpack.packed_bytes(flat.numel(), self.bits),
                             lambda view: triton_range.quantize_packed(flat, lo, hi, self.bits, view))
@@ -155,8 +155,3 @@ class Quantize(Codec):
             values = (lo + bitpack.unpack(packed, numel, self.bits).to(torch.float64) * step).to(torch.float32)
             return values if out is None else out.copy_(values)
         return uniform.dequantize_packed(packed, numel, self.bits, lo, step, out=out)
-
-
-def _finite_pair(ends: bytes) -> bool:
-    """Whether both float32 of a range's 8 bytes are finite."""
-    return bool(np.isfinite(np.frombuffer(ends, dtype=np.float32)).all())

@@ -89,7 +89,7 @@ class QSGD(Codec):
     def buckets(self, numel: int) -> int:
         return -(-numel // self.bucket)
 
-    def steady_parts(self, numel: int):
+    def steady_parts(self, numel: int, shape: tuple = ()):
         """Fixed-width codes, then one norm per bucket (``coding="fixed"``)."""
         if self.coding != "fixed":
             return None
@@ -130,8 +130,9 @@ class QSGD(Codec):
                 # the norms are >= 0 or NaN: their maximum (NaN where any is) is finite only if all
                 # are; one reduction and its read, where isfinite(...).all() launches five
                 if on_device.numel() and checks is not None:
-                    checks.refuse_unless(on_device.max(), _finite, f"qsgd: tensor {key!r} contains NaN or Inf, or "
-                                         "a bucket norm overflows float32 (refused at the block's end)")
+                    checks.refuse_unless(on_device.max(), deferred.finite_float32,
+                                         f"qsgd: tensor {key!r} contains NaN or Inf, or a bucket norm overflows "
+                                         "float32 (refused at the block's end)")
                 elif on_device.numel() and not math.isfinite(on_device.max().item()):
                     refuse(bool(torch.isfinite(x).all()))
 
@@ -224,11 +225,6 @@ def bucket_sizes(numel: int, bucket: int) -> torch.Tensor:
     if numel % bucket:
         sizes[-1] = numel % bucket
     return sizes
-
-
-def _finite(value: bytes) -> bool:
-    """Whether a float32's 4 bytes are finite."""
-    return bool(np.isfinite(np.frombuffer(value, dtype=np.float32)).all())
 
 
 def _norms_in_range(ends: bytes) -> bool:

@@ -29,7 +29,7 @@ quantization of a tensor on the GPU finds its range there and does not read it (
 bucket norms), so a NaN or Inf is refused at the block's end, with the ``ValueError`` the
 encode raises outside a block. The message it wrote carries that range, which every
 decoder refuses. A decode may leave one too (``corrupt_unless``): QSGD's received norms
-must be finite and non-negative.
+must be finite and non-negative, MQGrad's rows' ranges finite and ordered.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ import threading
 from contextlib import contextmanager
 from typing import Callable
 
+import numpy as np
 import torch
 
 from ..errors import CorruptMessageError
@@ -110,6 +111,12 @@ class DeferredChecks:
             raise CorruptMessageError(f"{len(failed)} of {checked} messages decoded in a deferred_checks block "
                                       f"are damaged (checksum or header mismatch): {shown}; their values are set "
                                       "to NaN")
+
+
+def finite_float32(raw: bytes) -> bool:
+    """Whether every float32 in ``raw`` (the bytes a check read) is finite: the judge of a
+    range or norms an encode left on the device (``refuse_unless``)."""
+    return bool(np.isfinite(np.frombuffer(raw, dtype=np.float32)).all())
 
 
 def active() -> DeferredChecks | None:

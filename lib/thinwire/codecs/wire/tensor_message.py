@@ -296,22 +296,26 @@ class Steady(NamedTuple):
     before: bytes  # the header and the padding before the first part (zeros where meta goes)
     parts: tuple[tuple[str, torch.dtype, int, int], ...]  # (name, dtype, numel, offset)
     total: int  # bytes before the trailer
-    meta: tuple[tuple[str, int], ...] = ()  # (name, offset) of each float32 meta value
+    meta: tuple[tuple[str, int], ...] = ()  # (name, offset) of each float32 meta value kept on the device
+    fixed: tuple[tuple[str, int], ...] = ()  # (name, value) of each meta value fixed by the codec
 
 
 @functools.lru_cache(maxsize=256)
 def steady_layout(codec_id: int, digest: int, dtype: torch.dtype, shape: tuple[int, ...],
-                  parts: tuple[tuple[str, torch.dtype, int], ...], meta: tuple[str, ...] = ()) -> Steady:
-    """The layout ``pack`` gives a message of ``parts`` (name, dtype, numel) and the float32
-    meta values ``meta`` kept on the device (none: a header fixed to the byte)."""
+                  parts: tuple[tuple[str, torch.dtype, int], ...], meta: tuple[tuple[str, int | None], ...] = ()
+                  ) -> Steady:
+    """The layout ``pack`` gives a message of ``parts`` (name, dtype, numel) and ``meta``
+    (name, value): a value fixed by the codec, or None for a float32 kept on the device
+    (none: a header fixed to the byte)."""
     skeleton = Payload(parts={name: PartWriter(part_dtype, numel, None) for name, part_dtype, numel in parts},
-                       meta={name: torch.zeros(4, dtype=torch.uint8) for name in meta})
+                       meta={name: torch.zeros(4, dtype=torch.uint8) if value is None else value
+                             for name, value in meta})
     at: dict[str, int] = {}
     head, _, offsets, total = plan(dtype, shape, skeleton, codec_id, digest, at)
     first = offsets[0] if offsets else total
     return Steady(bytes(head) + bytes(first - len(head)),
                   tuple((name, d, numel, off) for (name, d, numel), off in zip(parts, offsets)), total,
-                  tuple(at.items()))
+                  tuple(at.items()), tuple((name, value) for name, value in meta if value is not None))
 
 
 def unpack_steady(message: torch.Tensor, expected: Steady, what: str = "a message",
@@ -321,10 +325,11 @@ def unpack_steady(message: torch.Tensor, expected: Steady, what: str = "a messag
     computed with (``read_part``), so a message with another header fails that check.
     ``CorruptMessageError`` now for a message of another length.
 
-    A layout with meta (``Steady.meta``): each meta value is its 4 bytes in the message (a
-    uint8 view, read by the codec's kernel on the device), and the header is judged at the
-    block's end: equal to the expected bytes elsewhere, and its values (as float32)
-    accepted by ``accepts_meta``."""
+    A layout with meta kept on the device (``Steady.meta``): each such value is its 4 bytes
+    in the message (a uint8 view, read by the codec's kernel on the device), and the header
+    is judged at the block's end: equal to the expected bytes elsewhere, and its values (as
+    float32) accepted by ``accepts_meta``. Meta fixed by the codec (``Steady.fixed``) is in
+    the expected bytes, and in the payload as its value."""
     check(message)
     n = message.numel()
     if n != expected.total + TRAILER.size:
@@ -334,6 +339,7 @@ def unpack_steady(message: torch.Tensor, expected: Steady, what: str = "a messag
     payload = Payload(unverified=Unverified(message, expected.before, what, steady=True, accepts=accepts))
     for name, part_dtype, numel, off in expected.parts:
         payload.parts[name] = message[off:off + numel * ITEMSIZE[DTYPE_CODES[part_dtype]]].view(part_dtype)
+    payload.meta.update(expected.fixed)
     for name, off in expected.meta:
         payload.meta[name] = message[off:off + 4]
     return payload
