@@ -160,6 +160,15 @@ every_damaged_byte_caught(codec, encoded(codec, x), x)
 host = bytearray(codec.encode(x, CodecState(0), "x"))
 for norm in (-1.0, float("inf"), float("nan")):  # a norm no encoder sends (the last bucket's ends the body)
     forged_is_refused(codec, host, {len(host) - 8: norm}, x)
+bad = bytearray(host)
+bad[-8:-4] = struct.pack("<f", -1.0)  # its checksum and its norms both fail: one damaged message, named once
+try:
+    with deferred_checks():
+        decoded(codec, tensor_message.from_host(bad, "cpu"), x)
+except CorruptMessageError as e:
+    assert str(e).startswith("1 of 1 messages") and str(e).count("message for 'x'") == 1, str(e)
+else:
+    raise AssertionError("a damaged message decoded")
 refused_at_end(codec, torch.tensor([1.0, float("inf")]))
 
 # 9. MQGrad's per-row quantizer (a fixed bit width in its header): its rows' ranges judged at the block's end

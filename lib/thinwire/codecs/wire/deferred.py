@@ -50,7 +50,8 @@ class DeferredChecks:
     """The checks registered in one ``deferred_checks`` block, each (the device tensors to
     read; the judge of their bytes, given as one ``bytes`` per tensor; what restores safety
     when it fails, or None; what failed, for the error; whether that is a refused tensor,
-    a ``ValueError``, rather than a damaged message)."""
+    a ``ValueError``, rather than a damaged message). The checks of one message share its
+    ``spoil`` (the same function object), by which it is counted once."""
 
     def __init__(self):
         self.pending: list[tuple[list[torch.Tensor], Callable[[list[bytes]], bool], Callable[[], object] | None,
@@ -90,7 +91,8 @@ class DeferredChecks:
         by_device: dict[torch.device, list] = {}
         for entry in pending:
             by_device.setdefault(entry[0][0].device, []).append(entry)
-        failed, refused = [], []
+        failed: dict[int, str] = {}  # a message's checks share its spoil: it is named, and spoiled, once
+        refused = []
         for entries in by_device.values():
             read, at = torch.cat([t for got, *_ in entries for t in got]).cpu().numpy().tobytes(), 0
             for got, judge, spoil, what, refusal in entries:
@@ -98,19 +100,23 @@ class DeferredChecks:
                 for t in got:
                     pieces.append(read[at:at + t.numel()])
                     at += t.numel()
-                if not judge(pieces):
-                    if spoil is not None:
-                        spoil()
-                    (refused if refusal else failed).append(what)
+                if judge(pieces):
+                    continue
+                if refusal:
+                    refused.append(what)
+                elif id(spoil) not in failed:
+                    spoil()
+                    failed[id(spoil)] = what
         if refused:
             raise ValueError("; ".join(refused) + (f" (and {len(failed)} damaged messages, their values set to NaN)"
                                                    if failed else ""))
         if failed:
-            shown = ", ".join(failed[:5]) + (f" and {len(failed) - 5} more" if len(failed) > 5 else "")
-            checked = sum(not entry[4] for entry in pending)
+            names = list(failed.values())
+            shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+            checked = len({id(entry[2]) for entry in pending if not entry[4]})
             raise CorruptMessageError(f"{len(failed)} of {checked} messages decoded in a deferred_checks block "
-                                      f"are damaged (checksum or header mismatch): {shown}; their values are set "
-                                      "to NaN")
+                                      f"are damaged (checksum, header or values out of range): {shown}; their "
+                                      "values are set to NaN")
 
 
 def finite_float32(raw: bytes) -> bool:
