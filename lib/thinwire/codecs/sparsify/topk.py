@@ -2,13 +2,20 @@
 
 This is the selection rule behind Slim-DP's core (Sec. 3.3, CoreSelection), EventGraD's
 Top-K variant and, with a threshold instead of a count, gradient dropping.
+
+A message of k entries has a layout fixed by the tensor's size (``steady_parts``): inside
+``wire.deferred_checks`` a message tensor decodes into ``out`` on its device with nothing
+read, its indices clamped into range for the scatter and their least and greatest judged
+at the block's end with the checksum (the values NaN where they fail).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 
+import numpy as np
 import torch
 
 from ..base import Codec, expect_part
@@ -16,6 +23,7 @@ from ..errors import CorruptMessageError
 from ..kernels import scatter, select
 from ..payload import Payload
 from ..state import CodecState
+from ..wire import deferred, read_part
 
 
 class TopK(Codec):
@@ -44,6 +52,14 @@ class TopK(Codec):
 
     def params(self) -> dict:
         return {"ratio": self.ratio}
+
+    def steady_parts(self, numel: int, shape: tuple = ()):
+        """k indices, then their k values (a keyed send, which carries its count, is not steady)."""
+        k = self.k_for(numel)
+        return ("index", torch.int32, k), ("values", torch.float32, k)
+
+    def decodes_steady(self, out: torch.Tensor) -> bool:
+        return True  # scattered on out's device (``_deferred``)
 
     def k_for(self, numel: int) -> int:
         return 0 if numel == 0 else min(numel, max(1, math.ceil(self.ratio * numel)))
@@ -90,9 +106,33 @@ class TopK(Codec):
         return index, values.to(torch.float32)
 
     def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None, shape: tuple = ()) -> torch.Tensor:
+        if payload.unverified is not None:  # a steady message in a deferred_checks block (``decodes_steady``)
+            return self._deferred(payload, numel, out)
         index, values = self.sparse_entries(payload, numel, state, key, shape=shape)
         return scatter.zeros_with(torch.empty(numel, dtype=torch.float32, device=values.device) if out is None else out,
                                   index, values)
+
+
+    def _deferred(self, payload: Payload, numel: int, out: torch.Tensor) -> torch.Tensor:
+        """The entries scattered into ``out`` with nothing read: the indices clamped into
+        [0, numel) (a damaged index cannot write outside ``out``), and their least and
+        greatest judged at the block's end with the checksum, ``out`` NaN where they fail."""
+        index, values = payload.parts["index"], payload.parts["values"]
+
+        def spoil():
+            return out.view(torch.uint8).fill_(0xFF)
+        if index.numel():
+            deferred.active().corrupt_unless(torch.stack(torch.aminmax(index)), functools.partial(_within, numel),
+                                             spoil, payload.unverified.what)
+        read_part(payload, "values", lambda source, prefix: scatter.zeros_with(
+            out, index.long().clamp_(0, max(numel - 1, 0)), values), spoil)
+        return out
+
+
+def _within(numel: int, ends: bytes) -> bool:
+    """Whether the least and greatest index (two int32) are in [0, numel)."""
+    low, high = np.frombuffer(ends, dtype=np.int32).tolist()
+    return 0 <= low and high < numel
 
 
 def _out_of_range(index: torch.Tensor, numel: int) -> bool:

@@ -29,7 +29,8 @@ quantization of a tensor on the GPU finds its range there and does not read it (
 bucket norms), so a NaN or Inf is refused at the block's end, with the ``ValueError`` the
 encode raises outside a block. The message it wrote carries that range, which every
 decoder refuses. A decode may leave one too (``corrupt_unless``): QSGD's received norms
-must be finite and non-negative, MQGrad's rows' ranges finite and ordered.
+must be finite and non-negative, MQGrad's rows' ranges finite and ordered, top-k's
+indices within the tensor.
 """
 
 from __future__ import annotations
