@@ -3,10 +3,11 @@
 This is the selection rule behind Slim-DP's core (Sec. 3.3, CoreSelection), EventGraD's
 Top-K variant and, with a threshold instead of a count, gradient dropping.
 
-A message of k entries has a layout fixed by the tensor's size (``steady_parts``): inside
-``wire.deferred_checks`` a message tensor decodes into ``out`` on its device with nothing
-read, its indices clamped into range for the scatter and their least and greatest judged
-at the block's end with the checksum (the values NaN where they fail).
+Inside ``wire.deferred_checks`` a decode into ``out`` on the device does not read its
+indices' range: they are clamped into the tensor for the scatter (a damaged index cannot
+write outside ``out``), and their least and greatest are judged at the block's end (the
+values NaN where they fail). The header and checksum are still read as the message is
+opened: a keyed send carries its own count, so the layout is not fixed by the tensor.
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ import torch
 
 from ..base import Codec, expect_part
 from ..errors import CorruptMessageError
-from ..kernels import scatter, select
+from ..kernels import device, scatter, select
 from ..payload import Payload
 from ..state import CodecState
-from ..wire import deferred, read_part
+from ..wire import deferred
 
 
 class TopK(Codec):
@@ -52,14 +53,6 @@ class TopK(Codec):
 
     def params(self) -> dict:
         return {"ratio": self.ratio}
-
-    def steady_parts(self, numel: int, shape: tuple = ()):
-        """k indices, then their k values (a keyed send, which carries its count, is not steady)."""
-        k = self.k_for(numel)
-        return ("index", torch.int32, k), ("values", torch.float32, k)
-
-    def decodes_steady(self, out: torch.Tensor) -> bool:
-        return True  # scattered on out's device (``_deferred``)
 
     def k_for(self, numel: int) -> int:
         return 0 if numel == 0 else min(numel, max(1, math.ceil(self.ratio * numel)))
@@ -94,39 +87,42 @@ class TopK(Codec):
                        meta={"count": keys.numel()})
 
     def sparse_entries(self, payload: Payload, numel: int, state: CodecState, key: str, shape: tuple = ()):
-        k = payload.meta.get("count", self.k_for(numel))  # a keyed send says how many it carries
-        if not (isinstance(k, int) and 0 <= k <= numel):
-            raise CorruptMessageError(f"topk: count {k!r} is not in [0, {numel}]")
-        index = expect_part(payload, "index", torch.int32, k).long()
-        values = payload.parts.get("values")
-        if values is None or values.numel() != k:
-            raise CorruptMessageError(f"topk: expected {k} values")
-        if k and _out_of_range(index, numel):
+        index, values = _entries(payload, numel, self.k_for(numel))
+        if index.numel() and _out_of_range(index, numel):
             raise CorruptMessageError("topk: index out of range")
-        return index, values.to(torch.float32)
+        return index.long(), values.to(torch.float32)
 
     def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None, shape: tuple = ()) -> torch.Tensor:
-        if payload.unverified is not None:  # a steady message in a deferred_checks block (``decodes_steady``)
-            return self._deferred(payload, numel, out)
+        checks = deferred.active()
+        if checks is not None and out is not None and device.on_device(out):
+            return self._deferred(checks, payload, numel, out, key)
         index, values = self.sparse_entries(payload, numel, state, key, shape=shape)
         return scatter.zeros_with(torch.empty(numel, dtype=torch.float32, device=values.device) if out is None else out,
                                   index, values)
 
 
-    def _deferred(self, payload: Payload, numel: int, out: torch.Tensor) -> torch.Tensor:
-        """The entries scattered into ``out`` with nothing read: the indices clamped into
-        [0, numel) (a damaged index cannot write outside ``out``), and their least and
-        greatest judged at the block's end with the checksum, ``out`` NaN where they fail."""
-        index, values = payload.parts["index"], payload.parts["values"]
-
-        def spoil():
-            return out.view(torch.uint8).fill_(0xFF)
+    def _deferred(self, checks, payload: Payload, numel: int, out: torch.Tensor, key: str) -> torch.Tensor:
+        """The entries scattered into ``out`` with their range not read: the indices clamped
+        into [0, numel) (a damaged index cannot write outside ``out``), and their least and
+        greatest judged at the block's end, ``out`` NaN where they fail."""
+        index, values = _entries(payload, numel, self.k_for(numel))
         if index.numel():
-            deferred.active().corrupt_unless(torch.stack(torch.aminmax(index)), functools.partial(_within, numel),
-                                             spoil, payload.unverified.what)
-        read_part(payload, "values", lambda source, prefix: scatter.zeros_with(
-            out, index.long().clamp_(0, max(numel - 1, 0)), values), spoil)
-        return out
+            checks.corrupt_unless(torch.stack(torch.aminmax(index)), functools.partial(_within, numel),
+                                  lambda: out.view(torch.uint8).fill_(0xFF), f"{self.spec()} message for {key!r}")
+        return scatter.zeros_with(out, index.long().clamp_(0, max(numel - 1, 0)), values.to(torch.float32))
+
+
+def _entries(payload: Payload, numel: int, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The (int32 index, values) parts of a message of ``k`` entries, or of the count a
+    keyed send carries; their range is the caller's to check."""
+    k = payload.meta.get("count", k)  # a keyed send says how many it carries
+    if not (isinstance(k, int) and 0 <= k <= numel):
+        raise CorruptMessageError(f"topk: count {k!r} is not in [0, {numel}]")
+    index = expect_part(payload, "index", torch.int32, k)
+    values = payload.parts.get("values")
+    if values is None or values.numel() != k:
+        raise CorruptMessageError(f"topk: expected {k} values")
+    return index, values
 
 
 def _within(numel: int, ends: bytes) -> bool:
