@@ -156,7 +156,10 @@ class Codec(ABC):
         sender that encodes every step reuses one buffer; it is resized to fit. ``out`` a uint8
         tensor: the message is written into it, on its device (``wire/tensor_message.py``),
         and that tensor (or a larger one on its device) is returned; a codec that compresses
-        on the host then copies its message there."""
+        on the host then copies its message there. Into a message tensor on the tensor's
+        device inside ``wire.deferred_checks``, a codec that can leave what it would read on
+        the device does (``compress_deferred``): its refusal of NaN or Inf then comes at the
+        block's end."""
         state = state if state is not None else CodecState()
         if decision is not None and not decision.send:
             raise ValueError("a decision not to send has no message: skip the encode")
