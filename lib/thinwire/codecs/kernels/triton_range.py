@@ -37,14 +37,8 @@ from .triton_crc import AVAILABLE
 BLOCK = 1024          # values per step of an extrema program
 STEPS = 16            # steps per extrema program: 16,384 values each
 FINAL_BLOCK = 1024    # partial maxima per step of the final program
-FLOAT32_MAX = 3.4e38  # ``minmax.FLOAT32_MAX``: where a scale or a step leaves float32
+FLOAT32_MAX = 3.4e38  # a scale or a step above half of this leaves float32 (``minmax`` uses these too)
 FLOAT32_TINY = 1.1754943508222875e-38  # the smallest normal float32
-
-
-def usable(bits: int, *tensors: torch.Tensor) -> bool:
-    """Whether these kernels take the work (``triton_uniform.usable``: its kernels chosen,
-    1 to 8 bits, every tensor contiguous on one GPU or interpreted)."""
-    return triton_uniform.usable(bits, *tensors)
 
 
 if AVAILABLE:
@@ -141,7 +135,7 @@ if AVAILABLE:
 
 def extrema(flat: torch.Tensor) -> torch.Tensor:
     """lo's and hi's float32 bits (two int32 on ``flat``'s device, 8 bytes) of a non-empty
-    float32 tensor, as ``extrema.extrema`` finds them (``usable`` must hold)."""
+    float32 tensor, as ``extrema.extrema`` finds them (``triton_uniform.usable`` must hold)."""
     n = flat.numel()
     programs = -(-n // (BLOCK * STEPS))
     partial = torch.empty(3 * programs, dtype=torch.int32, device=flat.device)
@@ -155,7 +149,7 @@ def quantize_packed(flat: torch.Tensor, lo_bytes: torch.Tensor, hi_bytes: torch.
                     out: torch.Tensor) -> torch.Tensor:
     """``uniform.quantize_packed``'s codes of float32 ``flat`` into ``out`` (uint8), over the
     range whose float32 bytes are ``lo_bytes`` and ``hi_bytes`` (4 uint8 each, on the
-    device), with the scale ``Quantize.compress`` makes of it (``usable`` must hold)."""
+    device), with the scale ``Quantize.compress`` makes of it (``triton_uniform.usable`` must hold)."""
     n = flat.numel()
     if n:
         _quantize_ranged[_grid(n)](flat.reshape(-1), n, lo_bytes, hi_bytes, out, out.numel(), BITS=bits,
@@ -166,7 +160,7 @@ def quantize_packed(flat: torch.Tensor, lo_bytes: torch.Tensor, hi_bytes: torch.
 def dequantize_packed(packed: torch.Tensor, n: int, bits: int, lo_bytes: torch.Tensor, hi_bytes: torch.Tensor,
                       out: torch.Tensor) -> torch.Tensor:
     """``Quantize.decompress``'s ``n`` values of ``packed`` into float32 ``out``, lo and hi
-    read from their float32 bytes on the device (``usable`` must hold)."""
+    read from their float32 bytes on the device (``triton_uniform.usable`` must hold)."""
     if n:
         _dequantize_ranged[_grid(n)](packed, n, packed.numel(), lo_bytes, hi_bytes, out.reshape(-1),
                                                     BITS=bits, GROUPS=triton_uniform.GROUPS, enable_fp_fusion=False)

@@ -38,8 +38,7 @@ from ..payload import PartWriter, Payload
 from ..state import CodecState
 from ..wire import deferred, read_part, settle
 
-FLOAT32_MAX = 3.4e38
-FLOAT32_TINY = 1.1754943508222875e-38  # the smallest normal float32
+FLOAT32_MAX, FLOAT32_TINY = triton_range.FLOAT32_MAX, triton_range.FLOAT32_TINY  # where a scale or step leaves float32
 
 
 def exact_codes(flat: torch.Tensor, lo: float, scale: float, bits: int) -> torch.Tensor:
@@ -90,7 +89,7 @@ class Quantize(Codec):
         return -LARGEST <= meta["lo"] <= meta["hi"] <= LARGEST  # finite, ordered (not NaN)
 
     def decodes_steady(self, out: torch.Tensor) -> bool:
-        return triton_range.usable(self.bits, out)
+        return triton_uniform.usable(self.bits, out)
 
     def compress_deferred(self, flat, state: CodecState, key: str, shape: tuple = ()) -> Payload | None:
         """``compress``'s payload of a non-empty float32 tensor on the GPU (1 to 8 bits, the
@@ -98,7 +97,7 @@ class Quantize(Codec):
         float32 bytes the header carries, the codes (steps 2-3) made from them there, and a
         NaN or Inf refused at the ``deferred_checks`` block's end (``refuse_unless``)."""
         if not (flat.numel() and flat.dtype == torch.float32 and device.on_device(flat)
-                and triton_range.usable(self.bits, flat)):
+                and triton_uniform.usable(self.bits, flat)):
             return None
         state.last.bits = self.bits
         ends = triton_range.extrema(flat).view(torch.uint8)
