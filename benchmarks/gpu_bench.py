@@ -611,7 +611,8 @@ def codec_kernels(sizes=SIZES) -> list[dict]:
 # the codecs whose messages a CUDA graph can hold (``Codec.steady_parts``: a header fixed by the
 # tensor, min-max quantization's range written on the device; not QSGD, whose message key the
 # host draws per message, so a replay would repeat its noise)
-GRAPH_SPECS = ("fp32", "fp16", "bf16", "quantize(bits=8)", "quantize(bits=4)", "colquant(bits=8)")
+GRAPH_SPECS = ("fp32", "fp16", "bf16", "quantize(bits=8)", "quantize(bits=4)", "binquant(bits=8)", "colquant(bits=8)",
+               "qsgd(bits=8, bucket=512)")
 
 
 def graphed(sizes=SIZES, specs=GRAPH_SPECS) -> list[dict]:
@@ -621,7 +622,13 @@ def graphed(sizes=SIZES, specs=GRAPH_SPECS) -> list[dict]:
     and captured in a CUDA graph and replayed (the host's work done once, at the capture;
     the checks judged after the timed replays). Each graph's last replay is checked, its
     message compared with the host's for the same tensor, and its values with the host's
-    decode of that message. In a dry run the graph is not captured (``graph_s`` None)."""
+    decode of that message. In a dry run the graph is not captured (``graph_s`` None).
+
+    QSGD's noise key is drawn on the host at each encode (``state.generator``): a graph keeps
+    the key drawn at its capture, so every replay sends the same rounding noise. That does
+    not change the work timed, but such a graph is for timing, not training; its message is
+    compared with the host's made with the same key (the generator as it was before the
+    last call, which is the capture)."""
     from thinwire.codecs import CodecState, make_codec
     from thinwire.codecs.kernels import device
     from thinwire.codecs.wire import deferred
@@ -637,6 +644,7 @@ def graphed(sizes=SIZES, specs=GRAPH_SPECS) -> list[dict]:
                 held = Held(codec, CodecState(0), x, out, torch.empty(0, dtype=torch.uint8, device=DEVICE))
 
                 def round_trip(into=None):
+                    held.keys = held.state.generator.get_state()  # before the last call's draw
                     with deferred.deferred_checks(into):
                         held.encode()
                         held.decode()
@@ -645,7 +653,9 @@ def graphed(sizes=SIZES, specs=GRAPH_SPECS) -> list[dict]:
                        "called_s": called, "fraction_called": roof / called, "graph_s": None, "target": TARGET}
                 if DEVICE == "cuda":
                     row.update(_replayed(round_trip, repeats, roof))
-                host = codec.encode(x.cpu(), CodecState(0), "x")
+                same_keys = CodecState(0)
+                same_keys.generator.set_state(held.keys)
+                host = codec.encode(x.cpu(), same_keys, "x")
                 row["same_bytes"] = bytes(held.message.cpu().numpy()) == bytes(host)
                 row["equal"] = bool(torch.equal(out.cpu(), codec.decode(host, CodecState(0), "x")))
             rows.append(row)

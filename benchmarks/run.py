@@ -209,7 +209,8 @@ def _graphed_lines(doc: dict, stamp) -> list[str]:
         return []
     lines = ["", "Round trips inside a `wire.deferred_checks` block, which judges their checksums (and a range "
              "left on the device) at its end, called and replayed from a CUDA graph (`gpu_bench`'s part 13, "
-             f"{stamp('graphed')}; the host's message and decoded values for the same tensor):\n",
+             f"{stamp('graphed')}; the host's message and decoded values for the same tensor; a QSGD graph replays "
+             "the noise key drawn on the host at its capture, so it is timed here, not trained with):\n",
              "| codec | values | called ms | fraction of the add pass | graph ms | fraction of the add pass | "
              "host's bytes | host's values |", "|---|---|---|---|---|---|---|---|"]
     for r in found:

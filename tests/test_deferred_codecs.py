@@ -1,7 +1,8 @@
 """Codecs whose data-dependent values stay on the device inside ``deferred_checks``:
 min-max quantization's range (``kernels/triton_range.py``, ``Quantize.compress_deferred``)
 QSGD's bucket norms (``QSGD.compress_deferred``) and MQGrad's rows' ranges
-(``ColumnQuantize.compress_deferred``), and top-k's received indices' range. A message
+(``ColumnQuantize.compress_deferred``), Oland & Raj's bin quantizer's range
+(``BinQuantize.compress_deferred``), and top-k's received indices' range. A message
 tensor is encoded and decoded with nothing read by the host (top-k: its opening only), to
 the host's bytes and values; the block's end refuses a NaN or Inf tensor, a damaged byte,
 and a header, norms, ranges or indices no encoder writes.
@@ -202,6 +203,23 @@ for index in (-1, 300, 2**31 - 1):
     bad = bytearray(host)
     bad[first:first + 4] = struct.pack("<i", index)
     forged_is_refused(codec, bytes(bad), {}, x)
+
+# 11. Oland & Raj's bin quantizer (raw codes, one range, a fixed bit width in its header): as min-max's
+for bits in (1, 3, 8):
+    codec = make_codec(f"binquant(bits={bits})")
+    for name, x in tensors.items():
+        if name == "several programs" and bits == 1:
+            continue
+        matches_host(codec, x, pending=2)  # the range sent, the CRC (with the range read)
+codec = make_codec("binquant(bits=8)")
+x = torch.randn(24, generator=g)
+every_damaged_byte_caught(codec, encoded(codec, x), x)
+host = bytearray(codec.encode(x, CodecState(0), "x"))
+lo_at, hi_at = [off for _, off in tensor_message.steady_layout(
+    codec.codec_id, codec.digest, torch.float32, (24,), codec.steady_parts(24), tuple(codec.steady_meta().items())).meta]
+for lo, hi in ((1.0, -1.0), (float("nan"), 1.0), (0.0, float("inf"))):
+    forged_is_refused(codec, host, {lo_at: lo, hi_at: hi}, x)
+refused_at_end(codec, torch.tensor([1.0, float("nan")]))
 print("ok")
 """
 

@@ -22,6 +22,11 @@ end).
    offset), in float64 as ``Quantize.decompress`` makes it; a step beyond float32's range or
    subnormal rescales in float64 as that method does.
 
+4. ``_bin_quantize_ranged`` and ``_bin_dequantize_ranged``: the same for Oland & Raj's bin
+   codes (``quantize/bin_quantize.py``, ``binquant`` with the raw coder and a fixed bit
+   width): ``triton_uniform._bin_quantize``'s float64 codes with the scale 2^bits / (hi - lo)
+   made in each program, and each bin's centre as ``bin_unpack_centres`` makes it.
+
 float64 division on the GPU is IEEE's correctly rounded one (PTX ``div.rn.f64``; Triton's
 ``div_rn`` takes float32 only), so the scale and the step are the host's to the bit. The
 CPU test suite runs these kernels under Triton's interpreter against the host path.
@@ -95,15 +100,24 @@ if AVAILABLE:
         return tl.sum(byte << (8 * tl.arange(0, 4)).to(tl.uint32), axis=0).to(tl.float32, bitcast=True)
 
     @triton.jit
-    def _quantize_ranged(x, n, lo_bytes, hi_bytes, out, nbytes, BITS: tl.constexpr, GROUPS: tl.constexpr):
-        """``Quantize.compress``'s codes of ``x`` over the range at ``lo_bytes``, ``hi_bytes``."""
+    def _range_at(lo_bytes, hi_bytes):
+        """(lo as float32, lo and hi as float64) from their bytes."""
+        lo32 = _float_at(lo_bytes)
+        return lo32, lo32.to(tl.float64), _float_at(hi_bytes).to(tl.float64)
+
+    @triton.jit
+    def _groups(GROUPS: tl.constexpr):
+        """This program's groups of 8 values ``g``, ``j`` and their indices ``at``."""
         g = tl.program_id(0).to(tl.int64) * GROUPS + tl.arange(0, GROUPS)
         j = tl.arange(0, 8)
-        at = g[:, None] * 8 + j[None, :]
+        return g, j, g[:, None] * 8 + j[None, :]
+
+    @triton.jit
+    def _quantize_ranged(x, n, lo_bytes, hi_bytes, out, nbytes, BITS: tl.constexpr, GROUPS: tl.constexpr):
+        """``Quantize.compress``'s codes of ``x`` over the range at ``lo_bytes``, ``hi_bytes``."""
+        g, j, at = _groups(GROUPS)
         w = tl.load(x + at, mask=at < n, other=0.0)
-        lo32 = _float_at(lo_bytes)
-        lo = lo32.to(tl.float64)
-        hi = _float_at(hi_bytes).to(tl.float64)
+        lo32, lo, hi = _range_at(lo_bytes, hi_bytes)
         levels = (1 << BITS) - 1
         scale = tl.where(hi > lo, levels / tl.maximum(hi - lo, 1e-300), 0.0)  # the guard keeps 0 / 0 away
         if scale > WIDE_SCALE:  # a few subnormals apart: the codes of ``exact_codes``, in float64
@@ -119,18 +133,41 @@ if AVAILABLE:
     @triton.jit
     def _dequantize_ranged(packed, n, nbytes, lo_bytes, hi_bytes, out, BITS: tl.constexpr, GROUPS: tl.constexpr):
         """``Quantize.decompress``'s values of the codes, lo and hi read from their bytes."""
-        g = tl.program_id(0).to(tl.int64) * GROUPS + tl.arange(0, GROUPS)
-        j = tl.arange(0, 8)
-        at = g[:, None] * 8 + j[None, :]
+        g, j, at = _groups(GROUPS)
         code = triton_uniform._load_packed(packed, g, j, at, n, nbytes, BITS)
-        lo32 = _float_at(lo_bytes)
-        lo = lo32.to(tl.float64)
-        step = (_float_at(hi_bytes).to(tl.float64) - lo) / ((1 << BITS) - 1)
+        lo32, lo, hi = _range_at(lo_bytes, hi_bytes)
+        step = (hi - lo) / ((1 << BITS) - 1)
         if (step > WIDE_SCALE) | ((step > 0) & (step < TINY)):  # rescaled in float64
             value = (lo + code.to(tl.float64) * step).to(tl.float32)
         else:
             value = tl.fma(code.to(tl.float32), step.to(tl.float32), lo32)
         tl.store(out + at, value, mask=at < n)
+
+    @triton.jit
+    def _bin_quantize_ranged(x, n, lo_bytes, hi_bytes, out, nbytes, BITS: tl.constexpr, GROUPS: tl.constexpr):
+        """``bin_quantize.bin_pack``'s codes of ``x`` over the range at ``lo_bytes``, ``hi_bytes``:
+        min(floor((w - lo) * scale), 2^BITS - 1) with scale = 2^BITS / (hi - lo), in float64,
+        all codes 0 for an empty range."""
+        g, j, at = _groups(GROUPS)
+        w = tl.load(x + at, mask=at < n, other=0.0).to(tl.float64)
+        _, lo, hi = _range_at(lo_bytes, hi_bytes)
+        scale = tl.where(hi > lo, (1 << BITS) / tl.maximum(hi - lo, 1e-300), 0.0)
+        level = (w - lo) * scale  # >= 0: lo is the tensor's least
+        code = tl.where(at < n, tl.minimum(level.to(tl.int64), (1 << BITS) - 1).to(tl.int32), 0)
+        triton_uniform._store_packed(code, g, j, at, out, n, nbytes, BITS)
+
+    @triton.jit
+    def _bin_dequantize_ranged(packed, n, nbytes, lo_bytes, hi_bytes, out, BITS: tl.constexpr,
+                               GROUPS: tl.constexpr):
+        """``bin_quantize.bin_unpack_centres``'s values: each code's bin centre, code * step +
+        (lo + step / 2) in one float32 fused multiply-add, step = (hi - lo) / 2^BITS and the
+        offset made in float64 and rounded to float32; lo everywhere for an empty range."""
+        g, j, at = _groups(GROUPS)
+        code = triton_uniform._load_packed(packed, g, j, at, n, nbytes, BITS)
+        lo32, lo, hi = _range_at(lo_bytes, hi_bytes)
+        step = (hi - lo) / (1 << BITS)
+        value = tl.fma(code.to(tl.float32), step.to(tl.float32), (lo + 0.5 * step).to(tl.float32))
+        tl.store(out + at, tl.where(hi > lo, value, lo32), mask=at < n)
 
 
 def extrema(flat: torch.Tensor) -> torch.Tensor:
@@ -153,7 +190,7 @@ def quantize_packed(flat: torch.Tensor, lo_bytes: torch.Tensor, hi_bytes: torch.
     n = flat.numel()
     if n:
         _quantize_ranged[_grid(n)](flat.reshape(-1), n, lo_bytes, hi_bytes, out, out.numel(), BITS=bits,
-                                                  GROUPS=triton_uniform.GROUPS, enable_fp_fusion=False)
+                                   GROUPS=triton_uniform.GROUPS, enable_fp_fusion=False)
     return out
 
 
@@ -163,7 +200,28 @@ def dequantize_packed(packed: torch.Tensor, n: int, bits: int, lo_bytes: torch.T
     read from their float32 bytes on the device (``triton_uniform.usable`` must hold)."""
     if n:
         _dequantize_ranged[_grid(n)](packed, n, packed.numel(), lo_bytes, hi_bytes, out.reshape(-1),
-                                                    BITS=bits, GROUPS=triton_uniform.GROUPS, enable_fp_fusion=False)
+                                     BITS=bits, GROUPS=triton_uniform.GROUPS, enable_fp_fusion=False)
+    return out
+
+
+def bin_packed(flat: torch.Tensor, lo_bytes: torch.Tensor, hi_bytes: torch.Tensor, bits: int,
+               out: torch.Tensor) -> torch.Tensor:
+    """``bin_quantize.bin_pack``'s codes of float32 ``flat`` into ``out`` (uint8), over the
+    range whose float32 bytes are ``lo_bytes`` and ``hi_bytes`` (``triton_uniform.usable`` must hold)."""
+    n = flat.numel()
+    if n:
+        _bin_quantize_ranged[_grid(n)](flat.reshape(-1), n, lo_bytes, hi_bytes, out, out.numel(),
+                                       BITS=bits, GROUPS=triton_uniform.GROUPS, enable_fp_fusion=False)
+    return out
+
+
+def bin_unpack_centres(packed: torch.Tensor, n: int, bits: int, lo_bytes: torch.Tensor, hi_bytes: torch.Tensor,
+                       out: torch.Tensor) -> torch.Tensor:
+    """``bin_quantize.bin_unpack_centres``'s ``n`` values of ``packed`` into float32 ``out``, lo
+    and hi read from their float32 bytes on the device (``triton_uniform.usable`` must hold)."""
+    if n:
+        _bin_dequantize_ranged[_grid(n)](packed, n, packed.numel(), lo_bytes, hi_bytes, out.reshape(-1),
+                                         BITS=bits, GROUPS=triton_uniform.GROUPS, enable_fp_fusion=False)
     return out
 
 

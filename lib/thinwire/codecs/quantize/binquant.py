@@ -7,6 +7,12 @@ indices (``entropy/symbol_coders.py``: Huffman as in the paper, ``raw`` N-bit pa
 N from each encode's policy decision (``policies.EntropyBits``: Alg. 1 lines 3-5). A
 decision may also give ``levels`` L with 2^(N-1) < L < 2^N (a fractional bit width log2 L):
 the codes then run over L bins, are coded in N-bit symbols, and the message carries L.
+
+With the raw coder, one range and a fixed N of 1 to 8 (``steady``), a message's layout is
+fixed by the tensor: inside ``wire.deferred_checks`` a GPU tensor's range is found, sent and
+read back on the device as ``quantize``'s is (``kernels/triton_range.py``), so neither the
+encode nor the decode reads the host; a NaN or Inf tensor, or a range no encoder sends, is
+refused at the block's end.
 """
 
 
@@ -16,15 +22,16 @@ import math
 
 import torch
 
-from ..base import Codec, expect_part, expect_range, plain_decision
-from ..kernels import bitpack
+from ..base import FLOAT32_MAX, Codec, expect_part, expect_range, plain_decision
+from ..kernels import bitpack, device, triton_range, triton_uniform
 from .bin_quantize import bin_centres, bin_codes, bin_pack, bin_unpack_centres, check_bits, histogram
 from ..errors import CorruptMessageError
 from ..payload import PartWriter, Payload
-from .minmax import value_range
+from .minmax import device_range, value_range
 from .per_column import column_centres, column_codes, column_ranges
 from ..state import CodecState
 from ..entropy.symbol_coders import CODERS
+from ..wire import read_part
 
 
 PERS = ("tensor", "column", "row")  # one range per tensor (Oland & Raj), or per column or row of a 2-D tensor
@@ -62,6 +69,37 @@ class BinQuantize(Codec):
         # on that device (``uniform.dequantize_packed``); entropy-coded codes and per-column
         # ranges decode on the host
         self.decodes_on_device = self.reads_device_messages = coder == "raw" and per == "tensor"
+
+    @property
+    def steady(self) -> bool:
+        """Whether every message's layout is fixed by the tensor: raw N-bit codes (N fixed,
+        1 to 8: the device kernels' widths) over one range, whose meta is [lo, hi, N]."""
+        return self.coder == "raw" and self.per == "tensor" and 1 <= self.bits <= 8
+
+    def steady_parts(self, numel: int, shape: tuple = ()):
+        return (("codes", torch.uint8, bitpack.packed_bytes(numel, self.bits)),) if self.steady else None
+
+    def steady_meta(self) -> dict:
+        return {"lo": None, "hi": None, "bits": self.bits}  # the range written on the device in a block
+
+    def accepts_meta(self, meta: dict[str, float]) -> bool:
+        return -FLOAT32_MAX <= meta["lo"] <= meta["hi"] <= FLOAT32_MAX  # expect_range's test
+
+    def decodes_steady(self, out: torch.Tensor) -> bool:
+        return self.steady and triton_uniform.usable(self.bits, out)
+
+    def compress_deferred(self, flat, state: CodecState, key: str, shape: tuple = ()) -> Payload | None:
+        """``compress``'s payload of a non-empty float32 tensor on the GPU (a steady codec,
+        the Triton kernels chosen), its range left on the device (``minmax.device_range``)
+        and the codes made from its bytes there (``triton_range.bin_packed``)."""
+        if not (self.steady and flat.numel() and flat.dtype == torch.float32 and device.on_device(flat)
+                and triton_uniform.usable(self.bits, flat)):
+            return None
+        state.last.bits = self.bits
+        lo, hi = device_range(flat, key, self.spec())
+        writer = PartWriter(torch.uint8, bitpack.packed_bytes(flat.numel(), self.bits),
+                            lambda view: triton_range.bin_packed(flat, lo, hi, self.bits, view))
+        return Payload(parts={"codes": writer}, meta={"lo": lo, "hi": hi, "bits": self.bits})
 
     def params(self) -> dict:
         extra = {"per": self.per} if self.per != "tensor" else {}  # the default stays out of specs and keys
@@ -132,6 +170,11 @@ class BinQuantize(Codec):
             transposed = self._decompress_columns(payload, numel, bits, None).reshape(shape[1], shape[0])
             values = transposed.t().reshape(-1)
             return values if out is None else out.copy_(values)
+        if isinstance(payload.meta.get("lo"), torch.Tensor):  # a steady message: its range read on the device
+            lo, hi = payload.meta["lo"], payload.meta["hi"]
+            read_part(payload, "codes", lambda source, prefix: triton_range.bin_unpack_centres(
+                source, numel, bits, lo, hi, out), spoil=lambda: out.view(torch.uint8).fill_(0xFF))
+            return out
         lo, hi = expect_range(payload, self.name)
         levels = payload.meta.get("levels")
         if levels is not None and not _levels_fit(levels, bits):

@@ -58,6 +58,16 @@ def value_range(flat: torch.Tensor, key: str = "") -> tuple[float, float]:
     return lo, hi
 
 
+def device_range(flat: torch.Tensor, key: str, spec: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """Step 1 on the device inside ``wire.deferred_checks``: the float32 bytes of lo and hi
+    (4 uint8 each, as the header carries them), found as ``value_range`` finds them, a NaN or
+    Inf refused with its ``ValueError`` at the block's end (``refuse_unless``)."""
+    ends = triton_range.extrema(flat).view(torch.uint8)
+    deferred.active().refuse_unless(ends, deferred.finite_float32, f"tensor {key!r} contains NaN or Inf: it cannot "
+                                    f"be quantized ({spec}, refused at the block's end)")
+    return ends[:4], ends[4:]
+
+
 class Quantize(Codec):
     """Min-max uniform quantizer to ``bits`` bits per value."""
 
@@ -100,10 +110,7 @@ class Quantize(Codec):
                 and triton_uniform.usable(self.bits, flat)):
             return None
         state.last.bits = self.bits
-        ends = triton_range.extrema(flat).view(torch.uint8)
-        deferred.active().refuse_unless(ends, deferred.finite_float32, f"tensor {key!r} contains NaN or Inf: it cannot "
-                                        f"be quantized ({self.spec()}, refused at the block's end)")
-        lo, hi = ends[:4], ends[4:]
+        lo, hi = device_range(flat, key, self.spec())
         writer = PartWriter(torch.uint8, bitpack.packed_bytes(flat.numel(), self.bits),
                             lambda view: triton_range.quantize_packed(flat, lo, hi, self.bits, view))
         return Payload(parts={"codes": writer}, meta={"lo": lo, "hi": hi})
