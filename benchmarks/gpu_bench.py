@@ -609,8 +609,8 @@ def codec_kernels(sizes=SIZES) -> list[dict]:
 
 
 # the codecs whose messages a CUDA graph can hold (``Codec.steady_parts``: a header fixed by the
-# tensor, min-max quantization's range written on the device; not QSGD, whose message key the
-# host draws per message, so a replay would repeat its noise)
+# tensor, a quantizer's range or norms written on the device); QSGD's replays repeat the noise
+# key drawn at the capture (``graphed``)
 GRAPH_SPECS = ("fp32", "fp16", "bf16", "quantize(bits=8)", "quantize(bits=4)", "binquant(bits=8)", "colquant(bits=8)",
                "qsgd(bits=8, bucket=512)")
 

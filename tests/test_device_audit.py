@@ -2,7 +2,7 @@
 CPU under Triton's interpreter: the one-pass paths write (and read) a message with one
 kernel, not the kernel and then the ordinary path again, and the dense codecs' messages
 need no host read to be written and at most two (the header, the checksum) to be read,
-none inside ``wire.deferred_checks``, where min-max quantization's need none either."""
+none inside ``wire.deferred_checks``, where min-max and bin quantization's need none either."""
 
 from pathlib import Path
 
@@ -56,6 +56,13 @@ for spec in ("quantize(bits=8)", "quantize(bits=3)"):
         0, 0, {"_block_words": 1, "_dequantize_ranged": 1}), (spec, decode)
     assert folded["block_end"] == {"ops": 1, "triton": 0, "reads": 1}, (spec, folded["block_end"])
     assert folded["encode"]["reads"] + folded["decode"]["reads"] >= 2, spec  # outside a block: a wait each
+# ... and so does Oland & Raj's bin quantizer with raw codes
+folded = device_audit.audit_codec("binquant(bits=8)", "small", ("folded",))["folded"]
+encode, decode = folded["encode_deferred"], folded["decode_deferred"]
+assert encode["reads"] == decode["reads"] == 0 and folded["block_end"]["reads"] == 1, folded
+assert encode["triton_names"].get("_bin_quantize_ranged") == 1 and decode["triton_names"] == {
+    "_block_words": 1, "_bin_dequantize_ranged": 1}, folded
+assert folded["encode"]["reads"] == folded["decode"]["reads"] == 1, folded
 # ... and QSGD its norms, MQGrad's quantizer its rows' ranges
 for spec in ("qsgd(bits=8, bucket=512)", "colquant(bits=8)"):
     folded = device_audit.audit_codec(spec, "small", ("folded",))["folded"]

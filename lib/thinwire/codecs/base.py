@@ -105,7 +105,7 @@ class Codec(ABC):
         """The parts (name, dtype, numel) of every message of a ``numel``-value tensor of
         ``shape`` (``()``: unknown), for a codec whose messages carry no meta but
         ``steady_meta`` and parts fixed by the tensor's shape (fp32, fp16, bf16; min-max,
-        per-row and QSGD quantization), else None. Such a codec's header is fixed by the
+        bin (raw codes), per-row and QSGD quantization), else None. Such a codec's header is fixed by the
         tensor's shape and dtype, up to the bytes of the meta values it writes on the device:
         a message tensor's is copied from one kept on the device (``_is_steady``), and inside
         ``wire.deferred_checks`` a decode into ``out`` on the message's device does not read

@@ -8,9 +8,9 @@ bucket. ``CodecHook`` does, for each bucket of each backward pass:
    and the papers compress per layer) or the whole bucket (``"bucket"``) becomes one real
    message of the codec, with the sender's ``CodecState`` (an ``ef(...)`` spec keeps its
    residual there, so error feedback works as in the in-process runs). The bucket's
-   messages are encoded in one ``wire.deferred_checks`` block: min-max, per-row and QSGD
-   quantization of a GPU gradient into a message tensor keep their ranges or norms on the
-   device, and a NaN or Inf is refused at the block's end, before anything is sent.
+   messages are encoded in one ``wire.deferred_checks`` block: min-max, bin (raw codes),
+   per-row and QSGD quantization of a GPU gradient into a message tensor keep their ranges
+   or norms on the device, and a NaN or Inf is refused at the block's end, before anything is sent.
 2. All-gather: every message goes to every other rank through the torch.distributed
    transport (``comm/distributed.py``: exact message sizes, no padding; one frame per
    peer per bucket). The ledger records each message's bytes, payload and framing, per
