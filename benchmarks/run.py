@@ -479,14 +479,18 @@ def audit_table(doc: dict) -> dict[str, str]:
             lines.append(f"| {r['codec']} | {r['values']:,} values ({r['size']}) | "
                          + " | ".join(_cell(r[name][part]) for name in paths for part in ("encode", "decode")) + " |")
     by = {(r["codec"], r["size"]): r for r in doc["rows"]}
-    traffic = ["| codec | " + " | ".join(f"{name}: encode + decode bytes per value, at most this fraction of the add pass"
-                                         for name in paths) + " |", "|---|" + "---|" * len(paths)]
+    # the encode and decode of each path, and of the path counted inside a deferred_checks block too
+    columns = [(name, ("encode", "decode"), name) for name in paths] + [
+        (name, ("encode_deferred", "decode_deferred"), f"{name}, inside a `wire.deferred_checks()` block")
+        for name in paths if "encode_deferred" in doc["rows"][0][name]]
+    traffic = ["| codec | " + " | ".join(f"{title}: encode + decode bytes per value, at most this fraction of the add "
+                                         "pass" for _, _, title in columns) + " |", "|---|" + "---|" * len(columns)]
     for codec in dict.fromkeys(r["codec"] for r in doc["rows"]):
         large, larger = by[(codec, "large")], by[(codec, "larger")]
         cells = []
-        for name in paths:
+        for name, parts, _ in columns:
             per = [(larger[name][part]["bytes"] - large[name][part]["bytes"]) / (larger["values"] - large["values"])
-                   for part in ("encode", "decode")]
+                   for part in parts]
             cells.append(f"{per[0]:.1f} + {per[1]:.1f}: {12 / sum(per):.2f}")
         traffic.append(f"| {codec} | " + " | ".join(cells) + " |")
     deferred = _deferred_rows(doc)

@@ -49,19 +49,22 @@ for spec, one_pass in (("fp32", "_block_words"), ("fp16", "_block_halves"), ("bf
 for spec in ("quantize(bits=8)", "quantize(bits=3)"):
     folded = device_audit.audit_codec(spec, "small", ("folded",))["folded"]
     encode, decode = folded["encode_deferred"], folded["decode_deferred"]
+    # 8 bits: the codes written (read) as they are checksummed, lo's and hi's bytes added to the CRC after
+    words, crc = ("_quantize_ranged_words", "_with_words") if spec.endswith("8)") else ("_quantize_ranged",
+                                                                                          "_block_words")
     assert encode["reads"] == 0 and encode["triton_names"] == {
-        "_extrema_blocks": 1, "_extrema_final": 1, "_quantize_ranged": 1, "_block_words": 1}, (spec, encode)
+        "_extrema_blocks": 1, "_extrema_final": 1, words: 1, crc: 1}, (spec, encode)
     assert encode["op_names"] == {"copy": 3}, (spec, encode)  # the kept header, lo, hi
     assert (decode["ops"], decode["reads"], decode["triton_names"]) == (
-        0, 0, {"_block_words": 1, "_dequantize_ranged": 1}), (spec, decode)
+        0, 0, {crc: 1, words.replace("_quantize", "_dequantize"): 1}), (spec, decode)
     assert folded["block_end"] == {"ops": 1, "triton": 0, "reads": 1}, (spec, folded["block_end"])
     assert folded["encode"]["reads"] + folded["decode"]["reads"] >= 2, spec  # outside a block: a wait each
 # ... and so does Oland & Raj's bin quantizer with raw codes
 folded = device_audit.audit_codec("binquant(bits=8)", "small", ("folded",))["folded"]
 encode, decode = folded["encode_deferred"], folded["decode_deferred"]
 assert encode["reads"] == decode["reads"] == 0 and folded["block_end"]["reads"] == 1, folded
-assert encode["triton_names"].get("_bin_quantize_ranged") == 1 and decode["triton_names"] == {
-    "_block_words": 1, "_bin_dequantize_ranged": 1}, folded
+assert encode["triton_names"].get("_quantize_ranged_words") == 1 and decode["triton_names"] == {
+    "_with_words": 1, "_dequantize_ranged_words": 1}, folded
 assert folded["encode"]["reads"] == folded["decode"]["reads"] == 1, folded
 # ... and QSGD its norms, MQGrad's quantizer its rows' ranges
 for spec in ("qsgd(bits=8, bucket=512)", "colquant(bits=8)"):

@@ -42,6 +42,18 @@ for n in [5, B - 3, 3 * B + 7]:
     got = triton_crc.crc32c_tensor(data, trailer)
     want = crc32c.crc32c(data.numpy().tobytes())
     assert int.from_bytes(bytes(trailer.numpy()), "little") == want == int(got.item()) & 0xFFFFFFFF, n
+# words written after the CRC was made with zeros there (a range kept on the device) added to it,
+# in place and into the trailer: one word, two, the first and the last of the body
+for n, offsets in [(12, (0,)), (40, (8, 20)), (B + 9, (3, B + 1)), (3 * B, (17, 25))]:
+    data = rng.integers(0, 256, n, dtype=np.uint8)
+    zeroed = data.copy()
+    for at in offsets:
+        zeroed[at:at + 4] = 0
+    crc = triton_crc.crc32c_tensor(torch.from_numpy(zeroed[:-4].copy()))
+    trailer = torch.zeros(4, dtype=torch.uint8)
+    triton_crc.with_words(crc, torch.from_numpy(data), offsets, trailer)
+    want = crc32c.crc32c(data[:-4].tobytes())
+    assert int(crc.item()) & 0xFFFFFFFF == want == int.from_bytes(bytes(trailer.numpy()), "little"), (n, offsets)
 # message tensors written and read as on a GPU (the kernel checksums them and writes their
 # trailer): the host message's bytes, decoded to the same values
 from thinwire.codecs import CodecState

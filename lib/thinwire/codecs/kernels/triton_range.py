@@ -11,21 +11,25 @@ end).
    maximum of the bits xor 2^31, which orders them as unsigned); one program reduces those
    and writes lo's and hi's bits (``ends``, two int32: 8 bytes, sent as the message's meta).
    NaN and Inf come out as they are; the caller refuses them.
-2. ``_quantize_ranged``: ``triton_uniform._quantize``'s codes, the scale and offset made from
+2. ``_codes``: ``triton_uniform._quantize``'s codes, the scale and offset made from
    ``ends`` in each program as ``Quantize.compress`` makes them on the host: in float64 one
-   IEEE operation at a time (the kernel is launched with ``enable_fp_fusion=False``; its one
-   ``tl.fma`` is explicit and stays fused), rounded to float32 for the fused multiply-add,
-   or, for a range of a few subnormals whose scale float32 cannot hold, the codes of
-   ``minmax.exact_codes`` in float64.
-3. ``_dequantize_ranged``: ``triton_uniform._dequantize``'s values, the step made from lo and
-   hi read out of the message's own header bytes (4 little-endian bytes each, at any
-   offset), in float64 as ``Quantize.decompress`` makes it; a step beyond float32's range or
-   subnormal rescales in float64 as that method does.
-
-4. ``_bin_quantize_ranged`` and ``_bin_dequantize_ranged``: the same for Oland & Raj's bin
-   codes (``quantize/bin_quantize.py``, ``binquant`` with the raw coder and a fixed bit
-   width): ``triton_uniform._bin_quantize``'s float64 codes with the scale 2^bits / (hi - lo)
-   made in each program, and each bin's centre as ``bin_unpack_centres`` makes it.
+   IEEE operation at a time (the kernels are launched with ``enable_fp_fusion=False``; the
+   one ``tl.fma`` is explicit and stays fused), rounded to float32 for the fused
+   multiply-add, or, for a range of a few subnormals whose scale float32 cannot hold, the
+   codes of ``minmax.exact_codes`` in float64. With ``BINS``, Oland & Raj's bin codes
+   (``quantize/bin_quantize.py``, ``binquant`` with the raw coder and a fixed bit width):
+   ``triton_uniform._bin_quantize``'s float64 codes with the scale 2^bits / (hi - lo).
+3. ``_values``: ``triton_uniform._dequantize``'s values, the step made from lo and hi read
+   out of the message's own header bytes (4 little-endian bytes each, at any offset), in
+   float64 as ``Quantize.decompress`` makes it (a step beyond float32's range or subnormal
+   rescales in float64 as that method does); with ``BINS``, each bin's centre as
+   ``bin_unpack_centres`` makes it.
+4. ``_quantize_ranged`` and ``_dequantize_ranged`` pack and unpack 1 to 8 bits; at 8 bits
+   ``_quantize_ranged_words`` and ``_dequantize_ranged_words`` write (read) the codes as
+   they checksum them, in the device CRC's ``"words"`` form, as ``triton_uniform``'s one-pass
+   kernels do. That CRC's prefix, the header, is taken on the host with zeros where lo and
+   hi go; ``triton_crc.with_words`` then adds their bytes (``wire/tensor_message.py``), so
+   the codes are read once each way.
 
 float64 division on the GPU is IEEE's correctly rounded one (PTX ``div.rn.f64``; Triton's
 ``div_rn`` takes float32 only), so the scale and the step are the host's to the bit. The
@@ -36,7 +40,7 @@ from __future__ import annotations
 
 import torch
 
-from . import triton_uniform
+from . import triton_crc, triton_uniform
 from .triton_crc import AVAILABLE
 
 BLOCK = 1024          # values per step of an extrema program
@@ -113,61 +117,97 @@ if AVAILABLE:
         return g, j, g[:, None] * 8 + j[None, :]
 
     @triton.jit
-    def _quantize_ranged(x, n, lo_bytes, hi_bytes, out, nbytes, BITS: tl.constexpr, GROUPS: tl.constexpr):
-        """``Quantize.compress``'s codes of ``x`` over the range at ``lo_bytes``, ``hi_bytes``."""
+    def _codes(w, lo_bytes, hi_bytes, BITS: tl.constexpr, BINS: tl.constexpr):
+        """The int32 codes of float32 values ``w`` over the range at ``lo_bytes``, ``hi_bytes``:
+        ``Quantize.compress``'s, or with ``BINS`` ``bin_quantize.bin_pack``'s (min(floor((w -
+        lo) * scale), 2^BITS - 1), scale = 2^BITS / (hi - lo) in float64, 0 for an empty range)."""
+        lo32, lo, hi = _range_at(lo_bytes, hi_bytes)
+        if BINS:
+            scale = tl.where(hi > lo, (1 << BITS) / tl.maximum(hi - lo, 1e-300), 0.0)
+            level = (w.to(tl.float64) - lo) * scale  # >= 0: lo is the tensor's least
+            code = tl.minimum(level.to(tl.int64), (1 << BITS) - 1).to(tl.int32)
+        else:
+            levels = (1 << BITS) - 1
+            scale = tl.where(hi > lo, levels / tl.maximum(hi - lo, 1e-300), 0.0)  # the guard keeps 0 / 0 away
+            if scale > WIDE_SCALE:  # a few subnormals apart: the codes of ``exact_codes``, in float64
+                exact = (w.to(tl.float64) - lo) * scale + 0.5
+                code = tl.minimum(tl.maximum(exact, 0.0), levels).to(tl.int32)
+            elif tl.abs(lo) * scale <= (1 << BITS):  # the fused form, for ranges near zero
+                code = tl.fma(w, scale.to(tl.float32), (0.5 - lo * scale).to(tl.float32)).to(tl.int32)
+            else:
+                code = tl.fma(w - lo32, scale.to(tl.float32), 0.5).to(tl.int32)
+        return code
+
+    @triton.jit
+    def _values(code, lo_bytes, hi_bytes, BITS: tl.constexpr, BINS: tl.constexpr):
+        """The float32 values of int32 ``code``, lo and hi read from their bytes:
+        ``Quantize.decompress``'s (the step in float64, a step beyond float32's range or
+        subnormal rescaled in float64), or with ``BINS`` each bin's centre as
+        ``bin_quantize.bin_unpack_centres`` makes it (code * step + (lo + step / 2) in one
+        float32 fused multiply-add, step = (hi - lo) / 2^BITS and the offset made in float64;
+        lo everywhere for an empty range)."""
+        lo32, lo, hi = _range_at(lo_bytes, hi_bytes)
+        if BINS:
+            step = (hi - lo) / (1 << BITS)
+            value = tl.fma(code.to(tl.float32), step.to(tl.float32), (lo + 0.5 * step).to(tl.float32))
+            value = tl.where(hi > lo, value, lo32)
+        else:
+            step = (hi - lo) / ((1 << BITS) - 1)
+            if (step > WIDE_SCALE) | ((step > 0) & (step < TINY)):  # rescaled in float64
+                value = (lo + code.to(tl.float64) * step).to(tl.float32)
+            else:
+                value = tl.fma(code.to(tl.float32), step.to(tl.float32), lo32)
+        return value
+
+    @triton.jit
+    def _quantize_ranged(x, n, lo_bytes, hi_bytes, out, nbytes, BITS: tl.constexpr, GROUPS: tl.constexpr,
+                         BINS: tl.constexpr):
+        """``_codes`` of ``x``, packed into ``out``."""
         g, j, at = _groups(GROUPS)
         w = tl.load(x + at, mask=at < n, other=0.0)
-        lo32, lo, hi = _range_at(lo_bytes, hi_bytes)
-        levels = (1 << BITS) - 1
-        scale = tl.where(hi > lo, levels / tl.maximum(hi - lo, 1e-300), 0.0)  # the guard keeps 0 / 0 away
-        if scale > WIDE_SCALE:  # a few subnormals apart: the codes of ``exact_codes``, in float64
-            exact = (w.to(tl.float64) - lo) * scale + 0.5
-            code = tl.minimum(tl.maximum(exact, 0.0), levels).to(tl.int32)
-        elif tl.abs(lo) * scale <= (1 << BITS):  # the fused form, for ranges near zero
-            code = tl.fma(w, scale.to(tl.float32), (0.5 - lo * scale).to(tl.float32)).to(tl.int32)
-        else:
-            code = tl.fma(w - lo32, scale.to(tl.float32), 0.5).to(tl.int32)
-        code = tl.where(at < n, code, 0)
+        code = tl.where(at < n, _codes(w, lo_bytes, hi_bytes, BITS, BINS), 0)
         triton_uniform._store_packed(code, g, j, at, out, n, nbytes, BITS)
 
     @triton.jit
-    def _dequantize_ranged(packed, n, nbytes, lo_bytes, hi_bytes, out, BITS: tl.constexpr, GROUPS: tl.constexpr):
-        """``Quantize.decompress``'s values of the codes, lo and hi read from their bytes."""
+    def _dequantize_ranged(packed, n, nbytes, lo_bytes, hi_bytes, out, BITS: tl.constexpr, GROUPS: tl.constexpr,
+                           BINS: tl.constexpr):
+        """``_values`` of the packed codes, into ``out``."""
         g, j, at = _groups(GROUPS)
         code = triton_uniform._load_packed(packed, g, j, at, n, nbytes, BITS)
-        lo32, lo, hi = _range_at(lo_bytes, hi_bytes)
-        step = (hi - lo) / ((1 << BITS) - 1)
-        if (step > WIDE_SCALE) | ((step > 0) & (step < TINY)):  # rescaled in float64
-            value = (lo + code.to(tl.float64) * step).to(tl.float32)
-        else:
-            value = tl.fma(code.to(tl.float32), step.to(tl.float32), lo32)
-        tl.store(out + at, value, mask=at < n)
+        tl.store(out + at, _values(code, lo_bytes, hi_bytes, BITS, BINS), mask=at < n)
+
+
+if AVAILABLE:
+    from .triton_crc import _mul
+    from .triton_uniform import _block_done, _step_values, _words_of
 
     @triton.jit
-    def _bin_quantize_ranged(x, n, lo_bytes, hi_bytes, out, nbytes, BITS: tl.constexpr, GROUPS: tl.constexpr):
-        """``bin_quantize.bin_pack``'s codes of ``x`` over the range at ``lo_bytes``, ``hi_bytes``:
-        min(floor((w - lo) * scale), 2^BITS - 1) with scale = 2^BITS / (hi - lo), in float64,
-        all codes 0 for an empty range."""
-        g, j, at = _groups(GROUPS)
-        w = tl.load(x + at, mask=at < n, other=0.0).to(tl.float64)
-        _, lo, hi = _range_at(lo_bytes, hi_bytes)
-        scale = tl.where(hi > lo, (1 << BITS) / tl.maximum(hi - lo, 1e-300), 0.0)
-        level = (w - lo) * scale  # >= 0: lo is the tensor's least
-        code = tl.where(at < n, tl.minimum(level.to(tl.int64), (1 << BITS) - 1).to(tl.int32), 0)
-        triton_uniform._store_packed(code, g, j, at, out, n, nbytes, BITS)
+    def _quantize_ranged_words(x, n, lo_bytes, hi_bytes, padw, product, shifts, out, fold, crc_scale, ones, trailer,
+                               codes, LANES: tl.constexpr, STEPS: tl.constexpr, FINAL: tl.constexpr,
+                               STORE: tl.constexpr, SCALED: tl.constexpr, FOLD: tl.constexpr, BINS: tl.constexpr):
+        """8-bit ``_codes`` written and checksummed in one pass (``triton_uniform._quantize_words``'
+        loop, the range read from device memory)."""
+        crc = tl.zeros([LANES], dtype=tl.uint32)
+        for k in range(STEPS):
+            i, inside = _step_values(k, padw, n, LANES, STEPS)
+            w = tl.load(x + i, mask=inside, other=0.0)
+            code = tl.where(inside, _codes(w, lo_bytes, hi_bytes, 8, BINS), 0)
+            tl.store(codes + i, code.to(tl.uint8), mask=inside)
+            crc = _mul(crc, product) ^ _words_of(code.to(tl.uint32))
+        _block_done(crc, shifts, out, fold, ones, trailer, crc_scale, LANES, FINAL, STORE, SCALED, FOLD)
 
     @triton.jit
-    def _bin_dequantize_ranged(packed, n, nbytes, lo_bytes, hi_bytes, out, BITS: tl.constexpr,
-                               GROUPS: tl.constexpr):
-        """``bin_quantize.bin_unpack_centres``'s values: each code's bin centre, code * step +
-        (lo + step / 2) in one float32 fused multiply-add, step = (hi - lo) / 2^BITS and the
-        offset made in float64 and rounded to float32; lo everywhere for an empty range."""
-        g, j, at = _groups(GROUPS)
-        code = triton_uniform._load_packed(packed, g, j, at, n, nbytes, BITS)
-        lo32, lo, hi = _range_at(lo_bytes, hi_bytes)
-        step = (hi - lo) / (1 << BITS)
-        value = tl.fma(code.to(tl.float32), step.to(tl.float32), (lo + 0.5 * step).to(tl.float32))
-        tl.store(out + at, tl.where(hi > lo, value, lo32), mask=at < n)
+    def _dequantize_ranged_words(codes, n, lo_bytes, hi_bytes, padw, product, shifts, out, fold, crc_scale, ones,
+                                 trailer, values, LANES: tl.constexpr, STEPS: tl.constexpr, FINAL: tl.constexpr,
+                                 STORE: tl.constexpr, SCALED: tl.constexpr, FOLD: tl.constexpr, BINS: tl.constexpr):
+        """8-bit codes read, checksummed and turned into ``_values`` in one pass."""
+        crc = tl.zeros([LANES], dtype=tl.uint32)
+        for k in range(STEPS):
+            i, inside = _step_values(k, padw, n, LANES, STEPS)
+            code = tl.load(codes + i, mask=inside, other=0).to(tl.uint32)
+            crc = _mul(crc, product) ^ _words_of(code)
+            tl.store(values + i, _values(code.to(tl.int32), lo_bytes, hi_bytes, 8, BINS), mask=inside)
+        _block_done(crc, shifts, out, fold, ones, trailer, crc_scale, LANES, FINAL, STORE, SCALED, FOLD)
 
 
 def extrema(flat: torch.Tensor) -> torch.Tensor:
@@ -183,46 +223,52 @@ def extrema(flat: torch.Tensor) -> torch.Tensor:
 
 
 def quantize_packed(flat: torch.Tensor, lo_bytes: torch.Tensor, hi_bytes: torch.Tensor, bits: int,
-                    out: torch.Tensor) -> torch.Tensor:
+                    out: torch.Tensor, bins: bool = False) -> torch.Tensor:
     """``uniform.quantize_packed``'s codes of float32 ``flat`` into ``out`` (uint8), over the
     range whose float32 bytes are ``lo_bytes`` and ``hi_bytes`` (4 uint8 each, on the
-    device), with the scale ``Quantize.compress`` makes of it (``triton_uniform.usable`` must hold)."""
+    device), with the scale ``Quantize.compress`` makes of it; ``bins``: the codes of
+    ``bin_quantize.bin_pack`` (``triton_uniform.usable`` must hold)."""
     n = flat.numel()
     if n:
         _quantize_ranged[_grid(n)](flat.reshape(-1), n, lo_bytes, hi_bytes, out, out.numel(), BITS=bits,
-                                   GROUPS=triton_uniform.GROUPS, enable_fp_fusion=False)
+                                   GROUPS=triton_uniform.GROUPS, BINS=bins, enable_fp_fusion=False)
     return out
 
 
 def dequantize_packed(packed: torch.Tensor, n: int, bits: int, lo_bytes: torch.Tensor, hi_bytes: torch.Tensor,
-                      out: torch.Tensor) -> torch.Tensor:
+                      out: torch.Tensor, bins: bool = False) -> torch.Tensor:
     """``Quantize.decompress``'s ``n`` values of ``packed`` into float32 ``out``, lo and hi
-    read from their float32 bytes on the device (``triton_uniform.usable`` must hold)."""
+    read from their float32 bytes on the device; ``bins``: ``bin_quantize.bin_unpack_centres``'s
+    (``triton_uniform.usable`` must hold)."""
     if n:
-        _dequantize_ranged[_grid(n)](packed, n, packed.numel(), lo_bytes, hi_bytes, out.reshape(-1),
-                                     BITS=bits, GROUPS=triton_uniform.GROUPS, enable_fp_fusion=False)
+        _dequantize_ranged[_grid(n)](packed, n, packed.numel(), lo_bytes, hi_bytes, out.reshape(-1), BITS=bits,
+                                     GROUPS=triton_uniform.GROUPS, BINS=bins, enable_fp_fusion=False)
     return out
 
 
-def bin_packed(flat: torch.Tensor, lo_bytes: torch.Tensor, hi_bytes: torch.Tensor, bits: int,
-               out: torch.Tensor) -> torch.Tensor:
-    """``bin_quantize.bin_pack``'s codes of float32 ``flat`` into ``out`` (uint8), over the
-    range whose float32 bytes are ``lo_bytes`` and ``hi_bytes`` (``triton_uniform.usable`` must hold)."""
+def quantize8_crc(flat: torch.Tensor, lo_bytes: torch.Tensor, hi_bytes: torch.Tensor, codes: torch.Tensor,
+                  prefix: bytes, trailer: torch.Tensor | None = None, bins: bool = False) -> torch.Tensor:
+    """``quantize_packed``'s 8-bit codes of non-empty float32 ``flat`` into ``codes`` and the
+    CRC-32C of ``prefix`` and those codes, in one pass (``triton_uniform.quantize8_crc`` with
+    the range on the device; ``bins``: ``bin_quantize``'s codes)."""
     n = flat.numel()
-    if n:
-        _bin_quantize_ranged[_grid(n)](flat.reshape(-1), n, lo_bytes, hi_bytes, out, out.numel(),
-                                       BITS=bits, GROUPS=triton_uniform.GROUPS, enable_fp_fusion=False)
-    return out
+    if not n:
+        return triton_crc.empty(flat.device, triton_crc.after(prefix, 0), trailer)
+    return triton_crc.by_words(_quantize_ranged_words, n, flat.device, triton_crc.ONE, triton_crc.after(prefix, n),
+                               trailer, (flat.reshape(-1), n, lo_bytes, hi_bytes), (codes,), BINS=bins,
+                               enable_fp_fusion=False)
 
 
-def bin_unpack_centres(packed: torch.Tensor, n: int, bits: int, lo_bytes: torch.Tensor, hi_bytes: torch.Tensor,
-                       out: torch.Tensor) -> torch.Tensor:
-    """``bin_quantize.bin_unpack_centres``'s ``n`` values of ``packed`` into float32 ``out``, lo
-    and hi read from their float32 bytes on the device (``triton_uniform.usable`` must hold)."""
-    if n:
-        _bin_dequantize_ranged[_grid(n)](packed, n, packed.numel(), lo_bytes, hi_bytes, out.reshape(-1),
-                                         BITS=bits, GROUPS=triton_uniform.GROUPS, enable_fp_fusion=False)
-    return out
+def dequantize8_crc(codes: torch.Tensor, lo_bytes: torch.Tensor, hi_bytes: torch.Tensor, out: torch.Tensor,
+                    prefix: bytes, bins: bool = False) -> torch.Tensor:
+    """``dequantize_packed`` of non-empty 8-bit ``codes`` into float32 ``out`` and the CRC-32C
+    of ``prefix`` and the codes, in one pass (``bins``: ``bin_quantize``'s bin centres)."""
+    n = codes.numel()
+    if not n:
+        return triton_crc.empty(codes.device, triton_crc.after(prefix, 0), None)
+    return triton_crc.by_words(_dequantize_ranged_words, n, codes.device, triton_crc.ONE, triton_crc.after(prefix, n),
+                               None, (codes, n, lo_bytes, hi_bytes), (out.reshape(-1),), BINS=bins,
+                               enable_fp_fusion=False)
 
 
 def _grid(n: int) -> tuple[int]:

@@ -23,15 +23,14 @@ import math
 import torch
 
 from ..base import FLOAT32_MAX, Codec, expect_part, expect_range, plain_decision
-from ..kernels import bitpack, device, triton_range, triton_uniform
+from ..kernels import bitpack, device, triton_uniform
 from .bin_quantize import bin_centres, bin_codes, bin_pack, bin_unpack_centres, check_bits, histogram
 from ..errors import CorruptMessageError
 from ..payload import PartWriter, Payload
-from .minmax import device_range, value_range
+from .minmax import device_codes, device_range, read_device_codes, value_range
 from .per_column import column_centres, column_codes, column_ranges
 from ..state import CodecState
 from ..entropy.symbol_coders import CODERS
-from ..wire import read_part
 
 
 PERS = ("tensor", "column", "row")  # one range per tensor (Oland & Raj), or per column or row of a 2-D tensor
@@ -91,15 +90,14 @@ class BinQuantize(Codec):
     def compress_deferred(self, flat, state: CodecState, key: str, shape: tuple = ()) -> Payload | None:
         """``compress``'s payload of a non-empty float32 tensor on the GPU (a steady codec,
         the Triton kernels chosen), its range left on the device (``minmax.device_range``)
-        and the codes made from its bytes there (``triton_range.bin_packed``)."""
+        and the codes made from its bytes there (``minmax.device_codes``)."""
         if not (self.steady and flat.numel() and flat.dtype == torch.float32 and device.on_device(flat)
                 and triton_uniform.usable(self.bits, flat)):
             return None
         state.last.bits = self.bits
         lo, hi = device_range(flat, key, self.spec())
-        writer = PartWriter(torch.uint8, bitpack.packed_bytes(flat.numel(), self.bits),
-                            lambda view: triton_range.bin_packed(flat, lo, hi, self.bits, view))
-        return Payload(parts={"codes": writer}, meta={"lo": lo, "hi": hi, "bits": self.bits})
+        return Payload(parts={"codes": device_codes(flat, lo, hi, self.bits, bins=True)},
+                       meta={"lo": lo, "hi": hi, "bits": self.bits})
 
     def params(self) -> dict:
         extra = {"per": self.per} if self.per != "tensor" else {}  # the default stays out of specs and keys
@@ -171,10 +169,7 @@ class BinQuantize(Codec):
             values = transposed.t().reshape(-1)
             return values if out is None else out.copy_(values)
         if isinstance(payload.meta.get("lo"), torch.Tensor):  # a steady message: its range read on the device
-            lo, hi = payload.meta["lo"], payload.meta["hi"]
-            read_part(payload, "codes", lambda source, prefix: triton_range.bin_unpack_centres(
-                source, numel, bits, lo, hi, out), spoil=lambda: out.view(torch.uint8).fill_(0xFF))
-            return out
+            return read_device_codes(payload, numel, bits, out, bins=True)
         lo, hi = expect_range(payload, self.name)
         levels = payload.meta.get("levels")
         if levels is not None and not _levels_fit(levels, bits):

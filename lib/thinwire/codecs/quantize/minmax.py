@@ -21,7 +21,8 @@ lo and hi are found on the device and copied into the header's meta there, the c
 and read with the range taken from device memory (``kernels/triton_range.py``), and what
 the host would have checked (a finite range; the header) is judged at the block's end. A
 tensor with NaN or Inf is refused there, with this module's ``ValueError``. The messages
-are the same bytes.
+are the same bytes. At 8 bits the codes are written, and read, as they are checksummed
+(``device_codes``, ``read_device_codes``).
 """
 
 from __future__ import annotations
@@ -68,6 +69,36 @@ def device_range(flat: torch.Tensor, key: str, spec: str) -> tuple[torch.Tensor,
     return ends[:4], ends[4:]
 
 
+def device_codes(flat: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor, bits: int, bins: bool = False) -> PartWriter:
+    """The codes part (steps 2-3) over a range whose float32 bytes ``lo`` and ``hi`` are on
+    the device (``device_range``), written by ``triton_range``: 8-bit codes written and
+    checksummed in one pass (``quantize8_crc``; ``tensor_message.pack`` then adds the
+    range's bytes, written into the header on the device, to the checksum); ``bins``:
+    ``bin_quantize``'s codes."""
+    one_pass = bits == 8
+    return PartWriter(torch.uint8, bitpack.packed_bytes(flat.numel(), bits),
+                      lambda view: triton_range.quantize_packed(flat, lo, hi, bits, view, bins),
+                      source=flat if one_pass else None,
+                      fill_with_crc=(lambda target, prefix, trailer: triton_range.quantize8_crc(
+                          flat, lo, hi, target, prefix, trailer, bins)) if one_pass else None)
+
+
+def read_device_codes(payload: Payload, numel: int, bits: int, out: torch.Tensor, bins: bool = False) -> torch.Tensor:
+    """Step 4 of a steady message into ``out``, lo and hi read from the message's header
+    bytes on the device (``payload.meta``): 8-bit codes read as they are checksummed
+    (``triton_range.dequantize8_crc``), else after the body's checksum; ``bins``:
+    ``bin_quantize``'s bin centres."""
+    lo, hi = payload.meta["lo"], payload.meta["hi"]
+    if bits == 8:
+        def read(source, prefix):
+            return triton_range.dequantize8_crc(source, lo, hi, out, prefix, bins)
+    else:
+        def read(source, prefix):
+            return triton_range.dequantize_packed(source, numel, bits, lo, hi, out, bins)
+    read_part(payload, "codes", read, spoil=lambda: out.view(torch.uint8).fill_(0xFF), checksums=bits == 8)
+    return out
+
+
 class Quantize(Codec):
     """Min-max uniform quantizer to ``bits`` bits per value."""
 
@@ -111,9 +142,7 @@ class Quantize(Codec):
             return None
         state.last.bits = self.bits
         lo, hi = device_range(flat, key, self.spec())
-        writer = PartWriter(torch.uint8, bitpack.packed_bytes(flat.numel(), self.bits),
-                            lambda view: triton_range.quantize_packed(flat, lo, hi, self.bits, view))
-        return Payload(parts={"codes": writer}, meta={"lo": lo, "hi": hi})
+        return Payload(parts={"codes": device_codes(flat, lo, hi, self.bits)}, meta={"lo": lo, "hi": hi})
 
     def compress(self, flat, state: CodecState, key: str, shape: tuple = ()) -> Payload:
         n = flat.numel()
@@ -144,10 +173,7 @@ class Quantize(Codec):
     def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None, shape: tuple = ()) -> torch.Tensor:
         packed = expect_part(payload, "codes", torch.uint8, bitpack.packed_bytes(numel, self.bits))
         if isinstance(payload.meta.get("lo"), torch.Tensor):  # a steady message: its range read on the device
-            lo, hi = payload.meta["lo"], payload.meta["hi"]
-            read_part(payload, "codes", lambda source, prefix: triton_range.dequantize_packed(
-                source, numel, self.bits, lo, hi, out), spoil=lambda: out.view(torch.uint8).fill_(0xFF))
-            return out
+            return read_device_codes(payload, numel, self.bits, out)
         lo, hi = expect_range(payload, self.name)
         step = (hi - lo) / ((1 << self.bits) - 1)
         wide = step > FLOAT32_MAX / 2 or 0 < step < FLOAT32_TINY  # beyond float32's range, or a subnormal step

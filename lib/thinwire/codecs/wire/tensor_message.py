@@ -207,9 +207,15 @@ def pack(codec_id: int, digest: int, dtype: torch.dtype, shape: tuple[int, ...],
         message[:written].copy_(_host_bytes(before, message.device), non_blocking=not on_host)
     for name, at in device_meta.items():
         message[at:at + 4].copy_(payload.meta[name])
-    write = _one_pass(parts[0][1], message, written) if not on_host and len(parts) == 1 else None
+    words = meta_words(device_meta)
+    write = (_one_pass(parts[0][1], message, written) if not on_host and len(parts) == 1
+             and (words is not None or not device_meta) else None)
     if write is not None:  # one part, written as the message is checksummed
-        if _fails_on_device(lambda: write(message[written:total], before, message[total:])) is not None:
+
+        def checksummed():  # the meta kept on the device is zeros in ``before``: its own bytes are added
+            crc = write(message[written:total], before, None if words else message[total:])
+            return triton_crc.with_words(crc, message, words, message[total:]) if words else crc
+        if _fails_on_device(checksummed) is not None:
             return message
     for (_, t), off in zip(parts, offsets):
         if off > written:
@@ -230,6 +236,13 @@ def pack(codec_id: int, digest: int, dtype: torch.dtype, shape: tuple[int, ...],
     else:
         _crc(body, message[total:])
     return message
+
+
+def meta_words(offsets: dict[str, int]) -> tuple[int, ...] | None:
+    """The offsets of the float32 meta values a header keeps on the device (``format.plan``'s
+    ``device_meta``: min-max quantization's lo and hi), where ``triton_crc.with_words`` can
+    add them to a checksum made with zeros there in one launch, else None."""
+    return tuple(sorted(offsets.values())) if 1 <= len(offsets) <= triton_crc.WITH_WORDS else None
 
 
 def _head(message: torch.Tensor, end: int, extra: tuple[torch.Tensor, ...] = ()) -> tuple[bytes, bytes]:
@@ -263,6 +276,7 @@ class Unverified(NamedTuple):
     what: str = "a message"
     steady: bool = False  # ``head`` is what the message should hold, not yet compared with it
     accepts: Callable[[bytes], bool] | None = None
+    meta_words: tuple[int, ...] | None = None  # offsets of the meta kept on the device (``meta_words``)
 
 
 def unpack(message: torch.Tensor, verify: bool = True) -> tuple[dict, Payload]:
@@ -336,7 +350,8 @@ def unpack_steady(message: torch.Tensor, expected: Steady, what: str = "a messag
         raise CorruptMessageError(f"{what}: {n} bytes, where a message of this tensor has "
                                   f"{expected.total + TRAILER.size}")
     accepts = functools.partial(_judge, expected, accepts_meta or (lambda meta: True)) if expected.meta else None
-    payload = Payload(unverified=Unverified(message, expected.before, what, steady=True, accepts=accepts))
+    payload = Payload(unverified=Unverified(message, expected.before, what, steady=True, accepts=accepts,
+                                            meta_words=meta_words(dict(expected.meta))))
     for name, part_dtype, numel, off in expected.parts:
         payload.parts[name] = message[off:off + numel * ITEMSIZE[DTYPE_CODES[part_dtype]]].view(part_dtype)
     payload.meta.update(expected.fixed)
@@ -372,7 +387,7 @@ def verify(message: torch.Tensor) -> None:
         raise CorruptMessageError(f"checksum mismatch in a message of {n} bytes")
 
 
-def read_part(payload: Payload, name: str, read, spoil) -> None:
+def read_part(payload: Payload, name: str, read, spoil, checksums: bool = True) -> None:
     """Part ``name`` of an unverified message tensor (``unpack(verify=False)``) read by
     ``read(part bytes, prefix)``, which writes the part's values where its caller wants them
     and returns the CRC-32C of the host bytes ``prefix`` and the part's bytes (a one-element
@@ -380,8 +395,13 @@ def read_part(payload: Payload, name: str, read, spoil) -> None:
     among those read for the header, else after the message is verified. A mismatch calls
     ``spoil()`` (which overwrites what ``read`` wrote) and raises ``CorruptMessageError``;
     inside ``deferred_checks`` both happen at the block's end, and the part is read before
-    its message is verified."""
-    message, head, what, steady, accepts = payload.unverified
+    its message is verified. ``checksums=False``: ``read`` returns no CRC, and the message is
+    checksummed apart.
+
+    A steady header with meta kept on the device (``Unverified.meta_words``) is the prefix
+    with zeros there; the one pass's CRC gets the message's own bytes there added
+    (``triton_crc.with_words``)."""
+    message, head, what, steady, accepts, words = payload.unverified
     checks = deferred.active()
     part = payload.parts[name]
     end = message.numel() - TRAILER.size
@@ -390,8 +410,11 @@ def read_part(payload: Payload, name: str, read, spoil) -> None:
     if not 0 <= offset <= offset + nbytes <= end:
         raise ValueError(f"part {name!r} ({nbytes} bytes at {offset}) is not within the message body of {end} bytes")
     source = message[offset:offset + nbytes]
-    one_pass = offset + nbytes == end and offset <= len(head) and accepts is None  # the prefix is known
+    one_pass = (checksums and offset + nbytes == end and offset <= len(head)  # the prefix is known,
+                and (accepts is None or words is not None))  # up to the meta kept on the device
     crc = read(source, head[:offset]) if one_pass else _crc(message[:end])
+    if one_pass and accepts is not None:
+        crc = triton_crc.with_words(crc, message, words)
     if checks is not None:  # compared at the block's end: the part is read now
         if not one_pass:
             read(source, b"")
