@@ -351,27 +351,27 @@ if AVAILABLE:  # the kernels are compiled for the device of their first buffer
 
 if AVAILABLE:
     @triton.jit
-    def _raw_word(message, at):
-        """The raw CRC (zero register, no final xor) of the 4 bytes at ``at``, bit by bit."""
+    def _raw_word(word):
+        """The raw CRC (zero register, no final xor) of the 4 bytes at ``word``, bit by bit."""
         one = tl.arange(0, 1)
         raw = tl.zeros([1], dtype=tl.uint32)
         for b in tl.static_range(4):
-            raw ^= tl.load(message + at + b + one).to(tl.uint32)
+            raw ^= tl.load(word + b + one).to(tl.uint32)
             for _ in tl.static_range(8):
                 raw = (raw >> 1) ^ tl.where((raw & 1) != 0, 0x82F63B78, 0).to(tl.uint32)
         return raw
 
     @triton.jit
-    def _with_words(crc, message, at0, power0, at1, power1, trailer, TWO: tl.constexpr, STORE: tl.constexpr):
-        """``crc`` (a message body's CRC made with zeros in the 4 bytes at ``at0``, and ``at1``
-        when ``TWO``) turned into the CRC with the message's own bytes there: each word's raw
-        CRC times its ``power`` (x^(8 k), k the body's bytes after it), xor-ed in; with
+    def _with_words(crc, word0, power0, word1, power1, trailer, TWO: tl.constexpr, STORE: tl.constexpr):
+        """``crc`` (a message body's CRC made with zeros in the 4 bytes ``word0`` holds now,
+        and ``word1``'s when ``TWO``) turned into the CRC with those bytes there: each word's
+        raw CRC times its ``power`` (x^(8 k), k the body's bytes after it), xor-ed in; with
         ``STORE`` also written into the trailer."""
         one = tl.arange(0, 1)
         total = tl.load(crc + one).to(tl.uint32, bitcast=True)
-        total ^= _times(_raw_word(message, at0), (power0 + tl.zeros([1], tl.int32)).to(tl.uint32, bitcast=True))
+        total ^= _times(_raw_word(word0), (power0 + tl.zeros([1], tl.int32)).to(tl.uint32, bitcast=True))
         if TWO:
-            total ^= _times(_raw_word(message, at1), (power1 + tl.zeros([1], tl.int32)).to(tl.uint32, bitcast=True))
+            total ^= _times(_raw_word(word1), (power1 + tl.zeros([1], tl.int32)).to(tl.uint32, bitcast=True))
         tl.store(crc + one, total.to(tl.int32, bitcast=True))
         if STORE:
             shift = (8 * tl.arange(0, 4)).to(tl.uint32)
@@ -456,8 +456,9 @@ def with_words(crc: torch.Tensor, message: torch.Tensor, offsets: tuple[int, ...
     if not (1 <= len(offsets) <= WITH_WORDS and all(0 <= at <= body - 4 for at in offsets)):
         raise ValueError(f"offsets {offsets} are not 1 to {WITH_WORDS} words within a message body of {body} bytes")
     at0, at1 = offsets[0], offsets[-1]
-    _with_words[(1,)](crc, message, at0, _bits(x_8n(body - at0 - 4)), at1, _bits(x_8n(body - at1 - 4)),
-                      crc if trailer is None else trailer, TWO=len(offsets) == 2, STORE=trailer is not None)
+    _with_words[(1,)](crc, message[at0:at0 + 4], _bits(x_8n(body - at0 - 4)), message[at1:at1 + 4],
+                      _bits(x_8n(body - at1 - 4)), crc if trailer is None else trailer, TWO=len(offsets) == 2,
+                      STORE=trailer is not None)
     return crc
 
 
