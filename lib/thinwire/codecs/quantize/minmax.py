@@ -34,7 +34,6 @@ import torch
 from ..kernels import bitpack, device, triton_range, triton_uniform, uniform
 from ..kernels.extrema import extrema
 from ..base import FLOAT32_MAX as LARGEST, Codec, expect_part, expect_range
-from ..errors import CorruptMessageError
 from ..payload import PartWriter, Payload
 from ..state import CodecState
 from ..wire import deferred, read_part, settle

@@ -100,7 +100,6 @@ class TopK(Codec):
         return scatter.zeros_with(torch.empty(numel, dtype=torch.float32, device=values.device) if out is None else out,
                                   index, values)
 
-
     def _deferred(self, checks, payload: Payload, numel: int, out: torch.Tensor, key: str) -> torch.Tensor:
         """The entries scattered into ``out`` with their range not read: the indices clamped
         into [0, numel) (a damaged index cannot write outside ``out``), and their least and
@@ -134,5 +133,4 @@ def _within(numel: int, ends: bytes) -> bool:
 def _out_of_range(index: torch.Tensor, numel: int) -> bool:
     """Whether any of ``index`` (not empty) is outside [0, numel): its least and greatest
     read in one copy to the host."""
-    low, high = torch.stack(torch.aminmax(index)).tolist()
-    return low < 0 or high >= numel
+    return not _within(numel, torch.stack(torch.aminmax(index)).cpu().numpy().tobytes())
