@@ -720,7 +720,7 @@ def crc_variant_rows(nbytes: int) -> list[dict]:
 PARTS = ("same_bytes", "hook_nccl", "codecs", "paper", "device_crc", "device_messages", "crc_variants",
          "message_overhead", "codec_kernels", "step_profile", "paper_kernels", "codec_profile", "host_profile",
          "graphed")
-NOT_YET_RUN = ("step_profile", "graphed")  # parts no GPU has run yet: gpu-runs/bench_gpu.json lacks them
+NOT_YET_RUN = ()  # parts no GPU has run yet: gpu-runs/bench_gpu.json lacks them
 
 
 ROW_KEYS = {"codec_kernels": ("codec_kernel", "crc_kernel", "crc_join", "codec", "values"),  # what tells a part's

@@ -315,7 +315,10 @@ def gpu_tables(doc: dict) -> dict[str, str]:
             nearest = min(crc, key=lambda b: abs(b - fp32["bytes"]))
             lines[-1] += (f" Two passes of the device CRC ({triton_crc.KERNEL}) over {nearest:,} bytes (one to write "
                           f"fp32's message of {fp32['values']:,} values, one to check it) take {2 * crc[nearest] * 1e3:.2f} "
-                          f"ms of its {(fp32['encode_s'] + fp32['decode_s']) * 1e3:.2f} ms encode + decode.")
+                          f"ms of its {(fp32['encode_s'] + fp32['decode_s']) * 1e3:.2f} ms encode + decode"
+                          + ("." if stamps.get("device_crc") == stamps.get("device_messages") else
+                             f" (the CRC measured at commit {stamps.get('device_crc', {}).get('commit') or '?'}, the "
+                             f"message at {stamps.get('device_messages', {}).get('commit') or '?'}: different runs)."))
         failures = {r["device_crc_failure"] for r in kept if r.get("device_crc_failure")}
         if failures:
             lines += ["", f"The device CRC failed on this GPU and the host checksummed these messages: {sorted(failures)}."]

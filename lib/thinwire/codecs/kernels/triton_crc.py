@@ -65,12 +65,16 @@ With ``"words"`` a copy rides along: ``crc32c_copy`` stores each word it loads i
 target, so a message's one plain part is copied in, or out, and checksummed in one pass
 (``wire/tensor_message.py``), the CRC of the host bytes before the part folded in as a
 constant. The other kernels copy first and then checksum. ``gpu_bench`` times every
-kernel. ``"shifted"`` is the default: on an H100 (``gpu-runs/bench_gpu.json``, parts
-``device_crc`` and ``device_messages``) it checksummed 100 MB at 0.79 of the add pass and
-1 GB at 1.31, where ``"slicing"`` reached 0.43 and 0.54, and ``"words"`` 0.27 and 1.31 (its
-block CRCs' join costs about as much as 100 MB of words); ``"words"`` writes the larger
-dense messages fastest (fp32 of 250M values at 0.39 of the add pass, ``"shifted"`` 0.21)
-but the smaller ones slowest (fp16 of 25M: 0.11, ``"shifted"`` 0.19).
+kernel. ``"shifted"`` is the default, chosen on an H100 run at commit 5fe3e8b
+(``gpu-runs/bench_gpu.json``, parts ``device_crc`` and ``device_messages``): it checksummed
+100 MB at 0.79 of the add pass and 1 GB at 1.31, where ``"slicing"`` reached 0.43 and 0.54,
+and ``"words"`` 0.27 and 1.31; ``"words"`` wrote the larger dense messages fastest (fp32
+of 250M values at 0.39 of the add pass, ``"shifted"`` 0.21) but the smaller ones slowest
+(fp16 of 25M: 0.11, ``"shifted"`` 0.19). The H100 run at 727e907 (``device_crc`` only)
+checksummed 100 MB and 1 GB with ``"words"`` at 0.77 and 1.43, ``"shifted"`` 0.61 and
+1.26, ``"slicing"`` 0.41 and 0.52 (blocks joined by ``"tree"``; ``"fold"`` was slower for
+every kernel but ``"shifted"`` at 100 MB). The dense messages were not timed again in that
+run, so the default stays until ``device_messages`` compares the kernels at one commit.
 
 A kernel whose lanes' CRCs are parities of int8 matrix products on the tensor cores (no
 lookups at all) measured slower than ``"slicing"`` on an H100 and lives among
