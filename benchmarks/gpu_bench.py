@@ -44,19 +44,21 @@ paper profiles' speed on one GPU, and the DDP hook under NCCL.
 10. **Paper profiles with the kernels** (``paper_kernels``): part 2 again with the Triton
    codec kernels and the ``"words"`` device CRC switched on (``fast_kernels``), beside
    part 2's library defaults.
-11. **Codec profile** (``codec_profile``): part 8's codecs at 25M values under
-   ``torch.profiler``, with the library's kernels and with ``fast_kernels``: the kernels
-   that take an encode's and a decode's device time, the wall time beside it, the CUDA
-   runtime's calls and the Python functions that take the host's time.
+11. **Codec profile** (``codec_profile``): part 8's codecs at 25M values (other sizes with
+   ``--profile-values=``) under ``torch.profiler``, with the library's kernels and with
+   ``fast_kernels``: the kernels that take an encode's and a decode's device time, the wall
+   time beside it, the CUDA runtime's calls and the Python functions that take the host's
+   time.
 12. **Host profile** (``host_profile``): encode and decode of a 4,096-value message kept on
-   the device, where the call's time is the host's: ``cProfile``'s functions by own time
-   and with their callees, with both sets of kernels.
-13. **Graphed round trips** (``graphed``): fp32's, fp16's and bf16's round trips of part 5
+   the device, fp32's and part 8's codecs', where the call's time is the host's:
+   ``cProfile``'s functions by own time and with their callees, with both sets of kernels.
+13. **Graphed round trips** (``graphed``): the round trips of part 5 of ``GRAPH_SPECS``
    with the decode in a ``wire.deferred_checks`` block, called and captured in a CUDA
    graph and replayed, as fractions of the add pass.
 
 ``python benchmarks/gpu_bench.py [FILE] [--only=PART,...] [--codec-kernels=KERNEL,...]
-[--kernel-specs=SPEC;...] [--kernel-crcs=CRC;...] [--crc-joins=JOIN;...]`` updates ``FILE``
+[--kernel-specs=SPEC;...] [--kernel-crcs=CRC;...] [--crc-joins=JOIN;...] [--profile-values=N,...]``
+updates ``FILE``
 (``gpu-runs/bench_gpu.json``) with the parts it runs; ``THINWIRE_COMMIT`` names the code
 measured in each part's stamp.
 
@@ -96,6 +98,7 @@ HOOK_CODECS = ("fp32", "ef(topk(ratio=0.01))", "quantize(bits=8)")
 KERNEL_SPECS = ["quantize(bits=8)", "quantize(bits=4)", "quantize(bits=1)", "qsgd(bits=8, bucket=512)",
                 "qsgd(bits=4, bucket=512)", "topk(ratio=0.01)", "graddrop(ratio=0.99)", "graddrop(ratio=0.99, bits=1)",
                 "binquant(bits=8)", "colquant(bits=8)"]
+PROFILE_VALUES = (25_000_000,)  # part 11's sizes (``--profile-values=N,...``)
 OVERHEAD_CODECS = ("fp32", "quantize(bits=8)", "topk(ratio=0.01)", "graddrop(ratio=0.99)")
 DEVICE = "cuda"  # ``--dry-run``: "cpu", the device paths forced (kernels/device.py), tiny sizes
 
@@ -483,11 +486,12 @@ def both_kernel_sets(x: torch.Tensor, out: torch.Tensor, specs):
                                         torch.empty(0, dtype=torch.uint8, device=DEVICE))
 
 
-def host_profile(n: int = 4_096, specs=("fp32", *KERNEL_SPECS[:4]), calls: int = 200, top: int = 25) -> list[dict]:
+def host_profile(n: int = 4_096, specs=None, calls: int = 200, top: int = 25) -> list[dict]:
     """Part 12: where the host's time goes in one encode and one decode of a small message
     kept on the device (``n`` values: the device's work is negligible, so the call's time is
     the host's), with the library's kernels and with ``fast_kernels``: the wall time per call
     (best of ``calls``) and ``python_profile`` over ``calls`` calls."""
+    specs = specs or ("fp32", *KERNEL_SPECS)
     x = torch.randn(n, device=DEVICE, generator=torch.Generator(DEVICE).manual_seed(0))
     out = torch.empty_like(x)
     rows = []
@@ -763,7 +767,8 @@ def run(save, doc: dict, parts=PARTS, steps: int = 30, hook_steps: int = 600, si
             "message_overhead": lambda: message_overhead((4_096, min(1_000_000, sizes[0]))),
             "codec_kernels": lambda: codec_kernels(sizes),
             "step_profile": lambda: step_profile(min(steps, 10), profile),
-            "codec_profile": lambda: codec_profile(sizes[0]),
+            "codec_profile": lambda: [r for n in (PROFILE_VALUES if DEVICE == "cuda" else sizes[:1])
+                                      for r in codec_profile(n)],
             "host_profile": lambda: host_profile(calls=200 if DEVICE == "cuda" else 5),
             "graphed": lambda: graphed(sizes)}
     # the parts that run torch.profiler go last: no other part is timed in a process that has run it
@@ -794,7 +799,8 @@ def run(save, doc: dict, parts=PARTS, steps: int = 30, hook_steps: int = 600, si
 
 
 def main(argv: list[str]) -> int:
-    global DEVICE, CODEC_KERNELS  # --kernel-specs=, --kernel-crcs=, --crc-joins= (";"-separated): parts 8 and 11
+    global DEVICE, CODEC_KERNELS, PROFILE_VALUES  # --kernel-specs=, --kernel-crcs=, --crc-joins= (";"-separated):
+    # parts 8 and 11 (--kernel-specs= part 12 too)
     dry = "--dry-run" in argv
     argv = [a for a in argv if a != "--dry-run"]
     if dry:
@@ -808,6 +814,11 @@ def main(argv: list[str]) -> int:
         raise SystemExit(f"--only={','.join(only)} is not allowed: parts are {','.join(PARTS)}")
     argv = [a for a in argv if not a.startswith("--only=")]
     CODEC_KERNELS = next((tuple(a.split("=", 1)[1].split(",")) for a in argv if a.startswith("--codec-kernels=")), ())
+    values = next((a.split("=", 1)[1] for a in argv if a.startswith("--profile-values=")), None)
+    if values is not None:
+        if not all(v.isdigit() and int(v) > 0 for v in values.split(",")):
+            raise SystemExit(f"--profile-values={values} is not allowed: give positive integers, comma-separated")
+        PROFILE_VALUES = tuple(int(v) for v in values.split(","))
     for option, name, allowed in (("--kernel-specs=", "KERNEL_SPECS", KERNEL_SPECS),
                                   ("--kernel-crcs=", "KERNEL_CRCS", ("slicing", "shifted", "words")),
                                   ("--crc-joins=", "CRC_JOINS", ("tree", "fold"))):
@@ -817,7 +828,7 @@ def main(argv: list[str]) -> int:
                 raise SystemExit(f"{option}{';'.join(chosen)} is not allowed: choose among {';'.join(allowed)}")
             globals()[name] = type(globals()[name])(chosen)
     argv = [a for a in argv if not a.startswith(("--codec-kernels=", "--kernel-specs=", "--kernel-crcs=",
-                                                  "--crc-joins="))]
+                                                  "--crc-joins=", "--profile-values="))]
     target = Path(argv[0]) if argv else ROOT / "gpu-runs" / "bench_gpu.json"
     target.parent.mkdir(parents=True, exist_ok=True)
     doc = json.loads(target.read_text()) if target.exists() else {}

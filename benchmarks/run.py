@@ -355,7 +355,9 @@ def gpu_tables(doc: dict) -> dict[str, str]:
     if profiled:
         def kernels(found: dict) -> str:
             return "; ".join(f"{name} {us:,.0f}" for name, (us, _) in list(found.items())[:3])
-        lines += ["", f"Where an encode and a decode of {profiled[0]['values']:,} values spend their time "
+        sizes = sorted({r["values"] for r in profiled})  # one size in the header, else in each row
+        lines += ["", f"Where an encode and a decode of "
+                  f"{f'{sizes[0]:,} values' if len(sizes) == 1 else 'the values in each row'} spend their time "
                   f"(`torch.profiler`, microseconds per call; wall: best call, ended by a synchronize; returned: "
                   f"best time until the call returned to the host, begun on an idle device, '-' where not measured; "
                   f"device: the kernels' and copies' own time, '<' where a run counted a torch operation's kernels "
@@ -375,7 +377,10 @@ def gpu_tables(doc: dict) -> dict[str, str]:
             return f"{sum(v for k, v in found.items() if 'Synchronize' in k):g}"
 
         at = _row_commits(doc, "codec_profile")
-        lines += [f"| {r['codec']} | {r['kernels']}{at(r)} | "
+        def codec(r: dict) -> str:
+            return r["codec"] if len(sizes) == 1 else f"{r['codec']}, {r['values']:,}"
+
+        lines += [f"| {codec(r)} | {r['kernels']}{at(r)} | "
                   + " | ".join(f"{r[f'{w}_wall_us']:,.0f} | {returned(r, w)} | {on_device(r, w)} | "
                                f"{kernels(r[f'{w}_kernels'])} | "
                                f"{syncs(r[f'{w}_runtime_calls'])}" for w in ("encode", "decode")) + " |"

@@ -111,6 +111,8 @@ def test_the_gpu_benchmark_runs_its_codecs_through_the_device_paths_on_the_cpu(m
     assert triton_uniform.KERNEL == "triton" and triton_crc.KERNEL == "shifted"  # fast_kernels restores them
     table = run.gpu_tables({**doc, "codec_profile": rows})["gpu_codecs"]
     assert "spend their time" in table and "| colquant(bits=8) | triton, words |" in table
+    table = run.gpu_tables({**doc, "codec_profile": [*rows, {**rows[0], "values": 4_000}]})["gpu_codecs"]
+    assert "| quantize(bits=8), 2,000 | library |" in table and "| quantize(bits=8), 4,000 | library |" in table
     rows = gpu_bench.graphed(sizes=(3_000,))  # part 13: called only (no graph on the CPU)
     assert [r["codec"] for r in rows] == list(gpu_bench.GRAPH_SPECS)
     assert all(r["equal"] and r["same_bytes"] and r["called_s"] > 0 and r["graph_s"] is None for r in rows)
@@ -137,6 +139,8 @@ def test_a_partial_kernel_run_replaces_only_the_rows_it_measured(monkeypatch):
         gpu_bench.main(["--dry-run", "--only=codec_kernels", "--kernel-crcs=crc64"])
     with pytest.raises(SystemExit, match="--crc-joins=tree;zip is not allowed"):
         gpu_bench.main(["--dry-run", "--only=codec_kernels", "--crc-joins=tree;zip"])
+    with pytest.raises(SystemExit, match="--profile-values=25M is not allowed: give positive integers"):
+        gpu_bench.main(["--dry-run", "--only=codec_profile", "--profile-values=25M"])
 
 
 def test_the_crc_variants_bit_planes_are_the_crcs_of_single_bits():
