@@ -57,7 +57,8 @@ paper profiles' speed on one GPU, and the DDP hook under NCCL.
    graph and replayed, as fractions of the add pass.
 
 ``python benchmarks/gpu_bench.py [FILE] [--only=PART,...] [--codec-kernels=KERNEL,...]
-[--kernel-specs=SPEC;...] [--kernel-crcs=CRC;...] [--crc-joins=JOIN;...] [--profile-values=N,...]``
+[--kernel-specs=SPEC;...] [--kernel-crcs=CRC;...] [--crc-joins=JOIN;...] [--profile-values=N,...]
+[--graph-crcs=CRC;...]``
 updates ``FILE``
 (``gpu-runs/bench_gpu.json``) with the parts it runs; ``THINWIRE_COMMIT`` names the code
 measured in each part's stamp.
@@ -617,6 +618,7 @@ def codec_kernels(sizes=SIZES) -> list[dict]:
 # key drawn at the capture (``graphed``)
 GRAPH_SPECS = ("fp32", "fp16", "bf16", "quantize(bits=8)", "quantize(bits=4)", "binquant(bits=8)", "colquant(bits=8)",
                "qsgd(bits=8, bucket=512)")
+GRAPH_CRCS: tuple[str, ...] = ()  # ``--graph-crcs=shifted;words``: part 13 with each (the library's when empty)
 
 
 def graphed(sizes=SIZES, specs=GRAPH_SPECS) -> list[dict]:
@@ -632,7 +634,10 @@ def graphed(sizes=SIZES, specs=GRAPH_SPECS) -> list[dict]:
     the key drawn at its capture, so every replay sends the same rounding noise. That does
     not change the work timed, but such a graph is for timing, not training; its message is
     compared with the host's made with the same key (the generator as it was before the
-    last call, which is the capture)."""
+    last call, which is the capture).
+
+    Each round trip once with each device CRC kernel of ``GRAPH_CRCS`` (``crc_kernel``; the
+    library's ``triton_crc.KERNEL`` when it is empty)."""
     from thinwire.codecs import CodecState, make_codec
     from thinwire.codecs.kernels import device
     from thinwire.codecs.wire import deferred
@@ -641,10 +646,10 @@ def graphed(sizes=SIZES, specs=GRAPH_SPECS) -> list[dict]:
         x = torch.randn(n, device=DEVICE, generator=torch.Generator(DEVICE).manual_seed(0))
         roof = add_pass(x)
         out, repeats = torch.empty_like(x), _repeats(n)
-        for spec in specs:
+        for crc, spec in ((c, s) for c in GRAPH_CRCS or (_crc_kernel(),) for s in specs):
             codec = make_codec(spec)
             codec.warm_up()
-            with device.forced() if DEVICE == "cpu" else nullcontext(), _device_messages():
+            with device.forced() if DEVICE == "cpu" else nullcontext(), _device_messages(), crc_kernel(crc):
                 held = Held(codec, CodecState(0), x, out, torch.empty(0, dtype=torch.uint8, device=DEVICE))
 
                 def round_trip(into=None):
@@ -653,8 +658,8 @@ def graphed(sizes=SIZES, specs=GRAPH_SPECS) -> list[dict]:
                         held.encode()
                         held.decode()
                 called = device_seconds(round_trip, repeats, 1)
-                row = {"codec": spec, "values": n, "bytes": held.message.numel(), "add_pass_s": roof,
-                       "called_s": called, "fraction_called": roof / called, "graph_s": None, "target": TARGET}
+                row = {"codec": spec, "values": n, "crc_kernel": crc, "bytes": held.message.numel(),
+                       "add_pass_s": roof, "called_s": called, "fraction_called": roof / called, "graph_s": None, "target": TARGET}
                 if DEVICE == "cuda":
                     row.update(_replayed(round_trip, repeats, roof))
                 same_keys = CodecState(0)
@@ -664,7 +669,7 @@ def graphed(sizes=SIZES, specs=GRAPH_SPECS) -> list[dict]:
                 row["equal"] = bool(torch.equal(out.cpu(), codec.decode(host, CodecState(0), "x")))
             rows.append(row)
             graph = "-" if row["graph_s"] is None else f"{row['graph_s'] * 1e3:.3f}"
-            print(f"gpu graphed {spec} n={n:,}: called {called * 1e3:.3f} ms, graph {graph} ms, add pass "
+            print(f"gpu graphed {spec} n={n:,} (CRC {crc}): called {called * 1e3:.3f} ms, graph {graph} ms, add pass "
                   f"{roof * 1e3:.3f} ms {row.get('graph_failure', '')}", flush=True)
             del held
         del x, out
@@ -728,7 +733,8 @@ NOT_YET_RUN = ()  # parts no GPU has run yet: gpu-runs/bench_gpu.json lacks them
 
 
 ROW_KEYS = {"codec_kernels": ("codec_kernel", "crc_kernel", "crc_join", "codec", "values"),  # what tells a part's
-            "codec_profile": ("kernels", "codec", "values")}                                # rows apart
+            "codec_profile": ("kernels", "codec", "values"),                                # rows apart
+            "graphed": ("crc_kernel", "codec", "values")}
 ROW_DEFAULTS = {"crc_join": "tree"}  # what rows measured before a key existed had
 
 
@@ -821,14 +827,15 @@ def main(argv: list[str]) -> int:
         PROFILE_VALUES = tuple(int(v) for v in values.split(","))
     for option, name, allowed in (("--kernel-specs=", "KERNEL_SPECS", KERNEL_SPECS),
                                   ("--kernel-crcs=", "KERNEL_CRCS", ("slicing", "shifted", "words")),
-                                  ("--crc-joins=", "CRC_JOINS", ("tree", "fold"))):
+                                  ("--crc-joins=", "CRC_JOINS", ("tree", "fold")),
+                                  ("--graph-crcs=", "GRAPH_CRCS", ("slicing", "shifted", "words"))):
         chosen = next((a.split("=", 1)[1].split(";") for a in argv if a.startswith(option)), None)
         if chosen is not None:
             if not chosen or any(c not in allowed for c in chosen):
                 raise SystemExit(f"{option}{';'.join(chosen)} is not allowed: choose among {';'.join(allowed)}")
             globals()[name] = type(globals()[name])(chosen)
     argv = [a for a in argv if not a.startswith(("--codec-kernels=", "--kernel-specs=", "--kernel-crcs=",
-                                                  "--crc-joins=", "--profile-values="))]
+                                                  "--crc-joins=", "--profile-values=", "--graph-crcs="))]
     target = Path(argv[0]) if argv else ROOT / "gpu-runs" / "bench_gpu.json"
     target.parent.mkdir(parents=True, exist_ok=True)
     doc = json.loads(target.read_text()) if target.exists() else {}

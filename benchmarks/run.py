@@ -211,12 +211,12 @@ def _graphed_lines(doc: dict, stamp) -> list[str]:
              "left on the device) at its end, called and replayed from a CUDA graph (`gpu_bench`'s part 13, "
              f"{stamp('graphed')}; the host's message and decoded values for the same tensor; a QSGD graph replays "
              "the noise key drawn on the host at its capture, so it is timed here, not trained with):\n",
-             "| codec | values | called ms | fraction of the add pass | graph ms | fraction of the add pass | "
-             "host's bytes | host's values |", "|---|---|---|---|---|---|---|---|"]
+             "| codec | values | CRC kernel | called ms | fraction of the add pass | graph ms | fraction of the add pass"
+             " | host's bytes | host's values |", "|---|---|---|---|---|---|---|---|---|"]
     for r in found:
         graph = (f"{r['graph_s'] * 1e3:.3f} | {_target(r['fraction_graph'], r['target'])}" if r.get("graph_s")
                  else f"failed: {r['graph_failure']} |" if "graph_failure" in r else "- | -")
-        lines.append(f"| {r['codec']} | {r['values']:,} | {r['called_s'] * 1e3:.3f} | "
+        lines.append(f"| {r['codec']} | {r['values']:,} | {r['crc_kernel']} | {r['called_s'] * 1e3:.3f} | "
                      f"{_target(r['fraction_called'], r['target'])} | {graph} | {r.get('same_bytes', '-')} | "
                      f"{r['equal']} |")
     return lines

@@ -117,7 +117,12 @@ def test_the_gpu_benchmark_runs_its_codecs_through_the_device_paths_on_the_cpu(m
     assert [r["codec"] for r in rows] == list(gpu_bench.GRAPH_SPECS)
     assert all(r["equal"] and r["same_bytes"] and r["called_s"] > 0 and r["graph_s"] is None for r in rows)
     table = run.gpu_tables({**doc, "graphed": rows})["gpu_codecs"]
-    assert "replayed from a CUDA graph" in table and "| bf16 | 3,000 |" in table
+    assert "replayed from a CUDA graph" in table and "| bf16 | 3,000 | shifted |" in table
+    monkeypatch.setattr(gpu_bench, "GRAPH_CRCS", ("words", "shifted"))  # --graph-crcs=words;shifted
+    rows = gpu_bench.graphed(sizes=(3_000,), specs=("fp16", "quantize(bits=8)"))
+    assert [(r["crc_kernel"], r["codec"]) for r in rows] == [(c, s) for c in ("words", "shifted")
+                                                              for s in ("fp16", "quantize(bits=8)")]
+    assert all(r["equal"] and r["same_bytes"] for r in rows) and triton_crc.KERNEL == "shifted"
 
 
 def test_a_partial_kernel_run_replaces_only_the_rows_it_measured(monkeypatch):
@@ -139,6 +144,8 @@ def test_a_partial_kernel_run_replaces_only_the_rows_it_measured(monkeypatch):
         gpu_bench.main(["--dry-run", "--only=codec_kernels", "--kernel-crcs=crc64"])
     with pytest.raises(SystemExit, match="--crc-joins=tree;zip is not allowed"):
         gpu_bench.main(["--dry-run", "--only=codec_kernels", "--crc-joins=tree;zip"])
+    with pytest.raises(SystemExit, match="--graph-crcs=crc64 is not allowed"):
+        gpu_bench.main(["--dry-run", "--only=graphed", "--graph-crcs=crc64"])
     with pytest.raises(SystemExit, match="--profile-values=25M is not allowed: give positive integers"):
         gpu_bench.main(["--dry-run", "--only=codec_profile", "--profile-values=25M"])
 
