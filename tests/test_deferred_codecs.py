@@ -2,7 +2,8 @@
 min-max quantization's range (``kernels/triton_range.py``, ``Quantize.compress_deferred``)
 QSGD's bucket norms (``QSGD.compress_deferred``) and MQGrad's rows' ranges
 (``ColumnQuantize.compress_deferred``), Oland & Raj's bin quantizer's range
-(``BinQuantize.compress_deferred``), and top-k's received indices' range. A message
+(``BinQuantize.compress_deferred``), top-k's received indices' range and gradient
+dropping's received offsets' checks. A message
 tensor is encoded and decoded with nothing read by the host (top-k: its opening only), to
 the host's bytes and values; the block's end refuses a NaN or Inf tensor, a damaged byte,
 and a header, norms, ranges or indices no encoder writes.
@@ -53,20 +54,23 @@ def refused_at_end(codec, bad):
     raise AssertionError(f"{codec.spec()}: a non-finite tensor was sent")
 
 
-def forged_is_refused(codec, host, floats, like):
+def forged_is_refused(codec, host, floats, like, at_end=False):
     # host message bytes with float32 values written at {offset: value}, under a valid checksum:
     # decoded inside a block, the block ends with CorruptMessageError and the values NaN
+    # (at_end: the decode itself returned, as on a GPU it must: a damaged index wrote nowhere)
     forged = bytearray(host)
     for at, value in floats.items():
         forged[at:at + 4] = struct.pack("<f", value)
     forged[-4:] = struct.pack("<I", checksum(memoryview(forged)[:-4]))
-    out = torch.empty_like(like)
+    out, returned = torch.empty_like(like), False
     try:
         with deferred_checks():
             with device.forced():
                 codec.decode(tensor_message.from_host(forged, "cpu"), CodecState(0), "x", out=out)
+            returned = True
     except CorruptMessageError:
         assert out.isnan().all(), floats
+        assert returned or not at_end, f"{codec.spec()}: refused before the block's end"
     else:
         raise AssertionError(f"{codec.spec()}: {floats} decoded")
 
@@ -220,6 +224,35 @@ lo_at, hi_at = [off for _, off in tensor_message.steady_layout(
 for lo, hi in ((1.0, -1.0), (float("nan"), 1.0), (0.0, float("inf"))):
     forged_is_refused(codec, host, {lo_at: lo, hi_at: hi}, x)
 refused_at_end(codec, torch.tensor([1.0, float("nan")]))
+
+# 12. gradient dropping's offsets: a decode does not read their checks (its header and checksum
+# are read as it opens); a forged gap or escape count is refused at the block's end
+from thinwire.codecs.wire import format as wire_format
+codec = make_codec("graddrop(ratio=0.99)")
+for x in (torch.randn(5003, generator=g), torch.randn(40, 300, generator=g)):
+    host = bytes(codec.encode(x, CodecState(0), "x"))
+    m = encoded(codec, x)
+    assert bytes(m.numpy()) == host
+    del reads[:]
+    with deferred_checks() as checks:
+        out = decoded(codec, m, x)
+        assert len(checks.pending) == 1 and len(reads) == 1, reads  # the offsets' checks left; the opening read
+    assert len(reads) == 2 and torch.equal(out, codec.decode(host, CodecState(0), "x"))
+x = torch.randn(3000, generator=torch.Generator().manual_seed(1))
+host = bytearray(codec.encode(x, CodecState(0), "x"))
+_, payload = wire_format.unpack(host)
+start = np.frombuffer(host, np.uint8).ctypes.data
+words, escaped = payload.parts["offsets"], payload.parts["escapes"]
+at_words, at_escaped = words.data_ptr() - start, escaped.data_ptr() - start
+assert escaped.numel() and payload.meta["width"] == 8, (escaped, payload.meta)
+short = next(i for i, w in enumerate(words.tolist()) if w != 255)
+for where, value in ((at_words, b"\x00"),  # a gap of 0
+                     (at_words + short, b"\xff"),  # one escape more than long gaps
+                     (at_escaped, struct.pack("<i", 0)),  # a long gap of 0
+                     (at_escaped, struct.pack("<i", 2**31 - 1))):  # an index past the tensor
+    bad = bytearray(host)
+    bad[where:where + len(value)] = value
+    forged_is_refused(codec, bytes(bad), {}, x, at_end=True)
 print("ok")
 """
 

@@ -75,6 +75,9 @@ for spec in ("qsgd(bits=8, bucket=512)", "colquant(bits=8)"):
 folded = device_audit.audit_codec("topk(ratio=0.01)", "small", ("folded",))["folded"]
 assert folded["decode_deferred"]["reads"] == 1 and folded["decode"]["reads"] == 2, folded
 assert folded["encode_deferred"]["reads"] == folded["encode"]["reads"] == 1 and folded["block_end"]["reads"] == 1
+# gradient dropping's offsets are checked in one read, after the header's
+decode = device_audit.audit_codec("graddrop(ratio=0.99)", "small", ("triton",))["triton"]["decode"]
+assert decode["reads"] == 2, decode["where"]
 print("ok")
 """.replace("BENCHMARKS", repr(str(BENCHMARKS)))
 

@@ -213,6 +213,10 @@ def test_offsets_reject_inconsistent_input(path):
         decode_offsets(width, words, escaped, 2, 200_000)
     with path(), pytest.raises(CorruptMessageError, match="1 escapes but 0 long gaps"):
         decode_offsets(width, words, escaped[:0], 3, 200_000)
+    with path(), pytest.raises(CorruptMessageError, match="1 escapes but 2 long gaps"):
+        decode_offsets(width, words, escaped.repeat(2), 3, 200_000)
+    with path(), pytest.raises(CorruptMessageError, match="0 escapes but 1 long gaps"):
+        decode_offsets(width, words[:0], escaped, 0, 200_000)
     with path(), pytest.raises(CorruptMessageError, match="out of range"):
         decode_offsets(width, words, escaped, 3, 1000)
 

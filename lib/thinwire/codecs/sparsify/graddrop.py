@@ -31,6 +31,9 @@ Statistics: after each message ``state.last`` (``SendStats``) holds ``kept`` and
 how many other values equal a positive threshold (counted exactly with
 ``threshold="exact"``, else estimated from the sample); the sender's slot keeps
 ``threshold`` (one float32 per threshold used).
+
+On a device the offsets' checks are read in one copy as a message is decoded, and inside
+``wire.deferred_checks`` not at all: the block's end judges them (``decompress``).
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ from ..errors import CorruptMessageError
 from .offsets import decode_offsets, encode_offsets, long_gaps
 from ..payload import Payload
 from ..state import CodecState
+from ..wire import deferred
 
 THRESHOLDS = ("exact", "sampled")
 SCOPES = ("global", "local")
@@ -263,27 +267,38 @@ class GradDrop(Codec):
 
     # -- receiver -------------------------------------------------------------------------
     def sparse_entries(self, payload: Payload, numel: int, state: CodecState, key: str, shape: tuple = ()):
+        return self._entries(payload, numel)
+
+    def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None, shape: tuple = ()) -> torch.Tensor:
+        """Inside ``wire.deferred_checks``, decoding into ``out`` on the device, the offsets'
+        checks are not read but judged at the block's end (``out`` NaN where they fail), the
+        indices clamped into the tensor meanwhile: the message's opening is the one read."""
+        checks, judge = deferred.active(), None
+        if checks is not None and out is not None and device.on_device(out):
+            def judge(found, accepts):
+                checks.corrupt_unless(found, accepts, lambda: out.view(torch.uint8).fill_(0xFF),
+                                      f"{self.spec()} message for {key!r}")
+        index, values = self._entries(payload, numel, judge)
+        return scatter.zeros_with(torch.empty(numel, dtype=torch.float32) if out is None else out, index, values)
+
+    def _entries(self, payload: Payload, numel: int, judge=None):
         count = payload.meta.get("count")
         if not isinstance(count, int) or not 0 <= count <= numel:
             raise CorruptMessageError(f"graddrop: survivor count {count!r} for {numel} values")
-        index = self._get_index(payload, count, numel)
+        index = self._get_index(payload, count, numel, judge)
         if self.bits == 0:
             values = expect_part(payload, "values", torch.float32, count)
         else:
             values = self._dequantize(payload, index, count, numel)
         return index, values
 
-    def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None, shape: tuple = ()) -> torch.Tensor:
-        index, values = self.sparse_entries(payload, numel, state, key, shape=shape)
-        return scatter.zeros_with(torch.empty(numel, dtype=torch.float32) if out is None else out, index, values)
-
-    def _get_index(self, payload, count, numel) -> torch.Tensor:
+    def _get_index(self, payload, count, numel, judge=None) -> torch.Tensor:
         if self.encoding == "offset_value":
             words = payload.parts.get("offsets")
             escaped = expect_part(payload, "escapes", torch.int32)
             if words is None:
                 raise CorruptMessageError("graddrop: missing part 'offsets'")
-            return decode_offsets(payload.meta.get("width"), words, escaped, count, numel)
+            return decode_offsets(payload.meta.get("width"), words, escaped, count, numel, judge)
         index = expect_part(payload, "index", torch.int32, count).long()
         if count:  # read in one copy to the host
             first, last, unordered = torch.stack([index[0], index[-1], (index[1:] <= index[:-1]).any()]).tolist()

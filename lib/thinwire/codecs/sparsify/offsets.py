@@ -39,15 +39,28 @@ def encode_offsets(index: torch.Tensor, longs: tuple[int, int] | None = None) ->
     return width, torch.from_numpy(words.view(WIRE[width])), torch.from_numpy(escaped)
 
 
-def decode_offsets(width: int, words: torch.Tensor, escaped: torch.Tensor, count: int, numel: int) -> torch.Tensor:
+def decode_offsets(width: int, words: torch.Tensor, escaped: torch.Tensor, count: int, numel: int,
+                   judge=None) -> torch.Tensor:
     """Inverse of ``encode_offsets``: ``count`` strictly increasing int64 indices below
     ``numel``, or ``CorruptMessageError``; on the words' device (torch operations there,
-    ``kernels/device.py``)."""
+    ``kernels/device.py``). ``judge(found, accepts)``: on a device, the checks are not read
+    but left to the caller's judge (``wire.deferred_checks``' ``corrupt_unless``: ``accepts``
+    the bytes of ``found``), and the indices are clamped into [0, numel) meanwhile."""
     if width not in WIDTHS or words.numel() != count or words.dtype != WIRE_TORCH[width]:
         raise CorruptMessageError(f"offsets: width {width!r} with {words.numel()} {words.dtype} words "
                                   f"for {count} indices")
     if device.on_device(words):
-        return _decode_on_device(width, words, escaped, count, numel)
+        index, found = _decode_on_device(width, words, escaped, count)
+        longs = escaped.numel()
+        if found is None:
+            return index
+        if judge is None:
+            fault = _fault(found.tolist(), longs, numel)  # one wait on a GPU
+            if fault:
+                raise CorruptMessageError(fault)
+            return index
+        judge(found, lambda read: _fault(np.frombuffer(read, np.int64).tolist(), longs, numel) is None)
+        return index.clamp_(0, max(numel - 1, 0))
     index = np.empty(count, np.int64)
     fault = gaps.join_gaps(words.numpy().view(WIDTHS[width]), (1 << width) - 1, escaped.numpy(), index)
     if fault == 1:
@@ -84,22 +97,33 @@ def _encode_on_device(index: torch.Tensor, longs: tuple[int, int] | None) -> tup
     return width, words, gap[escaped].to(torch.int32)
 
 
-def _decode_on_device(width: int, words: torch.Tensor, escaped: torch.Tensor, count: int, numel: int) -> torch.Tensor:
+def _decode_on_device(width: int, words: torch.Tensor, escaped: torch.Tensor,
+                      count: int) -> tuple[torch.Tensor, torch.Tensor | None]:
     """``join_gaps`` in torch operations: each escape replaced by its long gap, in order, and
-    the gaps summed from -1; the same checks (and messages) as the host loop."""
+    the gaps summed from -1, with what the host loop checks, not read: (indices, int64
+    [escapes, whether a gap is below 1, the last index]), or None for no indices."""
     escape = (1 << width) - 1
     gap = words.to(torch.int64) & escape  # a 16-bit word's int16 bit pattern read unsigned
+    if not count:
+        if escaped.numel():
+            raise CorruptMessageError(f"offsets: 0 escapes but {escaped.numel()} long gaps")
+        return gap, None
     long = gap == escape
-    escapes = int(long.sum())
-    if escapes != escaped.numel():
-        raise CorruptMessageError(f"offsets: {escapes} escapes but {escaped.numel()} long gaps")
-    # the long gaps in order (``gap[long] = ...`` would wait for the device: a mask index)
-    gap.masked_scatter_(long, escaped.to(device=gap.device, dtype=torch.int64))
+    if escaped.numel():  # the i-th escape takes long gap i (clamped: a count that differs is refused)
+        rank = (torch.cumsum(long, 0) - 1).clamp_(0, escaped.numel() - 1)
+        gap = torch.where(long, escaped.to(device=gap.device, dtype=torch.int64)[rank], gap)
     index = torch.cumsum(gap, 0) - 1
-    if count:  # both checks read in one copy to the host
-        below, last = torch.stack([(gap < 1).any().to(torch.int64), index[-1]]).tolist()
-        if below:
-            raise CorruptMessageError("offsets: a gap below 1 (indices must increase)")
-        if last >= numel:
-            raise CorruptMessageError(f"offsets: index {last} out of range for {numel} values")
-    return index
+    return index, torch.stack([long.sum(), (gap < 1).any().to(torch.int64), index[-1]])
+
+
+def _fault(found: list[int], longs: int, numel: int) -> str | None:
+    """What the host loop would say of a device decode's ``found`` ([escapes, a gap below 1,
+    the last index]) with ``longs`` long gaps, or None."""
+    escapes, below, last = found
+    if escapes != longs:
+        return f"offsets: {escapes} escapes but {longs} long gaps"
+    if below:
+        return "offsets: a gap below 1 (indices must increase)"
+    if last >= numel:
+        return f"offsets: index {last} out of range for {numel} values"
+    return None
