@@ -43,6 +43,19 @@ def matches_host(codec, x, pending, seed=0):
     assert torch.equal(out.view(torch.int32), want.view(torch.int32)), (codec.spec(), tuple(x.shape))
 
 
+def opened_with_one_read(codec, x):
+    # a message of the host's bytes decoded inside a block to the host's values: one check left
+    # for the block's end (what the decode found and did not read), one read as it opens
+    host = bytes(codec.encode(x, CodecState(0), "x"))
+    m = encoded(codec, x)
+    assert bytes(m.numpy()) == host
+    del reads[:]
+    with deferred_checks() as checks:
+        out = decoded(codec, m, x)
+        assert len(checks.pending) == 1 and len(reads) == 1, (codec.spec(), reads)
+    assert len(reads) == 2 and torch.equal(out, codec.decode(host, CodecState(0), "x"))
+
+
 def refused_at_end(codec, bad):
     # a tensor with NaN or Inf encoded inside a block: the encode's ValueError at the block's end
     try:
@@ -192,14 +205,7 @@ refused_at_end(codec, torch.tensor([[1.0, 2.0], [float("nan"), 0.0]]))
 # 10. top-k: a decode does not read its indices' range (its header and checksum are read as it opens)
 codec = make_codec("topk(ratio=0.01)")
 for x in (torch.randn(5003, generator=g), torch.randn(40, 30, generator=g)):
-    host = bytes(codec.encode(x, CodecState(0), "x"))
-    m = encoded(codec, x)
-    assert bytes(m.numpy()) == host
-    del reads[:]
-    with deferred_checks() as checks:
-        out = decoded(codec, m, x)
-        assert len(checks.pending) == 1 and len(reads) == 1, reads  # the indices' range left; the opening read
-    assert len(reads) == 2 and torch.equal(out, codec.decode(host, CodecState(0), "x"))
+    opened_with_one_read(codec, x)
 x = torch.randn(300, generator=g)  # k = 3
 host = bytearray(codec.encode(x, CodecState(0), "x"))
 first = len(host) - 4 - 2 * 4 * 3  # the first index; an index outside the tensor scatters nowhere else
@@ -230,14 +236,7 @@ refused_at_end(codec, torch.tensor([1.0, float("nan")]))
 from thinwire.codecs.wire import format as wire_format
 codec = make_codec("graddrop(ratio=0.99)")
 for x in (torch.randn(5003, generator=g), torch.randn(40, 300, generator=g)):
-    host = bytes(codec.encode(x, CodecState(0), "x"))
-    m = encoded(codec, x)
-    assert bytes(m.numpy()) == host
-    del reads[:]
-    with deferred_checks() as checks:
-        out = decoded(codec, m, x)
-        assert len(checks.pending) == 1 and len(reads) == 1, reads  # the offsets' checks left; the opening read
-    assert len(reads) == 2 and torch.equal(out, codec.decode(host, CodecState(0), "x"))
+    opened_with_one_read(codec, x)
 x = torch.randn(3000, generator=torch.Generator().manual_seed(1))
 host = bytearray(codec.encode(x, CodecState(0), "x"))
 _, payload = wire_format.unpack(host)
