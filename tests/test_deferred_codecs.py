@@ -252,6 +252,16 @@ for where, value in ((at_words, b"\x00"),  # a gap of 0
     bad = bytearray(host)
     bad[where:where + len(value)] = value
     forged_is_refused(codec, bytes(bad), {}, x, at_end=True)
+codec = make_codec("graddrop(ratio=0.99, encoding='index_value')")  # absolute indices: their order and range
+opened_with_one_read(codec, torch.randn(5003, generator=g))
+host = bytearray(codec.encode(x, CodecState(0), "x"))
+_, payload = wire_format.unpack(host)
+index = payload.parts["index"]
+at_index = index.data_ptr() - np.frombuffer(host, np.uint8).ctypes.data
+for i, value in ((0, -1), (1, index[0].item()), (index.numel() - 1, 3000)):  # below, not increasing, past
+    bad = bytearray(host)
+    bad[at_index + 4 * i:at_index + 4 * i + 4] = struct.pack("<i", value)
+    forged_is_refused(codec, bytes(bad), {}, x, at_end=True)
 print("ok")
 """
 

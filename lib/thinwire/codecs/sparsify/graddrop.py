@@ -32,8 +32,8 @@ how many other values equal a positive threshold (counted exactly with
 ``threshold="exact"``, else estimated from the sample); the sender's slot keeps
 ``threshold`` (one float32 per threshold used).
 
-On a device the offsets' checks are read in one copy as a message is decoded, and inside
-``wire.deferred_checks`` not at all: the block's end judges them (``decompress``).
+On a device the received indices' checks are read in one copy as a message is decoded,
+and inside ``wire.deferred_checks`` not at all: the block's end judges them (``decompress``).
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from __future__ import annotations
 import math
 import time
 
+import numpy as np
 import torch
 
 from ..kernels import bitpack, device, drop, scatter
@@ -58,6 +59,13 @@ THRESHOLDS = ("exact", "sampled")
 SCOPES = ("global", "local")
 ENCODINGS = ("offset_value", "index_value")
 TIES = ("drop", "keep")
+
+
+def _in_order(found: list[int], numel: int) -> bool:
+    """Whether absolute indices with ``found`` = [first, last, any not above the one before]
+    increase within [0, numel)."""
+    first, last, unordered = found
+    return 0 <= first and last < numel and not unordered
 
 
 def _sum_bits(values: torch.Tensor) -> torch.Tensor:
@@ -270,9 +278,10 @@ class GradDrop(Codec):
         return self._entries(payload, numel)
 
     def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None, shape: tuple = ()) -> torch.Tensor:
-        """Inside ``wire.deferred_checks``, decoding into ``out`` on the device, the offsets'
-        checks are not read but judged at the block's end (``out`` NaN where they fail), the
-        indices clamped into the tensor meanwhile: the message's opening is the one read."""
+        """Inside ``wire.deferred_checks``, decoding into ``out`` on the device, the indices'
+        checks (the offsets', or absolute indices' order and range) are not read but judged at
+        the block's end (``out`` NaN where they fail), the indices clamped into the tensor
+        meanwhile: the message's opening is the one read."""
         checks, judge = deferred.active(), None
         if checks is not None and out is not None and device.on_device(out):
             def judge(found, accepts):
@@ -300,10 +309,14 @@ class GradDrop(Codec):
                 raise CorruptMessageError("graddrop: missing part 'offsets'")
             return decode_offsets(payload.meta.get("width"), words, escaped, count, numel, judge)
         index = expect_part(payload, "index", torch.int32, count).long()
-        if count:  # read in one copy to the host
-            first, last, unordered = torch.stack([index[0], index[-1], (index[1:] <= index[:-1]).any()]).tolist()
-            if first < 0 or last >= numel or unordered:
-                raise CorruptMessageError("graddrop: indices out of range or not increasing")
+        if not count:
+            return index
+        found = torch.stack([index[0], index[-1], (index[1:] <= index[:-1]).any()])
+        if judge is not None:  # judged later: meanwhile a damaged index writes inside the tensor
+            judge(found, lambda read: _in_order(np.frombuffer(read, np.int64).tolist(), numel))
+            return index.clamp_(0, numel - 1)
+        if not _in_order(found.tolist(), numel):  # read in one copy to the host
+            raise CorruptMessageError("graddrop: indices out of range or not increasing")
         return index
 
     def _dequantize(self, payload, index, count, numel) -> torch.Tensor:

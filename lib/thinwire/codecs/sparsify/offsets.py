@@ -109,9 +109,10 @@ def _decode_on_device(width: int, words: torch.Tensor, escaped: torch.Tensor,
             raise CorruptMessageError(f"offsets: 0 escapes but {escaped.numel()} long gaps")
         return gap, None
     long = gap == escape
-    if escaped.numel():  # the i-th escape takes long gap i (clamped: a count that differs is refused)
-        rank = (torch.cumsum(long, 0) - 1).clamp_(0, escaped.numel() - 1)
-        gap = torch.where(long, escaped.to(device=gap.device, dtype=torch.int64)[rank], gap)
+    if escaped.numel():  # the escapes take the long gaps in order; a count that differs is refused
+        # (fewer escapes: the positions left over are 0's, written over, and the message refused)
+        at = torch.nonzero_static(long, size=escaped.numel(), fill_value=0).reshape(-1)
+        gap[at] = escaped.to(device=gap.device, dtype=torch.int64)
     index = torch.cumsum(gap, 0) - 1
     return index, torch.stack([long.sum(), (gap < 1).any().to(torch.int64), index[-1]])
 
