@@ -43,16 +43,16 @@ def matches_host(codec, x, pending, seed=0):
     assert torch.equal(out.view(torch.int32), want.view(torch.int32)), (codec.spec(), tuple(x.shape))
 
 
-def opened_with_one_read(codec, x):
-    # a message of the host's bytes decoded inside a block to the host's values: one check left
-    # for the block's end (what the decode found and did not read), one read as it opens
+def opened_with_one_read(codec, x, pending=1):
+    # a message of the host's bytes decoded inside a block to the host's values: `pending` checks
+    # left for the block's end (what the decode found and did not read), one read as it opens
     host = bytes(codec.encode(x, CodecState(0), "x"))
     m = encoded(codec, x)
     assert bytes(m.numpy()) == host
     del reads[:]
     with deferred_checks() as checks:
         out = decoded(codec, m, x)
-        assert len(checks.pending) == 1 and len(reads) == 1, (codec.spec(), reads)
+        assert len(checks.pending) == pending and len(reads) == 1, (codec.spec(), reads)
     assert len(reads) == 2 and torch.equal(out, codec.decode(host, CodecState(0), "x"))
 
 
@@ -261,6 +261,17 @@ at_index = index.data_ptr() - np.frombuffer(host, np.uint8).ctypes.data
 for i, value in ((0, -1), (1, index[0].item()), (index.numel() - 1, 3000)):  # below, not increasing, past
     bad = bytearray(host)
     bad[at_index + 4 * i:at_index + 4 * i + 4] = struct.pack("<i", value)
+    forged_is_refused(codec, bytes(bad), {}, x, at_end=True)
+codec = make_codec("graddrop(ratio=0.99, bits=1)")  # 1-bit values, a level table per segment: the segments'
+opened_with_one_read(codec, torch.randn(5003, generator=g), pending=2)  # checks too
+host = bytearray(codec.encode(x, CodecState(0), "x"))
+_, payload = wire_format.unpack(host)
+segments = payload.parts["segments"]
+assert segments.tolist() == [0, 3000, 1], segments
+at_segments = segments.data_ptr() - np.frombuffer(host, np.uint8).ctypes.data
+for where, value in ((8, 2999), (16, 0)):  # values not covering the tensor; a segment of no column
+    bad = bytearray(host)
+    bad[at_segments + where:at_segments + where + 8] = struct.pack("<q", value)
     forged_is_refused(codec, bytes(bad), {}, x, at_end=True)
 print("ok")
 """

@@ -68,6 +68,13 @@ def _in_order(found: list[int], numel: int) -> bool:
     return 0 <= first and last < numel and not unordered
 
 
+def _covers(found: list[int], numel: int) -> bool:
+    """Whether segments with ``found`` = [their values, whether one has no column] cover a
+    tensor of ``numel`` values."""
+    covered, empty = found
+    return covered == numel and not empty
+
+
 def _sum_bits(values: torch.Tensor) -> torch.Tensor:
     """The bits of the float64 sum of float32 ``values`` (a one-element int64 tensor on their
     device): one reduction, read with the other int64 values the encoder reads, where
@@ -279,14 +286,16 @@ class GradDrop(Codec):
 
     def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None, shape: tuple = ()) -> torch.Tensor:
         """Inside ``wire.deferred_checks``, decoding into ``out`` on the device, the indices'
-        checks (the offsets', or absolute indices' order and range) are not read but judged at
-        the block's end (``out`` NaN where they fail), the indices clamped into the tensor
-        meanwhile: the message's opening is the one read."""
+        checks (the offsets', or absolute indices' order and range) and, with quantized values
+        and a level table per segment, the segments' are not read but judged at the block's
+        end (``out`` NaN where they fail), the indices clamped into the tensor meanwhile: the
+        message's opening is the one read."""
         checks, judge = deferred.active(), None
         if checks is not None and out is not None and device.on_device(out):
+            spoil, what = (lambda: out.view(torch.uint8).fill_(0xFF)), f"{self.spec()} message for {key!r}"
+
             def judge(found, accepts):
-                checks.corrupt_unless(found, accepts, lambda: out.view(torch.uint8).fill_(0xFF),
-                                      f"{self.spec()} message for {key!r}")
+                checks.corrupt_unless(found, accepts, spoil, what)
         index, values = self._entries(payload, numel, judge)
         return scatter.zeros_with(torch.empty(numel, dtype=torch.float32) if out is None else out, index, values)
 
@@ -298,7 +307,7 @@ class GradDrop(Codec):
         if self.bits == 0:
             values = expect_part(payload, "values", torch.float32, count)
         else:
-            values = self._dequantize(payload, index, count, numel)
+            values = self._dequantize(payload, index, count, numel, judge)
         return index, values
 
     def _get_index(self, payload, count, numel, judge=None) -> torch.Tensor:
@@ -319,14 +328,17 @@ class GradDrop(Codec):
             raise CorruptMessageError("graddrop: indices out of range or not increasing")
         return index
 
-    def _dequantize(self, payload, index, count, numel) -> torch.Tensor:
+    def _dequantize(self, payload, index, count, numel, judge=None) -> torch.Tensor:
         codes = bitpack.unpack(expect_part(payload, "codes", torch.uint8), count, self.bits)
+        judged = judge is not None and self.levels == "threshold"  # one level table per segment
         if self.levels == "global":
             segments = torch.tensor([[0, numel, 1]], dtype=torch.int64)
         else:
             segments = expect_part(payload, "segments", torch.int64).view(-1, 3)
-            covered, empty = torch.stack([segments[:, 1].sum(), (segments[:, 2] < 1).any()]).tolist()
-            if covered != numel or empty:
+            found = torch.stack([segments[:, 1].sum(), (segments[:, 2] < 1).any()])
+            if judged and segments.shape[0]:  # judged later: a survivor's segment (searchsorted) has a table
+                judge(found, lambda read: _covers(np.frombuffer(read, np.int64).tolist(), numel))
+            elif not _covers(found.tolist(), numel):  # read to the host
                 raise CorruptMessageError("graddrop: segments do not cover the tensor")
         groups, groups_count = group_ids(index, segments, self.levels)
         table = expect_part(payload, "levels", torch.float32, groups_count * 2 * (1 << (self.bits - 1)))
