@@ -659,7 +659,8 @@ def graphed(sizes=SIZES, specs=GRAPH_SPECS) -> list[dict]:
                         held.decode()
                 called = device_seconds(round_trip, repeats, 1)
                 row = {"codec": spec, "values": n, "crc_kernel": crc, "bytes": held.message.numel(),
-                       "add_pass_s": roof, "called_s": called, "fraction_called": roof / called, "graph_s": None, "target": TARGET}
+                       "add_pass_s": roof, "called_s": called, "fraction_called": roof / called, "graph_s": None,
+                       "target": TARGET}
                 if DEVICE == "cuda":
                     row.update(_replayed(round_trip, repeats, roof))
                 same_keys = CodecState(0)

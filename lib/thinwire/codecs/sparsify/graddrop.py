@@ -41,7 +41,6 @@ from __future__ import annotations
 import math
 import time
 
-import numpy as np
 import torch
 
 from ..kernels import bitpack, device, drop, scatter
@@ -61,18 +60,19 @@ ENCODINGS = ("offset_value", "index_value")
 TIES = ("drop", "keep")
 
 
-def _in_order(found: list[int], numel: int) -> bool:
-    """Whether absolute indices with ``found`` = [first, last, any not above the one before]
-    increase within [0, numel)."""
+def _disorder(found: list[int], numel: int) -> str | None:
+    """What is wrong with absolute indices with ``found`` = [first, last, whether one is not
+    above the one before], which must increase within [0, numel), or None."""
     first, last, unordered = found
-    return 0 <= first and last < numel and not unordered
+    return None if 0 <= first and last < numel and not unordered else \
+        "graddrop: indices out of range or not increasing"
 
 
-def _covers(found: list[int], numel: int) -> bool:
-    """Whether segments with ``found`` = [their values, whether one has no column] cover a
-    tensor of ``numel`` values."""
+def _uncovered(found: list[int], numel: int) -> str | None:
+    """What is wrong with segments with ``found`` = [their values, whether one has no
+    column], which must cover a tensor of ``numel`` values, or None."""
     covered, empty = found
-    return covered == numel and not empty
+    return None if covered == numel and not empty else "graddrop: segments do not cover the tensor"
 
 
 def _sum_bits(values: torch.Tensor) -> torch.Tensor:
@@ -321,25 +321,19 @@ class GradDrop(Codec):
         if not count:
             return index
         found = torch.stack([index[0], index[-1], (index[1:] <= index[:-1]).any()])
-        if judge is not None:  # judged later: meanwhile a damaged index writes inside the tensor
-            judge(found, lambda read: _in_order(np.frombuffer(read, np.int64).tolist(), numel))
-            return index.clamp_(0, numel - 1)
-        if not _in_order(found.tolist(), numel):  # read in one copy to the host
-            raise CorruptMessageError("graddrop: indices out of range or not increasing")
-        return index
+        deferred.read_or_judge(found, lambda got: _disorder(got, numel), judge)
+        return index if judge is None else index.clamp_(0, numel - 1)  # judged later: written inside meanwhile
 
     def _dequantize(self, payload, index, count, numel, judge=None) -> torch.Tensor:
         codes = bitpack.unpack(expect_part(payload, "codes", torch.uint8), count, self.bits)
-        judged = judge is not None and self.levels == "threshold"  # one level table per segment
         if self.levels == "global":
             segments = torch.tensor([[0, numel, 1]], dtype=torch.int64)
         else:
             segments = expect_part(payload, "segments", torch.int64).view(-1, 3)
             found = torch.stack([segments[:, 1].sum(), (segments[:, 2] < 1).any()])
-            if judged and segments.shape[0]:  # judged later: a survivor's segment (searchsorted) has a table
-                judge(found, lambda read: _covers(np.frombuffer(read, np.int64).tolist(), numel))
-            elif not _covers(found.tolist(), numel):  # read to the host
-                raise CorruptMessageError("graddrop: segments do not cover the tensor")
+            # judged later with a level table per segment: a survivor's (searchsorted) has one meanwhile
+            deferred.read_or_judge(found, lambda got: _uncovered(got, numel),
+                                   judge if self.levels == "threshold" and segments.shape[0] else None)
         groups, groups_count = group_ids(index, segments, self.levels)
         table = expect_part(payload, "levels", torch.float32, groups_count * 2 * (1 << (self.bits - 1)))
         return dequantize(codes, groups, table.view(groups_count, 2, -1), self.bits)

@@ -17,6 +17,7 @@ import torch
 
 from ..errors import CorruptMessageError
 from ..kernels import device, gaps
+from ..wire import deferred
 
 WIDTHS = {8: np.uint8, 16: np.uint16}
 WIRE = {8: np.uint8, 16: np.int16}  # 16-bit words travel as int16 bit patterns
@@ -51,16 +52,11 @@ def decode_offsets(width: int, words: torch.Tensor, escaped: torch.Tensor, count
                                   f"for {count} indices")
     if device.on_device(words):
         index, found = _decode_on_device(width, words, escaped, count)
-        longs = escaped.numel()
         if found is None:
             return index
-        if judge is None:
-            fault = _fault(found.tolist(), longs, numel)  # one wait on a GPU
-            if fault:
-                raise CorruptMessageError(fault)
-            return index
-        judge(found, lambda read: _fault(np.frombuffer(read, np.int64).tolist(), longs, numel) is None)
-        return index.clamp_(0, max(numel - 1, 0))
+        longs = escaped.numel()
+        deferred.read_or_judge(found, lambda got: _fault(got, longs, numel), judge)
+        return index if judge is None else index.clamp_(0, max(numel - 1, 0))
     index = np.empty(count, np.int64)
     fault = gaps.join_gaps(words.numpy().view(WIDTHS[width]), (1 << width) - 1, escaped.numpy(), index)
     if fault == 1:

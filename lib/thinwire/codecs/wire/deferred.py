@@ -126,6 +126,19 @@ def finite_float32(raw: bytes) -> bool:
     return bool(np.isfinite(np.frombuffer(raw, dtype=np.float32)).all())
 
 
+def read_or_judge(found: torch.Tensor, fault: Callable[[list[int]], str | None], judge=None) -> None:
+    """``fault`` of what a decode ``found`` on its device (int64 values; ``fault`` says what is
+    wrong with them, or None): read now in one copy to the host (one wait on a GPU), and
+    ``CorruptMessageError`` with what it says; or, with ``judge``, left to
+    ``judge(found, accepts)`` (a block's ``corrupt_unless``, with the message's spoil)."""
+    if judge is not None:
+        judge(found, lambda read: fault(np.frombuffer(read, np.int64).tolist()) is None)
+        return
+    wrong = fault(found.tolist())
+    if wrong:
+        raise CorruptMessageError(wrong)
+
+
 def active() -> DeferredChecks | None:
     """The innermost ``deferred_checks`` block of this thread, or None."""
     stack = getattr(_local, "stack", None)
