@@ -94,13 +94,15 @@ def _kernels():
                {"packed": "*u8", "n": "i64", "cols": "i64", "bins": "*fp64", "out": "*fp32", "nbytes": "i64"},
                {"BITS": bits, "GROUPS": uniform.GROUPS, "WIDE": False}, 4)
     chunk = {"src": "*fp32", "grad": "*fp32", "starts": "*i64", "stops": "*i64", "segment": "*i32", "thresholds": "*fp32"}
-    yield ("triton_drop count", drop._count, dict(chunk, counts="*i32", non_finite="*i32", residual="*fp32"),
+    yield ("triton_drop count", drop._count, dict(chunk, counts="*i32", words="*i32", non_finite="*i32",
+                                                  residual="*fp32"),
            {"ADD": True, "INCLUSIVE": False, "BLOCK": drop.BLOCK, "AT_LEAST": False, "FLAG": False, "STORE": True},
            drop.WARPS)
     yield ("triton_drop compact", drop._compact,
-           dict(chunk, ends="*i64", index="*i64", values="*fp32", residual="*fp32"),
-           {"ADD": False, "INCLUSIVE": False, "ZERO": True, "BLOCK": drop.BLOCK, "AT_LEAST": False}, drop.WARPS)
-    yield ("triton_drop top-k count", drop._count, dict(chunk, counts="*i32", non_finite="*i32", residual="*fp32"),
+           {"src": "*fp32", "starts": "*i64", "words": "*i32", "ends": "*i64", "index": "*i64", "values": "*fp32",
+            "residual": "*fp32"}, {"ZERO": True, "BLOCK": drop.BLOCK}, drop.WARPS)
+    yield ("triton_drop top-k count", drop._count, dict(chunk, counts="*i32", words="*i32", non_finite="*i32",
+                                                        residual="*fp32"),
            {"ADD": False, "INCLUSIVE": False, "BLOCK": drop.BLOCK, "AT_LEAST": True, "FLAG": True, "STORE": False},
            drop.WARPS)
 

@@ -16,16 +16,22 @@ each:
 
 1. ``_count``: each chunk's survivors, ``not |x| <= t`` (``not |x| < t`` for kept ties
    above 0), so NaN and Inf always survive, as in ``drop_pass``, with x the corrected value
-   (source + gradient, in float32);
+   (source + gradient, in float32): how many, and which, as one bit per value (``words``,
+   ``BLOCK // 32`` uint32 words per chunk);
 2. the chunks' counts summed in order (``torch.cumsum``): where each chunk's survivors go,
    and how many there are (the one wait for the device, to size the message);
 3. ``_compact``: each chunk's survivors (index, corrected value) written from its offset in
-   index order (a prefix sum within the chunk), and zeroed in the residual.
+   index order, and zeroed in the residual. It reads the chunk's words, not its values: a
+   survivor's place is the chunk's offset plus the set bits before it (a prefix sum of the
+   words' bit counts, and the bits below it in its word), and its value is read where
+   it is.
 
 With a gradient, ``_count`` also writes the corrected values into the residual, and
-``_compact`` reads them from there: the residual and the gradient are read once, the
-residual written once and read again, 16 bytes per value (``benchmarks/device_audit.py``
-counts them), where the torch operations read and write it about six times.
+``_compact`` reads the survivors' values from there: the residual and the gradient are
+read once and the residual written once, about 12 bytes per value, and the bits and the
+survivors a little more (``benchmarks/device_audit.py`` counts them), where the torch
+operations read and write it about six times. An earlier ``_compact`` read every value
+again and placed each by a prefix sum over the chunk's 2,048 values.
 
 Top-k's candidates (``|x| >= t``, with NaN and Inf counted on the way: ``at_least``) are
 the same two kernels with no gradient and no residual (``torch_select.py``).
@@ -85,27 +91,49 @@ if AVAILABLE:
         return at, x, inside & ~small
 
     @triton.jit
-    def _count(src, grad, starts, stops, segment, thresholds, counts, non_finite, residual, ADD: tl.constexpr,
-               INCLUSIVE: tl.constexpr, BLOCK: tl.constexpr, AT_LEAST: tl.constexpr = False, FLAG: tl.constexpr = False,
-               STORE: tl.constexpr = False):
-        """Each chunk's survivors; with ``FLAG`` also its NaN and Inf, into ``non_finite``;
-        with ``STORE`` the corrected values written into ``residual``."""
-        at, x, keep = _corrected(src, grad, starts, stops, segment, thresholds, ADD, INCLUSIVE, BLOCK, AT_LEAST)
-        tl.store(counts + tl.program_id(0), tl.sum(keep.to(tl.int32), axis=0))
-        if STORE:
-            tl.store(residual + at, x, mask=at < tl.load(stops + tl.program_id(0)))
-        if FLAG:
-            bad = (at < tl.load(stops + tl.program_id(0))) & ~(tl.abs(x) <= 3.4028234663852886e38)
-            tl.store(non_finite + tl.program_id(0), tl.sum(bad.to(tl.int32), axis=0))
+    def _popcount(x):
+        """Set bits of each uint32 of ``x`` (summed in pairs, nibbles, then bytes)."""
+        x = x - ((x >> 1) & 0x55555555)
+        x = (x & 0x33333333) + ((x >> 2) & 0x33333333)
+        x = (x + (x >> 4)) & 0x0F0F0F0F
+        return (x * 0x01010101) >> 24
 
     @triton.jit
-    def _compact(src, grad, starts, stops, segment, thresholds, ends, index, values, residual, ADD: tl.constexpr,
-                 INCLUSIVE: tl.constexpr, ZERO: tl.constexpr, BLOCK: tl.constexpr, AT_LEAST: tl.constexpr = False):
-        """Each chunk's survivors written from its offset; with ``ZERO`` zeroed in ``residual``
-        (which holds the corrected values already)."""
+    def _count(src, grad, starts, stops, segment, thresholds, counts, words, non_finite, residual, ADD: tl.constexpr,
+               INCLUSIVE: tl.constexpr, BLOCK: tl.constexpr, AT_LEAST: tl.constexpr = False, FLAG: tl.constexpr = False,
+               STORE: tl.constexpr = False):
+        """Each chunk's survivors: how many, into ``counts``, and which, as ``BLOCK // 32``
+        words of ``words`` (bit j of word w: the chunk's value 32 w + j); with ``FLAG`` also
+        its NaN and Inf, into ``non_finite``; with ``STORE`` the corrected values written
+        into ``residual``."""
         at, x, keep = _corrected(src, grad, starts, stops, segment, thresholds, ADD, INCLUSIVE, BLOCK, AT_LEAST)
-        taken = keep.to(tl.int32)
-        to = tl.load(ends + tl.program_id(0)) - tl.sum(taken, axis=0) + tl.cumsum(taken, axis=0) - 1
+        p = tl.program_id(0)
+        tl.store(counts + p, tl.sum(keep.to(tl.int32), axis=0))
+        lanes = tl.reshape(keep.to(tl.uint32), (BLOCK // 32, 32)) << tl.arange(0, 32).to(tl.uint32)[None, :]
+        tl.store(words + p * (BLOCK // 32) + tl.arange(0, BLOCK // 32), tl.sum(lanes, axis=1).to(tl.uint32).to(tl.int32, bitcast=True))
+        if STORE:
+            tl.store(residual + at, x, mask=at < tl.load(stops + p))
+        if FLAG:
+            bad = (at < tl.load(stops + p)) & ~(tl.abs(x) <= 3.4028234663852886e38)
+            tl.store(non_finite + p, tl.sum(bad.to(tl.int32), axis=0))
+
+    @triton.jit
+    def _compact(src, starts, words, ends, index, values, residual, ZERO: tl.constexpr, BLOCK: tl.constexpr):
+        """Each chunk's survivors (``_count``'s words) written from its offset, their values
+        read from ``src``; with ``ZERO`` zeroed in ``residual``. A survivor's place is its
+        chunk's offset, the set bits of the words before its own, and those below it in
+        its word: no pass over the chunk's values, and no scan wider than its words."""
+        p = tl.program_id(0)
+        word = tl.load(words + p * (BLOCK // 32) + tl.arange(0, BLOCK // 32)).to(tl.uint32, bitcast=True)
+        set_bits = _popcount(word)
+        before = (tl.cumsum(set_bits, axis=0) - set_bits).to(tl.int64)
+        first = tl.load(ends + p) - tl.sum(set_bits, axis=0).to(tl.int64)
+        bit = tl.arange(0, 32).to(tl.uint32)[None, :]
+        keep = ((word[:, None] >> bit) & 1) != 0
+        below = _popcount(word[:, None] & ((tl.full((1, 32), 1, tl.uint32) << bit) - 1)).to(tl.int64)
+        to = first + before[:, None] + below
+        at = tl.load(starts + p) + (tl.arange(0, BLOCK // 32) * 32).to(tl.int64)[:, None] + bit.to(tl.int64)
+        x = tl.load(src + at, mask=keep, other=0.0)
         tl.store(index + to, at, mask=keep)
         tl.store(values + to, x, mask=keep)
         if ZERO:
@@ -137,17 +165,18 @@ def drop(residual: torch.Tensor, gradient: torch.Tensor | None, segments: list[t
     src = residual if source is None or gradient is None else source
     grad = gradient if gradient is not None else src
     counts = torch.empty(jobs, dtype=torch.int32, device=device)
-    flags = dict(INCLUSIVE=inclusive, BLOCK=BLOCK, num_warps=WARPS)
+    words = torch.empty(jobs * (BLOCK // 32), dtype=torch.int32, device=device)
     # with a gradient, the corrected values go into the residual as they are counted, and
     # are compacted from there; without one the residual is the values already
-    _count[(jobs,)](src, grad, starts, stops, span, thresholds, counts, counts, residual, ADD=gradient is not None,
-                    STORE=gradient is not None, **flags)
+    _count[(jobs,)](src, grad, starts, stops, span, thresholds, counts, words, counts, residual,
+                    ADD=gradient is not None, INCLUSIVE=inclusive, BLOCK=BLOCK, STORE=gradient is not None,
+                    num_warps=WARPS)
     ends = torch.cumsum(counts, 0)
     total = int(ends[-1].item())
     index = torch.empty(total, dtype=torch.int64, device=device)
     values = torch.empty(total, dtype=torch.float32, device=device)
-    _compact[(jobs,)](residual, residual, starts, stops, span, thresholds, ends, index, values, residual, ADD=False,
-                      ZERO=keep_residual, **flags)
+    _compact[(jobs,)](residual, starts, words, ends, index, values, residual, ZERO=keep_residual, BLOCK=BLOCK,
+                      num_warps=WARPS)
     return index, values
 
 
@@ -161,15 +190,15 @@ def at_least(flat: torch.Tensor, t: torch.Tensor) -> tuple[int, bool, Callable[[
     jobs = starts.numel()
     thresholds = t.reshape(1).to(torch.float32).contiguous()
     counts = torch.empty(2 * jobs, dtype=torch.int32, device=device)
-    flags = dict(ADD=False, INCLUSIVE=False, BLOCK=BLOCK, AT_LEAST=True, num_warps=WARPS)
-    _count[(jobs,)](flat, flat, starts, stops, span, thresholds, counts, counts[jobs:], flat, FLAG=True, **flags)
+    words = torch.empty(jobs * (BLOCK // 32), dtype=torch.int32, device=device)
+    _count[(jobs,)](flat, flat, starts, stops, span, thresholds, counts, words, counts[jobs:], flat, ADD=False,
+                    INCLUSIVE=False, BLOCK=BLOCK, AT_LEAST=True, FLAG=True, num_warps=WARPS)
     ends = torch.cumsum(counts[:jobs], 0)
     total, bad = torch.stack([ends[-1], counts[jobs:].sum()]).tolist()
 
     def compact() -> tuple[torch.Tensor, torch.Tensor]:
         index = torch.empty(total, dtype=torch.int64, device=device)
         values = torch.empty(total, dtype=torch.float32, device=device)
-        _compact[(jobs,)](flat, flat, starts, stops, span, thresholds, ends, index, values, flat, ZERO=False,
-                          **flags)
+        _compact[(jobs,)](flat, starts, words, ends, index, values, flat, ZERO=False, BLOCK=BLOCK, num_warps=WARPS)
         return index, values
     return int(total), bool(bad), compact
