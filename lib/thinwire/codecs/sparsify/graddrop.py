@@ -32,6 +32,10 @@ how many other values equal a positive threshold (counted exactly with
 ``threshold="exact"``, else estimated from the sample); the sender's slot keeps
 ``threshold`` (one float32 per threshold used).
 
+On a device step 1 is launched before the sample is drawn: the add runs while the host
+draws the sample's positions (the seeded generator is a host one), and the drop pass then
+reads the corrected tensor alone. The messages are the same.
+
 On a device the received indices' checks are read in one copy as a message is decoded,
 and inside ``wire.deferred_checks`` not at all: the block's end judges them (``decompress``).
 """
@@ -154,7 +158,8 @@ class GradDrop(Codec):
             segments = torch.tensor([[0, n, max(1, shape[-1]) if len(shape) == 2 else 1]], dtype=torch.int64)
         corrected, source, gradient, commit = self._corrected(flat, slot, state, key)
         spans = [(0, n)] if self.scope == "global" else [(int(s), int(s + c)) for s, c, _ in segments.tolist()]
-        if self.threshold == "exact" and gradient is not None:
+        if gradient is not None and (self.threshold == "exact" or device.on_device(corrected)):
+            # step 1 on its own; on a device it runs while the host draws the sample
             torch.add(source, gradient, out=corrected)
             source = gradient = None
         t0 = time.perf_counter()
