@@ -5,8 +5,9 @@ On a GPU the host waits for the device once per threshold tried (usually once): 
 candidates' count and whether every value is finite come back together, and both
 compactions use ``torch.nonzero_static`` with that count or with k, so neither waits. The
 k-th largest candidate is found by ``kth_smallest``. With ``triton_drop.KERNEL = "triton"``
-the candidates are counted (NaN and Inf with them) and compacted by two Triton kernels
-(``triton_drop.at_least``) instead of a magnitude tensor, a mask and ``nonzero_static``.
+(the default) the candidates are counted (NaN and Inf with them) and compacted by two
+Triton kernels (``triton_drop.at_least``); with ``"torch"``, by a magnitude tensor, a mask
+and ``nonzero_static``.
 (``gpu_bench``'s ``message_overhead`` counted 4 synchronizations per top-k encode before.)"""
 
 from __future__ import annotations
