@@ -41,6 +41,7 @@ import os
 os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported
 
 import datetime  # noqa: E402
+import inspect  # noqa: E402
 import json  # noqa: E402
 import sys  # noqa: E402
 import traceback  # noqa: E402
@@ -157,6 +158,21 @@ def _tensors(tree) -> list[torch.Tensor]:
     return [t for t in pytree.tree_leaves(tree) if isinstance(t, torch.Tensor)]
 
 
+# Triton kernels that touch some of their tensors only at another's entries: (those
+# tensors, the tensor as long as the entries). ``triton_drop._compact`` reads the
+# survivors' values from ``src`` and zeroes them in ``residual``, and writes ``values``.
+AT_ENTRIES = {"_compact": (("src", "residual"), "values")}
+
+
+def _launch_tensors(fn, args, kwargs) -> list[torch.Tensor]:
+    """The tensors a Triton launch of ``fn`` touches, those of ``AT_ENTRIES`` cut to the
+    entries' length (as ``bytes`` counts ``out[index] = v``: the indices and values only)."""
+    named = {**dict(zip(inspect.signature(fn).parameters, args)), **kwargs}
+    sparse, entries = AT_ENTRIES.get(getattr(fn, "__name__", "?"), ((), None))
+    return [t.reshape(-1)[:named[entries].numel()] if name in sparse else t
+            for name, t in named.items() if isinstance(t, torch.Tensor)]
+
+
 class _Dispatch(TorchDispatchMode):
     def __init__(self, audit: Audit):
         super().__init__()
@@ -242,7 +258,7 @@ def counting(audit: Audit):
                     audit.host_arguments[f"{name} argument {i} at {_caller()}"] += 1
         if audit.counting and not audit.paused:
             audit.triton[getattr(self.fn, "__name__", "?")] += 1
-            audit.moved(getattr(self.fn, "__name__", "?"), *_tensors((args, kwargs)))
+            audit.moved(getattr(self.fn, "__name__", "?"), *_launch_tensors(self.fn, args, kwargs))
         audit.paused += 1
         try:
             return run(self, *args, **kwargs)
