@@ -5,14 +5,17 @@ kernels, with the survivors compacted in index order: the survivors and residual
 ``torch.nonzero`` per segment, each waiting for the device.
 
 The default (``KERNEL = "triton"``; ``"torch"`` chooses ``drop_pass``'s torch operations).
-``gpu_bench``'s ``codec_kernels`` part timed both on an H100 in one run at the commit that
-made the survivors' compaction read ``_count``'s bits (step 3), messages equal to the
-host's, the words CRC folded: with these kernels top-k 1% took 2.7 ms for an encode and a
-decode of 250M values against 5.4 ms, gradient dropping (0.99) 5.8 against 8.0, with 1-bit
-values 8.1 against 10.3. At 25M values the host's work sets both times, and of two runs
-each kernel set was the faster in one. Before step 3 read the bits, gradient dropping was
-the slower with these kernels, and ``KERNEL`` was ``"torch"``. On the CPU the test suite
-runs these kernels under Triton's interpreter against the host kernels.
+``gpu_bench``'s ``codec_kernels`` part timed both on an H100, messages equal to the host's,
+the words CRC folded, encode + decode of 250M values, in two runs since the survivors'
+compaction reads ``_count``'s bits (step 3): top-k 1% took 2.9 and 2.7 ms with these
+kernels against 5.8 and 5.4 ms with torch's operations, gradient dropping (0.99) 7.7 and
+5.8 against 8.4 and 8.0, with 1-bit values 10.1 and 8.1 against 9.5 and 10.3 (the first
+run, at 29f5fbc, is ``codec_kernels_earlier`` in ``gpu-runs/bench_gpu.json``; in the
+second, gradient dropping added the gradient before drawing its sample). At 25M values
+the host's work sets both times, and each kernel set was the faster in one of the runs.
+Before step 3 read the bits, gradient dropping was the slower with these kernels, and
+``KERNEL`` was ``"torch"``. On the CPU the test suite runs these kernels under Triton's
+interpreter against the host kernels.
 
 Each segment (start, stop, threshold) is cut into chunks of ``BLOCK`` values, one program
 each:
