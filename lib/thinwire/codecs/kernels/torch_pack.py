@@ -4,7 +4,7 @@ the host. The host kernels stay the CPU path; this one is what a GPU tensor take
 CPU test suite runs it on CPU tensors against them.
 
 A group of 8 b-bit codes fills exactly b bytes: the codes of each group are shifted into one
-64-bit word (one OR per code position over all groups at once), and the word's first b bytes
+64-bit word (each code by its place in the group, then summed, all groups at once), and the word's first b bytes
 in memory order are the group's bytes (a little-endian machine: x86, ARM, every CUDA GPU).
 Unpacking reads each group's b bytes back into a word and masks each code out. For b > 8
 the low bytes come first, then the high b - 8 bits of every code as a (b - 8)-bit stream.
@@ -12,6 +12,7 @@ the low bytes come first, then the high b - 8 bits of every code as a (b - 8)-bi
 
 from __future__ import annotations
 
+import functools
 import sys
 
 import torch
@@ -28,11 +29,15 @@ def _stream(parts: torch.Tensor, width: int, out: torch.Tensor) -> None:
     groups = -(-n // 8)
     padded = torch.zeros(groups * 8, dtype=torch.int64, device=parts.device)
     padded[:n] = parts
-    columns = padded.view(groups, 8)
-    words = columns[:, 0].clone(memory_format=torch.contiguous_format)
-    for j in range(1, 8):
-        words |= columns[:, j] << (j * width)
+    # the 8 codes' bits do not overlap, so their sum is their OR (no carries, even into the sign bit)
+    words = (padded.view(groups, 8) << _shifts(width, str(parts.device))).sum(1)
     out.copy_(words.view(torch.uint8).view(groups, 8)[:, :width].reshape(-1)[:out.numel()])
+
+
+@functools.lru_cache(maxsize=32)
+def _shifts(width: int, where: str) -> torch.Tensor:
+    """Where each of a group's 8 codes of ``width`` bits starts in its word (int64 on ``where``)."""
+    return torch.arange(8, dtype=torch.int64, device=where) * width
 
 
 def _unstream(packed: torch.Tensor, n: int, width: int) -> torch.Tensor:
@@ -45,8 +50,7 @@ def _unstream(packed: torch.Tensor, n: int, width: int) -> torch.Tensor:
     padded[:, :width] = staged.view(groups, width)
     words = padded.view(torch.int64).view(groups)
     mask = (1 << width) - 1
-    shifts = torch.arange(8, dtype=torch.int64, device=packed.device) * width
-    return ((words.unsqueeze(1) >> shifts) & mask).reshape(-1)[:n]
+    return ((words.unsqueeze(1) >> _shifts(width, str(packed.device))) & mask).reshape(-1)[:n]
 
 
 def pack(codes: torch.Tensor, bits: int, out: torch.Tensor | None = None) -> torch.Tensor:

@@ -53,7 +53,7 @@ from .drop_pass import drop_pass
 from .drop_quantize import LEVELS, dequantize, group_ids, keep_error, quantize
 from .drop_threshold import SAMPLINGS, exact_threshold, sample_positions, sample_size, threshold_from_sample
 from ..errors import CorruptMessageError
-from .offsets import decode_offsets, encode_offsets, long_gaps
+from .offsets import decode_offsets, encode_offsets, index_gaps, long_gaps
 from ..payload import Payload
 from ..state import CodecState
 from ..wire import deferred
@@ -171,11 +171,13 @@ class GradDrop(Codec):
                                   keep_residual=self.residual, inclusive=self.ties == "keep", density=1 - self.ratio,
                                   source=source)
         bits = _sum_bits(values)  # NaN and Inf always survive
-        longs = None  # the offsets' long-gap counts, where read with the spans' bounds
+        # on a device, the offsets' gaps and their long-gap counts, read with the spans' bounds
+        gap = index_gaps(index) if self.encoding == "offset_value" and device.on_device(index) else None
+        longs = None
         if self.ties == "drop":
-            index, values, finite, longs = self._unstall(corrected, spans, thresholds, index, values, bits)
-        elif self.encoding == "offset_value" and device.on_device(index):  # one read of both
-            bits, *longs = torch.cat([bits, long_gaps(index)]).tolist()
+            index, values, finite, longs = self._unstall(corrected, spans, thresholds, index, values, bits, gap)
+        elif gap is not None:  # one read of both
+            bits, *longs = torch.cat([bits, long_gaps(gap)]).tolist()
             finite = _finite(bits)
         else:
             finite = _finite(bits)
@@ -189,7 +191,7 @@ class GradDrop(Codec):
         slot["threshold"] = torch.tensor(thresholds, dtype=torch.float32)
 
         payload = Payload(meta={"count": index.numel()})
-        self._put_index(payload, index, longs)
+        self._put_index(payload, index, longs, gap if longs is not None else None)
         if self.bits == 0:
             payload.parts["values"] = values
             return payload
@@ -207,7 +209,7 @@ class GradDrop(Codec):
             payload.parts["segments"] = segments
         return payload
 
-    def _unstall(self, corrected, spans, thresholds, index, values, bits):
+    def _unstall(self, corrected, spans, thresholds, index, values, bits, gap=None):
         """Send the values at the threshold of every span where the strict test kept none.
 
         A span keeps nothing under ``|x| > t`` with ``t > 0`` only when its largest
@@ -218,13 +220,13 @@ class GradDrop(Codec):
         untouched, so Alg. 1's strict test decides every ordinary step.
 
         ``bits`` (``_sum_bits`` of the survivors) is read to the host with the spans'
-        bounds, in one copy, and returned as whether they are finite; on a GPU with the offsets encoding, the
-        index's long-gap counts too (``offsets.long_gaps``), returned for ``encode_offsets``
-        where no span stalled (else None: the index changes)."""
+        bounds, in one copy, and returned as whether they are finite; with the index's ``gap``
+        (on a GPU with the offsets encoding), its long-gap counts too (``offsets.long_gaps``),
+        returned for ``encode_offsets`` where no span stalled (else None: the index changes)."""
         ends = torch.tensor([v for span in spans for v in span], dtype=torch.int64, device=index.device)
-        counted = self.encoding == "offset_value" and device.on_device(index)
+        counted = gap is not None
         read = torch.cat([torch.searchsorted(index, ends), bits]  # left side
-                         + ([long_gaps(index)] if counted else [])).tolist()
+                         + ([long_gaps(gap)] if counted else [])).tolist()
         bounds, finite = read[:2 * len(spans)], _finite(read[2 * len(spans)])
         stalled = [(a, b, t) for (a, b), t, first, stop in zip(spans, thresholds, bounds[0::2], bounds[1::2])
                    if t > 0 and first == stop and b > a]
@@ -276,11 +278,12 @@ class GradDrop(Codec):
         # The order statistic is itself one of the values: ties are the others equal to it.
         return t, max(0, equal - 1) / magnitude.numel() if t > 0 else 0.0
 
-    def _put_index(self, payload: Payload, index: torch.Tensor, longs: tuple[int, int] | None = None) -> None:
+    def _put_index(self, payload: Payload, index: torch.Tensor, longs: tuple[int, int] | None = None,
+                   gap: torch.Tensor | None = None) -> None:
         if self.encoding == "index_value":
             payload.parts["index"] = index.to(torch.int32)
             return
-        width, words, escaped = encode_offsets(index, longs)
+        width, words, escaped = encode_offsets(index, longs, gap)
         payload.meta["width"] = width
         payload.parts["offsets"] = words
         payload.parts["escapes"] = escaped

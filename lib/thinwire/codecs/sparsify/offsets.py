@@ -12,6 +12,8 @@ compiled loop each way (``kernels/gaps.py``).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import torch
 
@@ -24,13 +26,15 @@ WIRE = {8: np.uint8, 16: np.int16}  # 16-bit words travel as int16 bit patterns
 WIRE_TORCH = {8: torch.uint8, 16: torch.int16}
 
 
-def encode_offsets(index: torch.Tensor, longs: tuple[int, int] | None = None) -> tuple[int, torch.Tensor, torch.Tensor]:
+def encode_offsets(index: torch.Tensor, longs: tuple[int, int] | None = None,
+                   gap: torch.Tensor | None = None) -> tuple[int, torch.Tensor, torch.Tensor]:
     """Strictly increasing non-negative indices -> (width, words, escaped gaps as int32), on
     the indices' device (torch operations there, ``kernels/device.py``). ``longs``: the
     gaps of at least 255 and of at least 65,535 (``long_gaps``' two counts), where the
-    caller has read them to the host already, so that the device path need not wait."""
+    caller has read them to the host already, so that the device path need not wait;
+    ``gap``: the indices' ``index_gaps``, where the caller has them on the device already."""
     if device.on_device(index):
-        return _encode_on_device(index, longs)
+        return _encode_on_device(index, longs, gap)
     idx = index.numpy().astype(np.int64, copy=False)
     long8, long16 = gaps.long_gaps(idx, 0xFF, 0xFFFF)
     width = 8 if idx.size + 4 * long8 <= 2 * idx.size + 4 * long16 else 16
@@ -69,21 +73,28 @@ def decode_offsets(width: int, words: torch.Tensor, escaped: torch.Tensor, count
     return torch.from_numpy(index)
 
 
-def _gaps(index: torch.Tensor) -> torch.Tensor:
+def index_gaps(index: torch.Tensor) -> torch.Tensor:
+    """The indices' gaps (int64, the first from -1), on their device."""
     return torch.diff(index.to(torch.int64), prepend=torch.full((1,), -1, dtype=torch.int64, device=index.device))
 
 
-def long_gaps(index: torch.Tensor) -> torch.Tensor:
-    """The indices' gaps of at least 255 and of at least 65,535, counted on their device
-    (int64 [2]), for a caller to read with its own values (``encode_offsets``' ``longs``)."""
-    gap = _gaps(index)
-    return torch.stack([(gap >= 0xFF).sum(), (gap >= 0xFFFF).sum()])
+@functools.lru_cache(maxsize=8)
+def _limits(where: str) -> torch.Tensor:
+    return torch.tensor([[0xFF, 0xFFFF]], dtype=torch.int64, device=where)
 
 
-def _encode_on_device(index: torch.Tensor, longs: tuple[int, int] | None) -> tuple[int, torch.Tensor, torch.Tensor]:
+def long_gaps(gap: torch.Tensor) -> torch.Tensor:
+    """The gaps (``index_gaps``) of at least 255 and of at least 65,535, counted on their device
+    (int64 [2], two launches), for a caller to read with its own values (``encode_offsets``'
+    ``longs``)."""
+    return (gap.unsqueeze(1) >= _limits(str(gap.device))).sum(0)
+
+
+def _encode_on_device(index: torch.Tensor, longs: tuple[int, int] | None,
+                      gap: torch.Tensor | None) -> tuple[int, torch.Tensor, torch.Tensor]:
     """``split_gaps`` in torch operations: the same width choice, words and escaped gaps."""
-    gap = _gaps(index)
-    long8, long16 = longs if longs is not None else long_gaps(index).tolist()  # one wait on a GPU
+    gap = index_gaps(index) if gap is None else gap
+    long8, long16 = longs if longs is not None else long_gaps(gap).tolist()  # one wait on a GPU
     width = 8 if gap.numel() + 4 * long8 <= 2 * gap.numel() + 4 * long16 else 16
     escape = (1 << width) - 1
     long = gap >= escape
