@@ -115,7 +115,8 @@ GRADDROP = ["graddrop(ratio=0.99)", "graddrop(ratio=0.9, sampling='stride', enco
             "graddrop(ratio=0.99, bits=2, levels='global', ties='keep')", "graddrop(ratio=0.9, threshold='exact')",
             "graddrop(ratio=0.99, scope='local', residual=False)", "graddrop(ratio=0.0)",
             "graddrop(ratio=0.95, bits=2, levels='threshold', scope='local')",
-            "graddrop(ratio=0.99, bits=1, levels='threshold')", "graddrop(ratio=0.99, bits=2, encoding='index_value')"]
+            "graddrop(ratio=0.99, bits=1, levels='threshold')", "graddrop(ratio=0.99, bits=2, encoding='index_value')",
+            "graddrop(ratio=0.99, bits=1, levels='global')", "graddrop(ratio=0.95, bits=1, levels='column')"]
 
 
 @pytest.mark.parametrize("spec", GRADDROP)

@@ -64,12 +64,14 @@ def _quantize_torch(values, groups, count, bits, threshold_levels, thresholds):
     sums in survivor order (``bincount`` with weights), codes and level table."""
     dev = values.device
     negative = (values < 0).to(torch.int64)
+    t = thresholds.to(dev, torch.float64).repeat_interleave(2)  # per cell: its group's threshold
+    if bits == 1 and threshold_levels:  # every level is a threshold: no means to take
+        return negative.to(torch.uint8), t.reshape(count, 2, 1).to(torch.float32)
     cell = groups.to(dev) * 2 + negative
     magnitude = values.abs().to(torch.float64)
     cells = 2 * count
     mean = (torch.bincount(cell, weights=magnitude, minlength=cells)
             / torch.bincount(cell, minlength=cells).clamp_(min=1))
-    t = thresholds.to(dev, torch.float64).repeat_interleave(2)  # per cell: its group's threshold
     if bits == 1:
         table = (t if threshold_levels else mean).reshape(count, 2, 1)
         return negative.to(torch.uint8), table.to(torch.float32)
@@ -87,7 +89,7 @@ def dequantize(codes: torch.Tensor, groups: torch.Tensor, table: torch.Tensor, b
     in torch operations, ``kernels/device.py``)."""
     if device.on_device(codes):
         negative = (codes & 1).to(torch.int64)
-        level = (codes >> 1).to(torch.int64) if bits == 2 else torch.zeros_like(negative)
+        level = (codes >> 1).to(torch.int64) if bits == 2 else 0
         magnitude = table.to(codes.device)[groups.to(codes.device), negative, level]
         return torch.where(negative.bool(), -magnitude, magnitude)
     out = np.empty(codes.numel(), dtype=np.float32)
