@@ -4,8 +4,9 @@ the host. The host kernels stay the CPU path; this one is what a GPU tensor take
 CPU test suite runs it on CPU tensors against them.
 
 A group of 8 b-bit codes fills exactly b bytes: the codes of each group are shifted into one
-64-bit word (each code by its place in the group, then summed, all groups at once), and the word's first b bytes
-in memory order are the group's bytes (a little-endian machine: x86, ARM, every CUDA GPU).
+64-bit word (each code by its place in the group, then summed, all groups at once), and the
+word's first b bytes in memory order are the group's bytes (a little-endian machine: x86,
+ARM, every CUDA GPU).
 Unpacking reads each group's b bytes back into a word and masks each code out. For b > 8
 the low bytes come first, then the high b - 8 bits of every code as a (b - 8)-bit stream.
 """

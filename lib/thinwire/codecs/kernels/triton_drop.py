@@ -57,7 +57,7 @@ from .triton_crc import AVAILABLE
 KERNEL = "triton"       # "triton" (these kernels) or "torch" (drop_pass's torch operations)
 KERNELS = ("torch", "triton")
 BLOCK = 2048            # values per program
-WARPS = 8               # compiled for sm_90, the compacting kernel holds 80 registers (kernel_registers.py)
+WARPS = 8               # compiled for sm_90a, each kernel holds at most 60 registers (kernel_registers.py)
 
 
 def usable(*tensors: torch.Tensor | None) -> bool:
@@ -116,7 +116,8 @@ if AVAILABLE:
         p = tl.program_id(0)
         tl.store(counts + p, tl.sum(keep.to(tl.int32), axis=0))
         lanes = tl.reshape(keep.to(tl.uint32), (BLOCK // 32, 32)) << tl.arange(0, 32).to(tl.uint32)[None, :]
-        tl.store(words + p * (BLOCK // 32) + tl.arange(0, BLOCK // 32), tl.sum(lanes, axis=1).to(tl.uint32).to(tl.int32, bitcast=True))
+        word = tl.sum(lanes, axis=1).to(tl.uint32)  # distinct bits: their sum is their OR
+        tl.store(words + p * (BLOCK // 32) + tl.arange(0, BLOCK // 32), word.to(tl.int32, bitcast=True))
         if STORE:
             tl.store(residual + at, x, mask=at < tl.load(stops + p))
         if FLAG:
