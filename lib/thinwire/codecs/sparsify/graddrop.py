@@ -268,7 +268,7 @@ class GradDrop(Codec):
             n = stop - start
             pos = (sample_positions(n, sample_size(n, self.sample, self.min_sample), self.sampling, generator)
                    + start).to(corrected.device)
-            if pos.device.type == "cpu":
+            if not device.on_device(corrected):  # the device path's gather too where it is forced
                 magnitude = torch.empty(pos.numel(), dtype=torch.float32)
                 drop.sampled_magnitudes(corrected.numpy(), (corrected[:0] if gradient is None else gradient).numpy(),
                                         pos.numpy(), magnitude.numpy())
