@@ -73,8 +73,7 @@ def _quantize_torch(values, groups, count, bits, threshold_levels, thresholds):
     mean = (torch.bincount(cell, weights=magnitude, minlength=cells)
             / torch.bincount(cell, minlength=cells).clamp_(min=1))
     if bits == 1:
-        table = (t if threshold_levels else mean).reshape(count, 2, 1)
-        return negative.to(torch.uint8), table.to(torch.float32)
+        return negative.to(torch.uint8), mean.reshape(count, 2, 1).to(torch.float32)
     high = (magnitude > mean[cell]).to(torch.int64)
     codes = (negative | (high << 1)).to(torch.uint8)
     fine = cell * 2 + high

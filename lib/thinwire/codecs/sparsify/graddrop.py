@@ -224,14 +224,13 @@ class GradDrop(Codec):
         (on a GPU with the offsets encoding), its long-gap counts too (``offsets.long_gaps``),
         returned for ``encode_offsets`` where no span stalled (else None: the index changes)."""
         ends = torch.tensor([v for span in spans for v in span], dtype=torch.int64, device=index.device)
-        counted = gap is not None
         read = torch.cat([torch.searchsorted(index, ends), bits]  # left side
-                         + ([long_gaps(gap)] if counted else [])).tolist()
+                         + ([long_gaps(gap)] if gap is not None else [])).tolist()
         bounds, finite = read[:2 * len(spans)], _finite(read[2 * len(spans)])
         stalled = [(a, b, t) for (a, b), t, first, stop in zip(spans, thresholds, bounds[0::2], bounds[1::2])
                    if t > 0 and first == stop and b > a]
         if not stalled:
-            return index, values, finite, (tuple(read[2 * len(spans) + 1:]) if counted else None)
+            return index, values, finite, (tuple(read[2 * len(spans) + 1:]) if gap is not None else None)
         extra_index, extra_values = drop_pass(corrected, None, stalled, keep_residual=self.residual, inclusive=True)
         index, values = torch.cat([index, extra_index]), torch.cat([values, extra_values])
         order = torch.argsort(index)  # an infinite threshold lets Inf in here: checked too
