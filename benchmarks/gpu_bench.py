@@ -55,6 +55,9 @@ paper profiles' speed on one GPU, and the DDP hook under NCCL.
 13. **Graphed round trips** (``graphed``): the round trips of part 5 of ``GRAPH_SPECS``
    with the decode in a ``wire.deferred_checks`` block, called and captured in a CUDA
    graph and replayed, as fractions of the add pass.
+14. **Drop-pass variants** (``drop_variants.py``): the drop pass's count and compaction
+   kernels timed one at a time over 250M values, beside the earlier compaction and other
+   chunk sizes, at top-k's and gradient dropping's densities.
 
 ``python benchmarks/gpu_bench.py [FILE] [--only=PART,...] [--codec-kernels=KERNEL,...]
 [--kernel-specs=SPEC;...] [--kernel-crcs=CRC;...] [--crc-joins=JOIN;...] [--profile-values=N,...]
@@ -727,10 +730,17 @@ def crc_variant_rows(nbytes: int) -> list[dict]:
     return crc_variants.variants(nbytes, lambda fn: device_seconds(fn, 10, 2), DEVICE)
 
 
+def drop_variant_rows(n: int) -> list[dict]:
+    """``drop_variants.py``'s kernels side by side over ``n`` values."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    import drop_variants
+    return drop_variants.variants(n, lambda fn: device_seconds(fn, 10, 2), DEVICE)
+
+
 PARTS = ("same_bytes", "hook_nccl", "codecs", "paper", "device_crc", "device_messages", "crc_variants",
          "message_overhead", "codec_kernels", "step_profile", "paper_kernels", "codec_profile", "host_profile",
-         "graphed")
-NOT_YET_RUN = ()  # parts no GPU has run yet: gpu-runs/bench_gpu.json lacks them
+         "graphed", "drop_variants")
+NOT_YET_RUN = ("drop_variants",)  # parts no GPU has run yet: gpu-runs/bench_gpu.json lacks them
 
 
 ROW_KEYS = {"codec_kernels": ("codec_kernel", "crc_kernel", "crc_join", "codec", "values"),  # what tells a part's
@@ -777,7 +787,8 @@ def run(save, doc: dict, parts=PARTS, steps: int = 30, hook_steps: int = 600, si
             "codec_profile": lambda: [r for n in (PROFILE_VALUES if DEVICE == "cuda" else sizes[:1])
                                       for r in codec_profile(n)],
             "host_profile": lambda: host_profile(calls=200 if DEVICE == "cuda" else 5),
-            "graphed": lambda: graphed(sizes)}
+            "graphed": lambda: graphed(sizes),
+            "drop_variants": lambda: drop_variant_rows(sizes[-1] if DEVICE == "cuda" else 20_000)}
     # the parts that run torch.profiler go last: no other part is timed in a process that has run it
     parts = sorted(parts, key=lambda part: part in ("message_overhead", "step_profile", "codec_profile", "host_profile"))
     for part in parts:

@@ -222,6 +222,22 @@ def _graphed_lines(doc: dict, stamp) -> list[str]:
     return lines
 
 
+def _drop_variant_lines(doc: dict, stamp) -> list[str]:
+    """``gpu_bench``'s drop-pass variants (part 14, ``drop_variants.py``), once a GPU has run
+    them: each kernel's best time by variant, launch and density."""
+    found = doc.get("drop_variants")
+    if not found:
+        return []
+    lines = ["", f"The drop pass's kernels one at a time (`benchmarks/drop_variants.py`, {stamp('drop_variants')}), "
+             f"{found[0]['values']:,} values, top-k's candidates (no gradient) and gradient dropping's pass (with "
+             "a gradient, survivors zeroed in the residual):\n",
+             "| variant | launch | density | survivors | count ms | compact ms | equal to the library's |",
+             "|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['variant']} | {r['launch']} | {r['density']:g} | {r['survivors']:,} | {r['count_s'] * 1e3:.3f} | "
+              f"{r['compact_s'] * 1e3:.3f} | {r['equal_to_library']} |" for r in found]
+    return lines
+
+
 def _host_profile_lines(doc: dict, stamp) -> list[str]:
     """``gpu_bench``'s host profile (part 12), once a GPU has run it: per codec and kernel set,
     the wall time of a small message's encode and decode on the device (the host's time)
@@ -387,6 +403,7 @@ def gpu_tables(doc: dict) -> dict[str, str]:
                   for r in profiled]
     lines += _host_profile_lines(doc, stamp)
     lines += _graphed_lines(doc, stamp)
+    lines += _drop_variant_lines(doc, stamp)
     out["gpu_codecs"] = "\n".join(lines) + "\n\n<sub>All from `gpu-runs/bench_gpu.json`.</sub>\n"
 
     paper = doc["paper"]

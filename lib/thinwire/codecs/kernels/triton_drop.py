@@ -27,17 +27,21 @@ each:
 2. the chunks' counts summed in order (``torch.cumsum``): where each chunk's survivors go,
    and how many there are (the one wait for the device, to size the message);
 3. ``_compact``: each chunk's survivors (index, corrected value) written from its offset in
-   index order, and zeroed in the residual. It reads the chunk's words, not its values: a
-   survivor's place is the chunk's offset plus the set bits before it (a prefix sum of the
-   words' bit counts, and the bits below it in its word), and its value is read where
-   it is.
+   index order, and zeroed in the residual. It reads the chunk's words, not its values, a
+   thread per word: in each round every word gives up its lowest set bit, so a survivor's
+   place is the chunk's offset, the set bits of the words before its own (a prefix sum of
+   the words' bit counts) and the round, and its value is read where it is. The rounds
+   are as many as the fullest word's bits: the work follows the survivors, not the
+   values.
 
 With a gradient, ``_count`` also writes the corrected values into the residual, and
 ``_compact`` reads the survivors' values from there: the residual and the gradient are
 read once and the residual written once, about 12 bytes per value, and the bits and the
 survivors a little more (``benchmarks/device_audit.py`` counts them), where the torch
 operations read and write it about six times. An earlier ``_compact`` read every value
-again and placed each by a prefix sum over the chunk's 2,048 values.
+again and placed each by a prefix sum over the chunk's 2,048 values; the next expanded every
+bit of the chunk's words (``benchmarks/drop_variants.py`` keeps it, and times it beside this
+one).
 
 Top-k's candidates (``|x| >= t``, with NaN and Inf counted on the way: ``at_least``) are
 the same two kernels with no gradient and no residual (``torch_select.py``).
@@ -58,6 +62,7 @@ KERNEL = "triton"       # "triton" (these kernels) or "torch" (drop_pass's torch
 KERNELS = ("torch", "triton")
 BLOCK = 2048            # values per program
 WARPS = 8               # compiled for sm_90a, each kernel holds at most 60 registers (kernel_registers.py)
+COMPACT_WARPS = 2       # ``_compact``: a thread per word of a chunk's BLOCK // 32
 
 
 def usable(*tensors: torch.Tensor | None) -> bool:
@@ -125,26 +130,35 @@ if AVAILABLE:
             tl.store(non_finite + p, tl.sum(bad.to(tl.int32), axis=0))
 
     @triton.jit
+    def _bit_of(low):
+        """The position of the one set bit of each uint32 of ``low`` (a power of two): the
+        exponent of its exact float32 value."""
+        return ((low.to(tl.float32).to(tl.int32, bitcast=True) >> 23) - 127).to(tl.int64)
+
+    @triton.jit
     def _compact(src, starts, words, ends, index, values, residual, ZERO: tl.constexpr, BLOCK: tl.constexpr):
         """Each chunk's survivors (``_count``'s words) written from its offset, their values
-        read from ``src``; with ``ZERO`` zeroed in ``residual``. A survivor's place is its
-        chunk's offset, the set bits of the words before its own, and those below it in
-        its word: no pass over the chunk's values, and no scan wider than its words."""
+        read from ``src``; with ``ZERO`` zeroed in ``residual``. Every word gives up its
+        lowest set bit in each round, as many rounds as the fullest word has bits: the
+        survivor's place is its chunk's offset, the set bits of the words before its own,
+        and the round; its position is its word's and the bit's. Work and loads are per
+        word and round, not per value."""
         p = tl.program_id(0)
         word = tl.load(words + p * (BLOCK // 32) + tl.arange(0, BLOCK // 32)).to(tl.uint32, bitcast=True)
         set_bits = _popcount(word)
-        before = (tl.cumsum(set_bits, axis=0) - set_bits).to(tl.int64)
-        first = tl.load(ends + p) - tl.sum(set_bits, axis=0).to(tl.int64)
-        bit = tl.arange(0, 32).to(tl.uint32)[None, :]
-        keep = ((word[:, None] >> bit) & 1) != 0
-        below = _popcount(word[:, None] & ((tl.full((1, 32), 1, tl.uint32) << bit) - 1)).to(tl.int64)
-        to = first + before[:, None] + below
-        at = tl.load(starts + p) + (tl.arange(0, BLOCK // 32) * 32).to(tl.int64)[:, None] + bit.to(tl.int64)
-        x = tl.load(src + at, mask=keep, other=0.0)
-        tl.store(index + to, at, mask=keep)
-        tl.store(values + to, x, mask=keep)
-        if ZERO:
-            tl.store(residual + at, tl.zeros_like(x), mask=keep)
+        to = (tl.load(ends + p) - tl.sum(set_bits, axis=0).to(tl.int64)
+              + (tl.cumsum(set_bits, axis=0) - set_bits).to(tl.int64))
+        first = tl.load(starts + p) + (tl.arange(0, BLOCK // 32) * 32).to(tl.int64)
+        for _ in range(tl.max(set_bits, axis=0).to(tl.int32)):
+            keep = word != 0
+            at = first + _bit_of(word & (~word + 1))  # the lowest set bit
+            x = tl.load(src + at, mask=keep, other=0.0)
+            tl.store(index + to, at, mask=keep)
+            tl.store(values + to, x, mask=keep)
+            if ZERO:
+                tl.store(residual + at, tl.zeros_like(x), mask=keep)
+            word = word & (word - 1)
+            to = to + 1
 
 
 @functools.lru_cache(maxsize=64)
@@ -183,7 +197,7 @@ def drop(residual: torch.Tensor, gradient: torch.Tensor | None, segments: list[t
     index = torch.empty(total, dtype=torch.int64, device=device)
     values = torch.empty(total, dtype=torch.float32, device=device)
     _compact[(jobs,)](residual, starts, words, ends, index, values, residual, ZERO=keep_residual, BLOCK=BLOCK,
-                      num_warps=WARPS)
+                      num_warps=COMPACT_WARPS)
     return index, values
 
 
@@ -206,6 +220,7 @@ def at_least(flat: torch.Tensor, t: torch.Tensor) -> tuple[int, bool, Callable[[
     def compact() -> tuple[torch.Tensor, torch.Tensor]:
         index = torch.empty(total, dtype=torch.int64, device=device)
         values = torch.empty(total, dtype=torch.float32, device=device)
-        _compact[(jobs,)](flat, starts, words, ends, index, values, flat, ZERO=False, BLOCK=BLOCK, num_warps=WARPS)
+        _compact[(jobs,)](flat, starts, words, ends, index, values, flat, ZERO=False, BLOCK=BLOCK,
+                          num_warps=COMPACT_WARPS)
         return index, values
     return int(total), bool(bad), compact

@@ -1,0 +1,124 @@
+"""The drop pass's two kernels (``kernels/triton_drop.py``) timed one at a time on a GPU,
+beside variants, by ``gpu_bench``'s ``drop_variants`` part: what each of step 1 (``_count``)
+and step 3 (``_compact``) costs, at the survivor densities of top-k 1% and of gradient
+dropping 0.99 and at 10%.
+
+- ``library``: ``_count`` and ``_compact`` as ``triton_drop.drop`` launches them
+  (``BLOCK`` values per chunk, ``_compact`` taking each word's lowest set bit in rounds).
+- ``bits expanded``: the earlier ``_compact`` (``_compact_expanded`` below), which places
+  every one of a chunk's ``BLOCK`` bits by its word's prefix and a population count of the
+  bits below it, with ``triton_drop.WARPS`` warps: work per value, not per survivor.
+- ``BLOCK = 1024, 4096, 8192``: both library kernels with other chunk sizes (``_compact``
+  with a thread per word).
+
+Gradient dropping's kernels run with a gradient (the corrected values stored into the
+residual, the survivors zeroed there); the density is set by the threshold, the quantile of
+normal values. Each variant's survivors, values and residual are compared with the
+library's.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from thinwire.codecs.kernels import triton_drop
+
+if triton_drop.AVAILABLE:
+    import triton
+    import triton.language as tl
+
+    from thinwire.codecs.kernels.triton_drop import _popcount  # noqa: F401  (called by the kernel)
+
+    @triton.jit
+    def _compact_expanded(src, starts, words, ends, index, values, residual, ZERO: tl.constexpr,
+                          BLOCK: tl.constexpr):
+        """Each chunk's survivors written from its offset, every bit of its words expanded: a
+        survivor's place is the chunk's offset, the set bits of the words before its own, and
+        those below it in its word."""
+        p = tl.program_id(0)
+        word = tl.load(words + p * (BLOCK // 32) + tl.arange(0, BLOCK // 32)).to(tl.uint32, bitcast=True)
+        set_bits = _popcount(word)
+        before = (tl.cumsum(set_bits, axis=0) - set_bits).to(tl.int64)
+        first = tl.load(ends + p) - tl.sum(set_bits, axis=0).to(tl.int64)
+        bit = tl.arange(0, 32).to(tl.uint32)[None, :]
+        keep = ((word[:, None] >> bit) & 1) != 0
+        below = _popcount(word[:, None] & ((tl.full((1, 32), 1, tl.uint32) << bit) - 1)).to(tl.int64)
+        to = first + before[:, None] + below
+        at = tl.load(starts + p) + (tl.arange(0, BLOCK // 32) * 32).to(tl.int64)[:, None] + bit.to(tl.int64)
+        x = tl.load(src + at, mask=keep, other=0.0)
+        tl.store(index + to, at, mask=keep)
+        tl.store(values + to, x, mask=keep)
+        if ZERO:
+            tl.store(residual + at, tl.zeros_like(x), mask=keep)
+
+
+DENSITIES = (0.01, 0.1)
+BLOCKS = (1024, 4096, 8192)
+
+
+def _chunked(n: int, block: int, device: str):
+    """(starts, stops, span, jobs, counts, words): one segment of ``n`` values in chunks of
+    ``block``, and the count pass's outputs (two counts per chunk: survivors, then NaN and
+    Inf for top-k's)."""
+    starts, stops, span = triton_drop._chunks(((0, n),), device, block)
+    jobs = starts.numel()
+    counts = torch.empty(2 * jobs, dtype=torch.int32, device=device)
+    words = torch.empty(jobs * (block // 32), dtype=torch.int32, device=device)
+    return starts, stops, span, jobs, counts, words
+
+
+def variants(n: int, seconds, device: str) -> list[dict]:
+    """Each variant's best time (``seconds(fn)``: the bench's timer) for each kernel, at each
+    density and for top-k's and gradient dropping's launches, and whether its output equals
+    the library's."""
+    g = torch.Generator(device).manual_seed(0)
+    residual0 = torch.randn(n, device=device, generator=g)
+    gradient = torch.randn(n, device=device, generator=g)
+    rows = []
+    for density in DENSITIES:
+        # |N(0, 2)| (residual + gradient) and |N(0, 1)| above t with probability ``density``
+        q = float(torch.erfinv(torch.tensor(1 - density, dtype=torch.float64)) * 2 ** 0.5)
+        for launch, t in (("top-k candidates", q), ("gradient dropping", q * 2 ** 0.5)):
+            drop = launch == "gradient dropping"
+            thresholds = torch.tensor([t], dtype=torch.float32, device=device)
+            want = None
+            for variant, block, expanded in ([("library", triton_drop.BLOCK, False),
+                                              ("bits expanded", triton_drop.BLOCK, True)]
+                                             + [(f"BLOCK = {b}", b, False) for b in BLOCKS]):
+                starts, stops, span, jobs, counts, words = _chunked(n, block, device)
+                residual = residual0.clone()
+
+                def count():
+                    if drop:  # from the residual as it was: the corrected values are stored into ``residual``
+                        triton_drop._count[(jobs,)](residual0, gradient, starts, stops, span, thresholds, counts,
+                                                    words, counts, residual, ADD=True, INCLUSIVE=False, BLOCK=block,
+                                                    STORE=True, num_warps=triton_drop.WARPS)
+                    else:  # as ``triton_drop.at_least`` launches it
+                        triton_drop._count[(jobs,)](residual0, residual0, starts, stops, span, thresholds, counts,
+                                                    words, counts[jobs:], residual0, ADD=False, INCLUSIVE=False,
+                                                    BLOCK=block, AT_LEAST=True, FLAG=True,
+                                                    num_warps=triton_drop.WARPS)
+                count_s = seconds(count)
+                count()
+                ends = torch.cumsum(counts[:jobs], 0)
+                total = int(ends[-1].item())
+                index = torch.empty(total, dtype=torch.int64, device=device)
+                values = torch.empty(total, dtype=torch.float32, device=device)
+                src = residual if drop else residual0
+                kernel, warps = ((_compact_expanded, triton_drop.WARPS) if expanded
+                                 else (triton_drop._compact, triton_drop.COMPACT_WARPS * block // triton_drop.BLOCK))
+
+                def compact():
+                    kernel[(jobs,)](src, starts, words, ends, index, values, src, ZERO=drop, BLOCK=block,
+                                    num_warps=warps)
+                compact_s = seconds(compact)  # zeroing zeros again: the same loads and stores
+                count()  # the corrected values again, then one compaction to compare
+                compact()
+                got = (index, values, residual)
+                if want is None:
+                    want = tuple(t.clone() for t in got)
+                rows.append({"variant": variant, "launch": launch, "values": n, "density": density,
+                             "survivors": total, "count_s": count_s, "compact_s": compact_s,
+                             "equal_to_library": all(a.shape == b.shape and torch.equal(a, b)
+                                                     for a, b in zip(got, want))})
+    return rows
