@@ -159,9 +159,9 @@ def _tensors(tree) -> list[torch.Tensor]:
 
 
 # Triton kernels that touch some of their tensors only at another's entries: (those
-# tensors, the tensor as long as the entries). ``triton_drop._compact`` reads the
-# survivors' values from ``src`` and zeroes them in ``residual``, and writes ``values``.
-AT_ENTRIES = {"_compact": (("src", "residual"), "values")}
+# tensors, the tensor as long as the entries). ``triton_drop._compact`` and ``_compact_dense``
+# read the survivors' values from ``src``, zero them in ``residual``, and write ``values``.
+AT_ENTRIES = {"_compact": (("src", "residual"), "values"), "_compact_dense": (("src", "residual"), "values")}
 
 
 def _launch_tensors(fn, args, kwargs) -> list[torch.Tensor]:

@@ -3,13 +3,13 @@ beside variants, by ``gpu_bench``'s ``drop_variants`` part: what each of step 1 
 and step 3 (``_compact``) costs, at the survivor densities of top-k 1% and of gradient
 dropping 0.99 and at 10%.
 
-- ``library``: ``_count`` and ``_compact`` as ``triton_drop.drop`` launches them
-  (``BLOCK`` values per chunk, ``_compact`` taking each word's lowest set bit in rounds).
-- ``bits expanded``: the earlier ``_compact`` (``_compact_expanded`` below), which places
-  every one of a chunk's ``BLOCK`` bits by its word's prefix and a population count of the
-  bits below it, with ``triton_drop.WARPS`` warps: work per value, not per survivor.
-- ``BLOCK = 1024, 4096, 8192``: both library kernels with other chunk sizes (``_compact``
-  with a thread per word).
+- ``library``: ``_count`` and the compaction ``triton_drop.compactor`` chooses, as
+  ``triton_drop.drop`` launches them (``BLOCK`` values per chunk).
+- ``rounds``: ``_compact``, each word's lowest set bit taken in rounds (work per survivor).
+- ``bits expanded``: ``_compact_dense``, every one of a chunk's ``BLOCK`` bits placed at
+  once by its word's prefix and a population count of the bits below it (work per value).
+- ``BLOCK = 1024, 4096, 8192``: ``_count`` and ``_compact`` with other chunk sizes (a
+  thread per word).
 
 Gradient dropping's kernels run with a gradient (the corrected values stored into the
 residual, the survivors zeroed there); the density is set by the threshold, the quantile of
@@ -22,35 +22,6 @@ from __future__ import annotations
 import torch
 
 from thinwire.codecs.kernels import triton_drop
-
-if triton_drop.AVAILABLE:
-    import triton
-    import triton.language as tl
-
-    from thinwire.codecs.kernels.triton_drop import _popcount  # noqa: F401  (called by the kernel)
-
-    @triton.jit
-    def _compact_expanded(src, starts, words, ends, index, values, residual, ZERO: tl.constexpr,
-                          BLOCK: tl.constexpr):
-        """Each chunk's survivors written from its offset, every bit of its words expanded: a
-        survivor's place is the chunk's offset, the set bits of the words before its own, and
-        those below it in its word."""
-        p = tl.program_id(0)
-        word = tl.load(words + p * (BLOCK // 32) + tl.arange(0, BLOCK // 32)).to(tl.uint32, bitcast=True)
-        set_bits = _popcount(word)
-        before = (tl.cumsum(set_bits, axis=0) - set_bits).to(tl.int64)
-        first = tl.load(ends + p) - tl.sum(set_bits, axis=0).to(tl.int64)
-        bit = tl.arange(0, 32).to(tl.uint32)[None, :]
-        keep = ((word[:, None] >> bit) & 1) != 0
-        below = _popcount(word[:, None] & ((tl.full((1, 32), 1, tl.uint32) << bit) - 1)).to(tl.int64)
-        to = first + before[:, None] + below
-        at = tl.load(starts + p) + (tl.arange(0, BLOCK // 32) * 32).to(tl.int64)[:, None] + bit.to(tl.int64)
-        x = tl.load(src + at, mask=keep, other=0.0)
-        tl.store(index + to, at, mask=keep)
-        tl.store(values + to, x, mask=keep)
-        if ZERO:
-            tl.store(residual + at, tl.zeros_like(x), mask=keep)
-
 
 DENSITIES = (0.01, 0.1)
 BLOCKS = (1024, 4096, 8192)
@@ -82,9 +53,10 @@ def variants(n: int, seconds, device: str) -> list[dict]:
             drop = launch == "gradient dropping"
             thresholds = torch.tensor([t], dtype=torch.float32, device=device)
             want = None
-            for variant, block, expanded in ([("library", triton_drop.BLOCK, False),
-                                              ("bits expanded", triton_drop.BLOCK, True)]
-                                             + [(f"BLOCK = {b}", b, False) for b in BLOCKS]):
+            for variant, block, kernel in ([("library", triton_drop.BLOCK, None),
+                                            ("rounds", triton_drop.BLOCK, "rounds"),
+                                            ("bits expanded", triton_drop.BLOCK, "dense")]
+                                           + [(f"BLOCK = {b}", b, "rounds") for b in BLOCKS]):
                 starts, stops, span, jobs, counts, words = _chunked(n, block, device)
                 residual = residual0.clone()
 
@@ -105,12 +77,14 @@ def variants(n: int, seconds, device: str) -> list[dict]:
                 index = torch.empty(total, dtype=torch.int64, device=device)
                 values = torch.empty(total, dtype=torch.float32, device=device)
                 src = residual if drop else residual0
-                kernel, warps = ((_compact_expanded, triton_drop.WARPS) if expanded
-                                 else (triton_drop._compact, triton_drop.COMPACT_WARPS * block // triton_drop.BLOCK))
+                rounds_warps = triton_drop.COMPACT_WARPS * block // triton_drop.BLOCK  # a thread per word
+                compactor, warps = {None: triton_drop.compactor(total, jobs),
+                                    "rounds": (triton_drop._compact, rounds_warps),
+                                    "dense": (triton_drop._compact_dense, triton_drop.WARPS)}[kernel]
 
                 def compact():
-                    kernel[(jobs,)](src, starts, words, ends, index, values, src, ZERO=drop, BLOCK=block,
-                                    num_warps=warps)
+                    compactor[(jobs,)](src, starts, words, ends, index, values, src, ZERO=drop, BLOCK=block,
+                                       num_warps=warps)
                 compact_s = seconds(compact)  # zeroing zeros again: the same loads and stores
                 count()  # the corrected values again, then one compaction to compare
                 compact()

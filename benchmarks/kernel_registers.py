@@ -101,6 +101,9 @@ def _kernels():
     yield ("triton_drop compact", drop._compact,
            {"src": "*fp32", "starts": "*i64", "words": "*i32", "ends": "*i64", "index": "*i64", "values": "*fp32",
             "residual": "*fp32"}, {"ZERO": True, "BLOCK": drop.BLOCK}, drop.COMPACT_WARPS)
+    yield ("triton_drop compact, dense", drop._compact_dense,
+           {"src": "*fp32", "starts": "*i64", "words": "*i32", "ends": "*i64", "index": "*i64", "values": "*fp32",
+            "residual": "*fp32"}, {"ZERO": True, "BLOCK": drop.BLOCK}, drop.WARPS)
     yield ("triton_drop top-k count", drop._count, dict(chunk, counts="*i32", words="*i32", non_finite="*i32",
                                                         residual="*fp32"),
            {"ADD": False, "INCLUSIVE": False, "BLOCK": drop.BLOCK, "AT_LEAST": True, "FLAG": True, "STORE": False},

@@ -38,14 +38,16 @@ def compared(n, segments, keep, inclusive, with_gradient, with_source):
             assert torch.equal(a, b), (kernel, name, n, segments, keep, inclusive, with_gradient, with_source)
 
 
-for n in (1, 63, 64, 65, 300):
-    for segments in ([(0, n, 0.5)], [(0, n, float("-inf"))], [(0, n, 0.0)],
-                     [(0, n // 2, 1.0), (n // 2, n // 2, 0.2), (n // 2, n, 0.5)]):  # an empty segment
-        for keep in (True, False):
-            for inclusive in (True, False):
-                for with_gradient, with_source in ((False, False), (True, False), (True, True)):
-                    if keep or not with_gradient:  # a residual kept read only takes no gradient
-                        compared(n, segments, keep, inclusive, with_gradient, with_source)
+for triton_drop.DENSE in (0, 1 << 40):  # every compaction by rounds, then every one dense
+    for n in (1, 63, 64, 65, 300):
+        for segments in ([(0, n, 0.5)], [(0, n, float("-inf"))], [(0, n, 0.0)],
+                         [(0, n // 2, 1.0), (n // 2, n // 2, 0.2), (n // 2, n, 0.5)]):  # an empty segment
+            for keep in (True, False):
+                for inclusive in (True, False):
+                    for with_gradient, with_source in ((False, False), (True, False), (True, True)):
+                        if keep or not with_gradient:  # a residual kept read only takes no gradient
+                            compared(n, segments, keep, inclusive, with_gradient, with_source)
+triton_drop.DENSE = 16
 # through the codec, two steps (the residual carries over): the host's messages
 triton_drop.KERNEL = "triton"
 x = torch.randn(30, 101, generator=torch.Generator().manual_seed(1))  # 'local': a threshold per row
