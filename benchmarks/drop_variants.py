@@ -96,3 +96,28 @@ def variants(n: int, seconds, device: str) -> list[dict]:
                              "equal_to_library": all(a.shape == b.shape and torch.equal(a, b)
                                                      for a, b in zip(got, want))})
     return rows
+
+
+def selections(n: int, seconds, device: str) -> list[dict]:
+    """The j-th smallest by each of ``torch_select.KTHS``, timed (``seconds(fn)``) where the
+    codecs select it: among top-k 1%'s candidates of ``n`` normal values (the k-th largest,
+    as ``torch_select.top_k`` takes it), and in gradient dropping's sample (0.1% of ``n``,
+    the 0.99 order statistic of its magnitudes); each value compared with the sort's."""
+    from thinwire.codecs.kernels import torch_select
+    from thinwire.codecs.sparsify.drop_threshold import sample_size
+
+    g = torch.Generator(device).manual_seed(1)
+    flat = torch.randn(n, device=device, generator=g)
+    k = n // 100
+    index, magnitude = torch_select._candidates(flat, k)
+    m = sample_size(n, 0.001, 1000)
+    sample = torch.randn(m, device=device, generator=g).abs()
+    rows = []
+    for what, values, j in (("top-k 1%'s candidates", magnitude, index.numel() - k + 1),
+                            ("gradient dropping's sample", sample, min(m, round(0.99 * (m + 1))))):
+        want = torch_select.kth_smallest(values, j, by="sort").item()
+        for by in torch_select.KTHS:
+            rows.append({"what": what, "values": values.numel(), "j": j, "by": by,
+                         "seconds": seconds(lambda: torch_select.kth_smallest(values, j, by=by)),
+                         "equal_to_sort": torch_select.kth_smallest(values, j, by=by).item() == want})
+    return rows

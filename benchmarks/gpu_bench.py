@@ -57,7 +57,8 @@ paper profiles' speed on one GPU, and the DDP hook under NCCL.
    graph and replayed, as fractions of the add pass.
 14. **Drop-pass variants** (``drop_variants.py``): the drop pass's count and compaction
    kernels timed one at a time over 250M values, beside the earlier compaction and other
-   chunk sizes, at top-k's and gradient dropping's densities.
+   chunk sizes, at top-k's and gradient dropping's densities; and the j-th smallest of
+   top-k's candidates and of gradient dropping's sample by each way of selecting it.
 
 ``python benchmarks/gpu_bench.py [FILE] [--only=PART,...] [--codec-kernels=KERNEL,...]
 [--kernel-specs=SPEC;...] [--kernel-crcs=CRC;...] [--crc-joins=JOIN;...] [--profile-values=N,...]
@@ -730,17 +731,19 @@ def crc_variant_rows(nbytes: int) -> list[dict]:
     return crc_variants.variants(nbytes, lambda fn: device_seconds(fn, 10, 2), DEVICE)
 
 
-def drop_variant_rows(n: int) -> list[dict]:
-    """``drop_variants.py``'s kernels side by side over ``n`` values."""
+def drop_variant_rows(n: int) -> dict:
+    """``drop_variants.py``'s kernels side by side over ``n`` values, and its selections of
+    the j-th smallest."""
     sys.path.insert(0, str(Path(__file__).parent))
     import drop_variants
-    return drop_variants.variants(n, lambda fn: device_seconds(fn, 10, 2), DEVICE)
+    timer = lambda fn: device_seconds(fn, 10, 2)  # noqa: E731
+    return {"kernels": drop_variants.variants(n, timer, DEVICE), "kth": drop_variants.selections(n, timer, DEVICE)}
 
 
 PARTS = ("same_bytes", "hook_nccl", "codecs", "paper", "device_crc", "device_messages", "crc_variants",
          "message_overhead", "codec_kernels", "step_profile", "paper_kernels", "codec_profile", "host_profile",
          "graphed", "drop_variants")
-NOT_YET_RUN = ("drop_variants",)  # parts no GPU has run yet: gpu-runs/bench_gpu.json lacks them
+NOT_YET_RUN = ()  # parts no GPU has run yet: gpu-runs/bench_gpu.json lacks them
 
 
 ROW_KEYS = {"codec_kernels": ("codec_kernel", "crc_kernel", "crc_join", "codec", "values"),  # what tells a part's

@@ -224,17 +224,22 @@ def _graphed_lines(doc: dict, stamp) -> list[str]:
 
 def _drop_variant_lines(doc: dict, stamp) -> list[str]:
     """``gpu_bench``'s drop-pass variants (part 14, ``drop_variants.py``), once a GPU has run
-    them: each kernel's best time by variant, launch and density."""
+    them: each kernel's best time by variant, launch and density, and each selection's."""
     found = doc.get("drop_variants")
     if not found:
         return []
+    kernels, kth = found["kernels"], found["kth"]
     lines = ["", f"The drop pass's kernels one at a time (`benchmarks/drop_variants.py`, {stamp('drop_variants')}), "
-             f"{found[0]['values']:,} values, top-k's candidates (no gradient) and gradient dropping's pass (with "
+             f"{kernels[0]['values']:,} values, top-k's candidates (no gradient) and gradient dropping's pass (with "
              "a gradient, survivors zeroed in the residual):\n",
              "| variant | launch | density | survivors | count ms | compact ms | equal to the library's |",
              "|---|---|---|---|---|---|---|"]
     lines += [f"| {r['variant']} | {r['launch']} | {r['density']:g} | {r['survivors']:,} | {r['count_s'] * 1e3:.3f} | "
-              f"{r['compact_s'] * 1e3:.3f} | {r['equal_to_library']} |" for r in found]
+              f"{r['compact_s'] * 1e3:.3f} | {r['equal_to_library']} |" for r in kernels]
+    lines += ["", "The j-th smallest selected by each way (`torch_select.kth_smallest`), in the same run:\n",
+              "| among | values | j | by | ms | equal to the sort's |", "|---|---|---|---|---|---|"]
+    lines += [f"| {r['what']} | {r['values']:,} | {r['j']:,} | {r['by']} | {r['seconds'] * 1e3:.3f} | "
+              f"{r['equal_to_sort']} |" for r in kth]
     return lines
 
 

@@ -288,15 +288,19 @@ def test_graddrop_refuses_inf_even_when_the_threshold_itself_is_inf_on_either_pa
             make_codec(spec).encode(x, CodecState(0), "g")
 
 
-def test_the_kth_smallest_by_a_sort_is_kthvalue_s_value_ties_included():
-    """A GPU selects the k-th largest top-k candidate and the dropping threshold by a sort
-    (``torch_select.kth_smallest``); on the CPU ``kthvalue``: the same value, ties and all."""
+def test_the_kth_smallest_by_a_sort_or_topk_is_kthvalue_s_value_ties_included():
+    """A GPU selects the k-th largest top-k candidate and the dropping threshold by a sort or
+    by ``torch.topk`` (``torch_select.kth_smallest``); on the CPU ``kthvalue``: the same
+    value, ties and all."""
     from thinwire.codecs.kernels.torch_select import kth_smallest
     g = torch.Generator().manual_seed(4)
     for values in (torch.randn(10_001, generator=g).abs(), torch.randint(0, 9, (5_000,), generator=g).float(),
                    torch.tensor([3.0]), torch.zeros(7)):
-        for j in sorted(j for j in {1, 2, values.numel() // 2, values.numel() - 1, values.numel()}
-                        if 1 <= j <= values.numel()):
+        n = values.numel()
+        for j in sorted(j for j in {1, 2, n // 3, n // 2, n // 2 + 1, n - n // 3, n - 1, n} if 1 <= j <= n):
             want = torch.kthvalue(values, j).values
-            got = kth_smallest(values, j, by_sort=True)
-            assert got.shape == () and got.item() == want.item() == kth_smallest(values, j).item(), (values.numel(), j)
+            for by in ("sort", "topk"):
+                got = kth_smallest(values, j, by=by)
+                assert got.shape == () and got.item() == want.item() == kth_smallest(values, j).item(), (n, j, by)
+    with pytest.raises(ValueError, match="by must be one of"):
+        kth_smallest(torch.zeros(3), 1, by="radix")

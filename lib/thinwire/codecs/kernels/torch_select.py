@@ -18,16 +18,30 @@ from . import triton_drop
 from .select import sample, threshold_rank
 
 
-def kth_smallest(values: torch.Tensor, j: int, by_sort: bool | None = None) -> torch.Tensor:
-    """The j-th smallest (1-based) of a 1-d tensor, as a 0-d tensor on its device (no wait):
-    ``torch.kthvalue`` on the CPU; elsewhere (``by_sort``, by default) the j-th of a sort,
-    since CUDA's ``kthvalue`` selects within one thread block per slice, and a whole tensor
-    is one slice: 20x slower than sorting it on 100M values (pytorch/pytorch#75599), where
-    the sort runs device-wide."""
-    if by_sort is None:
-        by_sort = values.device.type != "cpu"
-    if by_sort:
+KTH = "topk"            # how a device selects the j-th smallest (``kth_smallest``): "sort" or "topk"
+KTHS = ("sort", "topk", "kthvalue")
+
+
+def kth_smallest(values: torch.Tensor, j: int, by: str | None = None) -> torch.Tensor:
+    """The j-th smallest (1-based) of a 1-d tensor, as a 0-d tensor on its device (no wait),
+    by ``by``: ``"kthvalue"`` (``torch.kthvalue``, the default on the CPU); ``"sort"`` (the
+    j-th of a sort), since CUDA's ``kthvalue`` selects within one thread block per slice,
+    and a whole tensor is one slice: 20x slower than sorting it on 100M values
+    (pytorch/pytorch#75599), where the sort runs device-wide; ``"topk"``: the largest of the
+    j smallest (or the least of the n - j + 1 largest, whichever set is smaller) by
+    ``torch.topk``, unsorted. Elsewhere than the CPU the default is ``KTH``. Every way gives
+    the same value, ties and all."""
+    if by is None:
+        by = "kthvalue" if values.device.type == "cpu" else KTH
+    if by not in KTHS:
+        raise ValueError(f"kth_smallest: by must be one of {KTHS}, got {by!r}")
+    if by == "sort":
         return torch.sort(values).values[j - 1]
+    if by == "topk":
+        n = values.numel()
+        if j <= n - j + 1:
+            return torch.topk(values, j, largest=False, sorted=False).values.max()
+        return torch.topk(values, n - j + 1, sorted=False).values.min()
     return torch.kthvalue(values, j).values
 
 
