@@ -243,6 +243,30 @@ def _drop_variant_lines(doc: dict, stamp) -> list[str]:
     return lines
 
 
+def _sparse_run_lines(doc: dict) -> list[str]:
+    """Top-k's and gradient dropping's rows of part 8 with the Triton kernels and the words
+    CRC folded, from every run kept (``codec_kernels`` and ``codec_kernels_earlier``), one
+    column per run: how far one run's figure moves from the next."""
+    def sparse(r: dict) -> bool:
+        return (r["codec"].startswith(("topk", "graddrop")) and r.get("codec_kernel") == "triton"
+                and r.get("crc_kernel") == "words" and r.get("crc_join") == "fold" and "commit" in r)
+    rows = [r for r in doc.get("codec_kernels", []) + doc.get("codec_kernels_earlier", []) if sparse(r)]
+    if not rows:
+        return []
+    runs = sorted({(r["date"], r["commit"]) for r in rows})
+    cells = {(r["codec"], r["values"], r["commit"]): r for r in rows}
+    lines = ["", "The sparse codecs' rows above (Triton kernels, words CRC folded) in every run kept, each run on "
+             "a machine of its own, encode + decode ms (fraction of that run's add pass):\n",
+             "| codec | values | " + " | ".join(f"{date} at {commit}" for date, commit in runs) + " |",
+             "|---|---|" + "---|" * len(runs)]
+    for codec, values in sorted({(r["codec"], r["values"]) for r in rows}, key=lambda cv: (cv[1], cv[0])):
+        found = [cells.get((codec, values, commit)) for _, commit in runs]
+        lines.append(f"| {codec} | {values:,} | " + " | ".join(
+            f"{(r['encode_s'] + r['decode_s']) * 1e3:.2f} ({r['fraction_of_add_pass']:.3f})" if r else ""
+            for r in found) + " |")
+    return lines
+
+
 def _host_profile_lines(doc: dict, stamp) -> list[str]:
     """``gpu_bench``'s host profile (part 12), once a GPU has run it: per codec and kernel set,
     the wall time of a small message's encode and decode on the device (the host's time)
@@ -355,6 +379,7 @@ def gpu_tables(doc: dict) -> dict[str, str]:
         best = max(kernels, key=lambda r: r["fraction_of_add_pass"])
         lines += ["", f"{sum(r['fraction_of_add_pass'] >= gpu_bench.TARGET for r in kernels)} of {len(kernels)} rows meet "
                   f"{gpu_bench.TARGET} (best {best['codec']}, {best['values']:,} values, {best['fraction_of_add_pass']:.3f})."]
+    lines += _sparse_run_lines(doc)
     overhead = doc.get("message_overhead", [])
     if overhead:
         def count(calls: dict, *names: str) -> str:
