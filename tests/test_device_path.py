@@ -302,5 +302,7 @@ def test_the_kth_smallest_by_a_sort_or_topk_is_kthvalue_s_value_ties_included():
             for by in ("sort", "topk"):
                 got = kth_smallest(values, j, by=by)
                 assert got.shape == () and got.item() == want.item() == kth_smallest(values, j).item(), (n, j, by)
+            with device.forced():  # the device path's default (``KTH``)
+                assert kth_smallest(values, j).item() == want.item(), (n, j)
     with pytest.raises(ValueError, match="by must be one of"):
         kth_smallest(torch.zeros(3), 1, by="radix")

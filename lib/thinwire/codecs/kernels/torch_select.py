@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from . import triton_drop
+from . import device, triton_drop
 from .select import sample, threshold_rank
 
 
@@ -27,15 +27,16 @@ KTHS = ("sort", "topk", "kthvalue")
 
 def kth_smallest(values: torch.Tensor, j: int, by: str | None = None) -> torch.Tensor:
     """The j-th smallest (1-based) of a 1-d tensor, as a 0-d tensor on its device (no wait),
-    by ``by``: ``"kthvalue"`` (``torch.kthvalue``, the default on the CPU); ``"sort"`` (the
+    by ``by``: ``"kthvalue"`` (``torch.kthvalue``, the host path's default); ``"sort"`` (the
     j-th of a sort), since CUDA's ``kthvalue`` selects within one thread block per slice,
     and a whole tensor is one slice: 20x slower than sorting it on 100M values
     (pytorch/pytorch#75599), where the sort runs device-wide; ``"topk"``: the largest of the
     j smallest (or the least of the n - j + 1 largest, whichever set is smaller) by
-    ``torch.topk``, unsorted. Elsewhere than the CPU the default is ``KTH``. Every way gives
-    the same value, ties and all."""
+    ``torch.topk``, unsorted. On the device path (``device.on_device``: a GPU, or a CPU
+    tensor where that path is forced, so that the device audit counts what a GPU does) the
+    default is ``KTH``. Every way gives the same value, ties and all."""
     if by is None:
-        by = "kthvalue" if values.device.type == "cpu" else KTH
+        by = KTH if device.on_device(values) else "kthvalue"
     if by not in KTHS:
         raise ValueError(f"kth_smallest: by must be one of {KTHS}, got {by!r}")
     if by == "sort":
