@@ -196,7 +196,7 @@ def same_bytes(spec: str, n: int = 1_000_000) -> bool:
     return messages[0] == messages[1]
 
 
-def codecs(sizes=SIZES, specs=SPECS, kept_on_device: bool = False) -> list[dict]:
+def codecs(sizes=SIZES, specs=SPECS, kept_on_device: bool = False, done=None) -> list[dict]:
     """Part 1 (host messages), or part 5 with ``kept_on_device`` (message tensors on the device)."""
     from thinwire.codecs import CodecState, make_codec, wire
     from thinwire.codecs.kernels import device
@@ -233,6 +233,8 @@ def codecs(sizes=SIZES, specs=SPECS, kept_on_device: bool = False) -> list[dict]
                 row["host_copy_s"] = device_seconds(lambda: (host.copy_(staged), staged.copy_(host)), repeats, 1)
                 del staged, host
             rows.append(row)
+            if done is not None:  # the rows so far, kept should the run stop here
+                done(rows)
             where = f" (message on the device, CRC by {_crc_kernel()})" if kept_on_device else ""
             print(f"gpu codec {spec} n={n:,}{where}: encode "
                   f"{encode * 1e3:.2f} ms, decode {decode * 1e3:.2f} ms, add pass {roof * 1e3:.3f} ms", flush=True)
@@ -608,9 +610,11 @@ def codec_kernels(sizes=SIZES) -> list[dict]:
             m.KERNEL = kernel
         try:
             for crc, join in ((c, j) for c in KERNEL_CRCS for j in CRC_JOINS):
+                label, before = {"codec_kernel": kernel, "crc_kernel": crc, "crc_join": join}, list(rows)
                 with crc_kernel(crc, join):
-                    rows += [{**r, "codec_kernel": kernel, "crc_kernel": crc, "crc_join": join}
-                             for r in codecs(sizes, KERNEL_SPECS, kept_on_device=True)]
+                    rows += [{**r, **label} for r in codecs(
+                        sizes, KERNEL_SPECS, kept_on_device=True,
+                        done=lambda part: checkpoint(before + [{**r, **label} for r in part]))]
         finally:
             for m, k in zip(modules, before):
                 m.KERNEL = k
@@ -673,6 +677,7 @@ def graphed(sizes=SIZES, specs=GRAPH_SPECS) -> list[dict]:
                 row["same_bytes"] = bytes(held.message.cpu().numpy()) == bytes(host)
                 row["equal"] = bool(torch.equal(out.cpu(), codec.decode(host, CodecState(0), "x")))
             rows.append(row)
+            checkpoint(rows)
             graph = "-" if row["graph_s"] is None else f"{row['graph_s'] * 1e3:.3f}"
             print(f"gpu graphed {spec} n={n:,} (CRC {crc}): called {called * 1e3:.3f} ms, graph {graph} ms, add pass "
                   f"{roof * 1e3:.3f} ms {row.get('graph_failure', '')}", flush=True)
@@ -746,6 +751,17 @@ PARTS = ("same_bytes", "hook_nccl", "codecs", "paper", "device_crc", "device_mes
 NOT_YET_RUN = ()  # parts no GPU has run yet: gpu-runs/bench_gpu.json lacks them
 
 
+CHECKPOINT = None  # set by ``run`` for a part of ``ROW_KEYS``: keeps the rows measured so far
+
+
+def checkpoint(rows: list[dict]) -> None:
+    """The rows a part of ``ROW_KEYS`` has measured so far, saved with the part's earlier rows
+    (``run`` sets ``CHECKPOINT``), so that a run stopped or failing within the part keeps
+    them; the part is marked ``partial`` until it ends."""
+    if CHECKPOINT is not None:
+        CHECKPOINT(rows)
+
+
 ROW_KEYS = {"codec_kernels": ("codec_kernel", "crc_kernel", "crc_join", "codec", "values"),  # what tells a part's
             "codec_profile": ("kernels", "codec", "values"),                                # rows apart
             "graphed": ("crc_kernel", "codec", "values")}
@@ -769,8 +785,11 @@ def run(save, doc: dict, parts=PARTS, steps: int = 30, hook_steps: int = 600, si
         profile: str = "paper") -> dict:
     """Each of ``parts`` in turn, into ``doc`` (the parts not run keep what it holds, each
     with its own ``measured`` stamp); ``save(doc)`` after each, so a run cut short keeps
-    what it measured. A part that raises is recorded under ``failed`` with its traceback
-    and keeps its earlier figures."""
+    what it measured. A part of ``ROW_KEYS`` also saves each row as it measures it
+    (``checkpoint``), marked ``partial`` until the part ends. A part that raises is recorded
+    under ``failed`` with its traceback and keeps its earlier figures (and the rows it
+    measured before it failed)."""
+    global CHECKPOINT
     if DEVICE == "cuda":
         props = torch.cuda.get_device_properties(0)
         name, memory, count = props.name, props.total_memory / 2 ** 30, torch.cuda.device_count()
@@ -800,7 +819,19 @@ def run(save, doc: dict, parts=PARTS, steps: int = 30, hook_steps: int = 600, si
                 with tempfile.TemporaryDirectory() as root, fast_kernels() if part == "paper_kernels" else nullcontext():
                     doc[part] = paper_profiles(steps, Path(root), profile)
             elif part in ROW_KEYS:
-                doc[part] = merged_rows(doc.get(part, []), jobs[part](), stamp, ROW_KEYS[part])
+                before = doc.get(part, [])
+
+                def keep(rows, part=part, before=before):
+                    doc[part] = merged_rows(before, rows, stamp, ROW_KEYS[part])
+                    doc.setdefault("partial", {})[part] = stamp
+                    save(doc)
+                CHECKPOINT = keep
+                try:
+                    doc[part] = merged_rows(before, jobs[part](), stamp, ROW_KEYS[part])
+                finally:
+                    CHECKPOINT = None
+                if doc.get("partial", {}).pop(part, None) and not doc["partial"]:
+                    del doc["partial"]
             else:
                 doc[part] = jobs[part]()
         except Exception:  # a part that fails is reported and the next part still runs
@@ -854,7 +885,10 @@ def main(argv: list[str]) -> int:
     target = Path(argv[0]) if argv else ROOT / "gpu-runs" / "bench_gpu.json"
     target.parent.mkdir(parents=True, exist_ok=True)
     doc = json.loads(target.read_text()) if target.exists() else {}
-    save = lambda doc: target.write_text(json.dumps(doc, indent=1))  # noqa: E731
+    def save(doc: dict) -> None:  # whole or not at all: a run stopped while writing keeps the last file
+        partial = target.with_name(target.name + ".partial")
+        partial.write_text(json.dumps(doc, indent=1))
+        os.replace(partial, target)
     if dry:
         run(save, doc, only, steps=3, hook_steps=20, sizes=(100_000,), profile="smoke")
     else:

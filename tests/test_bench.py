@@ -150,6 +150,28 @@ def test_a_partial_kernel_run_replaces_only_the_rows_it_measured(monkeypatch):
         gpu_bench.main(["--dry-run", "--only=codec_profile", "--profile-values=25M"])
 
 
+def test_a_part_cut_short_keeps_the_rows_it_measured(monkeypatch):
+    """A part of ``ROW_KEYS`` saves each row as it is measured (``gpu_bench.checkpoint``), so a
+    run that fails (or is stopped) within the part keeps those rows beside the earlier ones,
+    the part marked partial; once the part ends the mark goes."""
+    monkeypatch.setattr(gpu_bench, "DEVICE", "cpu")
+    key = gpu_bench.ROW_KEYS["graphed"]
+    earlier = {"crc_kernel": "words", "codec": "fp32", "values": 9, "called_s": 1.0}
+    saved = []
+
+    def cut_short(sizes=None):
+        gpu_bench.checkpoint([{**earlier, "codec": "fp16", "called_s": 2.0}])
+        raise RuntimeError("stopped")
+    monkeypatch.setattr(gpu_bench, "graphed", cut_short)
+    doc = gpu_bench.run(lambda d: saved.append(json.loads(json.dumps(d))), {"graphed": [earlier]}, ["graphed"])
+    assert [r["codec"] for r in saved[0]["graphed"]] == ["fp32", "fp16"] and "graphed" in saved[0]["partial"]
+    assert [r["codec"] for r in doc["graphed"]] == ["fp32", "fp16"] and "graphed" in doc["failed"]
+    assert all(set(r) >= set(key) for r in doc["graphed"]) and gpu_bench.CHECKPOINT is None
+    monkeypatch.setattr(gpu_bench, "graphed", lambda sizes=None: [{**earlier, "called_s": 0.5}])
+    doc = gpu_bench.run(lambda d: None, doc, ["graphed"])
+    assert [r["called_s"] for r in doc["graphed"]] == [2.0, 0.5] and "partial" not in doc and not doc["failed"]
+
+
 def test_the_crc_variants_bit_planes_are_the_crcs_of_single_bits():
     """Plane k, row i, column c: bit c of the raw CRC of seg zero bytes but byte i = 1 << k
     (the raw CRC: zero initial register, no final xor, as crc32c of the bytes undoes)."""
