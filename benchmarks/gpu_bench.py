@@ -610,11 +610,11 @@ def codec_kernels(sizes=SIZES) -> list[dict]:
             m.KERNEL = kernel
         try:
             for crc, join in ((c, j) for c in KERNEL_CRCS for j in CRC_JOINS):
-                label, before = {"codec_kernel": kernel, "crc_kernel": crc, "crc_join": join}, list(rows)
+                label, measured = {"codec_kernel": kernel, "crc_kernel": crc, "crc_join": join}, list(rows)
                 with crc_kernel(crc, join):
                     rows += [{**r, **label} for r in codecs(
                         sizes, KERNEL_SPECS, kept_on_device=True,
-                        done=lambda part: checkpoint(before + [{**r, **label} for r in part]))]
+                        done=lambda part: checkpoint(measured + [{**r, **label} for r in part]))]
         finally:
             for m, k in zip(modules, before):
                 m.KERNEL = k

@@ -93,7 +93,11 @@ def test_the_gpu_benchmark_runs_its_codecs_through_the_device_paths_on_the_cpu(m
     n = 12 * len(kernels)
     assert "Messages kept on the device" in tables["gpu_codecs"] and f"{n} of {n} rows;" in tables["gpu_codecs"]
     assert all(re.search(rf"with the {k} kernel, \d+ of 12 rows meet 0\.5", tables["gpu_codecs"]) for k in kernels)
+    kept_so_far = []
+    monkeypatch.setattr(gpu_bench, "CHECKPOINT", kept_so_far.append)  # as ``run`` sets it: the rows so far
     kernel_rows = gpu_bench.codec_kernels(sizes=(20_000,))  # part 8: torch's operations, then the Triton kernels
+    assert [len(rows) for rows in kept_so_far] == list(range(1, len(kernel_rows) + 1))
+    assert kept_so_far[-1] == kernel_rows
     assert [(r["codec_kernel"], r["crc_kernel"], r["crc_join"], r["codec"]) for r in kernel_rows] == [
         (k, crc, "tree", spec) for k in triton_uniform.KERNELS for crc in gpu_bench.KERNEL_CRCS
         for spec in gpu_bench.KERNEL_SPECS]
