@@ -38,6 +38,43 @@ def _chunked(n: int, block: int, device: str):
     return starts, stops, span, jobs, counts, words
 
 
+def _timed(n: int, block: int, kernel: str | None, drop: bool, thresholds: torch.Tensor, residual0: torch.Tensor,
+           gradient: torch.Tensor, seconds, device: str) -> tuple[dict, tuple[torch.Tensor, ...]]:
+    """(the count's and the compaction's best times and the survivors' number, the pass's
+    (index, values, residual)) for one variant: chunks of ``block``, the compaction
+    ``kernel`` (None: the library's choice, ``"rounds"``, ``"dense"``), gradient dropping's
+    launch (``drop``) or top-k's."""
+    starts, stops, span, jobs, counts, words = _chunked(n, block, device)
+    residual = residual0.clone()
+
+    def count():
+        if drop:  # from the residual as it was: the corrected values are stored into ``residual``
+            triton_drop._count[(jobs,)](residual0, gradient, starts, stops, span, thresholds, counts, words, counts,
+                                        residual, ADD=True, INCLUSIVE=False, BLOCK=block, STORE=True,
+                                        num_warps=triton_drop.WARPS)
+        else:  # as ``triton_drop.at_least`` launches it
+            triton_drop._count[(jobs,)](residual0, residual0, starts, stops, span, thresholds, counts, words,
+                                        counts[jobs:], residual0, ADD=False, INCLUSIVE=False, BLOCK=block,
+                                        AT_LEAST=True, FLAG=True, num_warps=triton_drop.WARPS)
+    count_s = seconds(count)
+    count()
+    ends = torch.cumsum(counts[:jobs], 0)
+    total = int(ends[-1].item())
+    index = torch.empty(total, dtype=torch.int64, device=device)
+    values = torch.empty(total, dtype=torch.float32, device=device)
+    src = residual if drop else residual0
+    compactor, warps = {None: triton_drop.compactor(total, jobs),
+                        "rounds": (triton_drop._compact, triton_drop.COMPACT_WARPS * block // triton_drop.BLOCK),
+                        "dense": (triton_drop._compact_dense, triton_drop.WARPS)}[kernel]  # rounds: a thread a word
+
+    def compact():
+        compactor[(jobs,)](src, starts, words, ends, index, values, src, ZERO=drop, BLOCK=block, num_warps=warps)
+    compact_s = seconds(compact)  # zeroing zeros again: the same loads and stores
+    count()  # the corrected values again, then one compaction to compare
+    compact()
+    return {"survivors": total, "count_s": count_s, "compact_s": compact_s}, (index, values, residual)
+
+
 def variants(n: int, seconds, device: str) -> list[dict]:
     """Each variant's best time (``seconds(fn)``: the bench's timer) for each kernel, at each
     density and for top-k's and gradient dropping's launches, and whether its output equals
@@ -50,49 +87,16 @@ def variants(n: int, seconds, device: str) -> list[dict]:
         # |N(0, 2)| (residual + gradient) and |N(0, 1)| above t with probability ``density``
         q = float(torch.erfinv(torch.tensor(1 - density, dtype=torch.float64)) * 2 ** 0.5)
         for launch, t in (("top-k candidates", q), ("gradient dropping", q * 2 ** 0.5)):
-            drop = launch == "gradient dropping"
             thresholds = torch.tensor([t], dtype=torch.float32, device=device)
             want = None
             for variant, block, kernel in ([("library", triton_drop.BLOCK, None),
                                             ("rounds", triton_drop.BLOCK, "rounds"),
                                             ("bits expanded", triton_drop.BLOCK, "dense")]
                                            + [(f"BLOCK = {b}", b, "rounds") for b in BLOCKS]):
-                starts, stops, span, jobs, counts, words = _chunked(n, block, device)
-                residual = residual0.clone()
-
-                def count():
-                    if drop:  # from the residual as it was: the corrected values are stored into ``residual``
-                        triton_drop._count[(jobs,)](residual0, gradient, starts, stops, span, thresholds, counts,
-                                                    words, counts, residual, ADD=True, INCLUSIVE=False, BLOCK=block,
-                                                    STORE=True, num_warps=triton_drop.WARPS)
-                    else:  # as ``triton_drop.at_least`` launches it
-                        triton_drop._count[(jobs,)](residual0, residual0, starts, stops, span, thresholds, counts,
-                                                    words, counts[jobs:], residual0, ADD=False, INCLUSIVE=False,
-                                                    BLOCK=block, AT_LEAST=True, FLAG=True,
-                                                    num_warps=triton_drop.WARPS)
-                count_s = seconds(count)
-                count()
-                ends = torch.cumsum(counts[:jobs], 0)
-                total = int(ends[-1].item())
-                index = torch.empty(total, dtype=torch.int64, device=device)
-                values = torch.empty(total, dtype=torch.float32, device=device)
-                src = residual if drop else residual0
-                rounds_warps = triton_drop.COMPACT_WARPS * block // triton_drop.BLOCK  # a thread per word
-                compactor, warps = {None: triton_drop.compactor(total, jobs),
-                                    "rounds": (triton_drop._compact, rounds_warps),
-                                    "dense": (triton_drop._compact_dense, triton_drop.WARPS)}[kernel]
-
-                def compact():
-                    compactor[(jobs,)](src, starts, words, ends, index, values, src, ZERO=drop, BLOCK=block,
-                                       num_warps=warps)
-                compact_s = seconds(compact)  # zeroing zeros again: the same loads and stores
-                count()  # the corrected values again, then one compaction to compare
-                compact()
-                got = (index, values, residual)
-                if want is None:
-                    want = tuple(t.clone() for t in got)
-                rows.append({"variant": variant, "launch": launch, "values": n, "density": density,
-                             "survivors": total, "count_s": count_s, "compact_s": compact_s,
+                timed, got = _timed(n, block, kernel, launch == "gradient dropping", thresholds, residual0, gradient,
+                                    seconds, device)
+                want = want or tuple(t.clone() for t in got)
+                rows.append({"variant": variant, "launch": launch, "values": n, "density": density, **timed,
                              "equal_to_library": all(a.shape == b.shape and torch.equal(a, b)
                                                      for a, b in zip(got, want))})
     return rows
