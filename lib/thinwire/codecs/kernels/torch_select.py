@@ -4,10 +4,10 @@ same candidates, the same k-th value and the same tie rule, so the same indices.
 On a GPU the host waits for the device once per threshold tried (usually once): the
 candidates' count and whether every value is finite come back together, and both
 compactions use ``torch.nonzero_static`` with that count or with k, so neither waits. The
-k-th largest candidate is found by ``kth_smallest`` (``torch.topk`` over the smaller side). With ``triton_drop.KERNEL = "triton"``
-(the default) the candidates are counted (NaN and Inf with them) and compacted by two
-Triton kernels (``triton_drop.at_least``); with ``"torch"``, by a magnitude tensor, a mask
-and ``nonzero_static``.
+k-th largest candidate is found by ``kth_smallest`` (``torch.topk`` over the smaller
+side). With ``triton_drop.KERNEL = "triton"`` (the default) the candidates are counted (NaN
+and Inf with them) and compacted by two Triton kernels (``triton_drop.at_least``); with
+``"torch"``, by a magnitude tensor, a mask and ``nonzero_static``.
 (``gpu_bench``'s ``message_overhead`` counted 4 synchronizations per top-k encode before.)"""
 
 from __future__ import annotations

@@ -69,7 +69,7 @@ from .triton_crc import AVAILABLE
 KERNEL = "triton"       # "triton" (these kernels) or "torch" (drop_pass's torch operations)
 KERNELS = ("torch", "triton")
 BLOCK = 2048            # values per program
-WARPS = 8               # compiled for sm_90a, each kernel holds at most 60 registers (kernel_registers.py)
+WARPS = 8               # compiled for sm_90a, each kernel holds at most 63 registers (kernel_registers.py)
 COMPACT_WARPS = 2       # ``_compact``: a thread per word of a chunk's BLOCK // 32
 DENSE = 16              # survivors denser than one in DENSE values: ``_compact_dense`` (drop_variants.py)
 
@@ -145,6 +145,18 @@ if AVAILABLE:
         return ((low.to(tl.float32).to(tl.int32, bitcast=True) >> 23) - 127).to(tl.int64)
 
     @triton.jit
+    def _chunk_words(starts, words, ends, BLOCK: tl.constexpr):
+        """This program's chunk's words (uint32), their set bits, where each word's first
+        survivor goes (the chunk's offset and the set bits of the words before it) and the
+        position of each word's first value."""
+        p = tl.program_id(0)
+        word = tl.load(words + p * (BLOCK // 32) + tl.arange(0, BLOCK // 32)).to(tl.uint32, bitcast=True)
+        set_bits = _popcount(word)
+        slot = (tl.load(ends + p) - tl.sum(set_bits, axis=0).to(tl.int64)
+                + (tl.cumsum(set_bits, axis=0) - set_bits).to(tl.int64))
+        return word, set_bits, slot, tl.load(starts + p) + (tl.arange(0, BLOCK // 32) * 32).to(tl.int64)
+
+    @triton.jit
     def _compact(src, starts, words, ends, index, values, residual, ZERO: tl.constexpr, BLOCK: tl.constexpr):
         """Each chunk's survivors (``_count``'s words) written from its offset, their values
         read from ``src``; with ``ZERO`` zeroed in ``residual``. Every word gives up its
@@ -152,12 +164,7 @@ if AVAILABLE:
         survivor's place is its chunk's offset, the set bits of the words before its own,
         and the round; its position is its word's and the bit's. Work and loads are per
         word and round, not per value."""
-        p = tl.program_id(0)
-        word = tl.load(words + p * (BLOCK // 32) + tl.arange(0, BLOCK // 32)).to(tl.uint32, bitcast=True)
-        set_bits = _popcount(word)
-        to = (tl.load(ends + p) - tl.sum(set_bits, axis=0).to(tl.int64)
-              + (tl.cumsum(set_bits, axis=0) - set_bits).to(tl.int64))
-        first = tl.load(starts + p) + (tl.arange(0, BLOCK // 32) * 32).to(tl.int64)
+        word, set_bits, to, first = _chunk_words(starts, words, ends, BLOCK)
         for _ in range(tl.max(set_bits, axis=0).to(tl.int32)):
             keep = word != 0
             at = first + _bit_of(word & (~word + 1))  # the lowest set bit
@@ -169,23 +176,18 @@ if AVAILABLE:
             word = word & (word - 1)
             to = to + 1
 
-
     @triton.jit
     def _compact_dense(src, starts, words, ends, index, values, residual, ZERO: tl.constexpr,
                        BLOCK: tl.constexpr):
         """``_compact`` for dense survivors: every bit of the chunk's words expanded at once, a
         survivor's place the chunk's offset, the set bits of the words before its own, and
         those below it in its word (work per value)."""
-        p = tl.program_id(0)
-        word = tl.load(words + p * (BLOCK // 32) + tl.arange(0, BLOCK // 32)).to(tl.uint32, bitcast=True)
-        set_bits = _popcount(word)
-        before = (tl.cumsum(set_bits, axis=0) - set_bits).to(tl.int64)
-        first = tl.load(ends + p) - tl.sum(set_bits, axis=0).to(tl.int64)
+        word, _, slot, first = _chunk_words(starts, words, ends, BLOCK)
         bit = tl.arange(0, 32).to(tl.uint32)[None, :]
         keep = ((word[:, None] >> bit) & 1) != 0
         below = _popcount(word[:, None] & ((tl.full((1, 32), 1, tl.uint32) << bit) - 1)).to(tl.int64)
-        to = first + before[:, None] + below
-        at = tl.load(starts + p) + (tl.arange(0, BLOCK // 32) * 32).to(tl.int64)[:, None] + bit.to(tl.int64)
+        to = slot[:, None] + below
+        at = first[:, None] + bit.to(tl.int64)
         x = tl.load(src + at, mask=keep, other=0.0)
         tl.store(index + to, at, mask=keep)
         tl.store(values + to, x, mask=keep)
