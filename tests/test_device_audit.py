@@ -78,6 +78,11 @@ assert folded["encode_deferred"]["reads"] == folded["encode"]["reads"] == 1 and 
 # gradient dropping's offsets are checked in one read, after the header's
 decode = device_audit.audit_codec("graddrop(ratio=0.99)", "small", ("triton",))["triton"]["decode"]
 assert decode["reads"] == 2, decode["where"]
+# its sample drawn one message ahead, the gradient is added inside the drop pass: one pass
+# reads the residual and the gradient (only the sample's values are added apart)
+row = device_audit.audit_codec("graddrop(ratio=0.99)", "large", ("triton",))
+launched = row["triton"]["encode"]["bytes_by_launch"]
+assert launched["_count"] >= 12 * row["values"] and launched.get("add", 0) < row["values"], launched
 print("ok")
 """.replace("BENCHMARKS", repr(str(BENCHMARKS)))
 

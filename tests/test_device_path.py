@@ -140,6 +140,43 @@ def test_gradient_dropping_sends_the_same_bytes_and_keeps_the_same_residual_on_e
     assert all(torch.equal(a, b) for a, b in zip(host_decoded, moved_decoded))
     for name, t in host_state["slots"]["w"].items():
         assert torch.equal(moved_state["slots"]["w"][name], t), name
+    assert torch.equal(moved_state["generator"], host_state["generator"])
+
+
+def _graddrop_messages(spec, sends, forced, meddle=None):
+    """The messages of ``sends`` ((key, tensor) in order) from one state, and the state;
+    ``meddle(state, i)`` runs before send i."""
+    codec, state, messages = make_codec(spec), CodecState(1), []
+    with device.forced() if forced else contextlib.nullcontext():
+        for i, (key, x) in enumerate(sends):
+            if meddle is not None:
+                meddle(state, i)
+            messages.append(bytes(codec.encode(x, state, key)))
+    return messages, state
+
+
+@pytest.mark.parametrize("spec", ["graddrop(ratio=0.99)", "graddrop(ratio=0.95, bits=1, scope='local')"])
+def test_gradient_dropping_draws_the_next_sample_ahead_and_uses_it_only_where_it_is_the_same_draw(spec):
+    """On the device path the next message's sample is drawn while the drop pass runs
+    (``draws_ahead``). One tensor: every message after the first uses it. Two tensors of
+    other sizes in turn, or another draw from the generator in between: none fits, and every
+    message still equals the host path's, the generator left where the host path leaves it."""
+    g = torch.Generator().manual_seed(8)
+    big, small = ([torch.randn(shape, generator=g) for _ in range(4)] for shape in [(200, 600), (90, 300)])
+    other = lambda state, i: torch.randint(0, 9, (i + 1,), generator=state.generator)  # noqa: E731
+    cases = {"one tensor": ([("w", x) for x in big], None, 3),
+             "two tensors in turn": ([s for pair in zip([("w", x) for x in big], [("v", x) for x in small])
+                                      for s in pair], None, 0),
+             "two of one size in turn": ([s for pair in zip([("w", x) for x in big], [("v", x) for x in big[::-1]])
+                                          for s in pair], None, 7),
+             "another draw in between": ([("w", x) for x in big], other, 0)}
+    for name, (sends, meddle, taken) in cases.items():
+        host, host_state = _graddrop_messages(spec, sends, False, meddle)
+        moved, moved_state = _graddrop_messages(spec, sends, True, meddle)
+        assert moved == host, name
+        assert torch.equal(moved_state.generator.get_state(), host_state.generator.get_state()), name
+        assert moved_state.scratch["graddrop.draws_ahead"].taken == taken, name
+        assert "graddrop.draws_ahead" not in host_state.scratch, name
 
 
 def test_the_key_cache_sends_the_same_bytes_on_either_path():

@@ -48,7 +48,8 @@ for triton_drop.DENSE in (0, 1 << 40):  # every compaction by rounds, then every
                         if keep or not with_gradient:  # a residual kept read only takes no gradient
                             compared(n, segments, keep, inclusive, with_gradient, with_source)
 triton_drop.DENSE = 16
-# through the codec, two steps (the residual carries over): the host's messages
+# through the codec, two steps (the residual carries over; the second's gradient added in the
+# drop pass, its sample drawn ahead): the host's messages
 triton_drop.KERNEL = "triton"
 x = torch.randn(30, 101, generator=torch.Generator().manual_seed(1))  # 'local': a threshold per row
 calls = []
@@ -63,6 +64,7 @@ for spec in ["graddrop(ratio=0.9)", "graddrop(ratio=0.99, bits=1)", "graddrop(ra
         with device.forced():
             moved = codec.encode(x * step, device_state, "w")
         assert calls and bytes(moved) == bytes(host), (spec, step)
+    assert device_state.scratch["graddrop.draws_ahead"].taken == 1, spec  # step 2's sample, drawn during step 1
 # top-k's candidates by the same kernels: the host's messages; NaN and Inf anywhere refused
 counted = []
 real_at_least = triton_drop.at_least

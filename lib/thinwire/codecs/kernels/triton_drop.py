@@ -216,9 +216,11 @@ def _chunks(spans: tuple[tuple[int, int], ...], device: str, block: int) -> tupl
 
 
 def drop(residual: torch.Tensor, gradient: torch.Tensor | None, segments: list[tuple[int, int, float]],
-         keep_residual: bool, inclusive: bool, source: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+         keep_residual: bool, inclusive: bool, source: torch.Tensor | None,
+         meanwhile: Callable[[], None] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """``drop_pass``'s (survivor indices int64, corrected values float32) on the tensors'
-    device, ``residual`` written as ``drop_pass`` writes it (``usable`` must hold)."""
+    device, ``residual`` written as ``drop_pass`` writes it (``usable`` must hold);
+    ``meanwhile`` is called while the device counts, before the wait for its counts."""
     device = residual.device
     starts, stops, span = _chunks(tuple((int(a), int(b)) for a, b, _ in segments), str(device), BLOCK)
     jobs = starts.numel()
@@ -235,6 +237,8 @@ def drop(residual: torch.Tensor, gradient: torch.Tensor | None, segments: list[t
                     ADD=gradient is not None, INCLUSIVE=inclusive, BLOCK=BLOCK, STORE=gradient is not None,
                     num_warps=WARPS)
     ends = torch.cumsum(counts, 0)
+    if meanwhile is not None:
+        meanwhile()
     total = int(ends[-1].item())
     index = torch.empty(total, dtype=torch.int64, device=device)
     values = torch.empty(total, dtype=torch.float32, device=device)

@@ -27,7 +27,7 @@ CHUNK = 1 << 18
 
 def drop_pass(residual: torch.Tensor, gradient: torch.Tensor | None,
               segments: list[tuple[int, int, float]], keep_residual: bool = True, inclusive: bool = False,
-              density: float = 1.0, source: torch.Tensor | None = None):
+              density: float = 1.0, source: torch.Tensor | None = None, meanwhile=None):
     """Survivor indices (int64, ascending) and their corrected values (float32).
 
     ``residual``: contiguous 1-D float32, updated in place when ``keep_residual`` (the
@@ -38,12 +38,16 @@ def drop_pass(residual: torch.Tensor, gradient: torch.Tensor | None,
     survivors cost a second look at the chunks that overflow, never a wrong result).
     ``source``: with a gradient, the corrected tensor is ``source + gradient`` written into
     ``residual`` (``source`` is read only); None: ``residual`` itself.
+    ``meanwhile``: host work to do while the device works on the pass (called once, on the
+    device path only).
     """
     if device.on_device(residual):
         if triton_drop.usable(residual, gradient, source):  # two passes in Triton, no wait per segment
-            return triton_drop.drop(residual, gradient, segments, keep_residual, inclusive, source)
+            return triton_drop.drop(residual, gradient, segments, keep_residual, inclusive, source, meanwhile)
         if gradient is not None:
             torch.add(residual if source is None else source, gradient, out=residual)
+        if meanwhile is not None:
+            meanwhile()
         return _drop_torch(residual, segments, keep_residual, inclusive)
     below = np.float32(-np.inf)  # |x| >= t is |x| > (the float32 below t)
     jobs = [(a, min(a + CHUNK, stop), np.nextafter(np.float32(t), below) if inclusive and t > 0 else t)

@@ -32,9 +32,13 @@ how many other values equal a positive threshold (counted exactly with
 ``threshold="exact"``, else estimated from the sample); the sender's slot keeps
 ``threshold`` (one float32 per threshold used).
 
-On a device step 1 is launched before the sample is drawn: the add runs while the host
-draws the sample's positions (the seeded generator is a host one), and the drop pass then
-reads the corrected tensor alone. The messages are the same.
+On a device the sample's positions are drawn one message ahead, while the device runs the
+drop pass (``draws_ahead``; the seeded generator is a host one), so step 1 runs inside the
+drop pass: the threshold is taken from the sampled residual + gradient, and the residual
+and the gradient are read once. Where nothing fits that was drawn ahead (the first
+message; another message drew from the generator in between), step 1 is launched on its
+own and runs while the host draws. ``sampling="stride"`` needs no draw. The messages are
+the same either way.
 
 On a device the received indices' checks are read in one copy as a message is decoded,
 and inside ``wire.deferred_checks`` not at all: the block's end judges them (``decompress``).
@@ -51,6 +55,7 @@ from ..kernels import bitpack, device, drop, scatter
 from ..base import Codec, expect_part
 from .drop_pass import drop_pass
 from .drop_quantize import LEVELS, dequantize, group_ids, keep_error, quantize
+from .draws_ahead import Draws, DrawsAhead
 from .drop_threshold import SAMPLINGS, exact_threshold, sample_positions, sample_size, threshold_from_sample
 from ..errors import CorruptMessageError
 from .offsets import decode_offsets, encode_offsets, index_gaps, long_gaps
@@ -92,6 +97,13 @@ def _finite(bits) -> bool:
     """Whether the float64 whose bits ``bits`` (an int, or ``_sum_bits``) holds is finite:
     its exponent is not all ones."""
     return (int(bits) >> 52) & 0x7FF != 0x7FF
+
+
+def _draws_ahead(state: CodecState) -> DrawsAhead:
+    ahead = state.scratch.get("graddrop.draws_ahead")
+    if ahead is None:
+        ahead = state.scratch["graddrop.draws_ahead"] = DrawsAhead()
+    return ahead
 
 
 def _number(value) -> bool:
@@ -158,18 +170,22 @@ class GradDrop(Codec):
             segments = torch.tensor([[0, n, max(1, shape[-1]) if len(shape) == 2 else 1]], dtype=torch.int64)
         corrected, source, gradient, commit = self._corrected(flat, slot, state, key)
         spans = [(0, n)] if self.scope == "global" else [(int(s), int(s + c)) for s, c, _ in segments.tolist()]
-        if gradient is not None and (self.threshold == "exact" or device.on_device(corrected)):
+        draws = self._draws(spans) if self.threshold == "sampled" and device.on_device(corrected) else ()
+        known = self._known_positions(state, draws, corrected.device)
+        if gradient is not None and (self.threshold == "exact" or (device.on_device(corrected) and known is None)):
             # step 1 on its own; on a device it runs while the host draws the sample
             torch.add(source, gradient, out=corrected)
             source = gradient = None
         t0 = time.perf_counter()
-        found = [self._threshold(corrected if source is None else source, gradient, a, b, state.generator)
+        found = [self._threshold(corrected if source is None else source, gradient, a, b, state.generator, known)
                  for a, b in spans]
         state.last.select_seconds = time.perf_counter() - t0
         thresholds = [t for t, _ in found]
+        ahead = bool(draws) and self.sampling == "random"  # the next message's draws, made while the device drops
         index, values = drop_pass(corrected, gradient, [(a, b, t) for (a, b), t in zip(spans, thresholds)],
                                   keep_residual=self.residual, inclusive=self.ties == "keep", density=1 - self.ratio,
-                                  source=source)
+                                  source=source, meanwhile=(lambda: _draws_ahead(state).draw_next(
+                                      state.generator, draws, pin=corrected.is_cuda)) if ahead else None)
         bits = _sum_bits(values)  # NaN and Inf always survive
         # on a device, the offsets' gaps and their long-gap counts, read with the spans' bounds
         gap = index_gaps(index) if self.encoding == "offset_value" and device.on_device(index) else None
@@ -256,8 +272,25 @@ class GradDrop(Codec):
             state.scratch[("graddrop.spare", key)], state.slot(key)["residual"] = residual, spare
         return spare, residual, flat.to(torch.float32).contiguous(), commit
 
-    def _threshold(self, corrected, gradient, start, stop, generator) -> tuple[float, float]:
-        """(threshold, share of |values| equal to it when it is > 0: exact, or estimated from the sample)."""
+    def _draws(self, spans) -> Draws:
+        """(start, n, m) of every span whose sampled threshold draws a sample (``_threshold``)."""
+        return tuple((a, b - a, sample_size(b - a, self.sample, self.min_sample))
+                     for a, b in spans if self.ratio != 0 and b != a)
+
+    def _known_positions(self, state: CodecState, draws: Draws, where: torch.device):
+        """An iterator over the sample's positions of every drawing span, on ``where``, when
+        they are known before step 1 (every ``stride``, or ``random`` drawn ahead:
+        ``draws_ahead``); else None. Only on the device path, where ``draws`` is not empty."""
+        if not draws:
+            return None
+        if self.sampling == "stride":
+            return iter([(sample_positions(n, m, "stride", state.generator) + a).to(where) for a, n, m in draws])
+        taken = _draws_ahead(state).take(state.generator, draws, where)
+        return iter(taken) if taken is not None else None
+
+    def _threshold(self, corrected, gradient, start, stop, generator, known=None) -> tuple[float, float]:
+        """(threshold, share of |values| equal to it when it is > 0: exact, or estimated from
+        the sample, whose positions are drawn here unless ``known`` yields them)."""
         if self.ratio == 0 or stop == start:
             return -math.inf, 0.0
         if self.threshold == "exact":
@@ -265,8 +298,9 @@ class GradDrop(Codec):
             t, equal = exact_threshold(magnitude, self.ratio)
         else:
             n = stop - start
-            pos = (sample_positions(n, sample_size(n, self.sample, self.min_sample), self.sampling, generator)
-                   + start).to(corrected.device)
+            pos = next(known) if known is not None else \
+                (sample_positions(n, sample_size(n, self.sample, self.min_sample), self.sampling, generator)
+                 + start).to(corrected.device)
             if not device.on_device(corrected):  # the device path's gather too where it is forced
                 magnitude = torch.empty(pos.numel(), dtype=torch.float32)
                 drop.sampled_magnitudes(corrected.numpy(), (corrected[:0] if gradient is None else gradient).numpy(),

@@ -1,0 +1,54 @@
+"""The sampled threshold's positions drawn one message ahead, on a device (``graddrop.py``).
+
+The sampled threshold (``drop_threshold``, Aji & Heafield Sec. 4: 0.1% of the values) draws
+its positions from the endpoint's generator, a host one, so that the messages do not depend
+on the device. On a GPU that draw is host work: 250,000 positions of 250M values take about
+a millisecond, during which the device has nothing to do, and the gradient cannot be added
+inside the drop pass (Alg. 1 line 2 fused with lines 3-6) unless the positions are known
+before the pass starts.
+
+So, while the device runs a message's drop pass, the host draws the next message's
+positions (``draw_next``) from a copy of the generator taken where the generator stands.
+The next message uses them (``take``) only when it asks for the same draws (the same spans
+and sample sizes) and finds the generator where the copy was taken; it then moves the
+generator on to where the copy ended, exactly as drawing then would have. Anything else
+that drew in between (another tensor's message, a restored checkpoint) leaves the
+generator elsewhere: the draws ahead are dropped and the message draws its own. Either way
+every message gets the positions, and leaves the generator, as drawing in order does, so
+the messages are the host path's byte for byte.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .drop_threshold import sample_positions
+
+Draws = tuple[tuple[int, int, int], ...]  # (start, n, m) per span: m positions among span [start, start + n)
+
+
+class DrawsAhead:
+    """One endpoint's draws ahead (kept in ``CodecState.scratch``: a cache, not state)."""
+
+    def __init__(self):
+        self.copy = torch.Generator()
+        self.ahead: tuple[Draws, torch.Tensor, torch.Tensor, list[torch.Tensor]] | None = None
+        self.taken = 0  # messages that used draws made ahead (statistics)
+
+    def take(self, generator: torch.Generator, draws: Draws, device: torch.device) -> list[torch.Tensor] | None:
+        """The positions drawn ahead for ``draws`` on ``device``, the generator moved on past
+        them, or None (nothing drawn ahead that fits: the caller draws)."""
+        ahead, self.ahead = self.ahead, None
+        if ahead is None or ahead[0] != draws or not torch.equal(generator.get_state(), ahead[1]):
+            return None
+        generator.set_state(ahead[2])
+        self.taken += 1
+        return [p.to(device, non_blocking=True) for p in ahead[3]]
+
+    def draw_next(self, generator: torch.Generator, draws: Draws, pin: bool) -> None:
+        """Draw ``draws`` from a copy of ``generator`` for the next message (``pin``: into
+        page-locked memory, so that ``take`` copies them to the device without a wait)."""
+        before = generator.get_state()
+        self.copy.set_state(before)
+        positions = [sample_positions(n, m, "random", self.copy) + start for start, n, m in draws]
+        self.ahead = (draws, before, self.copy.get_state(), [p.pin_memory() if pin else p for p in positions])
