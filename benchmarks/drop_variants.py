@@ -11,6 +11,11 @@ dropping 0.99 and at 10%.
 - ``BLOCK = 1024, 4096, 8192``: ``_count`` and ``_compact`` with other chunk sizes (a
   thread per word).
 
+``sample_draws``: gradient dropping's whole encode + decode on the device with its sample
+drawn one message ahead (``graddrop.DRAW_AHEAD``, the library's: the draw made while the
+drop pass runs, the gradient added inside the pass) and drawn at each message's start (the
+add launched on its own while the host draws), alternated in one process.
+
 Gradient dropping's kernels run with a gradient (the corrected values stored into the
 residual, the survivors zeroed there); the density is set by the threshold, the quantile of
 normal values. Each variant's survivors, values and residual are compared with the
@@ -18,6 +23,9 @@ library's.
 """
 
 from __future__ import annotations
+
+import contextlib
+import statistics
 
 import torch
 
@@ -124,4 +132,43 @@ def selections(n: int, seconds, device: str) -> list[dict]:
             rows.append({"what": what, "values": values.numel(), "j": j, "by": by,
                          "seconds": seconds(lambda: torch_select.kth_smallest(values, j, by=by)),
                          "equal_to_sort": torch_select.kth_smallest(values, j, by=by).item() == want})
+    return rows
+
+
+def sample_draws(n: int, seconds, device: str, specs=("graddrop(ratio=0.99)", "graddrop(ratio=0.99, bits=1)"),
+                 rounds: int = 3) -> list[dict]:
+    """Encode + decode of ``n`` normal values, the message kept on the device, for each of
+    ``specs`` with the sample drawn ahead and drawn at each message's start: the median over
+    ``rounds`` of each setting's ``seconds(fn)``, the settings alternated round by round, and
+    whether the two sent the same last message (both made as many)."""
+    from thinwire.codecs import CodecState, make_codec
+    from thinwire.codecs.kernels import device as paths
+    from thinwire.codecs.sparsify import graddrop
+
+    x = torch.randn(n, device=device, generator=torch.Generator(device).manual_seed(2))
+    out = torch.empty_like(x)
+    rows = []
+    for spec in specs:
+        sides = {ahead: {"codec": make_codec(spec), "sender": CodecState(0), "receiver": CodecState(0),
+                         "message": torch.empty(0, dtype=torch.uint8, device=device), "seconds": []}
+                 for ahead in (True, False)}
+
+        def round_trip(side=None):
+            side["message"] = side["codec"].encode(x, side["sender"], "x", out=side["message"])
+            side["codec"].decode(side["message"], side["receiver"], "x", out=out)
+        before = graddrop.DRAW_AHEAD
+        try:
+            with paths.forced() if device == "cpu" else contextlib.nullcontext():
+                for _ in range(rounds):
+                    for ahead, side in sides.items():
+                        graddrop.DRAW_AHEAD = ahead
+                        side["seconds"].append(seconds(lambda side=side: round_trip(side)))
+        finally:
+            graddrop.DRAW_AHEAD = before
+        rows.append({"codec": spec, "values": n, "rounds": rounds,
+                     "ahead_s": statistics.median(sides[True]["seconds"]),
+                     "at_start_s": statistics.median(sides[False]["seconds"]),
+                     "taken": sides[True]["sender"].scratch["graddrop.draws_ahead"].taken,
+                     "drew_ahead_at_start": "graddrop.draws_ahead" in sides[False]["sender"].scratch,
+                     "same_messages": torch.equal(sides[True]["message"], sides[False]["message"])})
     return rows

@@ -737,12 +737,13 @@ def crc_variant_rows(nbytes: int) -> list[dict]:
 
 
 def drop_variant_rows(n: int) -> dict:
-    """``drop_variants.py``'s kernels side by side over ``n`` values, and its selections of
-    the j-th smallest."""
+    """``drop_variants.py``'s kernels side by side over ``n`` values, its selections of the
+    j-th smallest, and gradient dropping with its sample drawn ahead or not."""
     sys.path.insert(0, str(Path(__file__).parent))
     import drop_variants
     timer = lambda fn: device_seconds(fn, 10, 2)  # noqa: E731
-    return {"kernels": drop_variants.variants(n, timer, DEVICE), "kth": drop_variants.selections(n, timer, DEVICE)}
+    return {"kernels": drop_variants.variants(n, timer, DEVICE), "kth": drop_variants.selections(n, timer, DEVICE),
+            "sample_draws": drop_variants.sample_draws(n, timer, DEVICE)}
 
 
 PARTS = ("same_bytes", "hook_nccl", "codecs", "paper", "device_crc", "device_messages", "crc_variants",

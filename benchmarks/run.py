@@ -240,6 +240,16 @@ def _drop_variant_lines(doc: dict, stamp) -> list[str]:
               "| among | values | j | by | ms | equal to the sort's |", "|---|---|---|---|---|---|"]
     lines += [f"| {r['what']} | {r['values']:,} | {r['j']:,} | {r['by']} | {r['seconds'] * 1e3:.3f} | "
               f"{r['equal_to_sort']} |" for r in kth]
+    draws = found.get("sample_draws")
+    if draws:
+        lines += ["", "Gradient dropping's encode + decode, the message kept on the device, with its sample drawn one "
+                  "message ahead (`graddrop.DRAW_AHEAD`, the library's: drawn while the drop pass runs, the gradient "
+                  "added inside the pass) and drawn at each message's start (the add on its own while the host "
+                  f"draws), alternated in the same run (median of {draws[0]['rounds']} rounds of each one's best):\n",
+                  "| codec | values | drawn ahead ms | drawn at the start ms | messages that took the draws ahead | "
+                  "same messages |", "|---|---|---|---|---|---|"]
+        lines += [f"| {r['codec']} | {r['values']:,} | {r['ahead_s'] * 1e3:.3f} | {r['at_start_s'] * 1e3:.3f} | "
+                  f"{r['taken']:,} | {r['same_messages']} |" for r in draws]
     return lines
 
 

@@ -129,6 +129,23 @@ def test_the_gpu_benchmark_runs_its_codecs_through_the_device_paths_on_the_cpu(m
     assert all(r["equal"] and r["same_bytes"] for r in rows) and triton_crc.KERNEL == "shifted"
 
 
+def test_gradient_dropping_is_timed_with_its_sample_drawn_ahead_and_not_with_the_same_messages(monkeypatch):
+    """``drop_variants.sample_draws`` (part 14) on the CPU: both settings send the same
+    messages, every message after the first takes the draws made ahead, and the library's
+    setting is restored."""
+    import drop_variants
+    from thinwire.codecs.sparsify import graddrop
+    monkeypatch.setattr(gpu_bench, "DEVICE", "cpu")
+    rows = drop_variants.sample_draws(20_000, lambda fn: gpu_bench.device_seconds(fn, 2, 1), "cpu", rounds=2)
+    assert [r["codec"] for r in rows] == ["graddrop(ratio=0.99)", "graddrop(ratio=0.99, bits=1)"]
+    assert all(r["same_messages"] and r["taken"] == 2 * 3 - 1 and not r["drew_ahead_at_start"] and r["ahead_s"] > 0 and r["at_start_s"] > 0
+               for r in rows), rows
+    assert graddrop.DRAW_AHEAD is True
+    doc = json.loads(run.GPU_RESULTS.read_text())
+    table = run.gpu_tables({**doc, "drop_variants": {**doc["drop_variants"], "sample_draws": rows}})["gpu_codecs"]
+    assert "| graddrop(ratio=0.99, bits=1) | 20,000 |" in table and "drawn one message ahead" in table
+
+
 def test_a_partial_kernel_run_replaces_only_the_rows_it_measured(monkeypatch):
     """``--kernel-specs`` / ``--kernel-crcs`` runs of part 8 keep the rows they did not measure."""
     monkeypatch.setattr(gpu_bench, "DEVICE", gpu_bench.DEVICE)  # what a dry run's main sets, restored after

@@ -63,6 +63,7 @@ from ..payload import Payload
 from ..state import CodecState
 from ..wire import deferred
 
+DRAW_AHEAD = True  # False: on a device each message draws its own sample, step 1 on its own (drop_variants times both)
 THRESHOLDS = ("exact", "sampled")
 SCOPES = ("global", "local")
 ENCODINGS = ("offset_value", "index_value")
@@ -181,7 +182,7 @@ class GradDrop(Codec):
                  for a, b in spans]
         state.last.select_seconds = time.perf_counter() - t0
         thresholds = [t for t, _ in found]
-        ahead = bool(draws) and self.sampling == "random"  # the next message's draws, made while the device drops
+        ahead = DRAW_AHEAD and bool(draws) and self.sampling == "random"  # the next message's, while the device drops
         index, values = drop_pass(corrected, gradient, [(a, b, t) for (a, b), t in zip(spans, thresholds)],
                                   keep_residual=self.residual, inclusive=self.ties == "keep", density=1 - self.ratio,
                                   source=source, meanwhile=(lambda: _draws_ahead(state).draw_next(
@@ -285,7 +286,7 @@ class GradDrop(Codec):
             return None
         if self.sampling == "stride":
             return iter([(sample_positions(n, m, "stride", state.generator) + a).to(where) for a, n, m in draws])
-        taken = _draws_ahead(state).take(state.generator, draws, where)
+        taken = _draws_ahead(state).take(state.generator, draws, where) if DRAW_AHEAD else None
         return iter(taken) if taken is not None else None
 
     def _threshold(self, corrected, gradient, start, stop, generator, known=None) -> tuple[float, float]:
