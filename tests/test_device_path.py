@@ -158,17 +158,20 @@ def _graddrop_messages(spec, sends, forced, meddle=None):
 @pytest.mark.parametrize("spec", ["graddrop(ratio=0.99)", "graddrop(ratio=0.95, bits=1, scope='local')"])
 def test_gradient_dropping_draws_the_next_sample_ahead_and_uses_it_only_where_it_is_the_same_draw(spec):
     """On the device path the next message's sample is drawn while the drop pass runs
-    (``draws_ahead``). One tensor: every message after the first uses it. Two tensors of
-    other sizes in turn, or another draw from the generator in between: none fits, and every
-    message still equals the host path's, the generator left where the host path leaves it."""
+    (``draws_ahead``), the next draws predicted from the order seen. One tensor: every
+    message after the first uses them. Tensors of other sizes in turn: once the order has
+    been seen (by the fourth message of two in turn, the fifth of three). Another draw from
+    the generator in between: none fits. Every message equals the host path's, the generator
+    left where the host path leaves it."""
     g = torch.Generator().manual_seed(8)
-    big, small = ([torch.randn(shape, generator=g) for _ in range(4)] for shape in [(200, 600), (90, 300)])
+    big, small, third = ([torch.randn(shape, generator=g) for _ in range(4)]
+                         for shape in [(200, 600), (90, 300), (40, 50)])
     other = lambda state, i: torch.randint(0, 9, (i + 1,), generator=state.generator)  # noqa: E731
+    in_turn = lambda *tensors: [(key, x) for row in zip(*tensors) for key, x in zip("wvu", row)]  # noqa: E731
     cases = {"one tensor": ([("w", x) for x in big], None, 3),
-             "two tensors in turn": ([s for pair in zip([("w", x) for x in big], [("v", x) for x in small])
-                                      for s in pair], None, 0),
-             "two of one size in turn": ([s for pair in zip([("w", x) for x in big], [("v", x) for x in big[::-1]])
-                                          for s in pair], None, 7),
+             "two tensors in turn": (in_turn(big, small), None, 5),
+             "three tensors in turn": (in_turn(big, small, third), None, 8),
+             "two of one size in turn": (in_turn(big, big[::-1]), None, 7),
              "another draw in between": ([("w", x) for x in big], other, 0)}
     for name, (sends, meddle, taken) in cases.items():
         host, host_state = _graddrop_messages(spec, sends, False, meddle)

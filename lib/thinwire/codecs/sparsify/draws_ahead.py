@@ -9,13 +9,16 @@ before the pass starts.
 
 So, while the device runs a message's drop pass, the host draws the next message's
 positions (``draw_next``) from a copy of the generator taken where the generator stands.
-The next message uses them (``take``) only when it asks for the same draws (the same spans
-and sample sizes) and finds the generator where the copy was taken; it then moves the
-generator on to where the copy ended, exactly as drawing then would have. Anything else
-that drew in between (another tensor's message, a restored checkpoint) leaves the
-generator elsewhere: the draws ahead are dropped and the message draws its own. Either way
-every message gets the positions, and leaves the generator, as drawing in order does, so
-the messages are the host path's byte for byte.
+Which draws the next message asks for (its spans and sample sizes) is predicted from the
+order seen so far: the draws that followed this message's draws last time (a model's
+tensors, or DDP's buckets, are sent in the same order every step), else the same draws
+again (one tensor). The next message uses them (``take``) only when it asks for exactly
+those draws and finds the generator where the copy was taken; it then moves the generator
+on to where the copy ended, exactly as drawing then would have. A wrong prediction, or
+anything else that drew in between (a restored checkpoint, another consumer of the
+generator), leaves the draws ahead unused, and the message draws its own. Either way every
+message gets the positions, and leaves the generator, as drawing in order does, so the
+messages are the host path's byte for byte.
 """
 
 from __future__ import annotations
@@ -33,11 +36,16 @@ class DrawsAhead:
     def __init__(self):
         self.copy = torch.Generator()
         self.ahead: tuple[Draws, torch.Tensor, torch.Tensor, list[torch.Tensor]] | None = None
+        self.last: Draws | None = None  # the latest message's draws
+        self.follows: dict[Draws, Draws] = {}  # the draws that came after each, last time
         self.taken = 0  # messages that used draws made ahead (statistics)
 
     def take(self, generator: torch.Generator, draws: Draws, device: torch.device) -> list[torch.Tensor] | None:
         """The positions drawn ahead for ``draws`` on ``device``, the generator moved on past
         them, or None (nothing drawn ahead that fits: the caller draws)."""
+        if self.last is not None:
+            self.follows[self.last] = draws
+        self.last = draws
         ahead, self.ahead = self.ahead, None
         if ahead is None or ahead[0] != draws or not torch.equal(generator.get_state(), ahead[1]):
             return None
@@ -46,9 +54,11 @@ class DrawsAhead:
         return [p.to(device, non_blocking=True) for p in ahead[3]]
 
     def draw_next(self, generator: torch.Generator, draws: Draws, pin: bool) -> None:
-        """Draw ``draws`` from a copy of ``generator`` for the next message (``pin``: into
-        page-locked memory, so that ``take`` copies them to the device without a wait)."""
+        """For the message after one that drew ``draws``, draw what is predicted from a copy
+        of ``generator`` (``pin``: into page-locked memory, so that ``take`` copies them to the
+        device without a wait)."""
+        following = self.follows.get(draws, draws)
         before = generator.get_state()
         self.copy.set_state(before)
-        positions = [sample_positions(n, m, "random", self.copy) + start for start, n, m in draws]
-        self.ahead = (draws, before, self.copy.get_state(), [p.pin_memory() if pin else p for p in positions])
+        positions = [sample_positions(n, m, "random", self.copy) + start for start, n, m in following]
+        self.ahead = (following, before, self.copy.get_state(), [p.pin_memory() if pin else p for p in positions])
