@@ -1,6 +1,9 @@
 """Registers and spills of every Triton kernel the codecs launch, compiled for a GPU on a
 machine without one: Triton compiles each kernel for the target (``sm_90a``, an H100, by
-default) and the ptxas that comes with Triton reports what each thread holds. A kernel
+default) and the ptxas that comes with Triton reports what each thread holds. The
+machine code (``cuobjdump -sass``) is counted too: each thread's instructions, its
+conversions (float64 to float32 and back, integer to float: a quarter-rate pipe) and its
+float64 operations, what a kernel that is not bound by memory spends its time on. A kernel
 that spills reads and writes local memory on every step, and one that holds many
 registers leaves few warps per multiprocessor to hide its loads: both cost bandwidth
 before any GPU has timed them.
@@ -18,6 +21,7 @@ import re
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 TREES = {"triton_crc slicing", "triton_crc shifted", "triton_crc shifted, folded", "triton_crc join"}  # register-
@@ -110,6 +114,8 @@ def _kernels():
            drop.WARPS)
 
 
+CONVERSIONS = ("F2F", "F2FP", "I2F", "I2FP", "F2I", "FRND")  # SASS's conversions: a quarter-rate pipe on sm_90
+FLOAT64 = ("DFMA", "DADD", "DMUL")
 UNFUSED = ("triton_uniform row values",)  # launched with enable_fp_fusion=False
 FLOAT64_EXACT = ("triton_uniform bin codes", "triton_uniform row codes", "triton_uniform row values")  # the host's
 # float64 operations one at a time: no fused multiply-add may round twice as once
@@ -120,6 +126,13 @@ def tools() -> Path | None:
     import triton
     found = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
     return found if (found / "cuobjdump").exists() else None
+
+
+def opcodes(sass: str) -> Counter:
+    """How many of each opcode (``IMAD``, ``F2F``, ...: modifiers dropped) ``cuobjdump -sass``
+    lists: the kernel's instructions as compiled, each counted once (a loop's body once)."""
+    return Counter(m.group(1).split(".")[0]
+                   for m in re.finditer(r"^\s+/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", sass, re.M))
 
 
 def report(arch: str = "sm_90a", names: set[str] | None = None) -> list[dict]:
@@ -140,13 +153,15 @@ def report(arch: str = "sm_90a", names: set[str] | None = None) -> list[dict]:
         with tempfile.TemporaryDirectory() as folder:
             binary = Path(folder, "kernel.cubin")
             binary.write_bytes(compiled.asm["cubin"])
-            done = subprocess.run([str(tools() / "cuobjdump"), "-res-usage", str(binary)], capture_output=True, text=True,
-                                  check=True)
+            done, sass = (subprocess.run([str(tools() / "cuobjdump"), flag, str(binary)], capture_output=True,
+                                         text=True, check=True) for flag in ("-res-usage", "-sass"))
         usage = re.search(r"REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+)", done.stdout)
+        ops = opcodes(sass.stdout)
         rows.append({"kernel": name, "warps": warps, "registers": int(usage.group(1)), "stack_bytes": int(usage.group(2)),
                      "shared_bytes": int(usage.group(3)), "local_bytes": int(usage.group(4)),
                      "float64_fma": compiled.asm["ptx"].count("fma.rn.f64"),
-                     "triton": triton.__version__})
+                     "instructions": sum(ops.values()), "conversions": sum(ops[op] for op in CONVERSIONS),
+                     "float64_ops": sum(ops[op] for op in FLOAT64), "triton": triton.__version__})
     return rows
 
 
@@ -157,9 +172,11 @@ def main(argv: list[str]) -> int:
     arch = argv[0] if argv else "sm_90a"
     rows = report(arch)
     print(f"| kernel ({arch}, Triton {rows[0]['triton']}) | warps | registers per thread | local memory per thread "
-          f"(spills), bytes | shared memory, bytes |\n|---|---|---|---|---|")
+          f"(spills), bytes | shared memory, bytes | instructions | conversions | float64 operations |\n"
+          f"|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['kernel']} | {r['warps']} | {r['registers']} | {r['local_bytes']} | {r['shared_bytes']} |")
+        print(f"| {r['kernel']} | {r['warps']} | {r['registers']} | {r['local_bytes']} | {r['shared_bytes']} | "
+              f"{r['instructions']} | {r['conversions']} | {r['float64_ops']} |")
     return 0
 
 

@@ -22,3 +22,19 @@ def test_no_codec_kernel_spills_and_the_streaming_ones_stay_small():
         assert r["local_bytes"] == 0, r
         assert r["kernel"] in kernel_registers.TREES or r["registers"] <= kernel_registers.REGISTERS, r
         assert not r["kernel"].startswith(kernel_registers.FLOAT64_EXACT) or r["float64_fma"] == 0, r
+        assert r["instructions"] > r["conversions"] + r["float64_ops"], r
+    qsgd = next(r for r in rows if r["kernel"] == "triton_qsgd quantize 8")  # the L2 norm and the level in float64
+    assert qsgd["float64_ops"] > 0 and qsgd["conversions"] > 0, qsgd
+
+
+def test_the_machine_code_is_counted_by_opcode():
+    sass = """
+        Function : _quantize
+        /*0000*/                   LDC R1, c[0x0][0x28] ;                     /* 0x00000a00ff017b82 */
+                                                                              /* 0x000fe40000000800 */
+        /*0010*/                   S2R R0, SR_TID.X ;                         /* 0x0000000000007919 */
+        /*0020*/              @!P0 F2F.F64.F32 R4, R2 ;                       /* 0x0000000200048310 */
+        /*0030*/               @P1 F2F.F32.F64 R2, R4 ;                       /* 0x0000000400028310 */
+        /*0040*/                   BRA 0x40;                                  /* 0xfffffffc00fc7947 */
+"""
+    assert kernel_registers.opcodes(sass) == {"LDC": 1, "S2R": 1, "F2F": 2, "BRA": 1}
