@@ -746,10 +746,17 @@ def drop_variant_rows(n: int) -> dict:
             "sample_draws": drop_variants.sample_draws(n, timer, DEVICE)}
 
 
+def qsgd_variant_rows(n: int) -> list[dict]:
+    """``qsgd_variants.py``'s program shapes side by side over ``n`` values."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    import qsgd_variants
+    return qsgd_variants.variants(n, lambda fn: device_seconds(fn, 10, 2), DEVICE)
+
+
 PARTS = ("same_bytes", "hook_nccl", "codecs", "paper", "device_crc", "device_messages", "crc_variants",
          "message_overhead", "codec_kernels", "step_profile", "paper_kernels", "codec_profile", "host_profile",
-         "graphed", "drop_variants")
-NOT_YET_RUN = ()  # parts no GPU has run yet: gpu-runs/bench_gpu.json lacks them
+         "graphed", "drop_variants", "qsgd_variants")
+NOT_YET_RUN = ("qsgd_variants",)  # parts no GPU has run yet: gpu-runs/bench_gpu.json lacks them
 
 
 CHECKPOINT = None  # set by ``run`` for a part of ``ROW_KEYS``: keeps the rows measured so far
@@ -811,7 +818,8 @@ def run(save, doc: dict, parts=PARTS, steps: int = 30, hook_steps: int = 600, si
                                       for r in codec_profile(n)],
             "host_profile": lambda: host_profile(calls=200 if DEVICE == "cuda" else 5),
             "graphed": lambda: graphed(sizes),
-            "drop_variants": lambda: drop_variant_rows(sizes[-1] if DEVICE == "cuda" else 20_000)}
+            "drop_variants": lambda: drop_variant_rows(sizes[-1] if DEVICE == "cuda" else 20_000),
+            "qsgd_variants": lambda: qsgd_variant_rows(sizes[-1] if DEVICE == "cuda" else 20_000)}
     # the parts that run torch.profiler go last: no other part is timed in a process that has run it
     parts = sorted(parts, key=lambda part: part in ("message_overhead", "step_profile", "codec_profile", "host_profile"))
     for part in parts:

@@ -83,10 +83,16 @@ def _kernels():
         rows = qsgd.VALUES // 512
         yield (f"triton_qsgd quantize {bits}", qsgd._quantize,
                {"x": "*fp32", "n": "i64", "k1": "i64", "k2": "i64", "norms": "*fp32", "out": "*u8", "nbytes": "i64"},
-               {"LEVELS": (1 << (bits - 1)) - 1, "BUCKET": 512, "ROWS": rows, "BITS": bits, "USE_MAX": False}, 4)
+               {"LEVELS": (1 << (bits - 1)) - 1, "BUCKET": 512, "ROWS": rows, "BITS": bits, "USE_MAX": False}, qsgd.WARPS)
         yield (f"triton_qsgd dequantize {bits}", qsgd._dequantize,
                {"packed": "*u8", "n": "i64", "nbytes": "i64", "norms": "*fp32", "out": "*fp32"},
-               {"LEVELS": (1 << (bits - 1)) - 1, "BUCKET": 512, "ROWS": rows, "BITS": bits}, 4)
+               {"LEVELS": (1 << (bits - 1)) - 1, "BUCKET": 512, "ROWS": rows, "BITS": bits}, qsgd.WARPS)
+        for values, warps in ((1024, 2), (512, 1)):  # qsgd_variants.py's program shapes
+            yield (f"triton_qsgd quantize {bits}, {values} values, {warps} warp{'s' * (warps > 1)}", qsgd._quantize,
+                   {"x": "*fp32", "n": "i64", "k1": "i64", "k2": "i64", "norms": "*fp32", "out": "*u8",
+                    "nbytes": "i64"},
+                   {"LEVELS": (1 << (bits - 1)) - 1, "BUCKET": 512, "ROWS": values // 512, "BITS": bits,
+                    "USE_MAX": False}, warps)
     for bits in (1, 8):
         yield (f"triton_uniform bin codes {bits}", uniform._bin_quantize,
                {"x": "*fp32", "n": "i64", "bins": "*fp64", "out": "*u8", "nbytes": "i64"},

@@ -253,6 +253,20 @@ def _drop_variant_lines(doc: dict, stamp) -> list[str]:
     return lines
 
 
+def _qsgd_variant_lines(doc: dict, stamp) -> list[str]:
+    """``gpu_bench``'s QSGD program shapes (part 15, ``qsgd_variants.py``), once a GPU has run them."""
+    rows = doc.get("qsgd_variants")
+    if not rows:
+        return []
+    lines = ["", f"QSGD's kernels with other program shapes (`benchmarks/qsgd_variants.py`, {stamp('qsgd_variants')}), "
+             f"{rows[0]['values']:,} values, buckets of {rows[0]['bucket']}:\n",
+             "| variant | values per program | warps | bits | norm | quantize ms | dequantize ms | "
+             "equal to the library's |", "|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['variant']} | {r['values_per_program']:,} | {r['warps']} | {r['bits']} | {r['norm']} | "
+              f"{r['quantize_s'] * 1e3:.3f} | {r['dequantize_s'] * 1e3:.3f} | {r['equal_to_library']} |" for r in rows]
+    return lines
+
+
 def _sparse_run_lines(doc: dict) -> list[str]:
     """Top-k's and gradient dropping's rows of part 8 with the Triton kernels and the words
     CRC folded, from every run kept (``codec_kernels`` and ``codec_kernels_earlier``), one
@@ -444,6 +458,7 @@ def gpu_tables(doc: dict) -> dict[str, str]:
     lines += _host_profile_lines(doc, stamp)
     lines += _graphed_lines(doc, stamp)
     lines += _drop_variant_lines(doc, stamp)
+    lines += _qsgd_variant_lines(doc, stamp)
     out["gpu_codecs"] = "\n".join(lines) + "\n\n<sub>All from `gpu-runs/bench_gpu.json`.</sub>\n"
 
     paper = doc["paper"]

@@ -126,3 +126,31 @@ def test_an_unknown_kernel_is_refused(monkeypatch):
     monkeypatch.setattr(triton_qsgd, "KERNEL", "cuda")
     with pytest.raises(ValueError, match="KERNEL must be one of"):
         triton_qsgd.usable(8, 512, torch.zeros(8))
+
+
+VARIANTS = r"""
+import os, sys
+os.environ["TRITON_INTERPRET"] = "1"
+sys.path.insert(0, BENCHMARKS)
+import json
+import qsgd_variants, run
+from thinwire.codecs.kernels import triton_qsgd
+rows = qsgd_variants.variants(3 * 1024 + 17, lambda fn: (fn(), 1e-3)[1], "cpu")  # the last program partly past the end
+assert [(r["variant"], r["values_per_program"], r["warps"]) for r in rows[:3]] == [
+    ("library", 2048, 4), ("1,024 values, 2 warps", 1024, 2), ("512 values, 1 warp", 512, 1)], rows
+assert len(rows) == 9 and all(r["equal_to_library"] for r in rows), rows
+assert (triton_qsgd.VALUES, triton_qsgd.WARPS) == (2048, 4)  # the library's shape restored
+doc = json.loads(run.GPU_RESULTS.read_text())
+table = run.gpu_tables({**doc, "qsgd_variants": rows})["gpu_codecs"]
+assert "| 512 values, 1 warp | 512 | 1 | 8 | max |" in table, table[-2000:]
+print("ok")
+"""
+
+
+@pytest.mark.skipif(not triton_crc.AVAILABLE, reason="triton is in requirements.lock; absent only outside make setup")
+def test_other_program_shapes_give_the_library_s_norms_codes_and_values_under_the_interpreter():
+    """``benchmarks/qsgd_variants.py`` (``gpu_bench``'s part 15): each program shape's outputs
+    equal the library's, and the library's shape is restored."""
+    from pathlib import Path
+    benchmarks = Path(__file__).resolve().parents[1] / "benchmarks"
+    kernel_choice.passes(VARIANTS.replace("BENCHMARKS", repr(str(benchmarks))))

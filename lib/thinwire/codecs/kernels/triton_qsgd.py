@@ -43,6 +43,9 @@ KERNEL = "triton"       # "triton" (these kernels) or "torch" (torch_qsgd's oper
 KERNELS = ("torch", "triton")
 VALUES = 2048           # values per program (ROWS buckets of BUCKET): compiled for sm_90, 80 registers
                         # at 2 to 8 bits (benchmarks/kernel_registers.py)
+WARPS = 4               # warps per program: every thread repeats its program's buckets' float64 square
+                        # root and division, so fewer threads per bucket do less of that per value
+                        # (benchmarks/qsgd_variants.py times VALUES = 512 or 1024 with 1 or 2 warps)
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
@@ -134,7 +137,8 @@ def quantize_packed(flat: torch.Tensor, bucket: int, use_max: bool, bits: int, k
     if n:
         grid, rows = _launch(n, bucket)
         _quantize[grid](flat.reshape(-1), n, key & 0xFFFFFFFF, key >> 32, norms, out, out.numel(),
-                        LEVELS=(1 << (bits - 1)) - 1, BUCKET=bucket, ROWS=rows, BITS=bits, USE_MAX=use_max)
+                        LEVELS=(1 << (bits - 1)) - 1, BUCKET=bucket, ROWS=rows, BITS=bits, USE_MAX=use_max,
+                        num_warps=WARPS)
     return out
 
 
@@ -146,5 +150,5 @@ def dequantize_packed(packed: torch.Tensor, bucket: int, norms: torch.Tensor, bi
     if n:
         grid, rows = _launch(n, bucket)
         _dequantize[grid](packed, n, packed.numel(), norms, out.reshape(-1), LEVELS=(1 << (bits - 1)) - 1,
-                          BUCKET=bucket, ROWS=rows, BITS=bits)
+                          BUCKET=bucket, ROWS=rows, BITS=bits, num_warps=WARPS)
     return out
