@@ -2,7 +2,8 @@
 machine without one: Triton compiles each kernel for the target (``sm_90a``, an H100, by
 default) and the ptxas that comes with Triton reports what each thread holds. The
 machine code (``cuobjdump -sass``) is counted too: each thread's instructions, its
-conversions (float64 to float32 and back, integer to float: a quarter-rate pipe) and its
+conversions (float64 to float32 and back, integer to float: a narrower pipe than float32
+arithmetic) and its
 float64 operations, what a kernel that is not bound by memory spends its time on. A kernel
 that spills reads and writes local memory on every step, and one that holds many
 registers leaves few warps per multiprocessor to hide its loads: both cost bandwidth
@@ -120,7 +121,7 @@ def _kernels():
            drop.WARPS)
 
 
-CONVERSIONS = ("F2F", "F2FP", "I2F", "I2FP", "F2I", "FRND")  # SASS's conversions: a quarter-rate pipe on sm_90
+CONVERSIONS = ("F2F", "F2FP", "I2F", "I2FP", "F2I", "FRND")  # SASS's conversions
 FLOAT64 = ("DFMA", "DADD", "DMUL")
 UNFUSED = ("triton_uniform row values",)  # launched with enable_fp_fusion=False
 FLOAT64_EXACT = ("triton_uniform bin codes", "triton_uniform row codes", "triton_uniform row values")  # the host's

@@ -4,11 +4,11 @@ other shapes of program, by ``gpu_bench``'s ``qsgd_variants`` part.
 ``_quantize`` computes each bucket's norm, its float64 square root and the float64 division
 s / norm in every thread of the program that holds the bucket: with the library's 2,048
 values (4 buckets of 512) over 4 warps, each thread repeats 4 square roots and 4 divisions
-for its 16 values. Compiled for sm_90a (``kernel_registers.py``: ``triton_qsgd quantize 8``
-and the variants below), 8-bit codes with the L2 norm take 67 instructions per value, 7
-conversions and 9.6 float64 operations; one bucket over one warp (the same 16 values per
-thread) 50.5, 6.25 and 5.3, with 75 registers where the library's take 79. Whether the
-fewer instructions pay, against smaller programs, is what this part times:
+for its 16 values. Compiled for sm_90a by Triton 3.9 (``kernel_registers.py``: ``triton_qsgd
+quantize 8`` and the variants below), 8-bit codes with the L2 norm take 67 instructions per
+value, 7 conversions and 9.6 float64 operations; one bucket over one warp (the same 16
+values per thread) 50.5, 6.25 and 5.3, with 75 registers where the library's take 79.
+Whether the fewer instructions pay, against smaller programs, is what this part times:
 
 - ``library``: ``VALUES`` values over ``WARPS`` warps per program;
 - ``1,024 values, 2 warps`` and ``512 values, 1 warp``: 16 values per thread, fewer buckets
