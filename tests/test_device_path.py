@@ -287,6 +287,23 @@ def _matrices():
     yield "a constant row", constant
     yield "one row", torch.randn(1, 999, generator=g)
     yield "1-D", torch.randn(4_001, generator=g)
+    zeros = torch.rand(4, 40, generator=g)
+    zeros[:, ::3], zeros[:, 1::3] = 0.0, -0.0  # both zeros at each row's least ...
+    zeros[1] *= -1.0  # ... or greatest
+    zeros[2] *= 0.0
+    yield "signed zeros", zeros
+
+
+def test_column_quantization_sends_a_zero_end_of_a_range_as_plus_zero_on_either_path():
+    """Which zero a row's min or max is depends on the reduction's order: the message's lo
+    and hi carry +0 for either, on either path."""
+    m = torch.tensor([[0.0, -0.0, 1.0, 2.0], [-0.0, 0.0, -1.0, -3.0], [-0.0, 0.0, -0.0, 0.0], [-0.0, -0.0, 5.0, 5.0]])
+    for forced in (False, True):
+        with device.forced() if forced else contextlib.nullcontext():
+            parts = make_codec("colquant(bits=8)").compress(m.reshape(-1), CodecState(0), "w", shape=(4, 4)).parts
+        assert parts["lo"].tolist() == [0.0, -3.0, 0.0, 0.0] and parts["hi"].tolist() == [2.0, 0.0, 0.0, 5.0]
+        assert torch.signbit(parts["lo"]).tolist() == [False, True, False, False], forced
+        assert not torch.signbit(parts["hi"]).any(), forced
 
 
 @pytest.mark.parametrize("bits", [1, 2, 3, 5, 8, 9, 12, 16])
