@@ -153,7 +153,7 @@ def sample_draws(n: int, seconds, device: str, specs=("graddrop(ratio=0.99)", "g
                          "message": torch.empty(0, dtype=torch.uint8, device=device), "seconds": []}
                  for ahead in (True, False)}
 
-        def round_trip(side=None):
+        def round_trip(side: dict) -> None:
             side["message"] = side["codec"].encode(x, side["sender"], "x", out=side["message"])
             side["codec"].decode(side["message"], side["receiver"], "x", out=out)
         before = graddrop.DRAW_AHEAD
