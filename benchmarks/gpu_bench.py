@@ -756,7 +756,7 @@ def qsgd_variant_rows(n: int) -> list[dict]:
 PARTS = ("same_bytes", "hook_nccl", "codecs", "paper", "device_crc", "device_messages", "crc_variants",
          "message_overhead", "codec_kernels", "step_profile", "paper_kernels", "codec_profile", "host_profile",
          "graphed", "drop_variants", "qsgd_variants")
-NOT_YET_RUN = ("qsgd_variants",)  # parts no GPU has run yet: gpu-runs/bench_gpu.json lacks them
+NOT_YET_RUN = ()  # parts no GPU has run yet: gpu-runs/bench_gpu.json lacks them
 
 
 CHECKPOINT = None  # set by ``run`` for a part of ``ROW_KEYS``: keeps the rows measured so far
@@ -779,12 +779,12 @@ ROW_DEFAULTS = {"crc_join": "tree"}  # what rows measured before a key existed h
 def merged_rows(before: list[dict], measured: list[dict], stamp: dict, key: tuple[str, ...]) -> list[dict]:
     """The rows of part 8 or 11 after a run that may have measured only some of them
     (``--codec-kernels``, ``--kernel-specs``, ``--kernel-crcs``): the rows measured now, each
-    with its commit and date, replacing the earlier rows they match on ``key``; the other
+    with its commit, date and GPU, replacing the earlier rows they match on ``key``; the other
     earlier rows kept: an earlier row without a commit keeps the part's earlier stamp
     (``earlier_stamp``)."""
     def at(r: dict) -> tuple:
         return tuple(r.get(k, ROW_DEFAULTS.get(k)) for k in key)
-    now = {at(r): {**r, "commit": stamp["commit"], "date": stamp["date"]} for r in measured}
+    now = {at(r): {**r, "commit": stamp["commit"], "date": stamp["date"], "device": stamp["device"]} for r in measured}
     kept = [r for r in before if at(r) not in now]
     return kept + list(now.values())
 

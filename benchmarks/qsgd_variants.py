@@ -2,17 +2,18 @@
 other shapes of program, by ``gpu_bench``'s ``qsgd_variants`` part.
 
 ``_quantize`` computes each bucket's norm, its float64 square root and the float64 division
-s / norm in every thread of the program that holds the bucket: with the library's 2,048
-values (4 buckets of 512) over 4 warps, each thread repeats 4 square roots and 4 divisions
-for its 16 values. Compiled for sm_90a by Triton 3.9 (``kernel_registers.py``: ``triton_qsgd
-quantize 8`` and the variants below), 8-bit codes with the L2 norm take 67 instructions per
-value, 7 conversions and 9.6 float64 operations; one bucket over one warp (the same 16
-values per thread) 50.5, 6.25 and 5.3, with 75 registers where the library's take 79.
-Whether the fewer instructions pay, against smaller programs, is what this part times:
+s / norm in every thread of the program that holds the bucket. With 2,048 values (4 buckets
+of 512) over 4 warps, each thread repeats 4 square roots and 4 divisions for its 16 values.
+Compiled for sm_90a by Triton 3.9 (``kernel_registers.py``: ``triton_qsgd quantize 8``),
+8-bit codes with the L2 norm take 67 instructions per value, 7 conversions and 9.6 float64
+operations at that shape; one bucket over one warp (the same 16 values per thread) 50.5,
+6.25 and 5.3, with 75 registers where 2,048 values' take 79. This part times whether the
+fewer instructions pay against smaller programs:
 
-- ``library``: ``VALUES`` values over ``WARPS`` warps per program;
-- ``1,024 values, 2 warps`` and ``512 values, 1 warp``: 16 values per thread, fewer buckets
-  per program.
+- ``library``: ``VALUES`` values over ``WARPS`` warps per program (one bucket of 512 over
+  one warp, since this part's run on an H200 at aa12aef);
+- ``2,048 values, 4 warps`` (the library's shape until then) and ``1,024 values, 2 warps``:
+  16 values per thread, more buckets per program.
 
 Each variant's norms, codes and decoded values are compared with the library's.
 """
@@ -23,7 +24,7 @@ import torch
 
 from thinwire.codecs.kernels import triton_qsgd
 
-SHAPES = (("library", None, None), ("1,024 values, 2 warps", 1024, 2), ("512 values, 1 warp", 512, 1))
+SHAPES = (("library", None, None), ("2,048 values, 4 warps", 2048, 4), ("1,024 values, 2 warps", 1024, 2))
 SPECS = ((8, 512, False), (4, 512, False), (8, 512, True))  # (bits, bucket, max norm)
 
 

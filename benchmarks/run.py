@@ -195,10 +195,14 @@ def _step_profile_lines(doc: dict, stamp) -> list[str]:
 def _row_commits(doc: dict, part: str):
     """For a part whose rows runs at several commits measured (``gpu_bench.merged_rows``): a
     function giving each row's ", at COMMIT" (a row without one has the part's earlier
-    stamp's), or "" for every row where one commit measured them all."""
-    earlier = doc.get("earlier_stamp", {}).get(part, doc.get("measured", {}).get(part, {})).get("commit", "?")
-    commits = {r.get("commit", earlier) for r in doc[part]}
-    return lambda r: f", at {r.get('commit', earlier)}" if len(commits) > 1 else ""
+    stamp's), with " on GPU" where runs on several GPUs measured them, or "" for every row
+    where one commit measured them all."""
+    earlier = doc.get("earlier_stamp", {}).get(part, doc.get("measured", {}).get(part, {}))
+    commit, device = earlier.get("commit", "?"), earlier.get("device", "?")
+    commits = {r.get("commit", commit) for r in doc[part]}
+    devices = {r.get("device", device) for r in doc[part]}
+    return lambda r: (f", at {r.get('commit', commit)}" + (f" on {r.get('device', device)}" if len(devices) > 1 else "")
+                      if len(commits) > 1 else "")
 
 
 def _graphed_lines(doc: dict, stamp) -> list[str]:
@@ -277,14 +281,14 @@ def _sparse_run_lines(doc: dict) -> list[str]:
     rows = [r for r in doc.get("codec_kernels", []) + doc.get("codec_kernels_earlier", []) if sparse(r)]
     if not rows:
         return []
-    runs = sorted({(r["date"], r["commit"]) for r in rows})
+    runs = sorted({(r["date"], r["commit"], r["device"]) for r in rows})
     cells = {(r["codec"], r["values"], r["commit"]): r for r in rows}
     lines = ["", "The sparse codecs' rows above (Triton kernels, words CRC folded) in every run kept, each run on "
              "a machine of its own, encode + decode ms (fraction of that run's add pass):\n",
-             "| codec | values | " + " | ".join(f"{date} at {commit}" for date, commit in runs) + " |",
+             "| codec | values | " + " | ".join(f"{date} at {commit}, {device}" for date, commit, device in runs) + " |",
              "|---|---|" + "---|" * len(runs)]
     for codec, values in sorted({(r["codec"], r["values"]) for r in rows}, key=lambda cv: (cv[1], cv[0])):
-        found = [cells.get((codec, values, commit)) for _, commit in runs]
+        found = [cells.get((codec, values, commit)) for _, commit, _ in runs]
         lines.append(f"| {codec} | {values:,} | " + " | ".join(
             f"{(r['encode_s'] + r['decode_s']) * 1e3:.2f} ({r['fraction_of_add_pass']:.3f})" if r else ""
             for r in found) + " |")

@@ -17,7 +17,7 @@ from thinwire.codecs.wire import tensor_message
 rng = np.random.default_rng(0)
 triton_qsgd.VALUES = 64  # several programs, the last one partly past the end
 for bits in (2, 3, 5, 8):
-    for bucket in (8, 16, 64):
+    for bucket in (8, 16, 64, 128):  # 128: one bucket over more warps than a program of VALUES
         for n in (1, 7, 8, 9, 100, 1000):
             for norm in ("l2", "max"):
                 x = rng.standard_normal(n).astype(np.float32)
@@ -47,7 +47,7 @@ assert bytes(got.numpy()) == host.tobytes() and got_norms.numpy().tobytes() == n
 # through the codec on the device path (message tensors): the host's bytes and values;
 # 12 bits, a bucket of 100 and Elias coding stay on torch's operations
 tensor_message._on_device = lambda t: False
-triton_qsgd.KERNEL, triton_qsgd.VALUES = "triton", 2048
+triton_qsgd.KERNEL, triton_qsgd.VALUES = "triton", 512
 x = torch.randn(3001, generator=torch.Generator().manual_seed(1))
 calls = []
 real = triton_qsgd.quantize_packed
@@ -137,12 +137,12 @@ import qsgd_variants, run
 from thinwire.codecs.kernels import triton_qsgd
 rows = qsgd_variants.variants(3 * 1024 + 17, lambda fn: (fn(), 1e-3)[1], "cpu")  # the last program partly past the end
 assert [(r["variant"], r["values_per_program"], r["warps"]) for r in rows[:3]] == [
-    ("library", 2048, 4), ("1,024 values, 2 warps", 1024, 2), ("512 values, 1 warp", 512, 1)], rows
+    ("library", 512, 1), ("2,048 values, 4 warps", 2048, 4), ("1,024 values, 2 warps", 1024, 2)], rows
 assert len(rows) == 9 and all(r["equal_to_library"] for r in rows), rows
-assert (triton_qsgd.VALUES, triton_qsgd.WARPS) == (2048, 4)  # the library's shape restored
+assert (triton_qsgd.VALUES, triton_qsgd.WARPS) == (512, 1)  # the library's shape restored
 doc = json.loads(run.GPU_RESULTS.read_text())
 table = run.gpu_tables({**doc, "qsgd_variants": rows})["gpu_codecs"]
-assert "| 512 values, 1 warp | 512 | 1 | 8 | max |" in table, table[-2000:]
+assert "| 2,048 values, 4 warps | 2,048 | 4 | 8 | max |" in table, table[-2000:]
 print("ok")
 """
 

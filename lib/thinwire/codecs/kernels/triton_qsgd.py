@@ -10,7 +10,7 @@ messages, and 8-bit QSGD's encode + decode went from 0.02 of the add pass to 0.0
 Triton's interpreter against the host kernels.
 
 One program takes ``ROWS`` whole buckets (a bucket of a power-of-two ``BUCKET`` values,
-8 to ``VALUES``: every group of 8 codes lies in one bucket). The arithmetic is ``torch_qsgd``'s,
+8 to ``BUCKET_MAX``: every group of 8 codes lies in one bucket). The arithmetic is ``torch_qsgd``'s,
 step for step (its docstring says why each step is exact or rounded once):
 
 1. the bucket's norm: the float64 sum of squares, its square root (float64 has only the
@@ -41,21 +41,22 @@ from .triton_crc import AVAILABLE
 
 KERNEL = "triton"       # "triton" (these kernels) or "torch" (torch_qsgd's operations)
 KERNELS = ("torch", "triton")
-VALUES = 2048           # values per program (ROWS buckets of BUCKET): compiled for sm_90, 80 registers
-                        # at 2 to 8 bits (benchmarks/kernel_registers.py)
-WARPS = 4               # warps per program: every thread repeats its program's buckets' float64 square
-                        # root and division, so fewer threads per bucket do less of that per value
-                        # (benchmarks/qsgd_variants.py times VALUES = 512 or 1024 with 1 or 2 warps)
+VALUES = 512            # values per program (ROWS buckets of BUCKET, or one larger bucket): one bucket of
+                        # 512 over one warp, 16 values per thread (benchmarks/qsgd_variants.py)
+WARPS = 1               # warps per program of VALUES values: every thread repeats its program's buckets'
+                        # float64 square root and division, so fewer buckets per thread do less of that
+BUCKET_MAX = 2048       # the largest bucket these kernels take: a bucket larger than VALUES is one program
+                        # of proportionally more warps (16 values per thread kept)
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 def usable(bits: int, bucket: int, *tensors: torch.Tensor) -> bool:
     """Whether these kernels take the work: chosen (``KERNEL``), Triton present, 2 to 8 bits,
-    a power-of-two bucket of 8 to ``VALUES`` values, and every tensor contiguous on one GPU
+    a power-of-two bucket of 8 to ``BUCKET_MAX`` values, and every tensor contiguous on one GPU
     (or on the CPU under Triton's interpreter, ``TRITON_INTERPRET=1``)."""
     if KERNEL not in KERNELS:
         raise ValueError(f"triton_qsgd.KERNEL must be one of {KERNELS}, got {KERNEL!r}")
-    return (KERNEL == "triton" and 2 <= bits <= 8 and 8 <= bucket <= VALUES and bucket & (bucket - 1) == 0
+    return (KERNEL == "triton" and 2 <= bits <= 8 and 8 <= bucket <= BUCKET_MAX and bucket & (bucket - 1) == 0
             and triton_crc.triton_runs(*tensors))
 
 
@@ -124,9 +125,10 @@ if AVAILABLE:
         tl.store(out + at, tl.where(code > LEVELS, -value, value), mask=at < n)
 
 
-def _launch(n: int, bucket: int) -> tuple[tuple[int], int]:
+def _launch(n: int, bucket: int) -> tuple[tuple[int], int, int]:
+    """The grid, the buckets per program and the warps per program for ``n`` values."""
     rows = max(1, VALUES // bucket)
-    return (max(1, -(-n // (rows * bucket))),), rows
+    return (max(1, -(-n // (rows * bucket))),), rows, WARPS * max(1, bucket // VALUES)
 
 
 def quantize_packed(flat: torch.Tensor, bucket: int, use_max: bool, bits: int, key: int, norms: torch.Tensor,
@@ -135,10 +137,10 @@ def quantize_packed(flat: torch.Tensor, bucket: int, use_max: bool, bits: int, k
     buckets' norms into ``norms`` (float32), by ``_quantize`` (``usable`` must hold)."""
     n = flat.numel()
     if n:
-        grid, rows = _launch(n, bucket)
+        grid, rows, warps = _launch(n, bucket)
         _quantize[grid](flat.reshape(-1), n, key & 0xFFFFFFFF, key >> 32, norms, out, out.numel(),
                         LEVELS=(1 << (bits - 1)) - 1, BUCKET=bucket, ROWS=rows, BITS=bits, USE_MAX=use_max,
-                        num_warps=WARPS)
+                        num_warps=warps)
     return out
 
 
@@ -148,7 +150,7 @@ def dequantize_packed(packed: torch.Tensor, bucket: int, norms: torch.Tensor, bi
     (checked finite and non-negative by the caller), by ``_dequantize``."""
     n = out.numel()
     if n:
-        grid, rows = _launch(n, bucket)
+        grid, rows, warps = _launch(n, bucket)
         _dequantize[grid](packed, n, packed.numel(), norms, out.reshape(-1), LEVELS=(1 << (bits - 1)) - 1,
-                          BUCKET=bucket, ROWS=rows, BITS=bits, num_warps=WARPS)
+                          BUCKET=bucket, ROWS=rows, BITS=bits, num_warps=warps)
     return out
