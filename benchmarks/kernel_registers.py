@@ -88,12 +88,22 @@ def _kernels():
         yield (f"triton_qsgd dequantize {bits}", qsgd._dequantize,
                {"packed": "*u8", "n": "i64", "nbytes": "i64", "norms": "*fp32", "out": "*fp32"},
                {"LEVELS": (1 << (bits - 1)) - 1, "BUCKET": 512, "ROWS": rows, "BITS": bits}, qsgd.WARPS)
-        for values, warps in ((1024, 2), (512, 1)):  # qsgd_variants.py's program shapes
+        for values, warps in ((2048, 4), (1024, 2)):  # qsgd_variants.py's program shapes
             yield (f"triton_qsgd quantize {bits}, {values} values, {warps} warp{'s' * (warps > 1)}", qsgd._quantize,
                    {"x": "*fp32", "n": "i64", "k1": "i64", "k2": "i64", "norms": "*fp32", "out": "*u8",
                     "nbytes": "i64"},
                    {"LEVELS": (1 << (bits - 1)) - 1, "BUCKET": 512, "ROWS": values // 512, "BITS": bits,
                     "USE_MAX": False}, warps)
+        words = qsgd.words_constants(bits, 512)
+        warps = words.pop("warps")
+        yield (f"triton_qsgd quantize {bits}, checksummed", qsgd._quantize_words,
+               {"x": "*fp32", "n": "i64", "k1": "i64", "k2": "i64", "norms": "*fp32", "padw": "i64", "product": "*i32",
+                "shifts": "*i32", "out": "*i32", "fold": "*i32", "crc_scale": "i32", "ones": "i32", "trailer": "*u8",
+                "codes": "*u8", "nbytes": "i64"}, {**lanes, **final, **words, "USE_MAX": False}, warps)
+        yield (f"triton_qsgd dequantize {bits}, checked", qsgd._dequantize_words,
+               {"codes": "*u8", "nbytes": "i64", "n": "i64", "norms": "*fp32", "padw": "i64", "product": "*i32",
+                "shifts": "*i32", "out": "*i32", "fold": "*i32", "crc_scale": "i32", "ones": "i32", "trailer": "*u8",
+                "values": "*fp32"}, {**lanes, **final, **words}, warps)
     for bits in (1, 8):
         yield (f"triton_uniform bin codes {bits}", uniform._bin_quantize,
                {"x": "*fp32", "n": "i64", "bins": "*fp64", "out": "*u8", "nbytes": "i64"},

@@ -154,11 +154,12 @@ def test_a_partial_kernel_run_replaces_only_the_rows_it_measured(monkeypatch):
     row = dict(codec_kernel="torch", crc_kernel="words", codec="quantize(bits=8)", values=25, encode_s=1.0)
     before = [row, {**row, "codec": "fp32"}]
     now = {**row, "crc_join": "tree", "encode_s": 0.5}  # a row kept from before the join was a key: the tree's
-    merged = gpu_bench.merged_rows(before, [now], {"commit": "abc", "date": "d"}, key)
-    assert merged == [{**row, "codec": "fp32"}, {**now, "commit": "abc", "date": "d"}]
+    stamp = {"commit": "abc", "date": "d", "device": "gpu"}  # each row measured now names its commit and GPU
+    merged = gpu_bench.merged_rows(before, [now], stamp, key)
+    assert merged == [{**row, "codec": "fp32"}, {**now, **stamp}]
     folded = {**now, "crc_join": "fold"}
-    merged = gpu_bench.merged_rows(before, [folded], {"commit": "abc", "date": "d"}, key)
-    assert merged == [*before, {**folded, "commit": "abc", "date": "d"}]
+    merged = gpu_bench.merged_rows(before, [folded], stamp, key)
+    assert merged == [*before, {**folded, **stamp}]
     with pytest.raises(SystemExit, match="--kernel-specs=qsgd is not allowed"):
         gpu_bench.main(["--dry-run", "--only=codec_kernels", "--kernel-specs=qsgd"])
     with pytest.raises(SystemExit, match="--kernel-crcs=crc64 is not allowed"):
@@ -169,6 +170,21 @@ def test_a_partial_kernel_run_replaces_only_the_rows_it_measured(monkeypatch):
         gpu_bench.main(["--dry-run", "--only=graphed", "--graph-crcs=crc64"])
     with pytest.raises(SystemExit, match="--profile-values=25M is not allowed: give positive integers"):
         gpu_bench.main(["--dry-run", "--only=codec_profile", "--profile-values=25M"])
+
+
+def test_rows_measured_on_several_gpus_name_theirs():
+    """Part 8's rows from runs at several commits name their commit, and their GPU where
+    runs on several GPUs measured them (a row without one has the part's earlier stamp's)."""
+    doc = {"measured": {"codec_kernels": {"commit": "new", "device": "B"}},
+           "earlier_stamp": {"codec_kernels": {"commit": "old", "device": "A"}},
+           "codec_kernels": [{"codec": "x"}, {"codec": "y", "commit": "new", "device": "B"}]}
+    at = run._row_commits(doc, "codec_kernels")
+    assert [at(r) for r in doc["codec_kernels"]] == [", at old on A", ", at new on B"]
+    doc["codec_kernels"][1]["device"] = "A"
+    at = run._row_commits(doc, "codec_kernels")
+    assert [at(r) for r in doc["codec_kernels"]] == [", at old", ", at new"]
+    doc["codec_kernels"][1]["commit"] = "old"
+    assert run._row_commits(doc, "codec_kernels")(doc["codec_kernels"][0]) == ""
 
 
 def test_a_part_cut_short_keeps_the_rows_it_measured(monkeypatch):

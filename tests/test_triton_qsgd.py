@@ -98,9 +98,98 @@ print("ok")
 """
 
 
+ONE_PASS = r"""
+import os
+os.environ["TRITON_INTERPRET"] = "1"
+import crc32c, numpy as np, torch
+from thinwire.codecs import CodecState, CorruptMessageError, make_codec
+from thinwire.codecs.kernels import bitpack, device, qsgd, triton_crc, triton_qsgd
+from thinwire.codecs.wire import deferred_checks, tensor_message
+rng = np.random.default_rng(2)
+# codes written, or read, and checksummed in one pass: the host's codes, norms, values and
+# CRC, with a prefix and bytes after the codes (a message's norms); several blocks
+for bits, bucket in ((8, 512), (8, 16), (4, 64), (2, 16)):
+    assert triton_qsgd.fuses(bits, bucket)
+    for n in (1, 100, 70_000):
+        norm = ("l2", "max")[n % 2]
+        x = rng.standard_normal(n).astype(np.float32)
+        key = int(rng.integers(0, 2 ** 62)) * 2 + 1
+        norms = np.empty(-(-n // bucket), np.float32)
+        host = np.empty(bitpack.packed_bytes(n, bits), np.uint8)
+        qsgd.quantize_packed(x, bucket, norm, bits, key, norms, host)
+        prefix, rest = b"header" + bytes(2), 4 * norms.size + 3
+        want = crc32c.crc32c(prefix + host.tobytes() + bytes(rest))
+        got, got_norms = torch.full((host.size,), 0xAB, dtype=torch.uint8), torch.full((norms.size,), 7.0)
+        crc = triton_qsgd.quantize_crc(torch.from_numpy(x), bucket, norm == "max", bits, key, got_norms, got, prefix,
+                                       None, rest)
+        assert bytes(got.numpy()) == host.tobytes() and got_norms.numpy().tobytes() == norms.tobytes(), (bits, n)
+        assert int(crc.item()) & 0xFFFFFFFF == want, (bits, bucket, n)
+        out = torch.full((n,), 5.0)
+        crc = triton_qsgd.dequantize_crc(torch.from_numpy(host), bucket, torch.from_numpy(norms), bits, out, prefix, rest)
+        step = (norms.astype(np.float64) / ((1 << (bits - 1)) - 1)).astype(np.float32)
+        values = np.full(n, 5.0, np.float32)
+        qsgd.dequantize_packed(host, bucket, step, bits, values)
+        assert out.numpy().tobytes() == values.tobytes() and int(crc.item()) & 0xFFFFFFFF == want, (bits, bucket, n)
+assert not any(triton_qsgd.fuses(bits, bucket) for bits, bucket in ((3, 64), (2, 8), (8, 2048), (4, 4096)))
+# through the codec, messages kept on a device (as on a GPU) with the words CRC, its blocks'
+# CRCs joined either way: the codes written and read in one pass, the host's bytes and
+# values; damage to a code, a norm or the trailer refused, out left NaN
+triton_crc.KERNEL = "words"
+tensor_message._on_device = lambda t: True
+tensor_message.COPY_CHECKED_BYTES = 0
+passes = []
+for entry in ("quantize_crc", "dequantize_crc"):
+    setattr(triton_qsgd, entry, lambda *a, real=getattr(triton_qsgd, entry), entry=entry, **k:
+            passes.append(entry) or real(*a, **k))
+x = torch.randn(20_001, generator=torch.Generator().manual_seed(3))
+for join in triton_crc.JOINS:
+    triton_crc.JOIN = join
+    for spec, one_pass in (("qsgd(bits=8, bucket=512)", True), ("qsgd(bits=4, bucket=64, norm='max')", True),
+                           ("qsgd(bits=3, bucket=64)", False)):
+        codec = make_codec(spec)
+        host = codec.encode(x, CodecState(5), "x")
+        with device.forced():
+            passes.clear()
+            moved = codec.encode(x, CodecState(5), "x", out=torch.empty(0, dtype=torch.uint8))
+            assert bytes(moved.numpy()) == bytes(host) and passes == (["quantize_crc"] if one_pass else []), spec
+            want = codec.decode(host, CodecState(0), "x")
+            out = torch.empty_like(x)
+            passes.clear()
+            assert codec.decode(moved, CodecState(0), "x", out=out) is out and torch.equal(out, want), spec
+            assert passes == (["dequantize_crc"] if one_pass else []), (spec, passes)
+            with deferred_checks():
+                inside = torch.empty_like(x)
+                codec.decode(moved, CodecState(0), "x", out=inside)
+            assert torch.equal(inside, want), spec
+            norms_at = len(host) - 4 - 4 * -(-x.numel() // codec.bucket)
+            for at in (norms_at - x.numel() * codec.bits // 8, norms_at + 1, len(host) - 1):
+                damaged = moved.clone()
+                damaged[at] ^= 0x20
+                out = torch.zeros_like(x)
+                try:
+                    codec.decode(damaged, CodecState(0), "x", out=out)
+                    raise AssertionError(f"{spec}: damage at byte {at} decoded")
+                except CorruptMessageError:
+                    pass
+                assert not one_pass or torch.isnan(out).all(), (spec, at)
+# NaN: refused on the one-pass path, naming the tensor, and not taken for a failing kernel
+y = x.clone()
+y[7] = float("nan")
+with device.forced():
+    try:
+        make_codec("qsgd(bits=8, bucket=512)").encode(y, CodecState(3), "w7", out=torch.empty(0, dtype=torch.uint8))
+        raise AssertionError("NaN quantized")
+    except ValueError as exc:
+        assert "NaN or Inf" in str(exc) and "'w7'" in str(exc), exc
+assert tensor_message.DEVICE_CRC_FAILURE is None
+print("ok")
+"""
+
+
 @pytest.mark.skipif(not triton_crc.AVAILABLE, reason="triton is in requirements.lock; absent only outside make setup")
-def test_the_triton_kernels_give_the_host_kernels_bytes_under_the_interpreter():
-    kernel_choice.passes(CHECK)
+@pytest.mark.parametrize("script", [CHECK, ONE_PASS], ids=["kernels", "one-pass"])
+def test_the_triton_kernels_give_the_host_kernels_bytes_under_the_interpreter(script):
+    kernel_choice.passes(script)
 
 
 @pytest.mark.parametrize("kernel, interpreted, bits, bucket, strided, takes", [
@@ -109,7 +198,7 @@ def test_the_triton_kernels_give_the_host_kernels_bytes_under_the_interpreter():
     ("triton", True, 2, 8, False, True),
     ("triton", True, 9, 512, False, False),   # 9 to 16 bits: torch's operations
     ("triton", True, 8, 100, False, False),   # a bucket that is not a power of two
-    ("triton", True, 8, 4096, False, False),  # more than one program's values
+    ("triton", True, 8, 4096, False, False),  # more than BUCKET_MAX values
     ("triton", True, 8, 512, True, False),    # not contiguous
     ("triton", False, 8, 512, False, False),  # CPU tensors count only under the interpreter
 ])

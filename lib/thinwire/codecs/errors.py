@@ -6,3 +6,9 @@ class CorruptMessageError(ValueError):
 
     Raised instead of ever returning a wrong tensor.
     """
+
+
+class RefusedInputError(ValueError):
+    """A tensor a codec cannot encode (NaN or Inf in it, a norm beyond float32), refused
+    before its message is complete; the message writer lets it through, where it takes any
+    other failure of a device kernel as the kernel's own (``tensor_message.pack``)."""

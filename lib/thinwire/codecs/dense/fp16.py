@@ -49,8 +49,8 @@ class Float16(Codec):
         else:  # cast as it is copied (a GPU message: in one pass on the GPU, no 16-bit temporary)
             one_pass = flat.dtype == torch.float32 and flat.is_contiguous()
             writer = PartWriter(self.dtype, flat.numel(), lambda view: view.copy_(flat), source=flat if one_pass else None,
-                                fill_with_crc=(lambda target, prefix, trailer: triton_crc.crc32c_cast(
-                                    flat.reshape(-1), target.view(self.dtype), prefix, trailer)) if one_pass else None)
+                                fill_with_crc=(lambda target, prefix, trailer, rest=0: triton_crc.crc32c_cast(
+                                    flat.reshape(-1), target.view(self.dtype), prefix, trailer, rest)) if one_pass else None)
         return Payload(parts={"values": writer})
 
     def steady_parts(self, numel: int, shape: tuple = ()) -> tuple[tuple[str, torch.dtype, int], ...]:

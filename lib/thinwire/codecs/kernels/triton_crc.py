@@ -485,21 +485,23 @@ def crc32c_tensor(buffer: torch.Tensor, trailer: torch.Tensor | None = None) -> 
 
 
 def crc32c_copy(source: torch.Tensor, target: torch.Tensor, prefix: bytes = b"",
-                trailer: torch.Tensor | None = None) -> torch.Tensor:
+                trailer: torch.Tensor | None = None, rest: int = 0) -> torch.Tensor:
     """``target[:] = source`` and the CRC-32C of ``prefix || source`` (``prefix``: host bytes,
-    such as a message's header and padding before its one part), as ``crc32c_tensor``
+    such as a message's header and padding before its first part), as ``crc32c_tensor``
     returns it and writes it into ``trailer``. With ``KERNEL = "words"`` and both tensors'
     data 4-byte aligned the copy and the CRC are one pass over ``source``; otherwise the
-    copy is made first and ``target`` checksummed."""
+    copy is made first and ``target`` checksummed. ``rest``: the CRC of ``prefix || source
+    || R`` for ``rest`` bytes R taken as zeros, to which the caller adds R's own (``raw_crc``):
+    the source is a message's first part of several."""
     _check(source=source, target=target, trailer=trailer)
     if target.numel() != source.numel() or target.device != source.device:
         raise ValueError(f"target must hold source's {source.numel()} bytes on {source.device}, got "
                          f"{target.numel()} on {target.device}")
     n = source.numel()
-    add = after(prefix, n)
+    add = after(prefix, n + rest)
     if not n:
         target = None
-    return _checksum(source, target, ONE, add, trailer)
+    return _checksum(source, target, shifted(rest), add, trailer)
 
 
 HALVES = (torch.float16, torch.bfloat16)
@@ -515,16 +517,28 @@ def after(prefix: bytes, n: int) -> int:
     return int(combine(host.crc32c(bytes(prefix)) ^ _ones_term(h), _ones_term(h + n), n))
 
 
+def shifted(rest: int) -> int:
+    """x^(8 rest): the scale that moves a raw CRC past ``rest`` more bytes."""
+    return x_8n(rest) if rest else ONE
+
+
+def raw_crc(buffer: torch.Tensor) -> torch.Tensor:
+    """The raw CRC of ``buffer`` (no all-ones register, no final xor) as a one-element int32
+    tensor: what the bytes after a part checksummed with ``rest`` (``crc32c_copy``) add to
+    its CRC, xor-ed in."""
+    return _checksum(buffer, None, ONE, 0, None)
+
+
 def empty(device, add: int, trailer: torch.Tensor | None) -> torch.Tensor:
     """The CRC of no bytes past a prefix (``add``), as a one-element tensor, into ``trailer``."""
     return _checksum(torch.empty(0, dtype=torch.uint8, device=device), None, ONE, add, trailer)
 
 
 def crc32c_cast(source: torch.Tensor, target: torch.Tensor, prefix: bytes = b"",
-                trailer: torch.Tensor | None = None) -> torch.Tensor:
+                trailer: torch.Tensor | None = None, rest: int = 0) -> torch.Tensor:
     """``target.copy_(source)`` between float32 and a 16-bit float (float16 or bfloat16,
     rounded to nearest even), and the CRC-32C of ``prefix`` and the 16-bit values' bytes,
-    as ``crc32c_copy`` returns and writes it: a message part of 16-bit values written from
+    as ``crc32c_copy`` returns and writes it (``rest`` too): a message part of 16-bit values written from
     float32 values, or read into them, and checksummed in the same pass (``_block_halves``)
     with ``KERNEL = "words"``; otherwise cast first and then checksummed."""
     if not AVAILABLE:
@@ -541,26 +555,32 @@ def crc32c_cast(source: torch.Tensor, target: torch.Tensor, prefix: bytes = b"",
         _check(trailer=trailer)
     numel = source.numel()
     n = 2 * numel
-    add = after(prefix, n)
+    add = after(prefix, n + rest)
     if not numel:
         return empty(source.device, add, trailer)
     if KERNEL != "words":
         target.copy_(source)
-        return _checksum(half.view(torch.uint8), None, ONE, add, trailer)
+        return _checksum(half.view(torch.uint8), None, shifted(rest), add, trailer)
     src, dst = (source.view(torch.int16), target) if widen else (source, target.view(torch.int16))
-    return by_words(_block_halves, n, source.device, ONE, add, trailer, (src, numel), (dst,),
+    return by_words(_block_halves, n, source.device, shifted(rest), add, trailer, (src, numel), (dst,),
                     WIDEN=widen, BF16=half.dtype == torch.bfloat16)
 
 
 def by_words(kernel, nbytes: int, device: torch.device, scale: int, add: int, trailer: torch.Tensor | None,
-             before: tuple, after: tuple, **constants) -> torch.Tensor:
+             before: tuple, after: tuple, pad_end: bool = False, warps: int = WORD_WARPS,
+             **constants) -> torch.Tensor:
     """Step 1 by a kernel of the ``"words"`` form over the ``nbytes`` bytes it produces or
     reads (``_block_words``, ``_block_halves``, ``triton_uniform``'s 8-bit codes): one
     program per ``WORD_LANES`` x ``WORD_STEPS`` words, launched with ``before``, then
     (padding words, the step's product table, the lanes' shifts, the blocks' CRCs, the
     final scale, ``add``, the trailer), then ``after`` and ``constants``; then step 2. A last
     word padded with zeros at the end is taken out of ``scale`` (``scale`` times the raw
-    CRC, plus ``add``, is what the last kernel makes)."""
+    CRC, plus ``add``, is what the last kernel makes). The first block starts with padding
+    words (``padw``, leading zeros leave a raw CRC as it is), so the last block ends with
+    the last word; ``pad_end``: the first block starts with the first word (a kernel whose
+    blocks hold whole groups of values from the start, ``triton_qsgd``'s buckets) and the
+    last block's words past the end are zeros, taken out of ``scale`` as the last word's are.
+    ``warps``: per program, for a kernel that holds more values per word than 4."""
     nw = -(-nbytes // 4)
     per_block = WORD_LANES * WORD_STEPS
     if 4 * per_block != BLOCK:  # the blocks' CRCs are joined by BLOCK's product tables
@@ -568,13 +588,14 @@ def by_words(kernel, nbytes: int, device: torch.device, scale: int, add: int, tr
     blocks = -(-nw // per_block)
     product, shifts = _word_tables(str(device), WORD_LANES)
     block_products = _tables(str(device), max(1, (blocks - 1).bit_length()))[2]
-    if 4 * nw != nbytes:
-        scale = multiply(scale, _unpadded(4 * nw - nbytes))  # the last word's zero bytes taken out
+    padded = 4 * blocks * per_block if pad_end else 4 * nw
+    if padded != nbytes:
+        scale = multiply(scale, _unpadded(padded - nbytes))  # the zero bytes after the last taken out
     crcs, fold, folds = _block_outputs(blocks, device)
     store, final = trailer is not None, blocks == 1
-    kernel[(blocks,)](*before, blocks * per_block - nw, product, shifts, crcs, fold, _bits(scale), _bits(add),
-                      trailer if store else crcs, *after, LANES=WORD_LANES, STEPS=WORD_STEPS, FINAL=final,
-                      STORE=store and (final or folds), SCALED=scale != ONE, FOLD=folds, num_warps=WORD_WARPS,
+    kernel[(blocks,)](*before, 0 if pad_end else blocks * per_block - nw, product, shifts, crcs, fold, _bits(scale),
+                      _bits(add), trailer if store else crcs, *after, LANES=WORD_LANES, STEPS=WORD_STEPS, FINAL=final,
+                      STORE=store and (final or folds), SCALED=scale != ONE, FOLD=folds, num_warps=warps,
                       **constants)
     return crcs if folds else _joined(crcs, block_products, scale, add, trailer)
 

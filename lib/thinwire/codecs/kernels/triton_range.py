@@ -247,14 +247,16 @@ def dequantize_packed(packed: torch.Tensor, n: int, bits: int, lo_bytes: torch.T
 
 
 def quantize8_crc(flat: torch.Tensor, lo_bytes: torch.Tensor, hi_bytes: torch.Tensor, codes: torch.Tensor,
-                  prefix: bytes, trailer: torch.Tensor | None = None, bins: bool = False) -> torch.Tensor:
+                  prefix: bytes, trailer: torch.Tensor | None = None, bins: bool = False, rest: int = 0) -> torch.Tensor:
     """``quantize_packed``'s 8-bit codes of non-empty float32 ``flat`` into ``codes`` and the
     CRC-32C of ``prefix`` and those codes, in one pass (``triton_uniform.quantize8_crc`` with
-    the range on the device; ``bins``: ``bin_quantize``'s codes)."""
+    the range on the device; ``bins``: ``bin_quantize``'s codes; ``rest`` as
+    ``triton_crc.crc32c_copy`` takes it)."""
     n = flat.numel()
     if not n:
-        return triton_crc.empty(flat.device, triton_crc.after(prefix, 0), trailer)
-    return triton_crc.by_words(_quantize_ranged_words, n, flat.device, triton_crc.ONE, triton_crc.after(prefix, n),
+        return triton_crc.empty(flat.device, triton_crc.after(prefix, rest), trailer)
+    return triton_crc.by_words(_quantize_ranged_words, n, flat.device, triton_crc.shifted(rest),
+                               triton_crc.after(prefix, n + rest),
                                trailer, (flat.reshape(-1), n, lo_bytes, hi_bytes), (codes,), BINS=bins,
                                enable_fp_fusion=False)
 

@@ -217,15 +217,16 @@ if AVAILABLE:
 
 
 def quantize8_crc(flat: torch.Tensor, lo: float, scale: float, codes: torch.Tensor, prefix: bytes = b"",
-                  trailer: torch.Tensor | None = None) -> torch.Tensor:
+                  trailer: torch.Tensor | None = None, rest: int = 0) -> torch.Tensor:
     """``quantize_packed``'s 8-bit codes of float32 ``flat`` into ``codes`` (uint8, any
     alignment) and the CRC-32C of ``prefix`` and those codes, in one pass (``triton_crc``'s
-    ``"words"`` form; ``usable`` must hold): a message's one part written and checksummed."""
+    ``"words"`` form; ``usable`` must hold): a message's part written and checksummed
+    (``rest`` as ``triton_crc.crc32c_copy`` takes it)."""
     n = flat.numel()
-    add = triton_crc.after(prefix, n)
+    add = triton_crc.after(prefix, n + rest)
     if not n:
         return triton_crc.empty(flat.device, add, trailer)
-    return triton_crc.by_words(_quantize_words, n, flat.device, triton_crc.ONE, add, trailer,
+    return triton_crc.by_words(_quantize_words, n, flat.device, triton_crc.shifted(rest), add, trailer,
                                (flat.reshape(-1), n, float(np.float32(lo)), float(np.float32(scale)),
                                 float(np.float32(0.5 - lo * scale))), (codes,), FUSED=abs(lo) * scale <= 256)
 

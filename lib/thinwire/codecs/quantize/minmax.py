@@ -78,8 +78,8 @@ def device_codes(flat: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor, bits: i
     return PartWriter(torch.uint8, bitpack.packed_bytes(flat.numel(), bits),
                       lambda view: triton_range.quantize_packed(flat, lo, hi, bits, view, bins),
                       source=flat if one_pass else None,
-                      fill_with_crc=(lambda target, prefix, trailer: triton_range.quantize8_crc(
-                          flat, lo, hi, target, prefix, trailer, bins)) if one_pass else None)
+                      fill_with_crc=(lambda target, prefix, trailer, rest=0: triton_range.quantize8_crc(
+                          flat, lo, hi, target, prefix, trailer, bins, rest)) if one_pass else None)
 
 
 def read_device_codes(payload: Payload, numel: int, bits: int, out: torch.Tensor, bins: bool = False) -> torch.Tensor:
@@ -159,8 +159,8 @@ class Quantize(Codec):
         writer = PartWriter(torch.uint8, bitpack.packed_bytes(n, self.bits),
                             lambda view: uniform.quantize_packed(flat, lo, scale, self.bits, out=view),
                             source=flat if one_pass else None,
-                            fill_with_crc=(lambda target, prefix, trailer: triton_uniform.quantize8_crc(
-                                flat.reshape(-1), lo, scale, target, prefix, trailer)) if one_pass else None)
+                            fill_with_crc=(lambda target, prefix, trailer, rest=0: triton_uniform.quantize8_crc(
+                                flat.reshape(-1), lo, scale, target, prefix, trailer, rest)) if one_pass else None)
         return Payload(parts={"codes": writer}, meta=meta)
 
     @property

@@ -24,7 +24,11 @@ the messages before it. Steps 1-4 are one compiled pass that writes into the mes
 buffer and step 5 one pass out of it; a GPU tensor takes torch operations on the GPU that
 write the same bytes: one Triton kernel each way (``kernels/triton_qsgd.py``, the default),
 or with ``triton_qsgd.KERNEL = "torch"`` torch's operations (``kernels/torch_qsgd.py``). NaN or Inf input raises
-``ValueError``.
+``ValueError``. With the device CRC's ``"words"`` kernel, codes of 2, 4 or 8 bits in
+buckets of whole words are written, and read, as the message is checksummed, in one pass
+(``triton_qsgd.quantize_crc``, ``dequantize_crc``): the norms after them are checksummed
+apart and added (``rest``), and a received message's norms are judged before its codes
+are read.
 
 With fixed-width codes a message's parts are fixed by the tensor's size (``steady_parts``):
 its header is copied from one kept on the device, and inside ``wire.deferred_checks`` the
@@ -42,10 +46,10 @@ import numpy as np
 import torch
 
 from ..kernels import bitpack, device, elias, qsgd, torch_qsgd, triton_qsgd
-from ..wire import deferred, read_part
+from ..wire import deferred, read_part, settle
 from ..kernels.uniform import float32_numpy
 from ..base import Codec, expect_part
-from ..errors import CorruptMessageError
+from ..errors import CorruptMessageError, RefusedInputError
 from ..payload import PartWriter, Payload
 from ..state import CodecState
 
@@ -99,6 +103,13 @@ class QSGD(Codec):
     def decodes_steady(self, out: torch.Tensor) -> bool:
         return self.coding == "fixed" and triton_qsgd.usable(self.bits, self.bucket, out)
 
+    @property
+    def verifies_while_casting(self) -> bool:
+        """Codes in a message tensor on a GPU are decoded into ``out`` as the device CRC checks
+        them (``triton_qsgd.dequantize_crc``), with its Triton kernels chosen."""
+        return (self.coding == "fixed" and triton_qsgd.KERNEL == "triton"
+                and triton_qsgd.fuses(self.bits, self.bucket))
+
     def compress_deferred(self, flat, state: CodecState, key: str, shape: tuple = ()) -> Payload | None:
         """``compress`` on the Triton path, NaN and Inf refused at the block's end."""
         if not (self.coding == "fixed" and device.on_device(flat)
@@ -113,8 +124,8 @@ class QSGD(Codec):
 
         def refuse(finite_input: bool):
             if not finite_input:
-                raise ValueError(f"qsgd: tensor {key!r} contains NaN or Inf: it cannot be quantized")
-            raise ValueError(f"qsgd: a bucket norm of tensor {key!r} overflows float32 (values of about "
+                raise RefusedInputError(f"qsgd: tensor {key!r} contains NaN or Inf: it cannot be quantized")
+            raise RefusedInputError(f"qsgd: a bucket norm of tensor {key!r} overflows float32 (values of about "
                              f"1e19 and more, squared and summed): scale the tensor, or use norm='max'")
 
         norms_part = None  # the norms' writer when they stay on the device
@@ -127,6 +138,15 @@ class QSGD(Codec):
                 device.written_through(view, x.device, triton_qsgd.usable(self.bits, self.bucket, x, view),
                                        lambda codes: triton_qsgd.quantize_packed(
                                            x, self.bucket, self.norm == "max", self.bits, message_key, on_device, codes))
+                refuse_unless_finite()
+
+            def fill_with_crc(target, prefix, trailer, rest=0):  # codes written as the message is checksummed
+                crc = triton_qsgd.quantize_crc(x, self.bucket, self.norm == "max", self.bits, message_key, on_device,
+                                               target, prefix, trailer, rest)
+                refuse_unless_finite()
+                return crc
+
+            def refuse_unless_finite():
                 # the norms are >= 0 or NaN: their maximum (NaN where any is) is finite only if all
                 # are; one reduction and its read, where isfinite(...).all() launches five
                 if on_device.numel() and checks is not None:
@@ -164,7 +184,9 @@ class QSGD(Codec):
             stream = np.empty((elias.stream_bits(codes, self.bucket, self.bits) + 7) // 8, np.uint8)
             elias.encode(codes, self.bucket, self.bits, stream)
             return Payload(parts={"stream": torch.from_numpy(stream), "norms": torch.from_numpy(norms)})
-        codes = PartWriter(torch.uint8, bitpack.packed_bytes(n, self.bits), fill_codes, checksummed=True)
+        fused = norms_part is not None and triton_qsgd.fuses(self.bits, self.bucket)  # codes and their CRC in one pass
+        codes = PartWriter(torch.uint8, bitpack.packed_bytes(n, self.bits), fill_codes, checksummed=True,
+                           source=x if fused else None, fill_with_crc=fill_with_crc if fused else None)
         if norms_part is None:
             norms_part = PartWriter(torch.float32, norms.size, lambda view: view.copy_(torch.from_numpy(norms)))
         return Payload(parts={"codes": codes, "norms": norms_part})
@@ -179,8 +201,12 @@ class QSGD(Codec):
             packed = bitpack.pack(torch.from_numpy(codes), self.bits)
         else:
             packed = expect_part(payload, "codes", torch.uint8, bitpack.packed_bytes(numel, self.bits))
-        if payload.unverified is not None:  # a steady message in a deferred_checks block (``decodes_steady``)
-            return self._deferred(payload, norms, packed, out)
+        if payload.unverified is not None:  # a steady message in a deferred_checks block (``decodes_steady``),
+            if deferred.active() is not None:  # or one opened to be read in one pass (``verifies_while_casting``)
+                return self._deferred(payload, norms, packed, out)
+            if out is not None and triton_qsgd.usable(self.bits, self.bucket, packed, norms, out):
+                return self._one_pass(payload, norms, packed, out)
+            settle(payload)
         if device.on_device(out if out is not None else norms) and triton_qsgd.usable(self.bits, self.bucket, packed, norms):
             if norms.numel():  # both ends in one read: NaN anywhere makes both NaN
                 least, greatest = torch.stack(torch.aminmax(norms)).tolist()
@@ -202,13 +228,30 @@ class QSGD(Codec):
     def _deferred(self, payload: Payload, norms: torch.Tensor, packed: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
         """Step 5 into ``out`` with nothing read: the norms' least and greatest judged at the
         block's end with the checksum (finite, non-negative), ``out`` NaN where they fail."""
-        def spoil():
-            return out.view(torch.uint8).fill_(0xFF)
         if norms.numel():
-            deferred.active().corrupt_unless(torch.stack(torch.aminmax(norms)), _norms_in_range, spoil,
-                                             payload.unverified.what)
-        read_part(payload, "codes", lambda source, prefix: triton_qsgd.dequantize_packed(
-            source, self.bucket, norms, self.bits, out), spoil)
+            deferred.active().corrupt_unless(torch.stack(torch.aminmax(norms)), _norms_in_range,
+                                             lambda: _spoil(out), payload.unverified.what)
+        return self._read_codes(payload, norms, out)
+
+    def _one_pass(self, payload: Payload, norms: torch.Tensor, packed: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+        """Step 5 into ``out`` as the device CRC checks the message, the norms judged first
+        (one read of their least and greatest)."""
+        if norms.numel():
+            least, greatest = torch.stack(torch.aminmax(norms)).tolist()
+            if not (least >= 0 and math.isfinite(greatest)):
+                payload.unverified = None
+                raise CorruptMessageError("qsgd: bucket norms must be finite and non-negative")
+        return self._read_codes(payload, norms, out)
+
+    def _read_codes(self, payload: Payload, norms: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+        """The codes decoded into ``out`` and the message checked (``read_part``): in one pass
+        (``triton_qsgd.dequantize_crc``) where the codes are the kernels' ``fuses``."""
+        if triton_qsgd.fuses(self.bits, self.bucket):
+            read_part(payload, "codes", lambda source, prefix, rest: triton_qsgd.dequantize_crc(
+                source, self.bucket, norms, self.bits, out, prefix, rest), lambda: _spoil(out), later=True)
+        else:
+            read_part(payload, "codes", lambda source, prefix: triton_qsgd.dequantize_packed(
+                source, self.bucket, norms, self.bits, out), lambda: _spoil(out))
         return out
 
     def variance_bound(self, bucket_norms_squared: torch.Tensor, sizes: torch.Tensor) -> float:
@@ -225,6 +268,11 @@ def bucket_sizes(numel: int, bucket: int) -> torch.Tensor:
     if numel % bucket:
         sizes[-1] = numel % bucket
     return sizes
+
+
+def _spoil(out: torch.Tensor) -> torch.Tensor:
+    """``out`` overwritten with NaN (0xFF bytes): the values of a damaged message."""
+    return out.view(torch.uint8).fill_(0xFF)
 
 
 def _norms_in_range(ends: bytes) -> bool:

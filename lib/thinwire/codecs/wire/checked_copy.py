@@ -53,12 +53,12 @@ def settle(payload: Payload) -> None:
     payload.unverified = None
 
 
-def read_part(payload: Payload, name: str, read, spoil, checksums: bool = True) -> None:
+def read_part(payload: Payload, name: str, read, spoil, checksums: bool = True, later: bool = False) -> None:
     """``tensor_message.read_part``: part ``name`` of an unverified message tensor read by
     ``read`` as the message's checksum is computed, in one pass where it can be."""
     if not isinstance(payload.unverified, tensor_message.Unverified):
         raise ValueError(f"payload part {name!r}: read_part takes an unverified message tensor")
-    tensor_message.read_part(payload, name, read, spoil, checksums)
+    tensor_message.read_part(payload, name, read, spoil, checksums, later)
 
 
 def copy_part(payload: Payload, name: str, dst: np.ndarray | torch.Tensor) -> None:

@@ -33,7 +33,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 import torch
 
-from ..errors import CorruptMessageError
+from ..errors import CorruptMessageError, RefusedInputError
 from ..kernels import triton_crc
 from ..payload import PartWriter, Payload
 from . import deferred
@@ -122,9 +122,10 @@ def _words_here() -> bool:
 
 
 def _one_pass(part, message: torch.Tensor, offset: int):
-    """How ``pack`` writes ``part``, a message's only part, at ``offset`` into the message
+    """How ``pack`` writes ``part``, a message's first part, at ``offset`` into the message
     while it checksums it, in one pass, where the device CRC's ``"words"`` kernel runs: a
-    function of (target bytes, prefix, trailer) returning the CRC; a plain tensor on the
+    function of (target bytes, prefix, trailer, rest) returning the CRC (``rest``: the
+    bytes of the body after the part, ``PartWriter.fill_with_crc``); a plain tensor on the
     message's device, at a word-aligned offset, is copied (``triton_crc.crc32c_copy``), a
     ``PartWriter`` with ``fill_with_crc`` whose ``source`` is there fills itself; else None
     (a plain part elsewhere is copied, and the message's body, which starts on a word,
@@ -137,8 +138,8 @@ def _one_pass(part, message: torch.Tensor, offset: int):
         return part.fill_with_crc if fits else None
     if not part.numel() or part.device != message.device or offset % 4:
         return None
-    return lambda target, prefix, trailer: triton_crc.crc32c_copy(part.reshape(-1).view(torch.uint8), target, prefix,
-                                                                  trailer)
+    return lambda target, prefix, trailer, rest=0: triton_crc.crc32c_copy(part.reshape(-1).view(torch.uint8), target,
+                                                                          prefix, trailer, rest)
 
 
 COPY_CHECKED_BYTES = 1 << 20  # a part at least this large is verified as it is copied out
@@ -162,10 +163,13 @@ def checks_on_device(message: torch.Tensor, out: torch.Tensor) -> bool:
 
 def _fails_on_device(run):
     """``run()``'s result, or None (``DEVICE_CRC_FAILURE`` then says why) where a compiler or
-    driver refused the device CRC's kernel: the caller then checksums on the host."""
+    driver refused the device CRC's kernel: the caller then checksums on the host. A codec's
+    refusal of its input (``RefusedInputError``, from a part's writer) goes to the caller."""
     global DEVICE_CRC_FAILURE
     try:
         return run()
+    except RefusedInputError:
+        raise
     except Exception as exc:  # as in ``_crc``
         DEVICE_CRC_FAILURE = f"{type(exc).__name__}: {exc}"[:500]
         return None
@@ -189,6 +193,23 @@ def _crc_copy(source: torch.Tensor, target: torch.Tensor, prefix: bytes,
     return _host_crc(memoryview(bytes(prefix) + bytes(sent.cpu().numpy())), source.device, trailer)
 
 
+def _write_parts(parts, offsets, message: torch.Tensor, written: int) -> None:
+    """``parts`` (name, tensor or ``PartWriter``) written at ``offsets`` into the message, the
+    alignment padding between them (from ``written`` on) zeroed."""
+    for (_, t), off in zip(parts, offsets):
+        if off > written:
+            message[written:off].zero_()  # alignment padding
+        nbytes = part_nbytes(t)
+        written = off + nbytes
+        if not nbytes:
+            continue
+        view = message[off:written].view(t.dtype)
+        if isinstance(t, PartWriter):
+            t.fill(view)
+        else:
+            view.copy_(t.view(-1))
+
+
 def pack(codec_id: int, digest: int, dtype: torch.dtype, shape: tuple[int, ...], payload: Payload,
          out: torch.Tensor, steady: bool = False) -> torch.Tensor:
     """``format.pack``'s bytes written into ``out`` (a uint8 tensor, resized within its storage
@@ -208,27 +229,26 @@ def pack(codec_id: int, digest: int, dtype: torch.dtype, shape: tuple[int, ...],
     for name, at in device_meta.items():
         message[at:at + 4].copy_(payload.meta[name])
     words = meta_words(device_meta)
-    write = (_one_pass(parts[0][1], message, written) if not on_host and len(parts) == 1
+    write = (_one_pass(parts[0][1], message, written) if not on_host and parts
+             and (len(parts) == 1 or isinstance(parts[0][1], PartWriter))  # a writer that makes the later parts
              and (words is not None or not device_meta) else None)
-    if write is not None:  # one part, written as the message is checksummed
+    if write is not None:  # the first part written as the message is checksummed
+        first_end = offsets[0] + part_nbytes(parts[0][1])
+        rest = total - first_end
 
         def checksummed():  # the meta kept on the device is zeros in ``before``: its own bytes are added
-            crc = write(message[written:total], before, None if words else message[total:])
-            return triton_crc.with_words(crc, message, words, message[total:]) if words else crc
+            crc = write(message[written:first_end], before, None if words or rest else message[total:], rest)
+            if rest:  # the later parts, written now (the first part's writer may make them), added
+                _write_parts(parts[1:], offsets[1:], message, first_end)
+                crc ^= triton_crc.raw_crc(message[first_end:total])
+            if words:
+                return triton_crc.with_words(crc, message, words, message[total:])
+            if rest:
+                message[total:].copy_(crc.view(torch.uint8))
+            return crc
         if _fails_on_device(checksummed) is not None:
             return message
-    for (_, t), off in zip(parts, offsets):
-        if off > written:
-            message[written:off].zero_()  # alignment padding
-        nbytes = part_nbytes(t)
-        written = off + nbytes
-        if not nbytes:
-            continue
-        view = message[off:written].view(t.dtype)
-        if isinstance(t, PartWriter):
-            t.fill(view)
-        else:
-            view.copy_(t.view(-1))
+    _write_parts(parts, offsets, message, written)
     body = message[:total]
     if on_host:
         message[total:].copy_(torch.frombuffer(bytearray(TRAILER.pack(checksum(memoryview(body.numpy())))),
@@ -387,12 +407,14 @@ def verify(message: torch.Tensor) -> None:
         raise CorruptMessageError(f"checksum mismatch in a message of {n} bytes")
 
 
-def read_part(payload: Payload, name: str, read, spoil, checksums: bool = True) -> None:
+def read_part(payload: Payload, name: str, read, spoil, checksums: bool = True, later: bool = False) -> None:
     """Part ``name`` of an unverified message tensor (``unpack(verify=False)``) read by
     ``read(part bytes, prefix)``, which writes the part's values where its caller wants them
     and returns the CRC-32C of the host bytes ``prefix`` and the part's bytes (a one-element
     tensor): in one pass where the part ends the message body and the bytes before it are
-    among those read for the header, else after the message is verified. A mismatch calls
+    among those read for the header, else after the message is verified. ``later``: ``read``
+    also takes ``rest``, the bytes of the body after the part (``triton_crc.crc32c_copy``),
+    whose own CRC is added here, so the part need not end the body. A mismatch calls
     ``spoil()`` (which overwrites what ``read`` wrote) and raises ``CorruptMessageError``;
     inside ``deferred_checks`` both happen at the block's end, and the part is read before
     its message is verified. ``checksums=False``: ``read`` returns no CRC, and the message is
@@ -410,9 +432,15 @@ def read_part(payload: Payload, name: str, read, spoil, checksums: bool = True) 
     if not 0 <= offset <= offset + nbytes <= end:
         raise ValueError(f"part {name!r} ({nbytes} bytes at {offset}) is not within the message body of {end} bytes")
     source = message[offset:offset + nbytes]
-    one_pass = (checksums and offset + nbytes == end and offset <= len(head)  # the prefix is known,
+    rest = end - offset - nbytes
+    one_pass = (checksums and (later or not rest) and offset <= len(head)  # the prefix is known,
                 and (accepts is None or words is not None))  # up to the meta kept on the device
-    crc = read(source, head[:offset]) if one_pass else _crc(message[:end])
+    if one_pass:
+        crc = read(source, head[:offset], rest) if later else read(source, head[:offset])
+        if rest:
+            crc = crc ^ triton_crc.raw_crc(message[offset + nbytes:end])
+    else:
+        crc = _crc(message[:end])
     if one_pass and accepts is not None:
         crc = triton_crc.with_words(crc, message, words)
     if checks is not None:  # compared at the block's end: the part is read now
