@@ -59,6 +59,11 @@ paper profiles' speed on one GPU, and the DDP hook under NCCL.
    kernels timed one at a time over 250M values, beside the earlier compaction and other
    chunk sizes, at top-k's and gradient dropping's densities; and the j-th smallest of
    top-k's candidates and of gradient dropping's sample by each way of selecting it.
+15. **QSGD's program shapes** (``qsgd_variants.py``): its kernels with programs of one,
+   two and four buckets, over 250M values.
+16. **QSGD in one pass or two** (``qsgd_passes``, ``qsgd_variants.passes``): the round trip
+   at 25M and 250M values with its codes written and read as the message is checksummed
+   (``triton_qsgd.ONE_PASS``) and in two passes, alternated in one process.
 
 ``python benchmarks/gpu_bench.py [FILE] [--only=PART,...] [--codec-kernels=KERNEL,...]
 [--kernel-specs=SPEC;...] [--kernel-crcs=CRC;...] [--crc-joins=JOIN;...] [--profile-values=N,...]
@@ -746,6 +751,13 @@ def drop_variant_rows(n: int) -> dict:
             "sample_draws": drop_variants.sample_draws(n, timer, DEVICE)}
 
 
+def qsgd_pass_rows(sizes) -> list[dict]:
+    """``qsgd_variants.passes``: QSGD's round trip in one pass and in two, at each size."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    import qsgd_variants
+    return [r for n in sizes for r in qsgd_variants.passes(n, lambda fn: device_seconds(fn, 10, 2), DEVICE)]
+
+
 def qsgd_variant_rows(n: int) -> list[dict]:
     """``qsgd_variants.py``'s program shapes side by side over ``n`` values."""
     sys.path.insert(0, str(Path(__file__).parent))
@@ -755,8 +767,8 @@ def qsgd_variant_rows(n: int) -> list[dict]:
 
 PARTS = ("same_bytes", "hook_nccl", "codecs", "paper", "device_crc", "device_messages", "crc_variants",
          "message_overhead", "codec_kernels", "step_profile", "paper_kernels", "codec_profile", "host_profile",
-         "graphed", "drop_variants", "qsgd_variants")
-NOT_YET_RUN = ()  # parts no GPU has run yet: gpu-runs/bench_gpu.json lacks them
+         "graphed", "drop_variants", "qsgd_variants", "qsgd_passes")
+NOT_YET_RUN = ("qsgd_passes",)  # parts no GPU has run yet: gpu-runs/bench_gpu.json lacks them
 
 
 CHECKPOINT = None  # set by ``run`` for a part of ``ROW_KEYS``: keeps the rows measured so far
@@ -819,7 +831,8 @@ def run(save, doc: dict, parts=PARTS, steps: int = 30, hook_steps: int = 600, si
             "host_profile": lambda: host_profile(calls=200 if DEVICE == "cuda" else 5),
             "graphed": lambda: graphed(sizes),
             "drop_variants": lambda: drop_variant_rows(sizes[-1] if DEVICE == "cuda" else 20_000),
-            "qsgd_variants": lambda: qsgd_variant_rows(sizes[-1] if DEVICE == "cuda" else 20_000)}
+            "qsgd_variants": lambda: qsgd_variant_rows(sizes[-1] if DEVICE == "cuda" else 20_000),
+            "qsgd_passes": lambda: qsgd_pass_rows(sizes if DEVICE == "cuda" else (20_000,))}
     # the parts that run torch.profiler go last: no other part is timed in a process that has run it
     parts = sorted(parts, key=lambda part: part in ("message_overhead", "step_profile", "codec_profile", "host_profile"))
     for part in parts:

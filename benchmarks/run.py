@@ -271,6 +271,46 @@ def _qsgd_variant_lines(doc: dict, stamp) -> list[str]:
     return lines
 
 
+def _qsgd_pass_lines(doc: dict, stamp) -> list[str]:
+    """``gpu_bench``'s QSGD round trips in one pass and in two (part 16, ``qsgd_passes``),
+    once a GPU has run them."""
+    rows = doc.get("qsgd_passes")
+    if not rows:
+        return []
+    lines = ["", "QSGD's encode + decode, the message kept on the device (words CRC, folded), with its codes written "
+             "and read as the message is checksummed (`triton_qsgd.ONE_PASS`) and in two passes, alternated in one "
+             f"process (`qsgd_variants.passes`, {stamp('qsgd_passes')}; median of {rows[0]['rounds']} rounds of each "
+             "one's best):\n",
+             "| codec | values | one pass ms | two passes ms | one pass's kernel calls | same messages | same values |",
+             "|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['codec']} | {r['values']:,} | {r['one_pass_s'] * 1e3:.3f} | {r['two_passes_s'] * 1e3:.3f} | "
+              f"{r['one_pass_calls']:,} | {r['same_messages']} | {r['same_values']} |" for r in rows]
+    return lines
+
+
+def _qsgd_one_pass_lines(doc: dict) -> list[str]:
+    """QSGD's codes written and read in one pass with the words CRC (``triton_qsgd.ONE_PASS``,
+    part 8's rows measured with it on: ``qsgd_one_pass``) beside part 8's rows of the same
+    codec and size with two passes, each with its commit and GPU."""
+    rows = doc.get("qsgd_one_pass")
+    if not rows:
+        return []
+    two = {(r["codec"], r["values"]): r for r in doc.get("codec_kernels", [])
+           if r.get("codec_kernel") == "triton" and r.get("crc_kernel") == "words" and r.get("crc_join") == "fold"}
+
+    def cells(r: dict | None) -> str:
+        return (f"{r['encode_s'] * 1e3:.2f} | {r['decode_s'] * 1e3:.2f} | {r['fraction_of_add_pass']:.3f} | "
+                f"{r['commit']}, {r['device']}" if r else "- | - | - | not measured")
+    lines = ["", "QSGD's codes written, and read, as the message is checksummed, in one pass "
+             "(`triton_qsgd.quantize_crc`, `dequantize_crc`, `ONE_PASS`), beside the two passes of the rows above "
+             "(Triton kernels, words CRC folded; runs on machines of their own):\n",
+             "| codec | values | one pass: encode ms | decode ms | fraction of the add pass | at | "
+             "two passes: encode ms | decode ms | fraction of the add pass | at |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['codec']} | {r['values']:,} | {cells(r)} | {cells(two.get((r['codec'], r['values'])))} |"
+              for r in rows]
+    return lines
+
+
 def _sparse_run_lines(doc: dict) -> list[str]:
     """Top-k's and gradient dropping's rows of part 8 with the Triton kernels and the words
     CRC folded, from every run kept (``codec_kernels`` and ``codec_kernels_earlier``), one
@@ -407,6 +447,7 @@ def gpu_tables(doc: dict) -> dict[str, str]:
         best = max(kernels, key=lambda r: r["fraction_of_add_pass"])
         lines += ["", f"{sum(r['fraction_of_add_pass'] >= gpu_bench.TARGET for r in kernels)} of {len(kernels)} rows meet "
                   f"{gpu_bench.TARGET} (best {best['codec']}, {best['values']:,} values, {best['fraction_of_add_pass']:.3f})."]
+    lines += _qsgd_one_pass_lines(doc)
     lines += _sparse_run_lines(doc)
     overhead = doc.get("message_overhead", [])
     if overhead:
@@ -463,6 +504,7 @@ def gpu_tables(doc: dict) -> dict[str, str]:
     lines += _graphed_lines(doc, stamp)
     lines += _drop_variant_lines(doc, stamp)
     lines += _qsgd_variant_lines(doc, stamp)
+    lines += _qsgd_pass_lines(doc, stamp)
     out["gpu_codecs"] = "\n".join(lines) + "\n\n<sub>All from `gpu-runs/bench_gpu.json`.</sub>\n"
 
     paper = doc["paper"]

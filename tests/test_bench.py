@@ -172,6 +172,20 @@ def test_a_partial_kernel_run_replaces_only_the_rows_it_measured(monkeypatch):
         gpu_bench.main(["--dry-run", "--only=codec_profile", "--profile-values=25M"])
 
 
+def test_qsgds_one_pass_is_shown_beside_its_two_passes():
+    """The rows measured with QSGD's one pass (``qsgd_one_pass``) beside part 8's two-pass rows
+    of the same codec and size, '-' where part 8 has none."""
+    base = dict(codec_kernel="triton", crc_kernel="words", crc_join="fold", values=9, encode_s=1e-3, decode_s=2e-3,
+                fraction_of_add_pass=0.25, commit="two", device="G")
+    doc = {"codec_kernels": [{**base, "codec": "qsgd(bits=8)"}],
+           "qsgd_one_pass": [{**base, "codec": "qsgd(bits=8)", "commit": "one", "encode_s": 3e-3},
+                             {**base, "codec": "qsgd(bits=4)", "commit": "one"}]}
+    lines = run._qsgd_one_pass_lines(doc)
+    assert "| qsgd(bits=8) | 9 | 3.00 | 2.00 | 0.250 | one, G | 1.00 | 2.00 | 0.250 | two, G |" in lines, lines
+    assert "| qsgd(bits=4) | 9 | 1.00 | 2.00 | 0.250 | one, G | - | - | - | not measured |" in lines, lines
+    assert run._qsgd_one_pass_lines({}) == []
+
+
 def test_rows_measured_on_several_gpus_name_theirs():
     """Part 8's rows from runs at several commits name their commit, and their GPU where
     runs on several GPUs measured them (a row without one has the part's earlier stamp's)."""

@@ -105,6 +105,8 @@ import crc32c, numpy as np, torch
 from thinwire.codecs import CodecState, CorruptMessageError, make_codec
 from thinwire.codecs.kernels import bitpack, device, qsgd, triton_crc, triton_qsgd
 from thinwire.codecs.wire import deferred_checks, tensor_message
+assert not triton_qsgd.fuses(8, 512)  # off unless chosen
+triton_qsgd.ONE_PASS = True
 rng = np.random.default_rng(2)
 # codes written, or read, and checksummed in one pass: the host's codes, norms, values and
 # CRC, with a prefix and bytes after the codes (a message's norms); several blocks
@@ -172,6 +174,22 @@ for join in triton_crc.JOINS:
                 except CorruptMessageError:
                     pass
                 assert not one_pass or torch.isnan(out).all(), (spec, at)
+# a message whose norm and checksum both fail, read in one pass in a deferred block: one
+# damaged message, named once, its values NaN
+codec = make_codec("qsgd(bits=8, bucket=8)")
+y = torch.randn(20, generator=torch.Generator().manual_seed(4))
+with device.forced():
+    bad = codec.encode(y, CodecState(5), "x", out=torch.empty(0, dtype=torch.uint8)).clone()
+bad[-8:-4] = torch.tensor([-1.0]).view(torch.uint8)  # the last norm, whose bytes end the body
+out = torch.empty_like(y)
+passes.clear()
+try:
+    with deferred_checks():
+        with device.forced():
+            codec.decode(bad, CodecState(0), "x", out=out)
+    raise AssertionError("a damaged message decoded")
+except CorruptMessageError as e:
+    assert str(e).startswith("1 of 1 messages") and out.isnan().all() and passes == ["dequantize_crc"], (str(e), passes)
 # NaN: refused on the one-pass path, naming the tensor, and not taken for a failing kernel
 y = x.clone()
 y[7] = float("nan")
@@ -182,6 +200,16 @@ with device.forced():
     except ValueError as exc:
         assert "NaN or Inf" in str(exc) and "'w7'" in str(exc), exc
 assert tensor_message.DEVICE_CRC_FAILURE is None
+# not chosen: two passes, the same bytes
+triton_qsgd.ONE_PASS = False
+codec = make_codec("qsgd(bits=8, bucket=512)")
+with device.forced():
+    passes.clear()
+    moved = codec.encode(x, CodecState(5), "x", out=torch.empty(0, dtype=torch.uint8))
+    out = torch.empty_like(x)
+    codec.decode(moved, CodecState(0), "x", out=out)
+assert passes == [] and bytes(moved.numpy()) == bytes(codec.encode(x, CodecState(5), "x")), passes
+assert torch.equal(out, codec.decode(moved.clone(), CodecState(0), "x"))
 print("ok")
 """
 
@@ -232,14 +260,29 @@ assert (triton_qsgd.VALUES, triton_qsgd.WARPS) == (512, 1)  # the library's shap
 doc = json.loads(run.GPU_RESULTS.read_text())
 table = run.gpu_tables({**doc, "qsgd_variants": rows})["gpu_codecs"]
 assert "| 2,048 values, 4 warps | 2,048 | 4 | 8 | max |" in table, table[-2000:]
+# QSGD's round trip in one pass and in two (part 16), messages kept on a device: the same
+# messages and values, the one pass's kernels called on its side only, the settings restored
+from thinwire.codecs.kernels import device, triton_crc
+from thinwire.codecs.wire import tensor_message
+tensor_message._on_device = lambda t: True
+tensor_message.COPY_CHECKED_BYTES = 0
+with device.forced():
+    rows = qsgd_variants.passes(5_000, lambda fn: (fn(), 1e-3)[1], "cpu", rounds=2)
+assert [r["codec"] for r in rows] == ["qsgd(bits=8, bucket=512)", "qsgd(bits=4, bucket=512)"], rows
+assert all(r["same_messages"] and r["same_values"] and r["one_pass_calls"] == 2 * 2 for r in rows), rows
+assert (triton_qsgd.ONE_PASS, triton_crc.KERNEL, triton_crc.JOIN) == (False, "shifted", "tree")
+assert triton_qsgd.quantize_crc.__name__ == "quantize_crc"
+table = run.gpu_tables({**doc, "qsgd_passes": rows})["gpu_codecs"]
+assert "| qsgd(bits=4, bucket=512) | 5,000 | 1.000 | 1.000 | 4 | True | True |" in table, table[-2000:]
 print("ok")
 """
 
 
 @pytest.mark.skipif(not triton_crc.AVAILABLE, reason="triton is in requirements.lock; absent only outside make setup")
 def test_other_program_shapes_give_the_library_s_norms_codes_and_values_under_the_interpreter():
-    """``benchmarks/qsgd_variants.py`` (``gpu_bench``'s part 15): each program shape's outputs
-    equal the library's, and the library's shape is restored."""
+    """``benchmarks/qsgd_variants.py`` (``gpu_bench``'s parts 15 and 16): each program shape's
+    outputs equal the library's, and the library's shape is restored; the round trip in one
+    pass sends and decodes what two passes do, and the settings are restored."""
     from pathlib import Path
     benchmarks = Path(__file__).resolve().parents[1] / "benchmarks"
     kernel_choice.passes(VARIANTS.replace("BENCHMARKS", repr(str(benchmarks))))

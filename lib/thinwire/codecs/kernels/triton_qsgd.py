@@ -54,6 +54,8 @@ WARPS = 1               # warps per program of VALUES values: every thread repea
                         # float64 square root and division, so fewer buckets per thread do less of that
 BUCKET_MAX = 2048       # the largest bucket these kernels take: a bucket larger than VALUES is one program
                         # of proportionally more warps (16 values per thread kept)
+ONE_PASS = False        # codes written and read as the message is checksummed (``quantize_crc``): off, as
+                        # gpu_bench part 8 on an H200 at 83961e8 timed it (README: the Triton codec kernels)
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
@@ -231,11 +233,11 @@ def dequantize_packed(packed: torch.Tensor, bucket: int, norms: torch.Tensor, bi
 
 
 def fuses(bits: int, bucket: int) -> bool:
-    """Whether ``quantize_crc`` and ``dequantize_crc`` take these codes: 2, 4 or 8 bits (a
-    word holds 32 / bits of them) and a bucket of whole words within one step of the device
-    CRC's ``"words"`` form (``usable`` must hold too)."""
+    """Whether the codec takes ``quantize_crc`` and ``dequantize_crc`` for these codes: chosen
+    (``ONE_PASS``), 2, 4 or 8 bits (a word holds 32 / bits of them) and a bucket of whole
+    words within one step of the device CRC's ``"words"`` form (``usable`` must hold too)."""
     per = 32 // bits
-    return bits in (2, 4, 8) and per <= bucket <= triton_crc.WORD_LANES * per
+    return ONE_PASS and bits in (2, 4, 8) and per <= bucket <= triton_crc.WORD_LANES * per
 
 
 def words_constants(bits: int, bucket: int) -> dict:

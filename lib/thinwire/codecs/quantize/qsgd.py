@@ -228,10 +228,12 @@ class QSGD(Codec):
     def _deferred(self, payload: Payload, norms: torch.Tensor, packed: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
         """Step 5 into ``out`` with nothing read: the norms' least and greatest judged at the
         block's end with the checksum (finite, non-negative), ``out`` NaN where they fail."""
+        def spoil():  # one for both checks: a message that fails both is one damaged message
+            return _spoil(out)
         if norms.numel():
-            deferred.active().corrupt_unless(torch.stack(torch.aminmax(norms)), _norms_in_range,
-                                             lambda: _spoil(out), payload.unverified.what)
-        return self._read_codes(payload, norms, out)
+            deferred.active().corrupt_unless(torch.stack(torch.aminmax(norms)), _norms_in_range, spoil,
+                                             payload.unverified.what)
+        return self._read_codes(payload, norms, out, spoil)
 
     def _one_pass(self, payload: Payload, norms: torch.Tensor, packed: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
         """Step 5 into ``out`` as the device CRC checks the message, the norms judged first
@@ -241,17 +243,17 @@ class QSGD(Codec):
             if not (least >= 0 and math.isfinite(greatest)):
                 payload.unverified = None
                 raise CorruptMessageError("qsgd: bucket norms must be finite and non-negative")
-        return self._read_codes(payload, norms, out)
+        return self._read_codes(payload, norms, out, lambda: _spoil(out))
 
-    def _read_codes(self, payload: Payload, norms: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    def _read_codes(self, payload: Payload, norms: torch.Tensor, out: torch.Tensor, spoil) -> torch.Tensor:
         """The codes decoded into ``out`` and the message checked (``read_part``): in one pass
         (``triton_qsgd.dequantize_crc``) where the codes are the kernels' ``fuses``."""
         if triton_qsgd.fuses(self.bits, self.bucket):
             read_part(payload, "codes", lambda source, prefix, rest: triton_qsgd.dequantize_crc(
-                source, self.bucket, norms, self.bits, out, prefix, rest), lambda: _spoil(out), later=True)
+                source, self.bucket, norms, self.bits, out, prefix, rest), spoil, later=True)
         else:
             read_part(payload, "codes", lambda source, prefix: triton_qsgd.dequantize_packed(
-                source, self.bucket, norms, self.bits, out), lambda: _spoil(out))
+                source, self.bucket, norms, self.bits, out), spoil)
         return out
 
     def variance_bound(self, bucket_norms_squared: torch.Tensor, sizes: torch.Tensor) -> float:
