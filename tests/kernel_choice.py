@@ -67,3 +67,22 @@ def every_damaged_byte_caught(codec, m, like):
         else:
             raise AssertionError(f"{codec.spec()}: byte {at} damaged, no error")
 """
+
+
+DAMAGE_REFUSED = r"""
+def damage_refused(codec, m, like, places, nan):
+    # message m with one byte flipped at each of places, decoded: CorruptMessageError, and
+    # with nan every value of out NaN
+    import torch
+    from thinwire.codecs import CodecState, CorruptMessageError
+    for at in places:
+        damaged = m.clone()
+        damaged[at] ^= 0x20
+        out = torch.zeros_like(like)
+        try:
+            codec.decode(damaged, CodecState(0), "x", out=out)
+        except CorruptMessageError:
+            assert not nan or torch.isnan(out).all(), (codec.spec(), at)
+        else:
+            raise AssertionError(f"{codec.spec()}: damage at byte {at} decoded")
+"""
