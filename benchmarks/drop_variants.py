@@ -11,10 +11,12 @@ dropping 0.99 and at 10%.
 - ``BLOCK = 1024, 4096, 8192``: ``_count`` and ``_compact`` with other chunk sizes (a
   thread per word).
 
-``sample_draws``: gradient dropping's whole encode + decode on the device with its sample
-drawn one message ahead (``graddrop.DRAW_AHEAD``, the library's: the draw made while the
-drop pass runs, the gradient added inside the pass) and drawn at each message's start (the
-add launched on its own while the host draws), alternated in one process.
+``sample_draws`` (``gpu_bench``'s part of that name): gradient dropping's whole encode +
+decode on the device with its sample drawn one message ahead on a thread of its own
+(``graddrop.DRAW_AHEAD`` and ``draws_ahead.THREAD``, the library's), drawn ahead in the
+caller's thread while the drop pass runs (``THREAD = False``), and drawn at each message's
+start (``DRAW_AHEAD = False``: the add launched on its own while the host draws),
+alternated in one process.
 
 Gradient dropping's kernels run with a gradient (the corrected values stored into the
 residual, the survivors zeroed there); the density is set by the threshold, the quantile of
@@ -135,40 +137,47 @@ def selections(n: int, seconds, device: str) -> list[dict]:
     return rows
 
 
+DRAW_SETTINGS = {"thread": (True, True), "inline": (True, False), "at_start": (False, True)}  # (DRAW_AHEAD, THREAD)
+
+
 def sample_draws(n: int, seconds, device: str, specs=("graddrop(ratio=0.99)", "graddrop(ratio=0.99, bits=1)"),
                  rounds: int = 3) -> list[dict]:
     """Encode + decode of ``n`` normal values, the message kept on the device, for each of
-    ``specs`` with the sample drawn ahead and drawn at each message's start: the median over
-    ``rounds`` of each setting's ``seconds(fn)``, the settings alternated round by round, and
-    whether the two sent the same last message (both made as many)."""
+    ``specs`` in each of ``DRAW_SETTINGS``: the median over ``rounds`` of each setting's
+    ``seconds(fn)``, the settings alternated round by round; how many messages took draws
+    made ahead, and whether the settings sent the same last message (all made as many)."""
     from thinwire.codecs import CodecState, make_codec
     from thinwire.codecs.kernels import device as paths
-    from thinwire.codecs.sparsify import graddrop
+    from thinwire.codecs.sparsify import draws_ahead, graddrop
 
     x = torch.randn(n, device=device, generator=torch.Generator(device).manual_seed(2))
     out = torch.empty_like(x)
     rows = []
     for spec in specs:
-        sides = {ahead: {"codec": make_codec(spec), "sender": CodecState(0), "receiver": CodecState(0),
-                         "message": torch.empty(0, dtype=torch.uint8, device=device), "seconds": []}
-                 for ahead in (True, False)}
+        sides = {name: {"codec": make_codec(spec), "sender": CodecState(0), "receiver": CodecState(0),
+                        "message": torch.empty(0, dtype=torch.uint8, device=device), "seconds": []}
+                 for name in DRAW_SETTINGS}
 
         def round_trip(side: dict) -> None:
             side["message"] = side["codec"].encode(x, side["sender"], "x", out=side["message"])
             side["codec"].decode(side["message"], side["receiver"], "x", out=out)
-        before = graddrop.DRAW_AHEAD
+        before = graddrop.DRAW_AHEAD, draws_ahead.THREAD
         try:
             with paths.forced() if device == "cpu" else contextlib.nullcontext():
                 for _ in range(rounds):
-                    for ahead, side in sides.items():
-                        graddrop.DRAW_AHEAD = ahead
+                    for name, side in sides.items():
+                        graddrop.DRAW_AHEAD, draws_ahead.THREAD = DRAW_SETTINGS[name]
                         side["seconds"].append(seconds(lambda side=side: round_trip(side)))
         finally:
-            graddrop.DRAW_AHEAD = before
+            graddrop.DRAW_AHEAD, draws_ahead.THREAD = before
+        taken = {name: side["sender"].scratch["graddrop.draws_ahead"].taken
+                 for name, side in sides.items() if "graddrop.draws_ahead" in side["sender"].scratch}
         rows.append({"codec": spec, "values": n, "rounds": rounds,
-                     "ahead_s": statistics.median(sides[True]["seconds"]),
-                     "at_start_s": statistics.median(sides[False]["seconds"]),
-                     "taken": sides[True]["sender"].scratch["graddrop.draws_ahead"].taken,
-                     "drew_ahead_at_start": "graddrop.draws_ahead" in sides[False]["sender"].scratch,
-                     "same_messages": torch.equal(sides[True]["message"], sides[False]["message"])})
+                     "ahead_s": statistics.median(sides["thread"]["seconds"]),
+                     "ahead_inline_s": statistics.median(sides["inline"]["seconds"]),
+                     "at_start_s": statistics.median(sides["at_start"]["seconds"]),
+                     "taken": taken.get("thread", 0), "taken_inline": taken.get("inline", 0),
+                     "drew_ahead_at_start": "at_start" in taken,
+                     "same_messages": all(torch.equal(sides["thread"]["message"], side["message"])
+                                          for side in sides.values())})
     return rows

@@ -58,12 +58,22 @@ paper profiles' speed on one GPU, and the DDP hook under NCCL.
 14. **Drop-pass variants** (``drop_variants.py``): the drop pass's count and compaction
    kernels timed one at a time over 250M values, beside the earlier compaction and other
    chunk sizes, at top-k's and gradient dropping's densities; and the j-th smallest of
-   top-k's candidates and of gradient dropping's sample by each way of selecting it.
+   top-k's candidates and of gradient dropping's sample by each way of selecting it
+   (its runs before part 17 also timed the sample draws, drawn ahead in the caller's
+   thread; ``benchmarks/run.py`` shows those rows until part 17 has run).
 15. **QSGD's program shapes** (``qsgd_variants.py``): its kernels with programs of one,
    two and four buckets, over 250M values.
 16. **QSGD in one pass or two** (``qsgd_passes``, ``qsgd_variants.passes``): the round trip
    at 25M and 250M values with its codes written and read as the message is checksummed
    (``triton_qsgd.ONE_PASS``) and in two passes, alternated in one process.
+17. **Gradient dropping's sample draws** (``sample_draws``, ``drop_variants.sample_draws``):
+   the round trip at 250M values with the sample drawn ahead on a thread of its own (the
+   library's), ahead in the caller's thread, and at each message's start, alternated in
+   one process.
+18. **Sparse writes** (``scatters``, ``scatter_variants.py``): a sparse message written into
+   250M zeros by torch's fill and index operations and by one Triton kernel
+   (``triton_scatter.KERNEL``), alone at two densities and in top-k's and gradient
+   dropping's decodes, alternated in one process.
 
 ``python benchmarks/gpu_bench.py [FILE] [--only=PART,...] [--codec-kernels=KERNEL,...]
 [--kernel-specs=SPEC;...] [--kernel-crcs=CRC;...] [--crc-joins=JOIN;...] [--profile-values=N,...]
@@ -742,13 +752,29 @@ def crc_variant_rows(nbytes: int) -> list[dict]:
 
 
 def drop_variant_rows(n: int) -> dict:
-    """``drop_variants.py``'s kernels side by side over ``n`` values, its selections of the
-    j-th smallest, and gradient dropping with its sample drawn ahead or not."""
+    """``drop_variants.py``'s kernels side by side over ``n`` values and its selections of
+    the j-th smallest."""
     sys.path.insert(0, str(Path(__file__).parent))
     import drop_variants
     timer = lambda fn: device_seconds(fn, 10, 2)  # noqa: E731
-    return {"kernels": drop_variants.variants(n, timer, DEVICE), "kth": drop_variants.selections(n, timer, DEVICE),
-            "sample_draws": drop_variants.sample_draws(n, timer, DEVICE)}
+    return {"kernels": drop_variants.variants(n, timer, DEVICE), "kth": drop_variants.selections(n, timer, DEVICE)}
+
+
+def sample_draw_rows(n: int) -> list[dict]:
+    """``drop_variants.sample_draws``: gradient dropping's round trip with its sample drawn
+    ahead on a thread, ahead in the caller's thread, and at each message's start."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    import drop_variants
+    return drop_variants.sample_draws(n, lambda fn: device_seconds(fn, 10, 2), DEVICE)
+
+
+def scatter_rows(n: int) -> list[dict]:
+    """``scatter_variants.py``: the sparse write alone and in the sparse codecs' decodes, by
+    each ``triton_scatter.KERNEL``."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    import scatter_variants
+    timer = lambda fn: device_seconds(fn, 10, 2)  # noqa: E731
+    return scatter_variants.scatters(n, timer, DEVICE) + scatter_variants.decodes(n, timer, DEVICE)
 
 
 def qsgd_pass_rows(sizes) -> list[dict]:
@@ -767,8 +793,9 @@ def qsgd_variant_rows(n: int) -> list[dict]:
 
 PARTS = ("same_bytes", "hook_nccl", "codecs", "paper", "device_crc", "device_messages", "crc_variants",
          "message_overhead", "codec_kernels", "step_profile", "paper_kernels", "codec_profile", "host_profile",
-         "graphed", "drop_variants", "qsgd_variants", "qsgd_passes")
-NOT_YET_RUN = ("qsgd_passes",)  # parts no GPU has run yet: gpu-runs/bench_gpu.json lacks them
+         "graphed", "drop_variants", "qsgd_variants", "qsgd_passes", "sample_draws",
+         "scatters")
+NOT_YET_RUN = ("qsgd_passes", "sample_draws", "scatters")  # parts no GPU has run yet: gpu-runs/bench_gpu.json lacks them
 
 
 CHECKPOINT = None  # set by ``run`` for a part of ``ROW_KEYS``: keeps the rows measured so far
@@ -832,7 +859,9 @@ def run(save, doc: dict, parts=PARTS, steps: int = 30, hook_steps: int = 600, si
             "graphed": lambda: graphed(sizes),
             "drop_variants": lambda: drop_variant_rows(sizes[-1] if DEVICE == "cuda" else 20_000),
             "qsgd_variants": lambda: qsgd_variant_rows(sizes[-1] if DEVICE == "cuda" else 20_000),
-            "qsgd_passes": lambda: qsgd_pass_rows(sizes if DEVICE == "cuda" else (20_000,))}
+            "qsgd_passes": lambda: qsgd_pass_rows(sizes if DEVICE == "cuda" else (20_000,)),
+            "sample_draws": lambda: sample_draw_rows(sizes[-1] if DEVICE == "cuda" else 20_000),
+            "scatters": lambda: scatter_rows(sizes[-1] if DEVICE == "cuda" else 20_000)}
     # the parts that run torch.profiler go last: no other part is timed in a process that has run it
     parts = sorted(parts, key=lambda part: part in ("message_overhead", "step_profile", "codec_profile", "host_profile"))
     for part in parts:

@@ -35,6 +35,7 @@ def _kernels():
     from thinwire.codecs.kernels import triton_crc as crc
     from thinwire.codecs.kernels import triton_drop as drop
     from thinwire.codecs.kernels import triton_qsgd as qsgd
+    from thinwire.codecs.kernels import triton_scatter as scatter
     from thinwire.codecs.kernels import triton_uniform as uniform
     final = {"FINAL": True, "STORE": True, "SCALED": True, "FOLD": False}
     folded = {"FINAL": False, "STORE": True, "SCALED": True, "FOLD": True}  # step 2 in the block kernel (JOIN)
@@ -129,6 +130,10 @@ def _kernels():
                                                         residual="*fp32"),
            {"ADD": False, "INCLUSIVE": False, "BLOCK": drop.BLOCK, "AT_LEAST": True, "FLAG": True, "STORE": False},
            drop.WARPS)
+    for index in ("*i64", "*i32"):  # gradient dropping's indices, top-k's
+        yield (f"triton_scatter zeros with {index[1:]}", scatter._zeros_with,
+               {"out": "*fp32", "n": "i64", "index": index, "values": "*fp32", "bounds": "*i64"},
+               {"BLOCK": scatter.BLOCK, "PIECE": scatter.PIECE}, scatter.WARPS)
 
 
 CONVERSIONS = ("F2F", "F2FP", "I2F", "I2FP", "F2I", "FRND")  # SASS's conversions

@@ -244,16 +244,44 @@ def _drop_variant_lines(doc: dict, stamp) -> list[str]:
               "| among | values | j | by | ms | equal to the sort's |", "|---|---|---|---|---|---|"]
     lines += [f"| {r['what']} | {r['values']:,} | {r['j']:,} | {r['by']} | {r['seconds'] * 1e3:.3f} | "
               f"{r['equal_to_sort']} |" for r in kth]
-    draws = found.get("sample_draws")
-    if draws:
-        lines += ["", "Gradient dropping's encode + decode, the message kept on the device, with its sample drawn one "
-                  "message ahead (`graddrop.DRAW_AHEAD`, the library's: drawn while the drop pass runs, the gradient "
-                  "added inside the pass) and drawn at each message's start (the add on its own while the host "
-                  f"draws), alternated in the same run (median of {draws[0]['rounds']} rounds of each one's best):\n",
-                  "| codec | values | drawn ahead ms | drawn at the start ms | messages that took the draws ahead | "
-                  "same messages |", "|---|---|---|---|---|---|"]
-        lines += [f"| {r['codec']} | {r['values']:,} | {r['ahead_s'] * 1e3:.3f} | {r['at_start_s'] * 1e3:.3f} | "
-                  f"{r['taken']:,} | {r['same_messages']} |" for r in draws]
+    return lines
+
+
+def _sample_draw_lines(doc: dict, stamp) -> list[str]:
+    """Gradient dropping's round trip by where its sample is drawn (``gpu_bench`` part 17,
+    ``sample_draws``; before it, part 14's rows, drawn ahead only in the caller's thread)."""
+    rows, where = doc.get("sample_draws"), "sample_draws"
+    if not rows:
+        rows, where = doc.get("drop_variants", {}).get("sample_draws"), "drop_variants"
+    if not rows:
+        return []
+
+    def times(r: dict) -> str:
+        ahead = [r["ahead_s"], r["ahead_inline_s"]] if "ahead_inline_s" in r else [None, r["ahead_s"]]  # part 14's
+        return " | ".join("–" if t is None else f"{t * 1e3:.3f}" for t in [*ahead, r["at_start_s"]])
+    lines = ["", "Gradient dropping's encode + decode, the message kept on the device, with its sample drawn one "
+             "message ahead on a thread of its own (`draws_ahead.THREAD`, the library's), drawn ahead in the caller's "
+             "thread while the drop pass runs, and drawn at each message's start (`graddrop.DRAW_AHEAD = False`: the "
+             f"add on its own while the host draws), alternated in the same run ({stamp(where)}; median of "
+             f"{rows[0]['rounds']} rounds of each one's best; – where the run predates the setting):\n",
+             "| codec | values | ahead, own thread ms | ahead, caller's thread ms | at the start ms | "
+             "messages that took the draws ahead | same messages |", "|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['codec']} | {r['values']:,} | {times(r)} | {r['taken']:,} | {r['same_messages']} |" for r in rows]
+    return lines
+
+
+def _scatter_lines(doc: dict, stamp) -> list[str]:
+    """``gpu_bench``'s sparse writes (part 18, ``scatter_variants.py``), once a GPU has run them."""
+    rows = doc.get("scatters")
+    if not rows:
+        return []
+    lines = ["", "A sparse message written into zeros on the device (`scatter.zeros_with`) by torch's fill and index "
+             "operations and by one Triton kernel (`triton_scatter.KERNEL`), alone and in the sparse codecs' whole "
+             f"decodes, alternated in one process (`benchmarks/scatter_variants.py`, {stamp('scatters')}; median of "
+             f"{rows[0]['rounds']} rounds of each one's best):\n",
+             "| what | values | survivors | torch ms | Triton ms | equal |", "|---|---|---|---|---|---|"]
+    lines += [f"| {r['what']} | {r['values']:,} | {r['survivors']:,} | {r['torch_s'] * 1e3:.3f} | "
+              f"{r['triton_s'] * 1e3:.3f} | {r['equal']} |" for r in rows]
     return lines
 
 
@@ -503,6 +531,8 @@ def gpu_tables(doc: dict) -> dict[str, str]:
     lines += _host_profile_lines(doc, stamp)
     lines += _graphed_lines(doc, stamp)
     lines += _drop_variant_lines(doc, stamp)
+    lines += _sample_draw_lines(doc, stamp)
+    lines += _scatter_lines(doc, stamp)
     lines += _qsgd_variant_lines(doc, stamp)
     lines += _qsgd_pass_lines(doc, stamp)
     out["gpu_codecs"] = "\n".join(lines) + "\n\n<sub>All from `gpu-runs/bench_gpu.json`.</sub>\n"

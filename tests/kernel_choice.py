@@ -16,6 +16,16 @@ def takes(monkeypatch, module, kernel: str, interpreted: bool, usable) -> bool:
     return usable()
 
 
+# (KERNEL, interpreted, dtype, strided, takes): what a float32 kernel's ``usable`` takes
+FLOAT32_CASES = [
+    ("torch", True, "float32", False, False),    # torch's operations
+    ("triton", True, "float32", False, True),
+    ("triton", True, "float64", False, False),   # float32 only
+    ("triton", True, "float32", True, False),    # not contiguous
+    ("triton", False, "float32", False, False),  # CPU tensors count only under the interpreter
+]
+
+
 def passes(script: str) -> None:
     """Run ``script`` (which sets ``TRITON_INTERPRET=1`` before importing triton and prints
     "ok" at its end) in a new interpreter; its traceback is the failure."""

@@ -129,21 +129,27 @@ def test_the_gpu_benchmark_runs_its_codecs_through_the_device_paths_on_the_cpu(m
     assert all(r["equal"] and r["same_bytes"] for r in rows) and triton_crc.KERNEL == "shifted"
 
 
-def test_gradient_dropping_is_timed_with_its_sample_drawn_ahead_and_not_with_the_same_messages(monkeypatch):
-    """``drop_variants.sample_draws`` (part 14) on the CPU: both settings send the same
-    messages, every message after the first takes the draws made ahead, and the library's
-    setting is restored."""
+def test_gradient_dropping_is_timed_with_its_sample_drawn_ahead_on_a_thread_inline_and_not_with_the_same_messages(
+        monkeypatch):
+    """``drop_variants.sample_draws`` (part 17) on the CPU: the three settings send the same
+    messages, every message after the first takes the draws made ahead where they are made
+    ahead, and the library's settings are restored; the table shows part 14's earlier rows
+    (drawn in the caller's thread) until part 17 has run."""
     import drop_variants
-    from thinwire.codecs.sparsify import graddrop
+    from thinwire.codecs.sparsify import draws_ahead, graddrop
     monkeypatch.setattr(gpu_bench, "DEVICE", "cpu")
     rows = drop_variants.sample_draws(20_000, lambda fn: gpu_bench.device_seconds(fn, 2, 1), "cpu", rounds=2)
     assert [r["codec"] for r in rows] == ["graddrop(ratio=0.99)", "graddrop(ratio=0.99, bits=1)"]
-    assert all(r["same_messages"] and r["taken"] == 2 * 3 - 1 and not r["drew_ahead_at_start"] and r["ahead_s"] > 0 and r["at_start_s"] > 0
-               for r in rows), rows
-    assert graddrop.DRAW_AHEAD is True
+    assert all(r["same_messages"] and r["taken"] == r["taken_inline"] == 2 * 3 - 1 and not r["drew_ahead_at_start"]
+               and min(r["ahead_s"], r["ahead_inline_s"], r["at_start_s"]) > 0 for r in rows), rows
+    assert graddrop.DRAW_AHEAD is True and draws_ahead.THREAD is True
     doc = json.loads(run.GPU_RESULTS.read_text())
-    table = run.gpu_tables({**doc, "drop_variants": {**doc["drop_variants"], "sample_draws": rows}})["gpu_codecs"]
-    assert "| graddrop(ratio=0.99, bits=1) | 20,000 |" in table and "drawn one message ahead" in table
+    earlier = [r for r in doc["drop_variants"]["sample_draws"] if r["codec"] == "graddrop(ratio=0.99)"][0]
+    table = run.gpu_tables({k: v for k, v in doc.items() if k != "sample_draws"})["gpu_codecs"]
+    assert f"| graddrop(ratio=0.99) | 250,000,000 | – | {earlier['ahead_s'] * 1e3:.3f} |" in table
+    table = run.gpu_tables({**doc, "sample_draws": rows})["gpu_codecs"]
+    assert (f"| graddrop(ratio=0.99, bits=1) | 20,000 | {rows[1]['ahead_s'] * 1e3:.3f} | "
+            f"{rows[1]['ahead_inline_s'] * 1e3:.3f} | {rows[1]['at_start_s'] * 1e3:.3f} | 5 | True |") in table
 
 
 def test_a_partial_kernel_run_replaces_only_the_rows_it_measured(monkeypatch):

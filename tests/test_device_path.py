@@ -11,6 +11,7 @@ import torch
 from thinwire.codecs import CodecState, make_codec, wire
 from thinwire.codecs.kernels import device
 from thinwire.codecs.kernels.extrema import extrema
+from thinwire.codecs.sparsify import draws_ahead
 
 
 def _tensors():
@@ -155,10 +156,12 @@ def _graddrop_messages(spec, sends, forced, meddle=None):
     return messages, state
 
 
+@pytest.mark.parametrize("thread", [True, False])
 @pytest.mark.parametrize("spec", ["graddrop(ratio=0.99)", "graddrop(ratio=0.95, bits=1, scope='local')"])
-def test_gradient_dropping_draws_the_next_sample_ahead_and_uses_it_only_where_it_is_the_same_draw(spec):
-    """On the device path the next message's sample is drawn while the drop pass runs
-    (``draws_ahead``), the next draws predicted from the order seen. One tensor: every
+def test_gradient_dropping_draws_the_next_sample_ahead_and_uses_it_only_where_it_is_the_same_draw(
+        spec, thread, monkeypatch):
+    """On the device path the next message's sample is drawn ahead (``draws_ahead``), on its
+    own thread or in the caller's, the next draws predicted from the order seen. One tensor: every
     message after the first uses them. Tensors of other sizes in turn: once the order has
     been seen (by the fourth message of two in turn, the fifth of three). Another draw from
     the generator in between: none fits. Every message equals the host path's, the generator
@@ -173,6 +176,7 @@ def test_gradient_dropping_draws_the_next_sample_ahead_and_uses_it_only_where_it
              "three tensors in turn": (in_turn(big, small, third), None, 8),
              "two of one size in turn": (in_turn(big, big[::-1]), None, 7),
              "another draw in between": ([("w", x) for x in big], other, 0)}
+    monkeypatch.setattr(draws_ahead, "THREAD", thread)
     for name, (sends, meddle, taken) in cases.items():
         host, host_state = _graddrop_messages(spec, sends, False, meddle)
         moved, moved_state = _graddrop_messages(spec, sends, True, meddle)
@@ -180,6 +184,27 @@ def test_gradient_dropping_draws_the_next_sample_ahead_and_uses_it_only_where_it
         assert torch.equal(moved_state.generator.get_state(), host_state.generator.get_state()), name
         assert moved_state.scratch["graddrop.draws_ahead"].taken == taken, name
         assert "graddrop.draws_ahead" not in host_state.scratch, name
+
+
+def _draw_in_a_forked_child(queue) -> None:
+    try:
+        queue.put(draws_ahead._submit(lambda: "drawn").result(timeout=20))
+    except Exception as error:  # the parent's drawing thread is not in the child: nothing runs the work
+        queue.put(repr(error))
+
+
+def test_a_forked_child_draws_on_a_thread_of_its_own():
+    """After a fork the parent's drawing thread does not exist in the child: the child makes
+    its own, where it would otherwise wait forever for work queued to the dead one."""
+    import multiprocessing
+    assert draws_ahead._submit(lambda: "drawn").result() == "drawn"  # the parent's thread is running
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_draw_in_a_forked_child, args=(queue,))
+    child.start()
+    got = queue.get(timeout=60)
+    child.join(60)
+    assert got == "drawn"
 
 
 def test_the_key_cache_sends_the_same_bytes_on_either_path():

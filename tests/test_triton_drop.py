@@ -98,13 +98,7 @@ def test_the_triton_drop_pass_keeps_what_the_host_keeps_under_the_interpreter():
     kernel_choice.passes(CHECK)
 
 
-@pytest.mark.parametrize("kernel, interpreted, dtype, strided, takes", [
-    ("torch", True, "float32", False, False),    # the default: torch's operations
-    ("triton", True, "float32", False, True),
-    ("triton", True, "float64", False, False),   # float32 only
-    ("triton", True, "float32", True, False),    # not contiguous
-    ("triton", False, "float32", False, False),  # CPU tensors count only under the interpreter
-])
+@pytest.mark.parametrize("kernel, interpreted, dtype, strided, takes", kernel_choice.FLOAT32_CASES)
 def test_the_kernel_takes_only_what_it_can(monkeypatch, kernel, interpreted, dtype, strided, takes):
     import torch
     x = torch.zeros(16, dtype=getattr(torch, dtype))

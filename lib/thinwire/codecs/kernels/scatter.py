@@ -5,7 +5,9 @@ survivors land in twice, the second time after it has left the cache. Here each 
 ``out`` (a quarter of the L2 cache) is zeroed and then receives its own survivors (found
 by binary search in the ascending index) while it is still cached, chunks in parallel.
 A large output's chunks are built in a cached buffer instead and streamed out
-(``stream.py``), so its lines are written without being read first.
+(``stream.py``), so its lines are written without being read first. On a GPU, torch's
+fill and index operations, or the same one write in a Triton kernel
+(``triton_scatter.py``, where ``triton_scatter.KERNEL`` chooses it).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import numpy as np
 import torch
 from numba import njit, prange
 
-from . import device, stream
+from . import device, stream, triton_scatter
 
 CHUNK = 1 << 16
 
@@ -42,6 +44,8 @@ def zeros_with(out: torch.Tensor, index: torch.Tensor, values: torch.Tensor) -> 
     """``out`` (1-D float32, contiguous) zeroed, with ``values`` at ``index`` (ascending, in
     range: the caller has checked the message)."""
     if device.on_device(out) or index.device.type != "cpu":
+        if triton_scatter.usable(out, index, values):
+            return triton_scatter.zeros_with(out, index, values)
         out.fill_(0)
         out[index.to(out.device)] = values.to(device=out.device, dtype=out.dtype)
         return out

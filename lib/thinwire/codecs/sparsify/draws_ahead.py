@@ -7,8 +7,15 @@ a millisecond, during which the device has nothing to do, and the gradient canno
 inside the drop pass (Alg. 1 line 2 fused with lines 3-6) unless the positions are known
 before the pass starts.
 
-So, while the device runs a message's drop pass, the host draws the next message's
-positions (``draw_next``) from a copy of the generator taken where the generator stands.
+So the next message's positions are drawn (``draw_next``) from a copy of the generator
+taken where the generator stands, on a thread of their own (``torch.randint`` and the
+copy into page-locked memory let go of Python's lock), while this message's drop pass,
+its waits for the device and everything after run; the next message waits for that thread
+only if it has not finished (``take``). Drawn in the caller's thread instead (``THREAD =
+False``), the draw sat between the drop pass's launch and its wait, and could outlast the
+pass: in ``gpu_bench``'s codec profile at 250M values on an H200 (part 11, 6c6dbb9),
+``torch.randint`` took 986 µs of the host's time per message, the count pass 798 µs of
+the device's. Part 17 (``sample_draws``) times the three ways in one process.
 Which draws the next message asks for (its spans and sample sizes) is predicted from the
 order seen so far: the draws that followed this message's draws last time (a model's
 tensors, or DDP's buckets, are sent in the same order every step), else the same draws
@@ -23,11 +30,37 @@ messages are the host path's byte for byte.
 
 from __future__ import annotations
 
+import os
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+
 import torch
 
 from .drop_threshold import sample_positions
 
 Draws = tuple[tuple[int, int, int], ...]  # (start, n, m) per span: m positions among span [start, start + n)
+THREAD = True  # False: ``draw_next`` draws in the caller's thread (drop_variants' sample_draws times both)
+
+_drawer: ThreadPoolExecutor | None = None
+_drawer_lock = threading.Lock()
+
+
+def _submit(work) -> Future:
+    """``work()`` on the one drawing thread, made on first use."""
+    global _drawer
+    with _drawer_lock:
+        if _drawer is None:
+            _drawer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="thinwire-draws")
+    return _drawer.submit(work)
+
+
+def _forget_drawer() -> None:
+    """In a forked child the parent's drawing thread does not exist: make a new one there."""
+    global _drawer, _drawer_lock
+    _drawer, _drawer_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_drawer)
 
 
 class DrawsAhead:
@@ -35,7 +68,8 @@ class DrawsAhead:
 
     def __init__(self):
         self.copy = torch.Generator()
-        self.ahead: tuple[Draws, torch.Tensor, torch.Tensor, list[torch.Tensor]] | None = None
+        # (draws, generator state before, after, positions), or a Future of it while drawn
+        self.ahead: tuple[Draws, torch.Tensor, torch.Tensor, list[torch.Tensor]] | Future | None = None
         self.last: Draws | None = None  # the latest message's draws
         self.follows: dict[Draws, Draws] = {}  # the draws that came after each, last time
         self.taken = 0  # messages that used draws made ahead (statistics)
@@ -47,6 +81,8 @@ class DrawsAhead:
             self.follows[self.last] = draws
         self.last = draws
         ahead, self.ahead = self.ahead, None
+        if isinstance(ahead, Future):
+            ahead = ahead.result()  # a failed draw raises here, in the message that needs it
         if ahead is None or ahead[0] != draws or not torch.equal(generator.get_state(), ahead[1]):
             return None
         generator.set_state(ahead[2])
@@ -59,6 +95,9 @@ class DrawsAhead:
         device without a wait)."""
         following = self.follows.get(draws, draws)
         before = generator.get_state()
-        self.copy.set_state(before)
-        positions = [sample_positions(n, m, "random", self.copy) + start for start, n, m in following]
-        self.ahead = (following, before, self.copy.get_state(), [p.pin_memory() if pin else p for p in positions])
+
+        def draw():
+            self.copy.set_state(before)
+            positions = [sample_positions(n, m, "random", self.copy) + start for start, n, m in following]
+            return following, before, self.copy.get_state(), [p.pin_memory() if pin else p for p in positions]
+        self.ahead = _submit(draw) if THREAD else draw()

@@ -32,8 +32,8 @@ how many other values equal a positive threshold (counted exactly with
 ``threshold="exact"``, else estimated from the sample); the sender's slot keeps
 ``threshold`` (one float32 per threshold used).
 
-On a device the sample's positions are drawn one message ahead, while the device runs the
-drop pass (``draws_ahead``; the seeded generator is a host one), so step 1 runs inside the
+On a device the sample's positions are drawn one message ahead, on a thread of their own
+(``draws_ahead``; the seeded generator is a host one), so step 1 runs inside the
 drop pass: the threshold is taken from the sampled residual + gradient, and the residual
 and the gradient are read once. Where nothing fits that was drawn ahead (the first
 message; another message drew from the generator in between), step 1 is launched on its
@@ -182,7 +182,7 @@ class GradDrop(Codec):
                  for a, b in spans]
         state.last.select_seconds = time.perf_counter() - t0
         thresholds = [t for t, _ in found]
-        ahead = DRAW_AHEAD and bool(draws) and self.sampling == "random"  # the next message's, while the device drops
+        ahead = DRAW_AHEAD and bool(draws) and self.sampling == "random"  # the next message's, on the drawing thread
         index, values = drop_pass(corrected, gradient, [(a, b, t) for (a, b), t in zip(spans, thresholds)],
                                   keep_residual=self.residual, inclusive=self.ties == "keep", density=1 - self.ratio,
                                   source=source, meanwhile=(lambda: _draws_ahead(state).draw_next(
