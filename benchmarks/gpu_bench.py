@@ -63,9 +63,10 @@ paper profiles' speed on one GPU, and the DDP hook under NCCL.
    thread; ``benchmarks/run.py`` shows those rows until part 17 has run).
 15. **QSGD's program shapes** (``qsgd_variants.py``): its kernels with programs of one,
    two and four buckets, over 250M values.
-16. **QSGD in one pass or two** (``qsgd_passes``, ``qsgd_variants.passes``): the round trip
-   at 25M and 250M values with its codes written and read as the message is checksummed
-   (``triton_qsgd.ONE_PASS``) and in two passes, alternated in one process.
+16. **One pass or two** (``one_passes``, ``one_passes.py``): QSGD's and 8-bit bin
+   quantization's round trips at 25M and 250M values with their codes written and read as
+   the message is checksummed (``triton_qsgd.ONE_PASS``, ``binquant.ONE_PASS``) and in two
+   passes, alternated in one process.
 17. **Gradient dropping's sample draws** (``sample_draws``, ``drop_variants.sample_draws``):
    the round trip at 250M values with the sample drawn ahead on a thread of its own (the
    library's), ahead in the caller's thread, and at each message's start, alternated in
@@ -777,11 +778,12 @@ def scatter_rows(n: int) -> list[dict]:
     return scatter_variants.scatters(n, timer, DEVICE) + scatter_variants.decodes(n, timer, DEVICE)
 
 
-def qsgd_pass_rows(sizes) -> list[dict]:
-    """``qsgd_variants.passes``: QSGD's round trip in one pass and in two, at each size."""
+def one_pass_rows(sizes) -> list[dict]:
+    """``one_passes.py``: QSGD's and bin quantization's round trips in one pass and in two,
+    at each size."""
     sys.path.insert(0, str(Path(__file__).parent))
-    import qsgd_variants
-    return [r for n in sizes for r in qsgd_variants.passes(n, lambda fn: device_seconds(fn, 10, 2), DEVICE)]
+    import one_passes
+    return [r for n in sizes for r in one_passes.passes(n, lambda fn: device_seconds(fn, 10, 2), DEVICE)]
 
 
 def qsgd_variant_rows(n: int) -> list[dict]:
@@ -793,9 +795,9 @@ def qsgd_variant_rows(n: int) -> list[dict]:
 
 PARTS = ("same_bytes", "hook_nccl", "codecs", "paper", "device_crc", "device_messages", "crc_variants",
          "message_overhead", "codec_kernels", "step_profile", "paper_kernels", "codec_profile", "host_profile",
-         "graphed", "drop_variants", "qsgd_variants", "qsgd_passes", "sample_draws",
+         "graphed", "drop_variants", "qsgd_variants", "one_passes", "sample_draws",
          "scatters")
-NOT_YET_RUN = ("qsgd_passes", "sample_draws", "scatters")  # parts no GPU has run yet: gpu-runs/bench_gpu.json lacks them
+NOT_YET_RUN = ("one_passes", "sample_draws", "scatters")  # parts no GPU has run yet: gpu-runs/bench_gpu.json lacks them
 
 
 CHECKPOINT = None  # set by ``run`` for a part of ``ROW_KEYS``: keeps the rows measured so far
@@ -859,7 +861,7 @@ def run(save, doc: dict, parts=PARTS, steps: int = 30, hook_steps: int = 600, si
             "graphed": lambda: graphed(sizes),
             "drop_variants": lambda: drop_variant_rows(sizes[-1] if DEVICE == "cuda" else 20_000),
             "qsgd_variants": lambda: qsgd_variant_rows(sizes[-1] if DEVICE == "cuda" else 20_000),
-            "qsgd_passes": lambda: qsgd_pass_rows(sizes if DEVICE == "cuda" else (20_000,)),
+            "one_passes": lambda: one_pass_rows(sizes if DEVICE == "cuda" else (20_000,)),
             "sample_draws": lambda: sample_draw_rows(sizes[-1] if DEVICE == "cuda" else 20_000),
             "scatters": lambda: scatter_rows(sizes[-1] if DEVICE == "cuda" else 20_000)}
     # the parts that run torch.profiler go last: no other part is timed in a process that has run it

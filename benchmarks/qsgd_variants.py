@@ -15,16 +15,11 @@ fewer instructions pay against smaller programs:
 - ``2,048 values, 4 warps`` (the library's shape until then) and ``1,024 values, 2 warps``:
   16 values per thread, more buckets per program.
 
-Each variant's norms, codes and decoded values are compared with the library's.
-
-``passes`` times QSGD's round trip (encode into a message kept on the device, decode into a
-reused ``out``, with the words CRC folded) with its codes written and read as the message
-is checksummed (``triton_qsgd.ONE_PASS``) and in two passes, alternated in one process.
+Each variant's norms, codes and decoded values are compared with the library's. QSGD's
+round trip in one pass and in two is ``one_passes.py``'s.
 """
 
 from __future__ import annotations
-
-import statistics
 
 import torch
 
@@ -62,44 +57,4 @@ def variants(n: int, seconds, device: str, shapes=SHAPES, specs=SPECS) -> list[d
                          "bucket": bucket, "norm": "max" if use_max else "l2", "values": n, "quantize_s": quantize_s,
                          "dequantize_s": dequantize_s,
                          "equal_to_library": all(torch.equal(a, b) for a, b in zip(got, want))})
-    return rows
-
-
-def passes(n: int, seconds, device: str, specs=("qsgd(bits=8, bucket=512)", "qsgd(bits=4, bucket=512)"),
-           rounds: int = 3) -> list[dict]:
-    """Encode + decode of ``n`` normal values, the message kept on the device, for each of
-    ``specs`` with ``ONE_PASS`` on and off: the median over ``rounds`` of each setting's
-    ``seconds(fn)``, the settings alternated round by round; how many calls the one pass's
-    kernels took; and whether both sent the same last message and decoded the same values."""
-    from thinwire.codecs import CodecState, make_codec
-    from thinwire.codecs.kernels import triton_crc
-    x = torch.randn(n, device=device, generator=torch.Generator(device).manual_seed(4))
-    rows = []
-    for spec in specs:
-        sides = {on: {"codec": make_codec(spec), "sender": CodecState(0), "out": torch.empty_like(x),
-                      "message": torch.empty(0, dtype=torch.uint8, device=device), "seconds": []} for on in (True, False)}
-        calls = []
-
-        def round_trip(side: dict) -> None:
-            side["message"] = side["codec"].encode(x, side["sender"], "x", out=side["message"])
-            side["codec"].decode(side["message"], CodecState(0), "x", out=side["out"])
-        before = (triton_qsgd.ONE_PASS, triton_crc.KERNEL, triton_crc.JOIN, triton_qsgd.quantize_crc,
-                  triton_qsgd.dequantize_crc)
-        triton_crc.KERNEL, triton_crc.JOIN = "words", "fold"
-        for name, real in (("quantize_crc", before[3]), ("dequantize_crc", before[4])):
-            setattr(triton_qsgd, name, lambda *a, real=real, name=name, **k: calls.append(name) or real(*a, **k))
-        try:
-            for _ in range(rounds):
-                for on, side in sides.items():
-                    triton_qsgd.ONE_PASS = on
-                    side["seconds"].append(seconds(lambda side=side: round_trip(side)))
-        finally:
-            (triton_qsgd.ONE_PASS, triton_crc.KERNEL, triton_crc.JOIN, triton_qsgd.quantize_crc,
-             triton_qsgd.dequantize_crc) = before
-        rows.append({"codec": spec, "values": n, "rounds": rounds,
-                     "one_pass_s": statistics.median(sides[True]["seconds"]),
-                     "two_passes_s": statistics.median(sides[False]["seconds"]),
-                     "one_pass_calls": len(calls),
-                     "same_messages": torch.equal(sides[True]["message"], sides[False]["message"]),
-                     "same_values": torch.equal(sides[True]["out"], sides[False]["out"])})
     return rows

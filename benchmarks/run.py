@@ -299,16 +299,16 @@ def _qsgd_variant_lines(doc: dict, stamp) -> list[str]:
     return lines
 
 
-def _qsgd_pass_lines(doc: dict, stamp) -> list[str]:
-    """``gpu_bench``'s QSGD round trips in one pass and in two (part 16, ``qsgd_passes``),
-    once a GPU has run them."""
-    rows = doc.get("qsgd_passes")
+def _one_pass_lines(doc: dict, stamp) -> list[str]:
+    """``gpu_bench``'s round trips in one pass and in two (part 16, ``one_passes``), once a
+    GPU has run them."""
+    rows = doc.get("one_passes")
     if not rows:
         return []
-    lines = ["", "QSGD's encode + decode, the message kept on the device (words CRC, folded), with its codes written "
-             "and read as the message is checksummed (`triton_qsgd.ONE_PASS`) and in two passes, alternated in one "
-             f"process (`qsgd_variants.passes`, {stamp('qsgd_passes')}; median of {rows[0]['rounds']} rounds of each "
-             "one's best):\n",
+    lines = ["", "QSGD's and bin quantization's encode + decode, the message kept on the device (words CRC, folded), "
+             "with their codes written and read as the message is checksummed (`triton_qsgd.ONE_PASS`, "
+             "`binquant.ONE_PASS`) and in two passes, alternated in one process (`benchmarks/one_passes.py`, "
+             f"{stamp('one_passes')}; median of {rows[0]['rounds']} rounds of each one's best):\n",
              "| codec | values | one pass ms | two passes ms | one pass's kernel calls | same messages | same values |",
              "|---|---|---|---|---|---|---|"]
     lines += [f"| {r['codec']} | {r['values']:,} | {r['one_pass_s'] * 1e3:.3f} | {r['two_passes_s'] * 1e3:.3f} | "
@@ -534,7 +534,7 @@ def gpu_tables(doc: dict) -> dict[str, str]:
     lines += _sample_draw_lines(doc, stamp)
     lines += _scatter_lines(doc, stamp)
     lines += _qsgd_variant_lines(doc, stamp)
-    lines += _qsgd_pass_lines(doc, stamp)
+    lines += _one_pass_lines(doc, stamp)
     out["gpu_codecs"] = "\n".join(lines) + "\n\n<sub>All from `gpu-runs/bench_gpu.json`.</sub>\n"
 
     paper = doc["paper"]

@@ -30,6 +30,12 @@ for size in ("small", "large"):
     encode, decode = counts("quantize(bits=8)", size)
     assert encode["triton_names"].get("_quantize_words") == 1, (size, encode["triton_names"])
     assert "_block_words" not in encode["triton_names"], (size, encode["triton_names"])
+    encode, decode = counts("binquant(bits=8)", size)  # its bin codes: triton_range's kernels
+    assert encode["triton_names"].get("_quantize_ranged_words") == 1, (size, encode["triton_names"])
+    assert "_block_words" not in encode["triton_names"], (size, encode["triton_names"])
+    if size == "large":  # read as it is checked (a small message: checked, then read)
+        assert decode["triton_names"].get("_dequantize_ranged_words") == 1, decode["triton_names"]
+        assert "_block_words" not in decode["triton_names"], decode["triton_names"]
 # a large fp32 message is read as it is checked: the header, then the checksum
 _, decode = counts("fp32", "large")
 assert decode["reads"] == 2 and decode["triton_names"].get("_block_words") == 1, decode

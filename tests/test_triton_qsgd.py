@@ -252,29 +252,33 @@ assert (triton_qsgd.VALUES, triton_qsgd.WARPS) == (512, 1)  # the library's shap
 doc = json.loads(run.GPU_RESULTS.read_text())
 table = run.gpu_tables({**doc, "qsgd_variants": rows})["gpu_codecs"]
 assert "| 2,048 values, 4 warps | 2,048 | 4 | 8 | max |" in table, table[-2000:]
-# QSGD's round trip in one pass and in two (part 16), messages kept on a device: the same
-# messages and values, the one pass's kernels called on its side only, the settings restored
-from thinwire.codecs.kernels import device, triton_crc
+# QSGD's and bin quantization's round trips in one pass and in two (part 16), messages kept
+# on a device: the same messages and values, the one pass's kernels called on its side only
+# (an encode and a decode a round), the settings restored
+import one_passes
+from thinwire.codecs.kernels import device, triton_crc, triton_range
+from thinwire.codecs.quantize import binquant
 from thinwire.codecs.wire import tensor_message
 tensor_message._on_device = lambda t: True
 tensor_message.COPY_CHECKED_BYTES = 0
 with device.forced():
-    rows = qsgd_variants.passes(5_000, lambda fn: (fn(), 1e-3)[1], "cpu", rounds=2)
-assert [r["codec"] for r in rows] == ["qsgd(bits=8, bucket=512)", "qsgd(bits=4, bucket=512)"], rows
+    rows = one_passes.passes(5_000, lambda fn: (fn(), 1e-3)[1], "cpu", rounds=2)
+assert [r["codec"] for r in rows] == ["qsgd(bits=8, bucket=512)", "qsgd(bits=4, bucket=512)", "binquant(bits=8)"]
 assert all(r["same_messages"] and r["same_values"] and r["one_pass_calls"] == 2 * 2 for r in rows), rows
-assert (triton_qsgd.ONE_PASS, triton_crc.KERNEL, triton_crc.JOIN) == (False, "shifted", "tree")
-assert triton_qsgd.quantize_crc.__name__ == "quantize_crc"
-table = run.gpu_tables({**doc, "qsgd_passes": rows})["gpu_codecs"]
-assert "| qsgd(bits=4, bucket=512) | 5,000 | 1.000 | 1.000 | 4 | True | True |" in table, table[-2000:]
+assert (triton_qsgd.ONE_PASS, binquant.ONE_PASS, triton_crc.KERNEL, triton_crc.JOIN) == (False, True, "shifted", "tree")
+assert triton_qsgd.quantize_crc.__name__ == "quantize_crc" and triton_range.dequantize8_crc.__name__ == "dequantize8_crc"
+table = run.gpu_tables({**doc, "one_passes": rows})["gpu_codecs"]
+assert "| binquant(bits=8) | 5,000 | 1.000 | 1.000 | 4 | True | True |" in table, table[-2000:]
 print("ok")
 """
 
 
 @pytest.mark.skipif(not triton_crc.AVAILABLE, reason="triton is in requirements.lock; absent only outside make setup")
 def test_other_program_shapes_give_the_library_s_norms_codes_and_values_under_the_interpreter():
-    """``benchmarks/qsgd_variants.py`` (``gpu_bench``'s parts 15 and 16): each program shape's
-    outputs equal the library's, and the library's shape is restored; the round trip in one
-    pass sends and decodes what two passes do, and the settings are restored."""
+    """``benchmarks/qsgd_variants.py`` and ``one_passes.py`` (``gpu_bench``'s parts 15 and 16):
+    each program shape's outputs equal the library's, and the library's shape is restored;
+    the round trip in one pass sends and decodes what two passes do, and the settings are
+    restored."""
     from pathlib import Path
     benchmarks = Path(__file__).resolve().parents[1] / "benchmarks"
     kernel_choice.passes(VARIANTS.replace("BENCHMARKS", repr(str(benchmarks))))

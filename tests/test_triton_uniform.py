@@ -169,6 +169,31 @@ for bits, one_pass in ((8, True), (4, False)):
         assert passes == (["dequantize8_crc"] if one_pass else []), (bits, passes)
         # the first code, the last, the trailer
         damage_refused(codec, moved, x, (len(host) - 4 - x.numel() * bits // 8, len(host) - 5, len(host) - 1), one_pass)
+# Oland & Raj's 8-bit raw codes the same way (``triton_range``'s bin codes, the range's bytes
+# copied to the device), on awkward ranges too; 4 bits and the Huffman coder as before
+from thinwire.codecs.kernels import triton_range
+for entry in ("quantize8_crc", "dequantize8_crc"):
+    setattr(triton_range, entry, lambda *a, real=getattr(triton_range, entry), entry=entry, **k:
+            passes.append(entry) or real(*a, **k))
+tensors = [x, torch.full((33,), -3.25), torch.tensor([1e-45, 4e-45, 2e-45]), torch.tensor([-3.4e38, 3.4e38, 1.0])]
+for spec, one_pass in (("binquant(bits=8)", True), ("binquant(bits=4)", False), ("binquant(bits=8, coder='huffman')", False)):
+    codec = make_codec(spec)
+    for t in tensors:
+        host = codec.encode(t, CodecState(0), "x")
+        with device.forced():
+            passes.clear()
+            moved = codec.encode(t, CodecState(0), "x", out=torch.empty(0, dtype=torch.uint8))
+            assert bytes(moved.numpy()) == bytes(host) and passes == (["quantize8_crc"] if one_pass else []), spec
+            out = torch.empty_like(t)
+            passes.clear()
+            assert codec.decode(moved, CodecState(0), "x", out=out) is out
+            assert torch.equal(out.view(torch.int32), codec.decode(host, CodecState(0), "x").view(torch.int32)), spec
+            assert passes == (["dequantize8_crc"] if one_pass else []), (spec, passes)
+    with device.forced():
+        if one_pass:  # the first code, the last, the trailer
+            damage_refused(codec, moved, t, (len(host) - 4 - t.numel(), len(host) - 5, len(host) - 1), True)
+        else:
+            damage_refused(codec, moved, t, (len(host) - 5, len(host) - 1), False)
 assert tensor_message.DEVICE_CRC_FAILURE is None
 print("ok")
 """

@@ -68,6 +68,13 @@ def device_range(flat: torch.Tensor, key: str, spec: str) -> tuple[torch.Tensor,
     return ends[:4], ends[4:]
 
 
+def range_bytes(lo: float, hi: float, where: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """The float32 bytes of a range the host holds, on ``where``, as ``device_range`` gives
+    them (for ``device_codes`` and ``triton_range``'s kernels)."""
+    both = torch.tensor([lo, hi], dtype=torch.float32).view(torch.uint8).to(where)
+    return both[:4], both[4:]
+
+
 def device_codes(flat: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor, bits: int, bins: bool = False) -> PartWriter:
     """The codes part (steps 2-3) over a range whose float32 bytes ``lo`` and ``hi`` are on
     the device (``device_range``), written by ``triton_range``: 8-bit codes written and
