@@ -4,12 +4,13 @@ and step 3 (``_compact``) costs, at the survivor densities of top-k 1% and of gr
 dropping 0.99 and at 10%.
 
 - ``library``: ``_count`` and the compaction ``triton_drop.compactor`` chooses, as
-  ``triton_drop.drop`` launches them (``BLOCK`` values per chunk).
+  ``triton_drop.drop`` and ``at_least`` launch them (``BLOCK`` values per chunk for
+  gradient dropping, ``TOPK_BLOCK`` for top-k's candidates).
 - ``rounds``: ``_compact``, each word's lowest set bit taken in rounds (work per survivor).
 - ``bits expanded``: ``_compact_dense``, every one of a chunk's ``BLOCK`` bits placed at
   once by its word's prefix and a population count of the bits below it (work per value).
-- ``BLOCK = 1024, 4096, 8192``: ``_count`` and ``_compact`` with other chunk sizes (a
-  thread per word).
+- ``BLOCK = 1024, 2048, 4096, 8192`` (but the library's): ``_count`` and ``_compact`` with
+  other chunk sizes (a thread per word).
 
 ``sample_draws`` (``gpu_bench``'s part of that name): gradient dropping's whole encode +
 decode on the device with its sample drawn one message ahead on a thread of its own
@@ -34,7 +35,7 @@ import torch
 from thinwire.codecs.kernels import triton_drop
 
 DENSITIES = (0.01, 0.1)
-BLOCKS = (1024, 4096, 8192)
+BLOCKS = (1024, 2048, 4096, 8192)
 
 
 def _chunked(n: int, block: int, device: str):
@@ -73,9 +74,9 @@ def _timed(n: int, block: int, kernel: str | None, drop: bool, thresholds: torch
     index = torch.empty(total, dtype=torch.int64, device=device)
     values = torch.empty(total, dtype=torch.float32, device=device)
     src = residual if drop else residual0
-    compactor, warps = {None: triton_drop.compactor(total, jobs),
-                        "rounds": (triton_drop._compact, triton_drop.COMPACT_WARPS * block // triton_drop.BLOCK),
-                        "dense": (triton_drop._compact_dense, triton_drop.WARPS)}[kernel]  # rounds: a thread a word
+    compactor, warps = {None: triton_drop.compactor(total, jobs, block),  # warps in proportion to the chunk
+                        "rounds": triton_drop.compactor(0, jobs, block),
+                        "dense": triton_drop.compactor(jobs * block, jobs, block)}[kernel]
 
     def compact():
         compactor[(jobs,)](src, starts, words, ends, index, values, src, ZERO=drop, BLOCK=block, num_warps=warps)
@@ -99,10 +100,10 @@ def variants(n: int, seconds, device: str) -> list[dict]:
         for launch, t in (("top-k candidates", q), ("gradient dropping", q * 2 ** 0.5)):
             thresholds = torch.tensor([t], dtype=torch.float32, device=device)
             want = None
-            for variant, block, kernel in ([("library", triton_drop.BLOCK, None),
-                                            ("rounds", triton_drop.BLOCK, "rounds"),
-                                            ("bits expanded", triton_drop.BLOCK, "dense")]
-                                           + [(f"BLOCK = {b}", b, "rounds") for b in BLOCKS]):
+            chunk = triton_drop.TOPK_BLOCK if launch == "top-k candidates" else triton_drop.BLOCK  # the library's
+            for variant, block, kernel in ([("library", chunk, None), ("rounds", chunk, "rounds"),
+                                            ("bits expanded", chunk, "dense")]
+                                           + [(f"BLOCK = {b}", b, "rounds") for b in BLOCKS if b != chunk]):
                 timed, got = _timed(n, block, kernel, launch == "gradient dropping", thresholds, residual0, gradient,
                                     seconds, device)
                 want = want or tuple(t.clone() for t in got)

@@ -128,8 +128,13 @@ def _kernels():
             "residual": "*fp32"}, {"ZERO": True, "BLOCK": drop.BLOCK}, drop.WARPS)
     yield ("triton_drop top-k count", drop._count, dict(chunk, counts="*i32", words="*i32", non_finite="*i32",
                                                         residual="*fp32"),
-           {"ADD": False, "INCLUSIVE": False, "BLOCK": drop.BLOCK, "AT_LEAST": True, "FLAG": True, "STORE": False},
+           {"ADD": False, "INCLUSIVE": False, "BLOCK": drop.TOPK_BLOCK, "AT_LEAST": True, "FLAG": True, "STORE": False},
            drop.WARPS)
+    for name, survivors in (("compact", 0), ("compact, dense", drop.TOPK_BLOCK)):  # one chunk's, of each kind
+        kernel, warps = drop.compactor(survivors, 1, drop.TOPK_BLOCK)
+        yield (f"triton_drop top-k {name}", kernel,
+               {"src": "*fp32", "starts": "*i64", "words": "*i32", "ends": "*i64", "index": "*i64", "values": "*fp32",
+                "residual": "*fp32"}, {"ZERO": False, "BLOCK": drop.TOPK_BLOCK}, warps)
     for index in ("*i64", "*i32"):  # gradient dropping's indices, top-k's
         yield (f"triton_scatter zeros with {index[1:]}", scatter._zeros_with,
                {"out": "*fp32", "n": "i64", "index": index, "values": "*fp32", "bounds": "*i64"},

@@ -15,7 +15,7 @@ import numpy as np, torch
 from thinwire.codecs import CodecState, make_codec
 from thinwire.codecs.kernels import device, triton_drop
 from thinwire.codecs.sparsify.drop_pass import drop_pass
-triton_drop.BLOCK = 64  # several chunks per segment, the last one partly past its end
+triton_drop.BLOCK, triton_drop.TOPK_BLOCK = 64, 128  # several chunks per segment, the last one partly past its end
 rng = np.random.default_rng(0)
 
 
@@ -66,7 +66,9 @@ for spec in ["graddrop(ratio=0.9)", "graddrop(ratio=0.99, bits=1)", "graddrop(ra
         assert calls and bytes(moved) == bytes(host), (spec, step)
     assert device_state.scratch["graddrop.draws_ahead"].taken == 1, spec  # step 2's sample, drawn during step 1
 # top-k's candidates by the same kernels: the host's messages; NaN and Inf anywhere refused
-counted = []
+counted, chunked = [], []
+real_chunks = triton_drop._chunks
+triton_drop._chunks = lambda spans, where, block: chunked.append(block) or real_chunks(spans, where, block)
 real_at_least = triton_drop.at_least
 triton_drop.at_least = lambda *a, **k: counted.append(1) or real_at_least(*a, **k)
 g = torch.Generator().manual_seed(2)
@@ -80,6 +82,7 @@ for ratio in (1e-4, 0.01, 0.3, 1.0):
         with device.forced():
             moved = codec.encode(x, CodecState(0), "w")
         assert counted and bytes(moved) == bytes(host), (ratio, x.numel())
+assert set(chunked) == {triton_drop.TOPK_BLOCK}, chunked  # top-k's candidates in chunks of their own size
 for bad in (float("nan"), float("inf"), -float("inf")):
     x = torch.randn(5_000, generator=g)
     x[4_321] = bad
@@ -112,3 +115,30 @@ def test_an_unknown_kernel_is_refused(monkeypatch):
     monkeypatch.setattr(triton_drop, "KERNEL", "cuda")
     with pytest.raises(ValueError, match="KERNEL must be one of"):
         triton_drop.usable(torch.zeros(8))
+
+
+VARIANTS = r"""
+import os, sys
+os.environ["TRITON_INTERPRET"] = "1"
+sys.path.insert(0, BENCHMARKS)
+import drop_variants
+from thinwire.codecs.kernels import triton_drop
+drop_variants.BLOCKS = (64, 128, 256)  # the interpreter's sizes; the library's chunks are 128 and 256 here
+triton_drop.BLOCK, triton_drop.TOPK_BLOCK = 128, 256
+rows = drop_variants.variants(3_000, lambda fn: (fn(), 1e-3)[1], "cpu")
+topk = [r["variant"] for r in rows if r["launch"] == "top-k candidates" and r["density"] == 0.01]
+drop = [r["variant"] for r in rows if r["launch"] == "gradient dropping" and r["density"] == 0.01]
+assert topk == ["library", "rounds", "bits expanded", "BLOCK = 64", "BLOCK = 128"], topk
+assert drop == ["library", "rounds", "bits expanded", "BLOCK = 64", "BLOCK = 256"], drop
+assert all(r["equal_to_library"] and r["survivors"] > 0 for r in rows), rows
+print("ok")
+"""
+
+
+@pytest.mark.skipif(not triton_crc.AVAILABLE, reason="triton is in requirements.lock; absent only outside make setup")
+def test_every_drop_pass_variant_keeps_the_library_s_survivors_under_the_interpreter():
+    """``benchmarks/drop_variants.py`` (``gpu_bench``'s part 14): each compaction and chunk size
+    keeps the library's survivors, values and residual, top-k's library row in its own chunks."""
+    from pathlib import Path
+    benchmarks = Path(__file__).resolve().parents[1] / "benchmarks"
+    kernel_choice.passes(VARIANTS.replace("BENCHMARKS", repr(str(benchmarks))))

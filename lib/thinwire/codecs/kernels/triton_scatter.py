@@ -9,8 +9,9 @@ two took 213 and 138 µs of device time (``gpu_bench``'s codec profile, part 11,
 Here one program per ``BLOCK`` values of ``out`` zeroes its block, waits for its threads
 (a barrier: their zeros are then written before any survivor), and writes the survivors
 that fall in its block, ``PIECE`` at a time, found by one ``torch.searchsorted`` of the
-blocks' starts in the ascending ``index``. So each survivor's line is written while it is
-still cached, and the call is two launches with no wait for the device.
+blocks' starts in the ascending ``index``, so that each survivor's line is written while
+the block's zeros are likely still in the cache; the call is two launches (the search and
+the kernel) with no wait for the device.
 
 The index must be ascending and within ``out``, as a checked message's is. A damaged one
 (judged later inside ``wire.deferred_checks``, clamped into ``out`` meanwhile) writes only
