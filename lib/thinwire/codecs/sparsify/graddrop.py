@@ -239,15 +239,21 @@ class GradDrop(Codec):
         ``bits`` (``_sum_bits`` of the survivors) is read to the host with the spans'
         bounds, in one copy, and returned as whether they are finite; with the index's ``gap``
         (on a GPU with the offsets encoding), its long-gap counts too (``offsets.long_gaps``),
-        returned for ``encode_offsets`` where no span stalled (else None: the index changes)."""
-        ends = torch.tensor([v for span in spans for v in span], dtype=torch.int64, device=index.device)
-        read = torch.cat([torch.searchsorted(index, ends), bits]  # left side
-                         + ([long_gaps(gap)] if gap is not None else [])).tolist()
-        bounds, finite = read[:2 * len(spans)], _finite(read[2 * len(spans)])
+        returned for ``encode_offsets`` where no span stalled (else None: the index changes).
+        One span (``scope="global"``) holds every survivor, so its bounds are known on the
+        host (0 and their number) and only ``bits`` and the counts are read."""
+        found = [bits] + ([long_gaps(gap)] if gap is not None else [])
+        if len(spans) == 1:
+            bounds, read = [0, index.numel()], torch.cat(found).tolist()
+        else:
+            ends = torch.tensor([v for span in spans for v in span], dtype=torch.int64, device=index.device)
+            read = torch.cat([torch.searchsorted(index, ends)] + found).tolist()  # left side
+            bounds, read = read[:2 * len(spans)], read[2 * len(spans):]
+        finite = _finite(read[0])
         stalled = [(a, b, t) for (a, b), t, first, stop in zip(spans, thresholds, bounds[0::2], bounds[1::2])
                    if t > 0 and first == stop and b > a]
         if not stalled:
-            return index, values, finite, (tuple(read[2 * len(spans) + 1:]) if gap is not None else None)
+            return index, values, finite, (tuple(read[1:]) if gap is not None else None)
         extra_index, extra_values = drop_pass(corrected, None, stalled, keep_residual=self.residual, inclusive=True)
         index, values = torch.cat([index, extra_index]), torch.cat([values, extra_values])
         order = torch.argsort(index)  # an infinite threshold lets Inf in here: checked too
