@@ -45,8 +45,8 @@ def usable(out: torch.Tensor, index: torch.Tensor, values: torch.Tensor) -> bool
     ``TRITON_INTERPRET=1``)."""
     if KERNEL not in KERNELS:
         raise ValueError(f"triton_scatter.KERNEL must be one of {KERNELS}, got {KERNEL!r}")
-    return (KERNEL == "triton" and out.dtype == torch.float32 and out.dim() == 1
-            and triton_crc.triton_runs(out, index.contiguous(), values.contiguous()))
+    return (KERNEL == "triton" and out.dtype == torch.float32 and out.dim() == 1 and triton_crc.triton_runs(out)
+            and index.device == values.device == out.device)  # made contiguous by ``zeros_with``
 
 
 if AVAILABLE:
