@@ -63,10 +63,11 @@ paper profiles' speed on one GPU, and the DDP hook under NCCL.
    thread; ``benchmarks/run.py`` shows those rows until part 17 has run).
 15. **QSGD's program shapes** (``qsgd_variants.py``): its kernels with programs of one,
    two and four buckets, over 250M values.
-16. **One pass or two** (``one_passes``, ``one_passes.py``): QSGD's and 8-bit bin
-   quantization's round trips at 25M and 250M values with their codes written and read as
-   the message is checksummed (``triton_qsgd.ONE_PASS``, ``binquant.ONE_PASS``) and in two
-   passes, alternated in one process.
+16. **One pass or two** (``one_passes``, ``one_passes.py``): QSGD's, 8-bit bin
+   quantization's and 8-bit row quantization's round trips at 25M and 250M values with
+   their codes written and read as the message is checksummed (``triton_qsgd.ONE_PASS``,
+   ``binquant.ONE_PASS``, ``column_minmax.ONE_PASS``) and in two passes, alternated in one
+   process.
 17. **Gradient dropping's sample draws** (``sample_draws``, ``drop_variants.sample_draws``):
    the round trip at 250M values with the sample drawn ahead on a thread of its own (the
    library's), ahead in the caller's thread, and at each message's start, alternated in
@@ -779,8 +780,8 @@ def scatter_rows(n: int) -> list[dict]:
 
 
 def one_pass_rows(sizes) -> list[dict]:
-    """``one_passes.py``: QSGD's and bin quantization's round trips in one pass and in two,
-    at each size."""
+    """``one_passes.py``: QSGD's, bin and row quantization's round trips in one pass and in
+    two, at each size."""
     sys.path.insert(0, str(Path(__file__).parent))
     import one_passes
     return [r for n in sizes for r in one_passes.passes(n, lambda fn: device_seconds(fn, 10, 2), DEVICE)]

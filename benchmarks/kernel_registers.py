@@ -35,6 +35,7 @@ def _kernels():
     from thinwire.codecs.kernels import triton_crc as crc
     from thinwire.codecs.kernels import triton_drop as drop
     from thinwire.codecs.kernels import triton_qsgd as qsgd
+    from thinwire.codecs.kernels import triton_rows as row_kernels
     from thinwire.codecs.kernels import triton_scatter as scatter
     from thinwire.codecs.kernels import triton_uniform as uniform
     final = {"FINAL": True, "STORE": True, "SCALED": True, "FOLD": False}
@@ -109,12 +110,20 @@ def _kernels():
         yield (f"triton_uniform bin codes {bits}", uniform._bin_quantize,
                {"x": "*fp32", "n": "i64", "bins": "*fp64", "out": "*u8", "nbytes": "i64"},
                {"BITS": bits, "GROUPS": uniform.GROUPS}, 4)
-        yield (f"triton_uniform row codes {bits}", uniform._row_quantize,
+        yield (f"triton_rows row codes {bits}", row_kernels._row_quantize,
                {"x": "*fp32", "n": "i64", "cols": "i64", "bins": "*fp64", "out": "*u8", "nbytes": "i64"},
                {"BITS": bits, "GROUPS": uniform.GROUPS, "WIDE": False}, 4)
-        yield (f"triton_uniform row values {bits}", uniform._row_dequantize,
+        yield (f"triton_rows row values {bits}", row_kernels._row_dequantize,
                {"packed": "*u8", "n": "i64", "cols": "i64", "bins": "*fp64", "out": "*fp32", "nbytes": "i64"},
                {"BITS": bits, "GROUPS": uniform.GROUPS, "WIDE": False}, 4)
+    row_crc = {"padw": "i64", "product": "*i32", "shifts": "*i32", "out": "*i32", "fold": "*i32", "crc_scale": "i32",
+               "ones": "i32", "trailer": "*u8"}
+    yield ("triton_rows row codes 8, checksummed", row_kernels._row_quantize_words,
+           {"x": "*fp32", "n": "i64", "cols": "i64", "bins": "*fp64", **row_crc, "codes": "*u8"},
+           {**lanes, **final, "WIDE": False}, crc.WORD_WARPS)
+    yield ("triton_rows row values 8, checked", row_kernels._row_dequantize_words,
+           {"codes": "*u8", "n": "i64", "cols": "i64", "bins": "*fp64", **row_crc, "values": "*fp32"},
+           {**lanes, **final, "WIDE": False}, crc.WORD_WARPS)
     chunk = {"src": "*fp32", "grad": "*fp32", "starts": "*i64", "stops": "*i64", "segment": "*i32", "thresholds": "*fp32"}
     yield ("triton_drop count", drop._count, dict(chunk, counts="*i32", words="*i32", non_finite="*i32",
                                                   residual="*fp32"),
@@ -143,8 +152,8 @@ def _kernels():
 
 CONVERSIONS = ("F2F", "F2FP", "I2F", "I2FP", "F2I", "FRND")  # SASS's conversions
 FLOAT64 = ("DFMA", "DADD", "DMUL")
-UNFUSED = ("triton_uniform row values",)  # launched with enable_fp_fusion=False
-FLOAT64_EXACT = ("triton_uniform bin codes", "triton_uniform row codes", "triton_uniform row values")  # the host's
+UNFUSED = ("triton_rows row values",)  # launched with enable_fp_fusion=False
+FLOAT64_EXACT = ("triton_uniform bin codes", "triton_rows row codes", "triton_rows row values")  # the host's
 # float64 operations one at a time: no fused multiply-add may round twice as once
 
 

@@ -1,6 +1,7 @@
 """Codes written, and read, as the message is checksummed (one pass) or in two passes, timed
 in one process by ``gpu_bench``'s ``one_passes`` part: QSGD's (``triton_qsgd.ONE_PASS``,
-off) and Oland & Raj's 8-bit raw bin codes (``binquant.ONE_PASS``, on).
+off), Oland & Raj's 8-bit raw bin codes (``binquant.ONE_PASS``, on) and MQGrad's 8-bit row
+codes (``column_minmax.ONE_PASS``, on; a matrix of rows of 1,000 values).
 
 Each codec's round trip (encode into a message kept on the device, decode into a reused
 ``out``, with the words CRC folded) is timed with its switch on and off, alternated round
@@ -14,13 +15,15 @@ import statistics
 
 import torch
 
-from thinwire.codecs.kernels import triton_qsgd, triton_range
-from thinwire.codecs.quantize import binquant
+from thinwire.codecs.kernels import triton_qsgd, triton_range, triton_rows
+from thinwire.codecs.quantize import binquant, column_minmax
 
-SPECS = ("qsgd(bits=8, bucket=512)", "qsgd(bits=4, bucket=512)", "binquant(bits=8)")
+SPECS = ("qsgd(bits=8, bucket=512)", "qsgd(bits=4, bucket=512)", "binquant(bits=8)", "colquant(bits=8)")
+COLS = 1000  # colquant's rows: a matrix of n / COLS rows
 # codec name: (the module whose ONE_PASS switches it, the module of the one pass's kernels, their names)
 SWITCHES = {"qsgd": (triton_qsgd, triton_qsgd, ("quantize_crc", "dequantize_crc")),
-            "binquant": (binquant, triton_range, ("quantize8_crc", "dequantize8_crc"))}
+            "binquant": (binquant, triton_range, ("quantize8_crc", "dequantize8_crc")),
+            "colquant": (column_minmax, triton_rows, ("row_packed_crc", "row_values_crc"))}
 
 
 def passes(n: int, seconds, device: str, specs=SPECS, rounds: int = 3) -> list[dict]:
@@ -30,10 +33,11 @@ def passes(n: int, seconds, device: str, specs=SPECS, rounds: int = 3) -> list[d
     same last message and decoded the same values."""
     from thinwire.codecs import CodecState, make_codec
     from thinwire.codecs.kernels import triton_crc
-    x = torch.randn(n, device=device, generator=torch.Generator(device).manual_seed(4))
+    flat = torch.randn(n, device=device, generator=torch.Generator(device).manual_seed(4))
     rows = []
     for spec in specs:
         switch, kernels, names = SWITCHES[make_codec(spec).name]
+        x = flat.reshape(-1, COLS) if make_codec(spec).name == "colquant" and n % COLS == 0 else flat
         sides = {on: {"codec": make_codec(spec), "sender": CodecState(0), "out": torch.empty_like(x),
                       "message": torch.empty(0, dtype=torch.uint8, device=device), "seconds": []} for on in (True, False)}
         calls = []

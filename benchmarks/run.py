@@ -305,9 +305,10 @@ def _one_pass_lines(doc: dict, stamp) -> list[str]:
     rows = doc.get("one_passes")
     if not rows:
         return []
-    lines = ["", "QSGD's and bin quantization's encode + decode, the message kept on the device (words CRC, folded), "
-             "with their codes written and read as the message is checksummed (`triton_qsgd.ONE_PASS`, "
-             "`binquant.ONE_PASS`) and in two passes, alternated in one process (`benchmarks/one_passes.py`, "
+    lines = ["", "QSGD's, bin quantization's and row quantization's encode + decode, the message kept on the device "
+             "(words CRC, folded), with their codes written and read as the message is checksummed "
+             "(`triton_qsgd.ONE_PASS`, `binquant.ONE_PASS`, `column_minmax.ONE_PASS`; colquant's tensor a matrix of "
+             "rows of 1,000 values) and in two passes, alternated in one process (`benchmarks/one_passes.py`, "
              f"{stamp('one_passes')}; median of {rows[0]['rounds']} rounds of each one's best):\n",
              "| codec | values | one pass ms | two passes ms | one pass's kernel calls | same messages | same values |",
              "|---|---|---|---|---|---|---|"]

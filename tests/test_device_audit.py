@@ -36,6 +36,12 @@ for size in ("small", "large"):
     if size == "large":  # read as it is checked (a small message: checked, then read)
         assert decode["triton_names"].get("_dequantize_ranged_words") == 1, decode["triton_names"]
         assert "_block_words" not in decode["triton_names"], decode["triton_names"]
+    encode, decode = counts("colquant(bits=8)", size)  # MQGrad's row codes, the rows' ranges after them
+    assert encode["triton_names"].get("_row_quantize_words") == 1, (size, encode["triton_names"])
+    assert "_block_words" not in encode["triton_names"], (size, encode["triton_names"])
+    if size == "large":  # the ranges judged with the checksum: the header's read and that one
+        assert decode["triton_names"].get("_row_dequantize_words") == 1, decode["triton_names"]
+        assert "_block_words" not in decode["triton_names"] and decode["reads"] == 2, decode
 # a large fp32 message is read as it is checked: the header, then the checksum
 _, decode = counts("fp32", "large")
 assert decode["reads"] == 2 and decode["triton_names"].get("_block_words") == 1, decode

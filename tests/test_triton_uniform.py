@@ -13,7 +13,7 @@ import contextlib, os
 os.environ["TRITON_INTERPRET"] = "1"
 import numpy as np, torch
 from thinwire.codecs import CodecState, make_codec
-from thinwire.codecs.kernels import bitpack, device, triton_uniform, uniform
+from thinwire.codecs.kernels import bitpack, device, triton_rows, triton_uniform, uniform
 from thinwire.codecs.wire import tensor_message
 rng = np.random.default_rng(0)
 triton_uniform.GROUPS = 16  # several programs, the last one partly past the end
@@ -77,9 +77,9 @@ for bits in (1, 3, 8, 12):
 # values for matrices whose rows end inside a group of 8, a constant row (eps keeps its
 # span; eps=0 gives it scale 0), a row of subnormals and rows of large magnitudes
 calls = []
-real_rows, real_values = triton_uniform.row_packed, triton_uniform.row_values
-triton_uniform.row_packed = lambda *a, **k: calls.append(1) or real_rows(*a, **k)
-triton_uniform.row_values = lambda *a, **k: calls.append(2) or real_values(*a, **k)
+real_rows, real_values = triton_rows.row_packed, triton_rows.row_values
+triton_rows.row_packed = lambda *a, **k: calls.append(1) or real_rows(*a, **k)
+triton_rows.row_values = lambda *a, **k: calls.append(2) or real_values(*a, **k)
 shapes = [(5, 13), (3, 8), (1, 1), (7,), (2, 1000)]
 for bits in (1, 3, 5, 8, 12):
     for eps in (1e-6, 0.0):
@@ -122,7 +122,7 @@ ONE_PASS = r"""
 import os
 os.environ["TRITON_INTERPRET"] = "1"
 import crc32c, numpy as np, torch
-from thinwire.codecs import CodecState, make_codec
+from thinwire.codecs import CodecState, CorruptMessageError, make_codec
 from thinwire.codecs.kernels import device, triton_crc, triton_uniform, uniform
 from thinwire.codecs.wire import tensor_message
 rng = np.random.default_rng(1)
@@ -194,6 +194,42 @@ for spec, one_pass in (("binquant(bits=8)", True), ("binquant(bits=4)", False), 
             damage_refused(codec, moved, t, (len(host) - 4 - t.numel(), len(host) - 5, len(host) - 1), True)
         else:
             damage_refused(codec, moved, t, (len(host) - 5, len(host) - 1), False)
+# MQGrad's 8-bit row codes the same way (``triton_rows``): the first of three parts, the
+# rows' lo and hi after them; a constant row, a row of subnormals, rows of large magnitudes
+from thinwire.codecs.kernels import triton_rows
+for entry in ("row_packed_crc", "row_values_crc"):
+    setattr(triton_rows, entry, lambda *a, real=getattr(triton_rows, entry), entry=entry, **k:
+            passes.append(entry) or real(*a, **k))
+w = torch.from_numpy(rng.standard_normal((37, 1031)).astype(np.float32))
+w[1] = 0.25
+w[2] = torch.from_numpy(rng.integers(-3, 4, 1031).astype(np.float32) * 1e-45)
+w[-1] = w[-1] * 1e37 + 3e37
+for spec, one_pass in (("colquant(bits=8)", True), ("colquant(bits=8, eps=0.0)", True), ("colquant(bits=4)", False)):
+    codec = make_codec(spec)
+    host = codec.encode(w, CodecState(0), "x")
+    with device.forced():
+        passes.clear()
+        moved = codec.encode(w, CodecState(0), "x", out=torch.empty(0, dtype=torch.uint8))
+        assert bytes(moved.numpy()) == bytes(host) and passes == (["row_packed_crc"] if one_pass else []), spec
+        out = torch.empty_like(w)
+        passes.clear()
+        assert codec.decode(moved, CodecState(0), "x", out=out) is out
+        assert torch.equal(out.view(torch.int32), codec.decode(host, CodecState(0), "x").view(torch.int32)), spec
+        assert passes == (["row_values_crc"] if one_pass else []), (spec, passes)
+        if one_pass:  # the first code, the last, lo's first byte, the trailer
+            ranges = len(host) - 4 - 8 * w.shape[0]
+            damage_refused(codec, moved, w, (ranges - w.numel(), ranges - 1, ranges, len(host) - 1), True)
+            bad = moved.clone()  # a range no encoder sends (hi below lo), under a valid checksum: refused, out NaN
+            bad[ranges + 4 * w.shape[0]:ranges + 4 * w.shape[0] + 4] = torch.tensor([-1e30]).view(torch.uint8)
+            bad[-4:] = torch.frombuffer(bytearray(crc32c.crc32c(bytes(bad[:-4].numpy())).to_bytes(4, "little")),
+                                        dtype=torch.uint8)
+            out = torch.zeros_like(w)
+            passes.clear()
+            try:
+                codec.decode(bad, CodecState(0), "x", out=out)
+                raise AssertionError("a forged range decoded")
+            except CorruptMessageError as e:
+                assert "colquant" in str(e) and passes == ["row_values_crc"] and out.isnan().all(), e
 assert tensor_message.DEVICE_CRC_FAILURE is None
 print("ok")
 """

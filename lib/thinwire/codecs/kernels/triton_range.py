@@ -54,6 +54,8 @@ if AVAILABLE:
     import triton
     import triton.language as tl
 
+    from .triton_uniform import _groups
+
     WIDE_SCALE = tl.constexpr(FLOAT32_MAX / 2)  # a scale or step beyond this takes float64
     TINY = tl.constexpr(FLOAT32_TINY)
 
@@ -108,13 +110,6 @@ if AVAILABLE:
         """(lo as float32, lo and hi as float64) from their bytes."""
         lo32 = _float_at(lo_bytes)
         return lo32, lo32.to(tl.float64), _float_at(hi_bytes).to(tl.float64)
-
-    @triton.jit
-    def _groups(GROUPS: tl.constexpr):
-        """This program's groups of 8 values ``g``, ``j`` and their indices ``at``."""
-        g = tl.program_id(0).to(tl.int64) * GROUPS + tl.arange(0, GROUPS)
-        j = tl.arange(0, 8)
-        return g, j, g[:, None] * 8 + j[None, :]
 
     @triton.jit
     def _codes(w, lo_bytes, hi_bytes, BITS: tl.constexpr, BINS: tl.constexpr):

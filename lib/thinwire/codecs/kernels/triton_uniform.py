@@ -27,7 +27,7 @@ quantization in it (``wire/tensor_message.py`` uses them with ``triton_crc.KERNE
 
 Oland & Raj's bin codes (``quantize/bin_quantize.py``, ``binquant`` with the raw coder) are
 made and packed the same way, in float64 as the host kernels make them (``bin_packed``), and
-so are MQGrad's codes over each row's range (``quantize/column_minmax.py``, ``row_packed``).
+so are MQGrad's codes over each row's range (``triton_rows.py``).
 """
 
 from __future__ import annotations
@@ -59,11 +59,16 @@ if AVAILABLE:
     import triton.language as tl
 
     @triton.jit
-    def _quantize(x, n, lo, scale, offset, out, nbytes, BITS: tl.constexpr, FUSED: tl.constexpr,
-                  GROUPS: tl.constexpr):
+    def _groups(GROUPS: tl.constexpr):
+        """This program's groups of 8 values ``g``, ``j`` and their indices ``at``."""
         g = tl.program_id(0).to(tl.int64) * GROUPS + tl.arange(0, GROUPS)
         j = tl.arange(0, 8)
-        at = g[:, None] * 8 + j[None, :]
+        return g, j, g[:, None] * 8 + j[None, :]
+
+    @triton.jit
+    def _quantize(x, n, lo, scale, offset, out, nbytes, BITS: tl.constexpr, FUSED: tl.constexpr,
+                  GROUPS: tl.constexpr):
+        g, j, at = _groups(GROUPS)
         w = tl.load(x + at, mask=at < n, other=0.0)
         if FUSED:
             level = tl.fma(w, scale, offset)
@@ -77,53 +82,11 @@ if AVAILABLE:
         """Oland & Raj's bin codes, min(floor((w - lo) * scale), 2^BITS - 1), in float64 one
         IEEE operation at a time as the host kernels compute them (``bins``: lo and scale, as
         float64 on the device, since a scalar argument would be float32), packed."""
-        g = tl.program_id(0).to(tl.int64) * GROUPS + tl.arange(0, GROUPS)
-        j = tl.arange(0, 8)
-        at = g[:, None] * 8 + j[None, :]
+        g, j, at = _groups(GROUPS)
         w = tl.load(x + at, mask=at < n, other=0.0).to(tl.float64)
         level = (w - tl.load(bins)) * tl.load(bins + 1)
         code = tl.where(at < n, tl.minimum(level.to(tl.int64), (1 << BITS) - 1).to(tl.int32), 0)  # w >= lo
         _store_packed(code, g, j, at, out, n, nbytes, BITS)
-
-    @triton.jit
-    def _row_groups(n, cols, GROUPS: tl.constexpr, WIDE: tl.constexpr):
-        """This program's groups of 8 values (``g``, ``j``, their indices ``at``) and each
-        value's row (its index over ``cols``, 0 past the end), in 32 bits unless the tensor
-        is ``WIDE`` (2^31 values or more)."""
-        g = tl.program_id(0).to(tl.int64) * GROUPS + tl.arange(0, GROUPS)
-        j = tl.arange(0, 8)
-        at = g[:, None] * 8 + j[None, :]
-        if WIDE:
-            row = tl.where(at < n, at // cols, 0)
-        else:
-            row = tl.where(at < n, at.to(tl.int32) // cols.to(tl.int32), 0)
-        return g, j, at, row
-
-    @triton.jit
-    def _row_quantize(x, n, cols, bins, out, nbytes, BITS: tl.constexpr, GROUPS: tl.constexpr,
-                      WIDE: tl.constexpr):
-        """MQGrad's row codes, min(max(floor((w - lo_r) * scale_r), 0), 2^BITS - 1), in float64
-        one IEEE operation at a time as the host kernels compute them (``bins``: each row's
-        lo and scale, float64, row after row), packed over the whole tensor. A value's row
-        is its index over ``cols`` (``_row_groups``)."""
-        g, j, at, row = _row_groups(n, cols, GROUPS, WIDE)
-        inside = at < n
-        w = tl.load(x + at, mask=inside, other=0.0).to(tl.float64)
-        level = (w - tl.load(bins + 2 * row)) * tl.load(bins + 2 * row + 1)  # >= 0: lo_r is the row's least
-        code = tl.where(inside, tl.minimum(level.to(tl.int64), (1 << BITS) - 1).to(tl.int32), 0)
-        _store_packed(code, g, j, at, out, n, nbytes, BITS)
-
-    @triton.jit
-    def _row_dequantize(packed, n, cols, bins, out, nbytes, BITS: tl.constexpr, GROUPS: tl.constexpr,
-                        WIDE: tl.constexpr):
-        """MQGrad's values, float32(lo_r + (code + 1/2) step_r), in float64 one IEEE operation
-        at a time (``bins``: each row's lo and step; launched with ``enable_fp_fusion=False``,
-        so that the multiply and the add are not contracted into one rounding)."""
-        g, j, at, row = _row_groups(n, cols, GROUPS, WIDE)
-        inside = at < n
-        code = _load_packed(packed, g, j, at, n, nbytes, BITS)
-        centre = (code.to(tl.float64) + 0.5) * tl.load(bins + 2 * row + 1)
-        tl.store(out + at, (tl.load(bins + 2 * row) + centre).to(tl.float32), mask=inside)
 
     @triton.jit
     def _load_packed(packed, g, j, at, n, nbytes, BITS: tl.constexpr):
@@ -151,9 +114,7 @@ if AVAILABLE:
 
     @triton.jit
     def _dequantize(packed, n, nbytes, lo, step, out, BITS: tl.constexpr, GROUPS: tl.constexpr):
-        g = tl.program_id(0).to(tl.int64) * GROUPS + tl.arange(0, GROUPS)
-        j = tl.arange(0, 8)
-        at = g[:, None] * 8 + j[None, :]
+        g, j, at = _groups(GROUPS)
         code = _load_packed(packed, g, j, at, n, nbytes, BITS)
         tl.store(out + at, tl.fma(code.to(tl.float32), step, lo), mask=at < n)
 
@@ -266,28 +227,6 @@ def bin_packed(flat: torch.Tensor, lo: float, scale: float, bits: int, out: torc
     if n:
         bins = torch.tensor([lo, scale], dtype=torch.float64).to(flat.device)
         _bin_quantize[_grid(n)](flat.reshape(-1), n, bins, out, out.numel(), BITS=bits, GROUPS=GROUPS)
-    return out
-
-
-def row_packed(rows: torch.Tensor, bins: torch.Tensor, bits: int, out: torch.Tensor) -> torch.Tensor:
-    """``column_minmax``'s codes of the float32 matrix ``rows`` packed into ``out``
-    (``_row_quantize``; ``usable`` must hold): ``bins`` float64 [rows, 2], each row's lo and
-    scale (``torch_bins.row_scales``)."""
-    n = rows.numel()
-    if n:
-        _row_quantize[_grid(n)](rows.reshape(-1), n, rows.shape[1], bins, out, out.numel(), BITS=bits, GROUPS=GROUPS,
-                                WIDE=n + 8 * GROUPS >= 1 << 31)
-    return out
-
-
-def row_values(packed: torch.Tensor, cols: int, bins: torch.Tensor, bits: int, out: torch.Tensor) -> torch.Tensor:
-    """``column_minmax``'s values of ``out.numel()`` packed codes in rows of ``cols`` into
-    ``out`` (float32; ``_row_dequantize``; ``usable`` must hold): ``bins`` float64 [rows, 2],
-    each row's lo and step (``torch_bins.row_steps``)."""
-    n = out.numel()
-    if n:
-        _row_dequantize[_grid(n)](packed, n, cols, bins, out.reshape(-1), packed.numel(), BITS=bits, GROUPS=GROUPS,
-                                  WIDE=n + 8 * GROUPS >= 1 << 31, enable_fp_fusion=False)
     return out
 
 

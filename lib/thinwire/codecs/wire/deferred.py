@@ -120,6 +120,22 @@ class DeferredChecks:
                                       "values are set to NaN")
 
 
+@contextmanager
+def judged_together(what: str):
+    """A decode outside any ``deferred_checks`` block whose checks (its message's checksum,
+    and what it leaves to ``corrupt_unless``) are read in one copy at this block's end: one
+    wait for the device, where reading each as it is made waits once each. A failed check
+    raises ``CorruptMessageError`` naming ``what``, with the values set to NaN."""
+    checks = DeferredChecks()
+    with deferred_checks(into=checks):
+        yield
+    try:
+        checks.verify_all()
+    except CorruptMessageError:
+        raise CorruptMessageError(f"{what} is damaged (checksum, header or values out of range); its values are "
+                                  "set to NaN") from None
+
+
 def finite_float32(raw: bytes) -> bool:
     """Whether every float32 in ``raw`` (the bytes a check read) is finite: the judge of a
     range or norms an encode left on the device (``refuse_unless``)."""
