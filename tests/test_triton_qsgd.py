@@ -182,6 +182,18 @@ try:
     raise AssertionError("a damaged message decoded")
 except CorruptMessageError as e:
     assert str(e).startswith("1 of 1 messages") and out.isnan().all() and passes == ["dequantize_crc"], (str(e), passes)
+# ... and that norm under a valid checksum, outside a block: judged with the checksum, after
+# the codes are read, in one read
+import crc32c
+bad[-4:] = torch.frombuffer(bytearray(crc32c.crc32c(bytes(bad[:-4].numpy())).to_bytes(4, "little")), dtype=torch.uint8)
+out = torch.empty_like(y)
+passes.clear()
+try:
+    with device.forced():
+        codec.decode(bad, CodecState(0), "x", out=out)
+    raise AssertionError("a negative norm decoded")
+except CorruptMessageError as e:
+    assert "qsgd" in str(e) and out.isnan().all() and passes == ["dequantize_crc"], (str(e), passes)
 # NaN: refused on the one-pass path, naming the tensor, and not taken for a failing kernel
 y = x.clone()
 y[7] = float("nan")
@@ -252,20 +264,22 @@ assert (triton_qsgd.VALUES, triton_qsgd.WARPS) == (512, 1)  # the library's shap
 doc = json.loads(run.GPU_RESULTS.read_text())
 table = run.gpu_tables({**doc, "qsgd_variants": rows})["gpu_codecs"]
 assert "| 2,048 values, 4 warps | 2,048 | 4 | 8 | max |" in table, table[-2000:]
-# QSGD's and bin quantization's round trips in one pass and in two (part 16), messages kept
+# QSGD's, bin and row quantization's round trips in one pass and in two (part 16), messages kept
 # on a device: the same messages and values, the one pass's kernels called on its side only
 # (an encode and a decode a round), the settings restored
 import one_passes
 from thinwire.codecs.kernels import device, triton_crc, triton_range
-from thinwire.codecs.quantize import binquant
+from thinwire.codecs.quantize import binquant, column_minmax
 from thinwire.codecs.wire import tensor_message
 tensor_message._on_device = lambda t: True
 tensor_message.COPY_CHECKED_BYTES = 0
 with device.forced():
     rows = one_passes.passes(5_000, lambda fn: (fn(), 1e-3)[1], "cpu", rounds=2)
-assert [r["codec"] for r in rows] == ["qsgd(bits=8, bucket=512)", "qsgd(bits=4, bucket=512)", "binquant(bits=8)"]
+assert [r["codec"] for r in rows] == ["qsgd(bits=8, bucket=512)", "qsgd(bits=4, bucket=512)", "binquant(bits=8)",
+                                     "colquant(bits=8)"]
 assert all(r["same_messages"] and r["same_values"] and r["one_pass_calls"] == 2 * 2 for r in rows), rows
-assert (triton_qsgd.ONE_PASS, binquant.ONE_PASS, triton_crc.KERNEL, triton_crc.JOIN) == (False, True, "shifted", "tree")
+assert (triton_qsgd.ONE_PASS, binquant.ONE_PASS, column_minmax.ONE_PASS, triton_crc.KERNEL, triton_crc.JOIN) == (
+    False, True, True, "shifted", "tree")
 assert triton_qsgd.quantize_crc.__name__ == "quantize_crc" and triton_range.dequantize8_crc.__name__ == "dequantize8_crc"
 table = run.gpu_tables({**doc, "one_passes": rows})["gpu_codecs"]
 assert "| binquant(bits=8) | 5,000 | 1.000 | 1.000 | 4 | True | True |" in table, table[-2000:]

@@ -27,8 +27,8 @@ or with ``triton_qsgd.KERNEL = "torch"`` torch's operations (``kernels/torch_qsg
 ``ValueError``. With the device CRC's ``"words"`` kernel, codes of 2, 4 or 8 bits in
 buckets of whole words are written, and read, as the message is checksummed, in one pass
 (``triton_qsgd.quantize_crc``, ``dequantize_crc``): the norms after them are checksummed
-apart and added (``rest``), and a received message's norms are judged before its codes
-are read.
+apart and added (``rest``), and a received message's norms are judged with its checksum,
+in one read after its codes are read.
 
 With fixed-width codes a message's parts are fixed by the tensor's size (``steady_parts``):
 its header is copied from one kept on the device, and inside ``wire.deferred_checks`` the
@@ -236,14 +236,11 @@ class QSGD(Codec):
         return self._read_codes(payload, norms, out, spoil)
 
     def _one_pass(self, payload: Payload, norms: torch.Tensor, packed: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
-        """Step 5 into ``out`` as the device CRC checks the message, the norms judged first
-        (one read of their least and greatest)."""
-        if norms.numel():
-            least, greatest = torch.stack(torch.aminmax(norms)).tolist()
-            if not (least >= 0 and math.isfinite(greatest)):
-                payload.unverified = None
-                raise CorruptMessageError("qsgd: bucket norms must be finite and non-negative")
-        return self._read_codes(payload, norms, out, lambda: _spoil(out))
+        """Step 5 into ``out`` as the device CRC checks the message, the norms' least and
+        greatest judged with the checksum: one read, after the codes
+        (``deferred.judged_together``; ``out`` NaN where either fails)."""
+        with deferred.judged_together(f"a {self.spec()} message"):
+            return self._deferred(payload, norms, packed, out)
 
     def _read_codes(self, payload: Payload, norms: torch.Tensor, out: torch.Tensor, spoil) -> torch.Tensor:
         """The codes decoded into ``out`` and the message checked (``read_part``): in one pass
