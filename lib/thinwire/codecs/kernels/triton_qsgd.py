@@ -97,8 +97,8 @@ if AVAILABLE:
         scale = tl.where(wide > 0, tl.minimum(tl.full(wide.shape, LEVELS, tl.float64) / wide,  # div.rn.f64
                                               3.4028234663852886e38), 0.0).to(tl.float32)
         z = _lowbias32((at + k1).to(tl.uint32)) ^ k2.to(tl.uint32)  # step 3
-        u = (z >> 8).to(tl.float32) * (1.0 / 16777216.0)
-        rounded = (tl.abs(v).to(tl.float64) * scale.to(tl.float64)[:, None] + u.to(tl.float64)).to(tl.float32)
+        u = (z >> 8).to(tl.float64) * (1.0 / 16777216.0)  # exact: one conversion, where via float32 took two
+        rounded = (tl.abs(v).to(tl.float64) * scale.to(tl.float64)[:, None] + u).to(tl.float32)
         level = tl.minimum(rounded.to(tl.int32), LEVELS)  # step 4
         return tl.where(at < n, level + tl.where(v < 0, 1 << (BITS - 1), 0), 0)
 
