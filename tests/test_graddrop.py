@@ -335,3 +335,11 @@ def test_a_large_corrected_tensor_is_streamed_into_its_own_buffer_exactly(densit
     expected = _drop_torch(expected_residual, segments, True, False)
     assert torch.equal(index, expected[0]) and torch.equal(values, expected[1])
     assert torch.equal(corrected, expected_residual) and torch.equal(source, kept)
+
+
+def test_sample_positions_go_to_a_device_as_int32_where_every_position_fits():
+    from thinwire.codecs.sparsify.drop_threshold import narrowed
+    positions = torch.tensor([0, 7, 2**31 - 1])
+    assert narrowed(positions, 2**31).dtype == torch.int32
+    assert torch.equal(narrowed(positions, 2**31).long(), positions)
+    assert narrowed(positions, 2**31 + 1).dtype == torch.int64  # a span past int32's range keeps int64

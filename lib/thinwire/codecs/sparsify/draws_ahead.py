@@ -36,7 +36,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import torch
 
-from .drop_threshold import sample_positions
+from .drop_threshold import narrowed, sample_positions
 
 Draws = tuple[tuple[int, int, int], ...]  # (start, n, m) per span: m positions among span [start, start + n)
 THREAD = True  # False: ``draw_next`` draws in the caller's thread (drop_variants' sample_draws times both)
@@ -98,6 +98,7 @@ class DrawsAhead:
 
         def draw():
             self.copy.set_state(before)
-            positions = [sample_positions(n, m, "random", self.copy) + start for start, n, m in following]
+            positions = [narrowed(sample_positions(n, m, "random", self.copy) + start, start + n)
+                         for start, n, m in following]
             return following, before, self.copy.get_state(), [p.pin_memory() if pin else p for p in positions]
         self.ahead = _submit(draw) if THREAD else draw()

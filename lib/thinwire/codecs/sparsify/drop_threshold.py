@@ -38,6 +38,12 @@ def sample_positions(n: int, m: int, sampling: str, generator: torch.Generator) 
     return torch.arange(m) * (n // m)
 
 
+def narrowed(positions: torch.Tensor, stop: int) -> torch.Tensor:
+    """``positions`` (below ``stop``) as int32 where ``stop`` fits: what a device path copies
+    to the device and gathers by, half the bytes of int64 (the same positions)."""
+    return positions.to(torch.int32) if stop <= 2**31 else positions
+
+
 def threshold_from_sample(sample_abs: torch.Tensor, ratio: float) -> tuple[float, int]:
     """(the order statistic above, how many of ``sample_abs`` equal it); ``sample_abs``
     holds |values|."""

@@ -56,7 +56,7 @@ from ..base import Codec, expect_part
 from .drop_pass import drop_pass
 from .drop_quantize import LEVELS, dequantize, group_ids, keep_error, quantize
 from .draws_ahead import Draws, DrawsAhead
-from .drop_threshold import SAMPLINGS, exact_threshold, sample_positions, sample_size, threshold_from_sample
+from .drop_threshold import SAMPLINGS, exact_threshold, narrowed, sample_positions, sample_size, threshold_from_sample
 from ..errors import CorruptMessageError
 from .offsets import decode_offsets, encode_offsets, index_gaps, long_gaps
 from ..payload import Payload
@@ -291,7 +291,8 @@ class GradDrop(Codec):
         if not draws:
             return None
         if self.sampling == "stride":
-            return iter([(sample_positions(n, m, "stride", state.generator) + a).to(where) for a, n, m in draws])
+            return iter([narrowed(sample_positions(n, m, "stride", state.generator) + a, a + n).to(where)
+                         for a, n, m in draws])
         taken = _draws_ahead(state).take(state.generator, draws, where) if DRAW_AHEAD else None
         return iter(taken) if taken is not None else None
 
@@ -306,13 +307,13 @@ class GradDrop(Codec):
         else:
             n = stop - start
             pos = next(known) if known is not None else \
-                (sample_positions(n, sample_size(n, self.sample, self.min_sample), self.sampling, generator)
-                 + start).to(corrected.device)
+                sample_positions(n, sample_size(n, self.sample, self.min_sample), self.sampling, generator) + start
             if not device.on_device(corrected):  # the device path's gather too where it is forced
                 magnitude = torch.empty(pos.numel(), dtype=torch.float32)
                 drop.sampled_magnitudes(corrected.numpy(), (corrected[:0] if gradient is None else gradient).numpy(),
                                         pos.numpy(), magnitude.numpy())
             else:
+                pos = narrowed(pos, stop).to(corrected.device) if known is None else pos
                 magnitude = (corrected[pos] if gradient is None else corrected[pos] + gradient[pos]).abs_()
             t, equal = threshold_from_sample(magnitude, self.ratio)
         # The order statistic is itself one of the values: ties are the others equal to it.
