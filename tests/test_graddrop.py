@@ -343,3 +343,21 @@ def test_sample_positions_go_to_a_device_as_int32_where_every_position_fits():
     assert narrowed(positions, 2**31).dtype == torch.int32
     assert torch.equal(narrowed(positions, 2**31).long(), positions)
     assert narrowed(positions, 2**31 + 1).dtype == torch.int64  # a span past int32's range keeps int64
+
+
+def test_one_bit_signs_are_the_general_quantizers_codes_table_and_values():
+    """``drop_quantize.signs`` (1 bit, one threshold for every group) makes what ``quantize``
+    and ``dequantize`` make with that threshold in every group, on both paths."""
+    from thinwire.codecs.sparsify.drop_quantize import dequantize, group_ids, quantize, signs
+    values = torch.randn(3001, generator=_gen(7)) * 3
+    index = torch.sort(torch.randperm(9000, generator=_gen(8))[:3001]).values
+    segments = torch.tensor([[0, 4000, 1], [4000, 1000, 10], [5000, 4000, 4]])
+    t = float(values.abs().min())
+    for forced in (False, True):
+        with device.forced() if forced else contextlib.nullcontext():
+            groups, count = group_ids(index, segments, "threshold")
+            codes, table = quantize(values, groups, count, 1, "threshold", torch.tensor([t] * 3))
+            want = dequantize(codes, groups, table, 1)
+            got_codes, got_table, got = signs(values, t, 3)
+        assert torch.equal(got_codes, codes) and torch.equal(got_table, table), forced
+        assert torch.equal(got.view(torch.int32), want.view(torch.int32)), forced

@@ -54,7 +54,7 @@ import torch
 from ..kernels import bitpack, device, drop, scatter
 from ..base import Codec, expect_part
 from .drop_pass import drop_pass
-from .drop_quantize import LEVELS, dequantize, group_ids, keep_error, quantize
+from .drop_quantize import LEVELS, dequantize, group_ids, keep_error, quantize, signs
 from .draws_ahead import Draws, DrawsAhead
 from .drop_threshold import SAMPLINGS, exact_threshold, narrowed, sample_positions, sample_size, threshold_from_sample
 from ..errors import CorruptMessageError
@@ -212,14 +212,18 @@ class GradDrop(Codec):
         if self.bits == 0:
             payload.parts["values"] = values
             return payload
-        groups, count = group_ids(index, segments, self.levels)
-        if self.levels == "threshold":
-            per_segment = torch.tensor(thresholds * segments.shape[0] if self.scope == "global" else thresholds)
+        if self.bits == 1 and self.levels == "threshold" and self.scope == "global":  # every level the one threshold
+            codes, table, sent = signs(values, thresholds[0], segments.shape[0])
         else:
-            per_segment = torch.zeros(count)
-        codes, table = quantize(values, groups, count, self.bits, self.levels, per_segment)
+            groups, count = group_ids(index, segments, self.levels)
+            if self.levels == "threshold":
+                per_segment = torch.tensor(thresholds * segments.shape[0] if self.scope == "global" else thresholds)
+            else:
+                per_segment = torch.zeros(count)
+            codes, table = quantize(values, groups, count, self.bits, self.levels, per_segment)
+            sent = dequantize(codes, groups, table, self.bits) if self.residual else None
         if self.residual:
-            keep_error(corrected, index, values, dequantize(codes, groups, table, self.bits))
+            keep_error(corrected, index, values, sent)
         payload.parts["codes"] = bitpack.pack(codes, self.bits)
         payload.parts["levels"] = table.reshape(-1)
         if self.levels != "global":
