@@ -33,8 +33,10 @@ checksummed, and read into ``out`` as it is checked (``triton_rows.row_packed_cr
 are: the codes cross memory once each way, where a separate CRC pass read them again on
 each side. They are the message's first part; the rows' lo and hi after them are
 checksummed apart and added. A received message's ranges are judged with its checksum, in
-one read after its codes are read (``out`` NaN where either fails). The messages are the same bytes. ``ONE_PASS = False`` keeps the two
-passes; ``gpu_bench``'s part 16 (``one_passes``) times both in one process.
+one read after its codes are read (``out`` NaN where either fails). The messages are the
+same bytes. ``ONE_PASS = False`` keeps the two passes; ``gpu_bench``'s part 16
+(``one_passes``) times both in one process. No GPU has run it yet: until one has, the
+default follows the min-max quantizer's 8-bit codes, which take the same one pass.
 
 With a fixed ``bits`` a message's layout is fixed by the tensor's shape (``steady_parts``):
 inside ``wire.deferred_checks``, a GPU tensor's Triton path reads neither its ranges'
