@@ -189,6 +189,8 @@ class _Dispatch(TorchDispatchMode):
         base = name[:-1] if name.endswith("_") and not name.endswith("__") else name  # copy_ is copy
         if audit.counting and name not in VIEWS and base not in VIEWS:
             audit.ops[base] += 1
+            if base == "copy" and _blocking_copy_in(args, kwargs, audit):
+                audit.read("a blocking copy to the device")
             if base in INDEXED and args and isinstance(args[0], torch.Tensor):
                 rest = _tensors((args[1:], kwargs))
                 audit.moved(base, *(rest + _tensors(result) if base in GATHERS else rest))
@@ -197,6 +199,15 @@ class _Dispatch(TorchDispatchMode):
             if base in READS or (base in MASKED and any(t.dtype == torch.bool for t in _tensors(args[1:2]))):
                 audit.read(f"aten.{base}")
         return result
+
+
+def _blocking_copy_in(args, kwargs, audit: Audit) -> bool:
+    """Whether ``dst.copy_(src, non_blocking)`` copies a host tensor to the device and waits:
+    torch synchronizes the stream after such a copy unless ``non_blocking`` (a copy from
+    pageable memory is staged at once and waits for nothing; from pinned memory too)."""
+    dst, src = args[0], args[1]
+    non_blocking = args[2] if len(args) > 2 else kwargs.get("non_blocking", False)
+    return audit.on_device(dst) and isinstance(src, torch.Tensor) and not audit.on_device(src) and not non_blocking
 
 
 def _to_a_device(func, args, kwargs) -> bool:
@@ -234,11 +245,15 @@ class _Function(TorchFunctionMode):
                 launches = not audit.on_device(args[0])
                 if launches and result is args[0]:
                     result = result.detach()  # here the same tensor: a view of it
+                waits = launches and not kwargs.get("non_blocking", False)
             else:  # made on the device: a launch that fills it, or copies it from the host
                 launches = name not in VIEWS
+                waits = func in (torch.tensor, torch.as_tensor)  # from host data, blocking
             if launches and audit.counting:
                 audit.ops[name] += 1
                 audit.moved(name, *_tensors(result))
+                if waits:
+                    audit.read(f"a blocking copy to the device ({name})")
             audit.mark(*_tensors(result))
         return result
 
@@ -266,8 +281,10 @@ def counting(audit: Audit):
             audit.paused -= 1
 
     from thinwire.codecs.kernels import triton_crc, triton_drop
+    from thinwire.codecs.wire import tensor_message
     runs = triton_crc.triton_runs
-    caches = (triton_crc._tables, triton_crc._lane_shifts, triton_crc._word_tables, triton_drop._chunks)
+    caches = (triton_crc._tables, triton_crc._lane_shifts, triton_crc._word_tables, triton_drop._chunks,
+              tensor_message._kept_bytes)
 
     def runs_on_device(*tensors):  # as on a GPU: a kernel takes device tensors only
         return runs(*tensors) and all(audit.on_device(t) for t in tensors)

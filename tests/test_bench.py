@@ -274,6 +274,10 @@ def test_the_kept_device_audit_covers_every_gpu_codec_on_every_path():
                                                    "quantize(bits=1)", "qsgd(bits=8, bucket=512)", "colquant(bits=8)"), row["codec"]
     for size in doc["sizes"]:
         assert [r["codec"] for r in doc["rows"] if r["size"] == size] == gpu_bench.SPECS
+    blocking = [(row["codec"], row["size"], path, where) for row in doc["rows"] for path in doc["paths"]
+                for counts in row[path].values() if isinstance(counts, dict) for where in counts.get("where", {})
+                if "blocking copy" in where]
+    assert not blocking, blocking  # a host tensor goes to the device without a wait (``device.put``)
     for row in doc["rows"]:
         for path in doc["paths"]:
             for part in ("encode", "decode"):

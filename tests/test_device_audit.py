@@ -124,12 +124,17 @@ def test_audit_counts_what_it_claims(monkeypatch):
             made = torch.zeros(3, device=x.device)  # made on the device: a launch
             made.add_(1)
             z.cpu().tolist()  # one read: the copy; its list is made on the host
-            host.to(x.device)  # a copy to the device
+            host.to(x.device)  # a copy to the device, blocking: torch waits for the device after it
+            host.to(x.device, non_blocking=True)  # a copy that waits for nothing
+            made.copy_(host)  # blocking too
+            made.copy_(host, non_blocking=True)
+            torch.tensor([1.0, 2.0], device=x.device)  # from host data: a blocking copy
             z[z > 5] = 0.0  # a boolean mask: an operation that waits for the device (its nonzero)
     row = audit.as_row()
     assert row["op_names"] == {"add": 2, "sum": 1, "_local_scalar_dense": 1, "gt": 2, "nonzero": 1, "zeros": 1,
-                               "to": 1, "index_put": 1}, row
-    assert row["reads"] == 5, row["where"]
+                               "to": 2, "copy": 2, "tensor": 1, "index_put": 1}, row
+    assert row["reads"] == 8, row["where"]
+    assert sum(n for where, n in row["where"].items() if "blocking copy" in where) == 3, row["where"]
 
 
 HOST_MESSAGES = r"""

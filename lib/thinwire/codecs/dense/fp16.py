@@ -16,7 +16,7 @@ import torch
 
 from ..base import Codec, expect_part
 from ..kernels import half, triton_crc
-from ..kernels.device import on_device
+from ..kernels.device import on_device, put
 from ..payload import PartWriter, Payload
 from ..state import CodecState
 from ..wire import copy_part
@@ -73,4 +73,4 @@ class Float16(Codec):
         if host_float32(out) and half.supported(bf16) and not on_device(out):
             half.widen(_bits(values), out.view(-1).numpy(), bf16)
             return out
-        return out.copy_(values.to(out.device))  # on a GPU: the 16-bit values cross, then widen there
+        return out.copy_(put(values, out.device))  # on a GPU: the 16-bit values cross, then widen there

@@ -30,6 +30,15 @@ def forced():
         _forced = before
 
 
+def put(t: torch.Tensor, where: torch.device | str, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """``t`` (in ``dtype``) on ``where``. A host tensor goes without waiting for the device:
+    torch synchronizes the stream after a blocking copy to a GPU (everything queued before
+    it finishes first), where a non-blocking one from pageable memory is staged at once and
+    waits for nothing, so the host tensor may change right after. A GPU tensor goes as
+    ``to`` takes it (to the host: a blocking copy, its values there when the call returns)."""
+    return t.to(where, dtype or t.dtype, non_blocking=t.device.type == "cpu")
+
+
 def written_through(view: torch.Tensor, where: torch.device, direct: bool, write) -> None:
     """``write(target)`` for a message part ``view``: into ``view`` itself where the kernel
     can take it (``direct``), else into a tensor of its shape on ``where`` (a device

@@ -47,7 +47,7 @@ def zeros_with(out: torch.Tensor, index: torch.Tensor, values: torch.Tensor) -> 
         if triton_scatter.usable(out, index, values):
             return triton_scatter.zeros_with(out, index, values)
         out.fill_(0)
-        out[index.to(out.device)] = values.to(device=out.device, dtype=out.dtype)
+        out[device.put(index, out.device)] = device.put(values, out.device, out.dtype)
         return out
     idx = index.numpy()
     starts = np.arange(-(-out.numel() // CHUNK), dtype=np.int64) * CHUNK

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-from . import torch_pack
+from . import device, torch_pack
 from .qsgd import FLOAT32_MAX
 
 _M1, _M2, _MASK = 0x7FEB352D, 0x846CA68B, 0xFFFFFFFF
@@ -84,7 +84,7 @@ def dequantize_packed(packed: torch.Tensor, bucket: int, step: torch.Tensor, bit
     if not n:
         return out
     s = (1 << (bits - 1)) - 1
-    c = torch_pack.unpack(packed.to(out.device), n, bits).to(torch.int32)
-    steps = step.to(out.device, torch.float32).repeat_interleave(bucket)[:n]
+    c = torch_pack.unpack(device.put(packed, out.device), n, bits).to(torch.int32)
+    steps = device.put(step, out.device, torch.float32).repeat_interleave(bucket)[:n]
     value = (c & s).to(torch.float32) * steps
     return out.copy_(torch.where(c > s, -value, value))

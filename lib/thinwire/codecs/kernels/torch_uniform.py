@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from . import torch_pack, triton_uniform
+from . import device, torch_pack, triton_uniform
 
 
 def _float32(value: float) -> float:
@@ -27,10 +27,10 @@ def codes(flat: torch.Tensor, lo: float, scale: float, bits: int) -> torch.Tenso
     """The nearest-level int32 codes of ``flat`` (``uniform.quantize_packed``'s, unpacked)."""
     w = flat.reshape(-1).to(torch.float32)
     if abs(lo) * scale <= (1 << bits):  # the fused form, for ranges near zero
-        offset = torch.tensor(_float32(0.5 - lo * scale), dtype=torch.float32, device=w.device)
+        offset = torch.full((), _float32(0.5 - lo * scale), dtype=torch.float32, device=w.device)  # no copy, no wait
         levels = torch.add(offset, w, alpha=_float32(scale))
     else:
-        half = torch.tensor(0.5, dtype=torch.float32, device=w.device)
+        half = torch.full((), 0.5, dtype=torch.float32, device=w.device)
         levels = torch.add(half, w - _float32(lo), alpha=_float32(scale))
     return levels.to(torch.int32)  # truncation: floor of the non-negative value
 
@@ -50,9 +50,9 @@ def quantize_packed(flat: torch.Tensor, lo: float, scale: float, bits: int, out:
 def dequantize_packed(packed: torch.Tensor, n: int, bits: int, lo: float, step: float,
                       out: torch.Tensor) -> torch.Tensor:
     """``uniform.dequantize_packed`` on ``out``'s device: the packed bytes go there once."""
-    packed = packed.to(out.device)
+    packed = device.put(packed, out.device)
     if triton_uniform.usable(bits, packed, out) and out.dtype == torch.float32:
         return triton_uniform.dequantize_packed(packed, n, bits, lo, step, out)
     values = torch_pack.unpack(packed, n, bits).to(torch.float32)
-    lo_t = torch.tensor(_float32(lo), dtype=torch.float32, device=out.device)
+    lo_t = torch.full((), _float32(lo), dtype=torch.float32, device=out.device)  # filled there: no copy, no wait
     return torch.add(lo_t, values, alpha=_float32(step), out=out)

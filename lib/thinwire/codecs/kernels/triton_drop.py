@@ -70,6 +70,7 @@ import numpy as np
 import torch
 
 from . import triton_crc
+from .device import put
 from .triton_crc import AVAILABLE
 
 KERNEL = "triton"       # "triton" (these kernels) or "torch" (drop_pass's torch operations)
@@ -234,7 +235,7 @@ def drop(residual: torch.Tensor, gradient: torch.Tensor | None, segments: list[t
     jobs = starts.numel()
     if not jobs:
         return torch.zeros(0, dtype=torch.int64, device=device), torch.zeros(0, dtype=torch.float32, device=device)
-    thresholds = torch.tensor([t for *_, t in segments], dtype=torch.float32).to(device)
+    thresholds = put(torch.tensor([t for *_, t in segments], dtype=torch.float32), device)
     src = residual if source is None or gradient is None else source
     grad = gradient if gradient is not None else src
     counts = torch.empty(jobs, dtype=torch.int32, device=device)

@@ -37,6 +37,7 @@ import numpy as np
 import torch
 
 from . import triton_crc
+from .device import put
 from .triton_crc import AVAILABLE
 
 KERNEL = "triton"       # "triton" (these kernels) or "torch" (torch_uniform's operations)
@@ -225,7 +226,7 @@ def bin_packed(flat: torch.Tensor, lo: float, scale: float, bits: int, out: torc
     float32, ``scale`` = 2^bits / (hi - lo)."""
     n = flat.numel()
     if n:
-        bins = torch.tensor([lo, scale], dtype=torch.float64).to(flat.device)
+        bins = put(torch.tensor([lo, scale], dtype=torch.float64), flat.device)
         _bin_quantize[_grid(n)](flat.reshape(-1), n, bins, out, out.numel(), BITS=bits, GROUPS=GROUPS)
     return out
 

@@ -224,12 +224,12 @@ class ColumnQuantize(Codec):
             values = torch.empty(0, dtype=torch.float32)
             return values if out is None else out
         if out is not None and device.on_device(out):  # the codes go to out's device, the values stay there
-            packed = packed.to(out.device)
+            packed = device.put(packed, out.device)
             if bits <= 8 and out.dtype == torch.float32 and triton_uniform.usable(bits, packed, out):  # 4. in one pass
-                bins = torch_bins.row_steps(lo.to(out.device), hi.to(out.device), 1 << bits)
+                bins = torch_bins.row_steps(device.put(lo, out.device), device.put(hi, out.device), 1 << bits)
                 return triton_rows.row_values(packed, numel // lo.numel(), bins, bits, out)
             codes = bitpack.unpack(packed, numel, bits).reshape(lo.numel(), -1)   # 4.
-            values = torch_bins.row_values(codes, lo.to(out.device), hi.to(out.device), 1 << bits)
+            values = torch_bins.row_values(codes, device.put(lo, out.device), device.put(hi, out.device), 1 << bits)
             return out.copy_(values.reshape(-1))
         codes = bitpack.unpack(packed, numel, bits).reshape(lo.numel(), -1).numpy()               # 4.
         values = np.empty(codes.shape, dtype=np.float32)

@@ -71,7 +71,7 @@ def device_range(flat: torch.Tensor, key: str, spec: str) -> tuple[torch.Tensor,
 def range_bytes(lo: float, hi: float, where: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     """The float32 bytes of a range the host holds, on ``where``, as ``device_range`` gives
     them (for ``device_codes`` and ``triton_range``'s kernels)."""
-    both = torch.tensor([lo, hi], dtype=torch.float32).view(torch.uint8).to(where)
+    both = device.put(torch.tensor([lo, hi], dtype=torch.float32).view(torch.uint8), where)
     return both[:4], both[4:]
 
 

@@ -188,7 +188,8 @@ class QSGD(Codec):
         codes = PartWriter(torch.uint8, bitpack.packed_bytes(n, self.bits), fill_codes, checksummed=True,
                            source=x if fused else None, fill_with_crc=fill_with_crc if fused else None)
         if norms_part is None:
-            norms_part = PartWriter(torch.float32, norms.size, lambda view: view.copy_(torch.from_numpy(norms)))
+            norms_part = PartWriter(torch.float32, norms.size,  # to a device message with no wait
+                                    lambda view: view.copy_(torch.from_numpy(norms), non_blocking=True))
         return Payload(parts={"codes": codes, "norms": norms_part})
 
     def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None, shape: tuple = ()) -> torch.Tensor:

@@ -35,7 +35,7 @@ def group_ids(index: torch.Tensor, segments: torch.Tensor, levels: str) -> tuple
     """
     if levels == "global":
         return torch.zeros(index.numel(), dtype=torch.int64, device=index.device), 1
-    segments = segments.to(index.device)
+    segments = device.put(segments, index.device)
     seg = torch.searchsorted(segments[:, 0].contiguous(), index, right=True) - 1
     if levels == "threshold":
         return seg, segments.shape[0]
@@ -101,7 +101,7 @@ def dequantize(codes: torch.Tensor, groups: torch.Tensor, table: torch.Tensor, b
     if device.on_device(codes):
         negative = (codes & 1).to(torch.int64)
         level = (codes >> 1).to(torch.int64) if bits == 2 else 0
-        magnitude = table.to(codes.device)[groups.to(codes.device), negative, level]
+        magnitude = device.put(table, codes.device)[device.put(groups, codes.device), negative, level]
         return torch.where(negative.bool(), -magnitude, magnitude)
     out = np.empty(codes.numel(), dtype=np.float32)
     _dequantize(codes.numpy(), groups.numpy(), table.contiguous().numpy(), bits, out)

@@ -250,7 +250,7 @@ class GradDrop(Codec):
         if len(spans) == 1:
             bounds, read = [0, index.numel()], torch.cat(found).tolist()
         else:
-            ends = torch.tensor([v for span in spans for v in span], dtype=torch.int64, device=index.device)
+            ends = device.put(torch.tensor([v for span in spans for v in span], dtype=torch.int64), index.device)
             read = torch.cat([torch.searchsorted(index, ends)] + found).tolist()  # left side
             bounds, read = read[:2 * len(spans)], read[2 * len(spans):]
         finite = _finite(read[0])
@@ -295,7 +295,7 @@ class GradDrop(Codec):
         if not draws:
             return None
         if self.sampling == "stride":
-            return iter([narrowed(sample_positions(n, m, "stride", state.generator) + a, a + n).to(where)
+            return iter([device.put(narrowed(sample_positions(n, m, "stride", state.generator) + a, a + n), where)
                          for a, n, m in draws])
         taken = _draws_ahead(state).take(state.generator, draws, where) if DRAW_AHEAD else None
         return iter(taken) if taken is not None else None
@@ -317,7 +317,7 @@ class GradDrop(Codec):
                 drop.sampled_magnitudes(corrected.numpy(), (corrected[:0] if gradient is None else gradient).numpy(),
                                         pos.numpy(), magnitude.numpy())
             else:
-                pos = narrowed(pos, stop).to(corrected.device) if known is None else pos
+                pos = device.put(narrowed(pos, stop), corrected.device) if known is None else pos
                 magnitude = (corrected[pos] if gradient is None else corrected[pos] + gradient[pos]).abs_()
             t, equal = threshold_from_sample(magnitude, self.ratio)
         # The order statistic is itself one of the values: ties are the others equal to it.

@@ -35,6 +35,7 @@ import torch
 
 from ..errors import CorruptMessageError, RefusedInputError
 from ..kernels import triton_crc
+from ..kernels.device import put
 from ..payload import PartWriter, Payload
 from . import deferred
 from .checksum import checksum
@@ -109,7 +110,7 @@ def _crc(body: torch.Tensor, trailer: torch.Tensor | None = None) -> torch.Tenso
 
 def _host_crc(data, device, trailer: torch.Tensor | None) -> torch.Tensor:
     """``checksum(data)`` (host bytes) as ``_crc`` returns it, on ``device``, into ``trailer``."""
-    crc = torch.tensor([checksum(data)], dtype=torch.int64).to(torch.int32).to(device)
+    crc = put(torch.tensor([checksum(data)], dtype=torch.int64).to(torch.int32), device)
     if trailer is not None:
         trailer.copy_(crc.view(torch.uint8))
     return crc
@@ -206,8 +207,8 @@ def _write_parts(parts, offsets, message: torch.Tensor, written: int) -> None:
         view = message[off:written].view(t.dtype)
         if isinstance(t, PartWriter):
             t.fill(view)
-        else:
-            view.copy_(t.view(-1))
+        else:  # a host part goes to a device message staged at once, with no wait for the device
+            view.copy_(t.view(-1), non_blocking=t.device.type == "cpu")  # (torch waits after a blocking copy)
 
 
 def pack(codec_id: int, digest: int, dtype: torch.dtype, shape: tuple[int, ...], payload: Payload,
@@ -501,4 +502,4 @@ def to_host(message: torch.Tensor) -> bytearray:
 
 def from_host(message, device) -> torch.Tensor:
     """A host message's bytes in a new uint8 tensor on ``device``."""
-    return torch.from_numpy(np.frombuffer(bytes(message), dtype=np.uint8).copy()).to(device)
+    return put(torch.from_numpy(np.frombuffer(bytes(message), dtype=np.uint8).copy()), device)
