@@ -23,7 +23,9 @@ that would live on the device (``Audit`` says which):
   operations left out, and tensors made on the device or copied there;
 - ``triton``: Triton kernel launches (inside one, nothing else is counted);
 - ``reads``: host reads of tensor values, each a wait for the device on a GPU, with the
-  line of the library that asked (``where``);
+  line of the library that asked (``where``), and blocking copies of host tensors to the
+  device, which wait too: torch synchronizes the stream after a copy to a GPU unless it is
+  ``non_blocking`` (``kernels/device.py``'s ``put``);
 - ``bytes``: the bytes of the device tensors each launch touches (each tensor once per
   launch; of a tensor written or read at some indices only, such as ``out[index] = v``,
   only the indices and values), by launch (``bytes_by_launch``). Per value, against the 12

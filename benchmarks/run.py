@@ -651,8 +651,8 @@ def audit_table(doc: dict) -> dict[str, str]:
             cells.append(f"{per[0]:.1f} + {per[1]:.1f}: {12 / sum(per):.2f}")
         traffic.append(f"| {codec} | " + " | ".join(cells) + " |")
     deferred = _deferred_rows(doc)
-    return {"device_audit": "Each cell: torch operations + Triton kernels (the launches) / host reads (each a wait "
-            "for the device).\n\n" + "\n".join(lines) + "\n\nBytes the launches touch per value (the difference "
+    return {"device_audit": "Each cell: torch operations + Triton kernels (the launches) / waits for the device "
+            "(host reads of its values, and blocking copies to it; none of the latter is left).\n\n" + "\n".join(lines) + "\n\nBytes the launches touch per value (the difference "
             "between 65,536 and 32,768 values), and the fraction of the add pass (12 bytes per value) a codec could "
             "reach at the add pass's bandwidth:\n\n" + "\n".join(traffic)
             + (f"\n\n{deferred}" if deferred else "") + f"\n\n<sub>{doc['date']}, {doc['commit']}; "
