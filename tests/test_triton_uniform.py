@@ -124,7 +124,7 @@ os.environ["TRITON_INTERPRET"] = "1"
 import crc32c, numpy as np, torch
 from thinwire.codecs import CodecState, CorruptMessageError, make_codec
 from thinwire.codecs.kernels import device, triton_crc, triton_uniform, uniform
-from thinwire.codecs.wire import tensor_message
+from thinwire.codecs.wire import deferred_checks, tensor_message
 rng = np.random.default_rng(1)
 B = triton_crc.BLOCK
 # 8-bit codes written, or read, and checksummed in one pass: the host's codes, values and CRC
@@ -230,6 +230,13 @@ for spec, one_pass in (("colquant(bits=8)", True), ("colquant(bits=8, eps=0.0)",
                 raise AssertionError("a forged range decoded")
             except CorruptMessageError as e:
                 assert "colquant" in str(e) and passes == ["row_values_crc"] and out.isnan().all(), e
+            bad[-1] ^= 0x20  # its range and its checksum both fail, in a block: one damaged message, named once
+            try:
+                with deferred_checks():
+                    codec.decode(bad, CodecState(0), "x", out=out)
+                raise AssertionError("a damaged message decoded")
+            except CorruptMessageError as e:
+                assert str(e).startswith("1 of 1 messages") and out.isnan().all(), str(e)
 assert tensor_message.DEVICE_CRC_FAILURE is None
 print("ok")
 """

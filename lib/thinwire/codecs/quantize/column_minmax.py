@@ -241,9 +241,11 @@ class ColumnQuantize(Codec):
                   out: torch.Tensor) -> torch.Tensor:
         """Step 4 into ``out`` with nothing read: the rows' ranges judged at the block's end with
         the checksum (finite, ordered), ``out`` NaN where they fail."""
-        deferred.active().corrupt_unless(_range_ends(lo, hi, ordered=True), _ends_accepted, lambda: _spoil(out),
+        def spoil():  # one for both checks: a message that fails both is one damaged message
+            return deferred.spoiled(out)
+        deferred.active().corrupt_unless(_range_ends(lo, hi, ordered=True), _ends_accepted, spoil,
                                          payload.unverified.what)
-        return self._read_codes(payload, numel, bits, lo, hi, out)
+        return self._read_codes(payload, numel, bits, lo, hi, out, spoil)
 
     @staticmethod
     def _reads_in_one_pass(payload: Payload, numel: int, bits: int, lo: torch.Tensor, out) -> bool:
@@ -262,19 +264,14 @@ class ColumnQuantize(Codec):
 
     @staticmethod
     def _read_codes(payload: Payload, numel: int, bits: int, lo: torch.Tensor, hi: torch.Tensor,
-                    out: torch.Tensor) -> torch.Tensor:
+                    out: torch.Tensor, spoil) -> torch.Tensor:
         """The codes decoded into ``out`` and the message checked (``read_part``): in one pass
         (``triton_rows.row_values_crc``) for 8-bit codes."""
         bins, cols = torch_bins.row_steps(lo, hi, 1 << bits), numel // lo.numel()
         if ONE_PASS and bits == 8:
             read_part(payload, "codes", lambda source, prefix, rest: triton_rows.row_values_crc(
-                source, cols, bins, out, prefix, rest), lambda: _spoil(out), later=True)
+                source, cols, bins, out, prefix, rest), spoil, later=True)
         else:
             read_part(payload, "codes", lambda source, prefix: triton_rows.row_values(source, cols, bins, bits, out),
-                      lambda: _spoil(out))
+                      spoil)
         return out
-
-
-def _spoil(out: torch.Tensor) -> torch.Tensor:
-    """``out`` overwritten with NaN (0xFF bytes): the values of a damaged message."""
-    return out.view(torch.uint8).fill_(0xFF)

@@ -230,7 +230,7 @@ class QSGD(Codec):
         """Step 5 into ``out`` with nothing read: the norms' least and greatest judged at the
         block's end with the checksum (finite, non-negative), ``out`` NaN where they fail."""
         def spoil():  # one for both checks: a message that fails both is one damaged message
-            return _spoil(out)
+            return deferred.spoiled(out)
         if norms.numel():
             deferred.active().corrupt_unless(torch.stack(torch.aminmax(norms)), _norms_in_range, spoil,
                                              payload.unverified.what)
@@ -268,11 +268,6 @@ def bucket_sizes(numel: int, bucket: int) -> torch.Tensor:
     if numel % bucket:
         sizes[-1] = numel % bucket
     return sizes
-
-
-def _spoil(out: torch.Tensor) -> torch.Tensor:
-    """``out`` overwritten with NaN (0xFF bytes): the values of a damaged message."""
-    return out.view(torch.uint8).fill_(0xFF)
 
 
 def _norms_in_range(ends: bytes) -> bool:

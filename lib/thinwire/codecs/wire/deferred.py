@@ -120,6 +120,11 @@ class DeferredChecks:
                                       "values are set to NaN")
 
 
+def spoiled(out: torch.Tensor) -> torch.Tensor:
+    """``out`` overwritten with NaN (0xFF bytes): the values of a damaged message."""
+    return out.view(torch.uint8).fill_(0xFF)
+
+
 @contextmanager
 def judged_together(what: str):
     """A decode outside any ``deferred_checks`` block whose checks (its message's checksum,
