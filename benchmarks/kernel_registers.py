@@ -125,8 +125,8 @@ def _kernels():
            {"codes": "*u8", "n": "i64", "cols": "i64", "bins": "*fp64", **row_crc, "values": "*fp32"},
            {**lanes, **final, "WIDE": False}, crc.WORD_WARPS)
     chunk = {"src": "*fp32", "grad": "*fp32", "starts": "*i64", "stops": "*i64", "segment": "*i32", "thresholds": "*fp32"}
-    yield ("triton_drop count", drop._count, dict(chunk, counts="*i32", words="*i32", non_finite="*i32",
-                                                  residual="*fp32"),
+    yield ("triton_drop count", drop._count, dict(chunk, thresholds="*fp64", counts="*i32", words="*i32",
+                                                  non_finite="*i32", residual="*fp32"),  # graddrop's, as found
            {"ADD": True, "INCLUSIVE": False, "BLOCK": drop.BLOCK, "AT_LEAST": False, "FLAG": False, "STORE": True},
            drop.WARPS)
     yield ("triton_drop compact", drop._compact,

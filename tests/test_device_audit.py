@@ -95,6 +95,8 @@ assert decode["reads"] == 2, decode["where"]
 row = device_audit.audit_codec("graddrop(ratio=0.99)", "large", ("triton",))
 launched = row["triton"]["encode"]["bytes_by_launch"]
 assert launched["_count"] >= 12 * row["values"] and launched.get("add", 0) < row["values"], launched
+# ... and its threshold is read with the survivors' count: two waits, the count and the spans' bounds
+assert row["triton"]["encode"]["reads"] == 2, row["triton"]["encode"]["where"]
 print("ok")
 """.replace("BENCHMARKS", repr(str(BENCHMARKS)))
 

@@ -27,13 +27,20 @@ def compared(n, segments, keep, inclusive, with_gradient, with_source):
     g = torch.from_numpy(rng.standard_normal(n).astype(np.float32)) if with_gradient else None
     s = torch.from_numpy(rng.standard_normal(n).astype(np.float32)) if with_source else None
     results = []
-    for kernel in ("host", "torch", "triton"):
+    # the thresholds given as float64 on the device, not read (``found``), with a row beside them
+    found = torch.tensor([[t for *_, t in segments], [7.0 + i for i in range(len(segments))]], dtype=torch.float64)
+    unread = [(a, b, None) for a, b, _ in segments]
+    for kernel in ("host", "torch", "triton", "torch found", "triton found"):
         residual = x.clone()
-        triton_drop.KERNEL = "triton" if kernel == "triton" else "torch"
+        triton_drop.KERNEL = "triton" if kernel.startswith("triton") else "torch"
         with device.forced() if kernel != "host" else torch.no_grad():
-            index, values = drop_pass(residual, g, segments, keep, inclusive, source=s)
+            if kernel.endswith("found"):
+                index, values, rows = drop_pass(residual, g, unread, keep, inclusive, source=s, found=found)
+                assert rows == found.tolist(), (kernel, rows)
+            else:
+                index, values = drop_pass(residual, g, segments, keep, inclusive, source=s)
         results.append((index, values.view(torch.int32), residual.view(torch.int32)))
-    for kernel, got in zip(("torch", "triton"), results[1:]):
+    for kernel, got in zip(("torch", "triton", "torch found", "triton found"), results[1:]):
         for name, a, b in zip(("index", "values", "residual"), got, results[0]):
             assert torch.equal(a, b), (kernel, name, n, segments, keep, inclusive, with_gradient, with_source)
 

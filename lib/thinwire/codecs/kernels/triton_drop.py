@@ -28,7 +28,9 @@ each:
    (source + gradient, in float32): how many, and which, as one bit per value (``words``,
    ``BLOCK // 32`` uint32 words per chunk);
 2. the chunks' counts summed in order (``torch.cumsum``): where each chunk's survivors go,
-   and how many there are (the one wait for the device, to size the message);
+   and how many there are (the one wait for the device, to size the message; gradient
+   dropping's thresholds, found on the device and taken from there by ``_count``, are read
+   in the same copy);
 3. ``_compact``: each chunk's survivors (index, corrected value) written from its offset in
    index order, and zeroed in the residual. It reads the chunk's words, not its values, a
    thread per word: in each round every word gives up its lowest set bit, so a survivor's
@@ -104,7 +106,7 @@ if AVAILABLE:
         (top-k's candidates)."""
         p = tl.program_id(0)
         start, stop = tl.load(starts + p), tl.load(stops + p)
-        t = tl.load(thresholds + tl.load(segment + p))
+        t = tl.load(thresholds + tl.load(segment + p)).to(tl.float32)  # float64 thresholds hold float32 values
         at = start + tl.arange(0, BLOCK)
         inside = at < stop
         x = tl.load(src + at, mask=inside, other=0.0)
@@ -226,16 +228,21 @@ def _chunks(spans: tuple[tuple[int, int], ...], device: str, block: int) -> tupl
 
 def drop(residual: torch.Tensor, gradient: torch.Tensor | None, segments: list[tuple[int, int, float]],
          keep_residual: bool, inclusive: bool, source: torch.Tensor | None,
-         meanwhile: Callable[[], None] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+         meanwhile: Callable[[], None] | None = None, found: torch.Tensor | None = None):
     """``drop_pass``'s (survivor indices int64, corrected values float32) on the tensors'
     device, ``residual`` written as ``drop_pass`` writes it (``usable`` must hold);
-    ``meanwhile`` is called while the device counts, before the wait for its counts."""
+    ``meanwhile`` is called while the device counts, before the wait for its counts. With
+    ``found`` (``drop_pass``: the thresholds its first row, on the device) the kernels take
+    the thresholds from there, and its rows, read with the count in the one wait, come
+    third."""
     device = residual.device
     starts, stops, span = _chunks(tuple((int(a), int(b)) for a, b, _ in segments), str(device), BLOCK)
     jobs = starts.numel()
     if not jobs:
-        return torch.zeros(0, dtype=torch.int64, device=device), torch.zeros(0, dtype=torch.float32, device=device)
-    thresholds = put(torch.tensor([t for *_, t in segments], dtype=torch.float32), device)
+        empty = torch.zeros(0, dtype=torch.int64, device=device), torch.zeros(0, dtype=torch.float32, device=device)
+        return empty if found is None else (*empty, found.tolist())
+    thresholds = put(torch.tensor([t for *_, t in segments], dtype=torch.float32), device) if found is None else \
+        found[0]  # float64, each a float32 value: the kernel narrows it exactly
     src = residual if source is None or gradient is None else source
     grad = gradient if gradient is not None else src
     counts = torch.empty(jobs, dtype=torch.int32, device=device)
@@ -248,13 +255,17 @@ def drop(residual: torch.Tensor, gradient: torch.Tensor | None, segments: list[t
     ends = torch.cumsum(counts, 0)
     if meanwhile is not None:
         meanwhile()
-    total = int(ends[-1].item())
+    if found is None:
+        total = int(ends[-1].item())
+    else:  # the count and the bits of ``found``, in one copy
+        read = torch.cat([ends[-1:], found.reshape(-1).view(torch.int64)]).cpu()
+        total, rows = int(read[0]), read[1:].view(torch.float64).view(found.shape).tolist()
     index = torch.empty(total, dtype=torch.int64, device=device)
     values = torch.empty(total, dtype=torch.float32, device=device)
     kernel, warps = compactor(total, jobs)
     kernel[(jobs,)](residual, starts, words, ends, index, values, residual, ZERO=keep_residual, BLOCK=BLOCK,
                     num_warps=warps)
-    return index, values
+    return (index, values) if found is None else (index, values, rows)
 
 
 def at_least(flat: torch.Tensor, t: torch.Tensor) -> tuple[int, bool, Callable[[], tuple[torch.Tensor, torch.Tensor]]]:

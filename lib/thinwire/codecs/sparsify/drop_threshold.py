@@ -20,6 +20,7 @@ import math
 
 import torch
 
+from ..kernels.device import put
 from ..kernels.torch_select import kth_smallest
 
 SAMPLINGS = ("random", "stride")
@@ -44,24 +45,25 @@ def narrowed(positions: torch.Tensor, stop: int) -> torch.Tensor:
     return positions.to(torch.int32) if stop <= 2**31 else positions
 
 
-def threshold_from_sample(sample_abs: torch.Tensor, ratio: float) -> tuple[float, int]:
-    """(the order statistic above, how many of ``sample_abs`` equal it); ``sample_abs``
-    holds |values|."""
+def threshold_from_sample(sample_abs: torch.Tensor, ratio: float) -> torch.Tensor:
+    """The order statistic above and how many of ``sample_abs`` (|values|) equal it
+    (``order_statistic``)."""
     m = sample_abs.numel()
     j = min(m, round(ratio * (m + 1)))
-    return _order_statistic(sample_abs, j) if j > 0 and m else (-math.inf, 0)
+    return order_statistic(sample_abs, j)
 
 
-def exact_threshold(values_abs: torch.Tensor, ratio: float) -> tuple[float, int]:
-    """(the round(R n)-th smallest |value| (-inf when that is 0), how many values equal it)."""
-    k = round(ratio * values_abs.numel())
-    return _order_statistic(values_abs, k) if k > 0 else (-math.inf, 0)
+def exact_threshold(values_abs: torch.Tensor, ratio: float) -> torch.Tensor:
+    """The round(R n)-th smallest |value| and how many values equal it (``order_statistic``)."""
+    return order_statistic(values_abs, round(ratio * values_abs.numel()))
 
 
-def _order_statistic(magnitude: torch.Tensor, j: int) -> tuple[float, int]:
-    """(the j-th smallest of ``magnitude``, how many equal it), read together in one copy to
-    the host (on a GPU, one wait for the device; the selection by a sort there:
-    ``torch_select.kth_smallest``)."""
+def order_statistic(magnitude: torch.Tensor, j: int) -> torch.Tensor:
+    """[the j-th smallest of ``magnitude`` (-inf where j is 0), how many equal it] as float64
+    on its device, not read: a device path reads it with the survivors' count, in the same
+    wait for the device (``drop_pass``). The selection on a device is by
+    ``torch_select.kth_smallest``."""
+    if j < 1 or not magnitude.numel():
+        return put(torch.tensor([-math.inf, 0.0], dtype=torch.float64), magnitude.device)
     t = kth_smallest(magnitude, j)
-    value, ties = torch.stack([t.double(), (magnitude == t).sum().double()]).tolist()
-    return value, int(ties)
+    return torch.stack([t.double(), (magnitude == t).sum().double()])

@@ -4,7 +4,8 @@
 1. corrected = gradient + residual[key]                        (Alg. 1, line 2)
 2. threshold: R% of |corrected| is smaller — exact, or from a sample (``drop_threshold``);
    one for the whole message (``scope="global"``) or one per parameter matrix
-   (``"local"``; the matrices are the message's ``segments``).
+   (``"local"``; the matrices are the message's ``segments``). On a device it stays there:
+   the drop pass takes it and reads it with its survivors' count, in one wait.
 3. survivors: |corrected| > threshold; everything else is dropped  (lines 3-5).
    ``ties="drop"`` (Alg. 1's strict test, the default) holds values equal to the
    threshold back, except in a span where that would send nothing at all: there the
@@ -46,7 +47,6 @@ and inside ``wire.deferred_checks`` not at all: the block's end judges them (``d
 
 from __future__ import annotations
 
-import math
 import time
 
 import torch
@@ -56,7 +56,8 @@ from ..base import Codec, expect_part
 from .drop_pass import drop_pass
 from .drop_quantize import LEVELS, dequantize, group_ids, keep_error, quantize, signs
 from .draws_ahead import Draws, DrawsAhead
-from .drop_threshold import SAMPLINGS, exact_threshold, narrowed, sample_positions, sample_size, threshold_from_sample
+from .drop_threshold import (SAMPLINGS, exact_threshold, narrowed, order_statistic, sample_positions, sample_size,
+                             threshold_from_sample)
 from ..errors import CorruptMessageError
 from .offsets import decode_offsets, encode_offsets, index_gaps, long_gaps
 from ..payload import Payload
@@ -177,16 +178,20 @@ class GradDrop(Codec):
             # step 1 on its own; on a device it runs while the host draws the sample
             torch.add(source, gradient, out=corrected)
             source = gradient = None
-        t0 = time.perf_counter()
+        t0 = time.perf_counter()  # on a device, the time to launch the selection: its result is read below
         found = [self._threshold(corrected if source is None else source, gradient, a, b, state.generator, known)
                  for a, b in spans]
         state.last.select_seconds = time.perf_counter() - t0
-        thresholds = [t for t, _ in found]
         ahead = DRAW_AHEAD and bool(draws) and self.sampling == "random"  # the next message's, on the drawing thread
-        index, values = drop_pass(corrected, gradient, [(a, b, t) for (a, b), t in zip(spans, thresholds)],
-                                  keep_residual=self.residual, inclusive=self.ties == "keep", density=1 - self.ratio,
-                                  source=source, meanwhile=(lambda: _draws_ahead(state).draw_next(
-                                      state.generator, draws, pin=corrected.is_cuda)) if ahead else None)
+        # the thresholds stay where they were found: the drop pass reads them with its count
+        index, values, (thresholds, equal) = drop_pass(
+            corrected, gradient, [(a, b, None) for a, b in spans], keep_residual=self.residual,
+            inclusive=self.ties == "keep", density=1 - self.ratio, source=source,
+            found=found[0][0].view(2, 1) if len(found) == 1 else torch.stack([f for f, _ in found], 1),
+            meanwhile=(lambda: _draws_ahead(state).draw_next(state.generator, draws, pin=corrected.is_cuda))
+            if ahead else None)
+        # the order statistic is itself one of the values: its ties are the others equal to it
+        shares = [max(0, e - 1) / m if t > 0 else 0.0 for t, e, (_, m) in zip(thresholds, equal, found)]
         bits = _sum_bits(values)  # NaN and Inf always survive
         # on a device, the offsets' gaps and their long-gap counts, read with the spans' bounds
         gap = index_gaps(index) if self.encoding == "offset_value" and device.on_device(index) else None
@@ -204,7 +209,7 @@ class GradDrop(Codec):
         slot.setdefault("segments", segments)
         commit()
         state.last.kept = index.numel()
-        state.last.tied = round(sum(share * (b - a) for (a, b), (_, share) in zip(spans, found)))
+        state.last.tied = round(sum(share * (b - a) for (a, b), share in zip(spans, shares)))
         slot["threshold"] = torch.tensor(thresholds, dtype=torch.float32)
 
         payload = Payload(meta={"count": index.numel()})
@@ -300,28 +305,27 @@ class GradDrop(Codec):
         taken = _draws_ahead(state).take(state.generator, draws, where) if DRAW_AHEAD else None
         return iter(taken) if taken is not None else None
 
-    def _threshold(self, corrected, gradient, start, stop, generator, known=None) -> tuple[float, float]:
-        """(threshold, share of |values| equal to it when it is > 0: exact, or estimated from
-        the sample, whose positions are drawn here unless ``known`` yields them)."""
+    def _threshold(self, corrected, gradient, start, stop, generator, known=None) -> tuple[torch.Tensor, int]:
+        """([threshold, how many of the values it was chosen from equal it] on the values'
+        device, not read (``drop_threshold.order_statistic``), how many values it was chosen
+        from): exact, or from the sample, whose positions are drawn here unless ``known``
+        yields them."""
         if self.ratio == 0 or stop == start:
-            return -math.inf, 0.0
+            return order_statistic(corrected[:0], 0), 1
         if self.threshold == "exact":
             magnitude = corrected[start:stop].abs()
-            t, equal = exact_threshold(magnitude, self.ratio)
+            return exact_threshold(magnitude, self.ratio), magnitude.numel()
+        n = stop - start
+        pos = next(known) if known is not None else \
+            sample_positions(n, sample_size(n, self.sample, self.min_sample), self.sampling, generator) + start
+        if not device.on_device(corrected):  # the device path's gather too where it is forced
+            magnitude = torch.empty(pos.numel(), dtype=torch.float32)
+            drop.sampled_magnitudes(corrected.numpy(), (corrected[:0] if gradient is None else gradient).numpy(),
+                                    pos.numpy(), magnitude.numpy())
         else:
-            n = stop - start
-            pos = next(known) if known is not None else \
-                sample_positions(n, sample_size(n, self.sample, self.min_sample), self.sampling, generator) + start
-            if not device.on_device(corrected):  # the device path's gather too where it is forced
-                magnitude = torch.empty(pos.numel(), dtype=torch.float32)
-                drop.sampled_magnitudes(corrected.numpy(), (corrected[:0] if gradient is None else gradient).numpy(),
-                                        pos.numpy(), magnitude.numpy())
-            else:
-                pos = device.put(narrowed(pos, stop), corrected.device) if known is None else pos
-                magnitude = (corrected[pos] if gradient is None else corrected[pos] + gradient[pos]).abs_()
-            t, equal = threshold_from_sample(magnitude, self.ratio)
-        # The order statistic is itself one of the values: ties are the others equal to it.
-        return t, max(0, equal - 1) / magnitude.numel() if t > 0 else 0.0
+            pos = device.put(narrowed(pos, stop), corrected.device) if known is None else pos
+            magnitude = (corrected[pos] if gradient is None else corrected[pos] + gradient[pos]).abs_()
+        return threshold_from_sample(magnitude, self.ratio), magnitude.numel()
 
     def _put_index(self, payload: Payload, index: torch.Tensor, longs: tuple[int, int] | None = None,
                    gap: torch.Tensor | None = None) -> None:
