@@ -4,7 +4,7 @@ and step 3 (``_compact``) costs, at the survivor densities of top-k 1% and of gr
 dropping 0.99 and at 10%.
 
 - ``library``: ``_count`` and the compaction ``triton_drop.compactor`` chooses, as
-  ``triton_drop.drop`` and ``at_least`` launch them (``BLOCK`` values per chunk for
+  ``triton_drop.counted`` and ``at_least`` launch them (``BLOCK`` values per chunk for
   gradient dropping, ``TOPK_BLOCK`` for top-k's candidates).
 - ``rounds``: ``_compact``, each word's lowest set bit taken in rounds (work per survivor).
 - ``bits expanded``: ``_compact_dense``, every one of a chunk's ``BLOCK`` bits placed at
@@ -41,7 +41,7 @@ BLOCKS = (1024, 2048, 4096, 8192)
 def _chunked(n: int, block: int, device: str):
     """(starts, stops, span, jobs, counts, words): one segment of ``n`` values in chunks of
     ``block``, and the count pass's outputs (two counts per chunk: survivors, then NaN and
-    Inf for top-k's)."""
+    Inf)."""
     starts, stops, span = triton_drop._chunks(((0, n),), device, block)
     jobs = starts.numel()
     counts = torch.empty(2 * jobs, dtype=torch.int32, device=device)
@@ -59,10 +59,10 @@ def _timed(n: int, block: int, kernel: str | None, drop: bool, thresholds: torch
     residual = residual0.clone()
 
     def count():
-        if drop:  # from the residual as it was: the corrected values are stored into ``residual``
-            triton_drop._count[(jobs,)](residual0, gradient, starts, stops, span, thresholds, counts, words, counts,
-                                        residual, ADD=True, INCLUSIVE=False, BLOCK=block, STORE=True,
-                                        num_warps=triton_drop.WARPS)
+        if drop:  # from the residual as it was: the corrected values are stored into ``residual``, NaN and Inf counted
+            triton_drop._count[(jobs,)](residual0, gradient, starts, stops, span, thresholds, counts, words,
+                                        counts[jobs:], residual, ADD=True, INCLUSIVE=False, BLOCK=block, FLAG=True,
+                                        STORE=True, num_warps=triton_drop.WARPS)
         else:  # as ``triton_drop.at_least`` launches it
             triton_drop._count[(jobs,)](residual0, residual0, starts, stops, span, thresholds, counts, words,
                                         counts[jobs:], residual0, ADD=False, INCLUSIVE=False, BLOCK=block,
@@ -79,7 +79,8 @@ def _timed(n: int, block: int, kernel: str | None, drop: bool, thresholds: torch
                         "dense": triton_drop.compactor(jobs * block, jobs, block)}[kernel]
 
     def compact():
-        compactor[(jobs,)](src, starts, words, ends, index, values, src, ZERO=drop, BLOCK=block, num_warps=warps)
+        compactor[(jobs,)](src, starts, words, ends, index, values, src, 0, total, ZERO=drop, BLOCK=block,
+                           num_warps=warps)
     compact_s = seconds(compact)  # zeroing zeros again: the same loads and stores
     count()  # the corrected values again, then one compaction to compare
     compact()

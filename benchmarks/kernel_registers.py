@@ -127,14 +127,14 @@ def _kernels():
     chunk = {"src": "*fp32", "grad": "*fp32", "starts": "*i64", "stops": "*i64", "segment": "*i32", "thresholds": "*fp32"}
     yield ("triton_drop count", drop._count, dict(chunk, thresholds="*fp64", counts="*i32", words="*i32",
                                                   non_finite="*i32", residual="*fp32"),  # graddrop's, as found
-           {"ADD": True, "INCLUSIVE": False, "BLOCK": drop.BLOCK, "AT_LEAST": False, "FLAG": False, "STORE": True},
+           {"ADD": True, "INCLUSIVE": False, "BLOCK": drop.BLOCK, "AT_LEAST": False, "FLAG": True, "STORE": True},
            drop.WARPS)
     yield ("triton_drop compact", drop._compact,
            {"src": "*fp32", "starts": "*i64", "words": "*i32", "ends": "*i64", "index": "*i64", "values": "*fp32",
-            "residual": "*fp32"}, {"ZERO": True, "BLOCK": drop.BLOCK}, drop.COMPACT_WARPS)
+            "residual": "*fp32", "lo": "i64", "hi": "i64"}, {"ZERO": True, "BLOCK": drop.BLOCK}, drop.COMPACT_WARPS)
     yield ("triton_drop compact, dense", drop._compact_dense,
            {"src": "*fp32", "starts": "*i64", "words": "*i32", "ends": "*i64", "index": "*i64", "values": "*fp32",
-            "residual": "*fp32"}, {"ZERO": True, "BLOCK": drop.BLOCK}, drop.WARPS)
+            "residual": "*fp32", "lo": "i64", "hi": "i64"}, {"ZERO": True, "BLOCK": drop.BLOCK}, drop.WARPS)
     yield ("triton_drop top-k count", drop._count, dict(chunk, counts="*i32", words="*i32", non_finite="*i32",
                                                         residual="*fp32"),
            {"ADD": False, "INCLUSIVE": False, "BLOCK": drop.TOPK_BLOCK, "AT_LEAST": True, "FLAG": True, "STORE": False},
@@ -143,7 +143,7 @@ def _kernels():
         kernel, warps = drop.compactor(survivors, 1, drop.TOPK_BLOCK)
         yield (f"triton_drop top-k {name}", kernel,
                {"src": "*fp32", "starts": "*i64", "words": "*i32", "ends": "*i64", "index": "*i64", "values": "*fp32",
-                "residual": "*fp32"}, {"ZERO": False, "BLOCK": drop.TOPK_BLOCK}, warps)
+                "residual": "*fp32", "lo": "i64", "hi": "i64"}, {"ZERO": False, "BLOCK": drop.TOPK_BLOCK}, warps)
     for index in ("*i64", "*i32"):  # gradient dropping's indices, top-k's
         yield (f"triton_scatter zeros with {index[1:]}", scatter._zeros_with,
                {"out": "*fp32", "n": "i64", "index": index, "values": "*fp32", "bounds": "*i64"},

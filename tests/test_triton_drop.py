@@ -14,7 +14,10 @@ os.environ["TRITON_INTERPRET"] = "1"
 import numpy as np, torch
 from thinwire.codecs import CodecState, make_codec
 from thinwire.codecs.kernels import device, triton_drop
+from thinwire.codecs.sparsify import drop_survivors
 from thinwire.codecs.sparsify.drop_pass import drop_pass
+from thinwire.codecs.sparsify.offsets import index_gaps, long_gaps
+drop_survivors.SLACK = 0  # the buffers' room as the density gives it
 triton_drop.BLOCK, triton_drop.TOPK_BLOCK = 64, 128  # several chunks per segment, the last one partly past its end
 rng = np.random.default_rng(0)
 
@@ -27,22 +30,40 @@ def compared(n, segments, keep, inclusive, with_gradient, with_source):
     g = torch.from_numpy(rng.standard_normal(n).astype(np.float32)) if with_gradient else None
     s = torch.from_numpy(rng.standard_normal(n).astype(np.float32)) if with_source else None
     results = []
-    # the thresholds given as float64 on the device, not read (``found``), with a row beside them
-    found = torch.tensor([[t for *_, t in segments], [7.0 + i for i in range(len(segments))]], dtype=torch.float64)
-    unread = [(a, b, None) for a, b, _ in segments]
-    for kernel in ("host", "torch", "triton", "torch found", "triton found"):
+    for kernel in ("host", "torch", "triton"):
         residual = x.clone()
-        triton_drop.KERNEL = "triton" if kernel.startswith("triton") else "torch"
+        triton_drop.KERNEL = "triton" if kernel == "triton" else "torch"
         with device.forced() if kernel != "host" else torch.no_grad():
-            if kernel.endswith("found"):
-                index, values, rows = drop_pass(residual, g, unread, keep, inclusive, source=s, found=found)
-                assert rows == found.tolist(), (kernel, rows)
-            else:
-                index, values = drop_pass(residual, g, segments, keep, inclusive, source=s)
+            index, values = drop_pass(residual, g, segments, keep, inclusive, source=s)
         results.append((index, values.view(torch.int32), residual.view(torch.int32)))
-    for kernel, got in zip(("torch", "triton", "torch found", "triton found"), results[1:]):
+    for kernel, got in zip(("torch", "triton"), results[1:]):
         for name, a, b in zip(("index", "values", "residual"), got, results[0]):
             assert torch.equal(a, b), (kernel, name, n, segments, keep, inclusive, with_gradient, with_source)
+    # what gradient dropping's encoder reads of the pass (``drop_survivors``), the thresholds
+    # given on the device, unread, with a row beside them; the Triton pass's buffers with
+    # room for every survivor (density 1), then for one (the rest compacted after the read);
+    # at two sizes, one chunk and several
+    if n not in (63, 300):
+        return
+    index, values = results[0][0], results[0][1].view(torch.float32)
+    spans = [(a, b) for a, b, _ in segments]
+    found = torch.tensor([[t for *_, t in segments], [7.0 + i for i in range(len(segments))]], dtype=torch.float64)
+    gap = index_gaps(index)
+    for kernel, density in (("host", 1.0), ("torch", 1.0), ("triton", 1.0), ("triton", 1e-9)):
+        residual = x.clone()
+        triton_drop.KERNEL = "triton" if kernel == "triton" else "torch"
+        with device.forced() if kernel != "host" else torch.no_grad():
+            kept = drop_survivors.survivors(residual, g, spans, found, keep, inclusive, density, s, gaps=True)
+        case = (kernel, density, n, segments, keep, inclusive, with_gradient, with_source)
+        assert torch.equal(kept.index, index) and torch.equal(kept.values.view(torch.int32), results[0][1]), case
+        assert torch.equal(residual.view(torch.int32), results[0][2]), case
+        assert [kept.thresholds, kept.equal] == found.tolist(), case
+        assert kept.finite == bool(torch.isfinite(values).all()), case
+        assert kept.counts == [int(((index >= a) & (index < b)).sum()) for a, b in spans], case
+        if kernel == "host":
+            assert kept.gap is None and kept.longs is None, case
+        else:
+            assert torch.equal(kept.gap, gap) and kept.longs == tuple(long_gaps(gap).tolist()), case
 
 
 for triton_drop.DENSE in (0, 1 << 40):  # every compaction by rounds, then every one dense
@@ -60,18 +81,22 @@ triton_drop.DENSE = 16
 triton_drop.KERNEL = "triton"
 x = torch.randn(30, 101, generator=torch.Generator().manual_seed(1))  # 'local': a threshold per row
 calls = []
-real = triton_drop.drop
-triton_drop.drop = lambda *a, **k: calls.append(1) or real(*a, **k)
-for spec in ["graddrop(ratio=0.9)", "graddrop(ratio=0.99, bits=1)", "graddrop(ratio=0.9, scope='local', ties='keep')"]:
-    host_state, device_state = CodecState(3), CodecState(3)
-    codec = make_codec(spec)
-    for step in (1.0, 0.5):
-        host = codec.encode(x * step, host_state, "w")
-        calls.clear()
-        with device.forced():
-            moved = codec.encode(x * step, device_state, "w")
-        assert calls and bytes(moved) == bytes(host), (spec, step)
-    assert device_state.scratch["graddrop.draws_ahead"].taken == 1, spec  # step 2's sample, drawn during step 1
+real = triton_drop.counted
+triton_drop.counted = lambda *a, **k: calls.append(1) or real(*a, **k)
+for spec in ["graddrop(ratio=0.9)", "graddrop(ratio=0.99, bits=1)", "graddrop(ratio=0.9, scope='local', ties='keep')",
+             "graddrop(ratio=0.9, scope='local')"]:
+    # ones: every span's largest ties, so none keeps a value (``_unstall``)
+    for tensor in (x, torch.ones(30, 101)) if spec in ("graddrop(ratio=0.9)", "graddrop(ratio=0.9, scope='local')") else (x,):
+        host_state, device_state = CodecState(3), CodecState(3)
+        codec = make_codec(spec)
+        for step in (1.0, 0.5):
+            host = codec.encode(tensor * step, host_state, "w")
+            calls.clear()
+            with device.forced():
+                moved = codec.encode(tensor * step, device_state, "w")
+            assert calls and bytes(moved) == bytes(host), (spec, step)
+            assert device_state.last.kept == host_state.last.kept and device_state.last.tied == host_state.last.tied
+        assert device_state.scratch["graddrop.draws_ahead"].taken == 1, spec  # step 2's sample, drawn during step 1
 # top-k's candidates by the same kernels: the host's messages; NaN and Inf anywhere refused
 counted, chunked = [], []
 real_chunks = triton_drop._chunks

@@ -28,11 +28,12 @@ each:
    (source + gradient, in float32): how many, and which, as one bit per value (``words``,
    ``BLOCK // 32`` uint32 words per chunk);
 2. the chunks' counts summed in order (``torch.cumsum``): where each chunk's survivors go,
-   and how many there are (the one wait for the device, to size the message; gradient
-   dropping's thresholds, found on the device and taken from there by ``_count``, are read
-   in the same copy);
-3. ``_compact``: each chunk's survivors (index, corrected value) written from its offset in
-   index order, and zeroed in the residual. It reads the chunk's words, not its values, a
+   and how many there are (``drop``: the one wait for the device, to size the message.
+   ``counted``, gradient dropping's encoder's, waits for nothing: its thresholds stay on
+   the device, NaN and Inf are counted with the survivors, and step 3 writes the first
+   survivors into buffers sized before their number is known, ``sparsify/drop_survivors.py``);
+3. ``_compact``: each chunk's survivors (index, corrected value) whose place lies in
+   [lo, hi) written from its offset in index order, and zeroed in the residual. It reads the chunk's words, not its values, a
    thread per word: in each round every word gives up its lowest set bit, so a survivor's
    place is the chunk's offset, the set bits of the words before its own (a prefix sum of
    the words' bit counts) and the round, and its value is read where it is. The rounds
@@ -167,40 +168,45 @@ if AVAILABLE:
         return word, set_bits, slot, tl.load(starts + p) + (tl.arange(0, BLOCK // 32) * 32).to(tl.int64)
 
     @triton.jit
-    def _compact(src, starts, words, ends, index, values, residual, ZERO: tl.constexpr, BLOCK: tl.constexpr):
-        """Each chunk's survivors (``_count``'s words) written from its offset, their values
-        read from ``src``; with ``ZERO`` zeroed in ``residual``. Every word gives up its
-        lowest set bit in each round, as many rounds as the fullest word has bits: the
-        survivor's place is its chunk's offset, the set bits of the words before its own,
-        and the round; its position is its word's and the bit's. Work and loads are per
-        word and round, not per value."""
+    def _compact(src, starts, words, ends, index, values, residual, lo, hi, ZERO: tl.constexpr,
+                 BLOCK: tl.constexpr):
+        """Each chunk's survivors (``_count``'s words) whose place is in [``lo``, ``hi``)
+        written there, less ``lo``, their values read from ``src``; with ``ZERO`` zeroed in
+        ``residual``. Every word gives up its lowest set bit in each round, as many rounds as
+        the fullest word has bits: the survivor's place is its chunk's offset, the set bits of
+        the words before its own, and the round; its position is its word's and the bit's.
+        Work and loads are per word and round, not per value."""
         word, set_bits, to, first = _chunk_words(starts, words, ends, BLOCK)
-        for _ in range(tl.max(set_bits, axis=0).to(tl.int32)):
-            keep = word != 0
+        rounds = tl.max(set_bits, axis=0).to(tl.int32)
+        p = tl.program_id(0)
+        chunk_end = tl.load(ends + p)
+        rounds = tl.where((chunk_end <= lo) | (chunk_end - tl.sum(set_bits, axis=0) >= hi), 0, rounds)
+        for _ in range(rounds):
+            keep = (word != 0) & (to >= lo) & (to < hi)
             at = first + _bit_of(word & (~word + 1))  # the lowest set bit
             x = tl.load(src + at, mask=keep, other=0.0)
-            tl.store(index + to, at, mask=keep)
-            tl.store(values + to, x, mask=keep)
+            tl.store(index + to - lo, at, mask=keep)
+            tl.store(values + to - lo, x, mask=keep)
             if ZERO:
                 tl.store(residual + at, tl.zeros_like(x), mask=keep)
             word = word & (word - 1)
             to = to + 1
 
     @triton.jit
-    def _compact_dense(src, starts, words, ends, index, values, residual, ZERO: tl.constexpr,
+    def _compact_dense(src, starts, words, ends, index, values, residual, lo, hi, ZERO: tl.constexpr,
                        BLOCK: tl.constexpr):
         """``_compact`` for dense survivors: every bit of the chunk's words expanded at once, a
         survivor's place the chunk's offset, the set bits of the words before its own, and
         those below it in its word (work per value)."""
         word, _, slot, first = _chunk_words(starts, words, ends, BLOCK)
         bit = tl.arange(0, 32).to(tl.uint32)[None, :]
-        keep = ((word[:, None] >> bit) & 1) != 0
         below = _popcount(word[:, None] & ((tl.full((1, 32), 1, tl.uint32) << bit) - 1)).to(tl.int64)
         to = slot[:, None] + below
+        keep = (((word[:, None] >> bit) & 1) != 0) & (to >= lo) & (to < hi)
         at = first[:, None] + bit.to(tl.int64)
         x = tl.load(src + at, mask=keep, other=0.0)
-        tl.store(index + to, at, mask=keep)
-        tl.store(values + to, x, mask=keep)
+        tl.store(index + to - lo, at, mask=keep)
+        tl.store(values + to - lo, x, mask=keep)
         if ZERO:
             tl.store(residual + at, tl.zeros_like(x), mask=keep)
 
@@ -226,46 +232,92 @@ def _chunks(spans: tuple[tuple[int, int], ...], device: str, block: int) -> tupl
     return tuple(torch.from_numpy(a).to(device) for a in (starts, stops, span))
 
 
+@functools.lru_cache(maxsize=64)
+def _span_ends(spans: tuple[tuple[int, int], ...], device: str, block: int) -> torch.Tensor:
+    """How many chunks (``_chunks``) end with each span, on ``device``."""
+    per = [-(-(b - a) // block) if b > a else 0 for a, b in spans]
+    return torch.from_numpy(np.cumsum(per, dtype=np.int64)).to(device)
+
+
+def _counted(residual, gradient, spans, thresholds, inclusive, source, flag=False):
+    """Step 1 launched over the spans' chunks with ``thresholds`` (one per span, on the
+    device), then step 2: (starts, words, ends, NaN and Inf per chunk with ``flag`` else
+    None), nothing read. With a gradient, the corrected values go into the residual as
+    they are counted, and are compacted from there; without one the residual is the
+    values already."""
+    starts, stops, span = _chunks(spans, str(residual.device), BLOCK)
+    jobs = starts.numel()
+    src = residual if source is None or gradient is None else source
+    counts = torch.empty((2 if flag else 1) * jobs, dtype=torch.int32, device=residual.device)
+    words = torch.empty(jobs * (BLOCK // 32), dtype=torch.int32, device=residual.device)
+    _count[(jobs,)](src, src if gradient is None else gradient, starts, stops, span, thresholds, counts, words,
+                    counts[jobs:], residual, ADD=gradient is not None, INCLUSIVE=inclusive, BLOCK=BLOCK,
+                    FLAG=flag, STORE=gradient is not None, num_warps=WARPS)
+    return starts, words, torch.cumsum(counts[:jobs], 0), counts[jobs:] if flag else None
+
+
+def _compacted(residual, starts, words, ends, keep_residual, lo, hi, zeroed=False):
+    """Step 3 for the survivors placed in [lo, hi): (indices, values) on the device; with
+    ``zeroed`` the indices past the last survivor placed are 0."""
+    index = (torch.zeros if zeroed else torch.empty)(hi - lo, dtype=torch.int64, device=residual.device)
+    values = torch.empty(hi - lo, dtype=torch.float32, device=residual.device)
+    if hi > lo:
+        kernel, warps = compactor(hi - lo, starts.numel())
+        kernel[(starts.numel(),)](residual, starts, words, ends, index, values, residual, lo, hi,
+                                  ZERO=keep_residual, BLOCK=BLOCK, num_warps=warps)
+    return index, values
+
+
 def drop(residual: torch.Tensor, gradient: torch.Tensor | None, segments: list[tuple[int, int, float]],
          keep_residual: bool, inclusive: bool, source: torch.Tensor | None,
-         meanwhile: Callable[[], None] | None = None, found: torch.Tensor | None = None):
+         meanwhile: Callable[[], None] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """``drop_pass``'s (survivor indices int64, corrected values float32) on the tensors'
     device, ``residual`` written as ``drop_pass`` writes it (``usable`` must hold);
-    ``meanwhile`` is called while the device counts, before the wait for its counts. With
-    ``found`` (``drop_pass``: the thresholds its first row, on the device) the kernels take
-    the thresholds from there, and its rows, read with the count in the one wait, come
-    third."""
+    ``meanwhile`` is called while the device counts, before the wait for its counts."""
     device = residual.device
-    starts, stops, span = _chunks(tuple((int(a), int(b)) for a, b, _ in segments), str(device), BLOCK)
-    jobs = starts.numel()
-    if not jobs:
-        empty = torch.zeros(0, dtype=torch.int64, device=device), torch.zeros(0, dtype=torch.float32, device=device)
-        return empty if found is None else (*empty, found.tolist())
-    thresholds = put(torch.tensor([t for *_, t in segments], dtype=torch.float32), device) if found is None else \
-        found[0]  # float64, each a float32 value: the kernel narrows it exactly
-    src = residual if source is None or gradient is None else source
-    grad = gradient if gradient is not None else src
-    counts = torch.empty(jobs, dtype=torch.int32, device=device)
-    words = torch.empty(jobs * (BLOCK // 32), dtype=torch.int32, device=device)
-    # with a gradient, the corrected values go into the residual as they are counted, and
-    # are compacted from there; without one the residual is the values already
-    _count[(jobs,)](src, grad, starts, stops, span, thresholds, counts, words, counts, residual,
-                    ADD=gradient is not None, INCLUSIVE=inclusive, BLOCK=BLOCK, STORE=gradient is not None,
-                    num_warps=WARPS)
-    ends = torch.cumsum(counts, 0)
+    spans = tuple((int(a), int(b)) for a, b, _ in segments)
+    if not sum(b - a for a, b in spans):
+        return torch.zeros(0, dtype=torch.int64, device=device), torch.zeros(0, dtype=torch.float32, device=device)
+    thresholds = put(torch.tensor([t for *_, t in segments], dtype=torch.float32), device)
+    starts, words, ends, _ = _counted(residual, gradient, spans, thresholds, inclusive, source)
     if meanwhile is not None:
         meanwhile()
-    if found is None:
-        total = int(ends[-1].item())
-    else:  # the count and the bits of ``found``, in one copy
-        read = torch.cat([ends[-1:], found.reshape(-1).view(torch.int64)]).cpu()
-        total, rows = int(read[0]), read[1:].view(torch.float64).view(found.shape).tolist()
-    index = torch.empty(total, dtype=torch.int64, device=device)
-    values = torch.empty(total, dtype=torch.float32, device=device)
-    kernel, warps = compactor(total, jobs)
-    kernel[(jobs,)](residual, starts, words, ends, index, values, residual, ZERO=keep_residual, BLOCK=BLOCK,
-                    num_warps=warps)
-    return (index, values) if found is None else (index, values, rows)
+    return _compacted(residual, starts, words, ends, keep_residual, 0, int(ends[-1].item()))
+
+
+class Counted:
+    """A drop pass launched and nothing read (``counted``): ``ends`` (the survivors up to
+    each chunk's end, int64), ``non_finite`` (NaN and Inf per chunk, int32), and the first
+    ``capacity`` survivors compacted into ``index`` and ``values`` (the indices past the
+    last survivor 0, so the gaps there are not long)."""
+
+    def __init__(self, residual, spans, starts, words, ends, non_finite, keep_residual, capacity):
+        self._pass, self.spans = (residual, starts, words, ends, keep_residual), spans
+        self.ends, self.non_finite, self.capacity = ends, non_finite, capacity
+        self.index, self.values = _compacted(residual, starts, words, ends, keep_residual, 0, capacity, zeroed=True)
+
+    def through_spans(self) -> torch.Tensor:
+        """The survivors up to each span's end (int64, on the device, not read)."""
+        return torch.cat([self.ends.new_zeros(1), self.ends])[_span_ends(self.spans, str(self.ends.device), BLOCK)]
+
+    def survivors(self, total: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The ``total`` survivors (read from ``ends``): views of the buffers, or, with more
+        than they hold, the rest compacted now and joined to them."""
+        if total <= self.capacity:
+            return self.index[:total], self.values[:total]
+        rest = _compacted(*self._pass, self.capacity, total)
+        return torch.cat([self.index, rest[0]]), torch.cat([self.values, rest[1]])
+
+
+def counted(residual: torch.Tensor, gradient: torch.Tensor | None, spans: tuple[tuple[int, int], ...],
+            thresholds: torch.Tensor, keep_residual: bool, inclusive: bool, source: torch.Tensor | None,
+            capacity: int) -> Counted:
+    """``drop``'s pass without a wait: ``thresholds`` (one per span, float32 or float64
+    holding float32 values) stay on the device, NaN and Inf are counted with the survivors,
+    and up to ``capacity`` survivors are compacted before their number is known
+    (``Counted``; ``usable`` must hold)."""
+    starts, words, ends, non_finite = _counted(residual, gradient, spans, thresholds, inclusive, source, flag=True)
+    return Counted(residual, spans, starts, words, ends, non_finite, keep_residual, capacity)
 
 
 def at_least(flat: torch.Tensor, t: torch.Tensor) -> tuple[int, bool, Callable[[], tuple[torch.Tensor, torch.Tensor]]]:
@@ -288,6 +340,7 @@ def at_least(flat: torch.Tensor, t: torch.Tensor) -> tuple[int, bool, Callable[[
         index = torch.empty(total, dtype=torch.int64, device=device)
         values = torch.empty(total, dtype=torch.float32, device=device)
         kernel, warps = compactor(total, jobs, block)
-        kernel[(jobs,)](flat, starts, words, ends, index, values, flat, ZERO=False, BLOCK=block, num_warps=warps)
+        kernel[(jobs,)](flat, starts, words, ends, index, values, flat, 0, total, ZERO=False, BLOCK=block,
+                        num_warps=warps)
         return index, values
     return int(total), bool(bad), compact

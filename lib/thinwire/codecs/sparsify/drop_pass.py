@@ -27,9 +27,8 @@ CHUNK = 1 << 18
 
 def drop_pass(residual: torch.Tensor, gradient: torch.Tensor | None,
               segments: list[tuple[int, int, float]], keep_residual: bool = True, inclusive: bool = False,
-              density: float = 1.0, source: torch.Tensor | None = None, meanwhile=None, found=None):
-    """Survivor indices (int64, ascending) and their corrected values (float32); with
-    ``found``, its rows read to the host too, as lists.
+              density: float = 1.0, source: torch.Tensor | None = None, meanwhile=None):
+    """Survivor indices (int64, ascending) and their corrected values (float32).
 
     ``residual``: contiguous 1-D float32, updated in place when ``keep_residual`` (the
     corrected values, survivors zeroed); read only otherwise (then ``gradient`` must be
@@ -41,19 +40,10 @@ def drop_pass(residual: torch.Tensor, gradient: torch.Tensor | None,
     ``residual`` (``source`` is read only); None: ``residual`` itself.
     ``meanwhile``: host work to do while the device works on the pass (called once, on the
     device path only).
-    ``found``: a float64 tensor on ``residual``'s device whose first row holds the segments'
-    thresholds (``segments``' own are then ignored), not read yet: the Triton kernels take
-    them where they are and read its rows with the survivors' count, in one wait for the
-    device; every other path reads them first.
     """
-    if found is not None and not (device.on_device(residual) and triton_drop.usable(residual, gradient, source)):
-        rows = found.tolist()
-        survivors = drop_pass(residual, gradient, [(a, b, t) for (a, b, _), t in zip(segments, rows[0])],
-                              keep_residual, inclusive, density, source, meanwhile)
-        return (*survivors, rows)
     if device.on_device(residual):
         if triton_drop.usable(residual, gradient, source):  # two passes in Triton, no wait per segment
-            return triton_drop.drop(residual, gradient, segments, keep_residual, inclusive, source, meanwhile, found)
+            return triton_drop.drop(residual, gradient, segments, keep_residual, inclusive, source, meanwhile)
         if gradient is not None:
             torch.add(residual if source is None else source, gradient, out=residual)
         if meanwhile is not None:

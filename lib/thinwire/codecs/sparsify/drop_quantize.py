@@ -64,7 +64,7 @@ def _quantize_torch(values, groups, count, bits, threshold_levels, thresholds):
     sums in survivor order (``bincount`` with weights), codes and level table."""
     dev = values.device
     negative = (values < 0).to(torch.int64)
-    t = thresholds.to(dev, torch.float64).repeat_interleave(2)  # per cell: its group's threshold
+    t = device.put(thresholds, dev, torch.float64).repeat_interleave(2)  # per cell: its group's threshold
     if bits == 1 and threshold_levels:  # every level is a threshold: no means to take
         return negative.to(torch.uint8), t.reshape(count, 2, 1).to(torch.float32)
     cell = groups.to(dev) * 2 + negative

@@ -54,12 +54,13 @@ import torch
 from ..kernels import bitpack, device, drop, scatter
 from ..base import Codec, expect_part
 from .drop_pass import drop_pass
+from .drop_survivors import Survivors, finite, sum_bits, survivors
 from .drop_quantize import LEVELS, dequantize, group_ids, keep_error, quantize, signs
 from .draws_ahead import Draws, DrawsAhead
 from .drop_threshold import (SAMPLINGS, exact_threshold, narrowed, order_statistic, sample_positions, sample_size,
                              threshold_from_sample)
 from ..errors import CorruptMessageError
-from .offsets import decode_offsets, encode_offsets, index_gaps, long_gaps
+from .offsets import decode_offsets, encode_offsets
 from ..payload import Payload
 from ..state import CodecState
 from ..wire import deferred
@@ -84,21 +85,6 @@ def _uncovered(found: list[int], numel: int) -> str | None:
     column], which must cover a tensor of ``numel`` values, or None."""
     covered, empty = found
     return None if covered == numel and not empty else "graddrop: segments do not cover the tensor"
-
-
-def _sum_bits(values: torch.Tensor) -> torch.Tensor:
-    """The bits of the float64 sum of float32 ``values`` (a one-element int64 tensor on their
-    device): one reduction, read with the other int64 values the encoder reads, where
-    ``isfinite(values).all()`` is five operations on a GPU. The sum is finite exactly when
-    every value is: float32 values, however many a message holds, cannot overflow a float64
-    sum (2^31 of float32's largest is about 7e47), and NaN or Inf makes the sum NaN or Inf."""
-    return values.sum(dtype=torch.float64).reshape(1).view(torch.int64)
-
-
-def _finite(bits) -> bool:
-    """Whether the float64 whose bits ``bits`` (an int, or ``_sum_bits``) holds is finite:
-    its exponent is not all ones."""
-    return (int(bits) >> 52) & 0x7FF != 0x7FF
 
 
 def _draws_ahead(state: CodecState) -> DrawsAhead:
@@ -183,37 +169,29 @@ class GradDrop(Codec):
                  for a, b in spans]
         state.last.select_seconds = time.perf_counter() - t0
         ahead = DRAW_AHEAD and bool(draws) and self.sampling == "random"  # the next message's, on the drawing thread
-        # the thresholds stay where they were found: the drop pass reads them with its count
-        index, values, (thresholds, equal) = drop_pass(
-            corrected, gradient, [(a, b, None) for a, b in spans], keep_residual=self.residual,
-            inclusive=self.ties == "keep", density=1 - self.ratio, source=source,
-            found=found[0][0].view(2, 1) if len(found) == 1 else torch.stack([f for f, _ in found], 1),
-            meanwhile=(lambda: _draws_ahead(state).draw_next(state.generator, draws, pin=corrected.is_cuda))
-            if ahead else None)
-        # the order statistic is itself one of the values: its ties are the others equal to it
-        shares = [max(0, e - 1) / m if t > 0 else 0.0 for t, e, (_, m) in zip(thresholds, equal, found)]
-        bits = _sum_bits(values)  # NaN and Inf always survive
-        # on a device, the offsets' gaps and their long-gap counts, read with the spans' bounds
-        gap = index_gaps(index) if self.encoding == "offset_value" and device.on_device(index) else None
-        longs = None
-        if self.ties == "drop":
-            index, values, finite, longs = self._unstall(corrected, spans, thresholds, index, values, bits, gap)
-        elif gap is not None:  # one read of both
-            bits, *longs = torch.cat([bits, long_gaps(gap)]).tolist()
-            finite = _finite(bits)
-        else:
-            finite = _finite(bits)
-        if not finite:
+        # the thresholds stay where they were found: read with the survivors' count
+        kept = survivors(corrected, gradient, spans, found[0][0].view(2, 1) if len(found) == 1 else
+                         torch.stack([f for f, _ in found], 1), keep_residual=self.residual,
+                         inclusive=self.ties == "keep", density=1 - self.ratio, source=source,
+                         meanwhile=(lambda: _draws_ahead(state).draw_next(state.generator, draws,
+                                                                          pin=corrected.is_cuda)) if ahead else None,
+                         gaps=self.encoding == "offset_value", chosen_from=[m for _, m in found])
+        thresholds = kept.thresholds
+        index, values, all_finite, longs = self._unstall(corrected, spans, kept) if self.ties == "drop" else \
+            (kept.index, kept.values, kept.finite, kept.longs)
+        if not all_finite:
             raise ValueError(f"graddrop: tensor {key!r} contains NaN or Inf; cannot rank magnitudes")
         slot = state.slot(key)
         slot.setdefault("segments", segments)
         commit()
         state.last.kept = index.numel()
-        state.last.tied = round(sum(share * (b - a) for (a, b), share in zip(spans, shares)))
+        # the order statistic is itself one of the values: its ties are the others equal to it
+        state.last.tied = round(sum(max(0, e - 1) / m * (b - a) for (a, b), t, e, (_, m)
+                                    in zip(spans, thresholds, kept.equal, found) if t > 0))
         slot["threshold"] = torch.tensor(thresholds, dtype=torch.float32)
 
         payload = Payload(meta={"count": index.numel()})
-        self._put_index(payload, index, longs, gap if longs is not None else None)
+        self._put_index(payload, index, longs, kept.gap if longs is not None else None)
         if self.bits == 0:
             payload.parts["values"] = values
             return payload
@@ -235,38 +213,25 @@ class GradDrop(Codec):
             payload.parts["segments"] = segments
         return payload
 
-    def _unstall(self, corrected, spans, thresholds, index, values, bits, gap=None):
-        """Send the values at the threshold of every span where the strict test kept none.
+    def _unstall(self, corrected, spans, kept: Survivors):
+        """(index, values, whether they are finite, their long gaps or None) of ``kept`` with
+        the values at the threshold of every span where the strict test kept none.
 
         A span keeps nothing under ``|x| > t`` with ``t > 0`` only when its largest
         magnitude equals ``t``, i.e. when more than 1 - ratio of its values tie at the top.
         Without this rule such a span would never send: a constant gradient's residual
         would grow without bound. With it, every step sends at least a span's largest
         magnitudes, so no non-zero residual is held forever. Spans with survivors are
-        untouched, so Alg. 1's strict test decides every ordinary step.
-
-        ``bits`` (``_sum_bits`` of the survivors) is read to the host with the spans'
-        bounds, in one copy, and returned as whether they are finite; with the index's ``gap``
-        (on a GPU with the offsets encoding), its long-gap counts too (``offsets.long_gaps``),
-        returned for ``encode_offsets`` where no span stalled (else None: the index changes).
-        One span (``scope="global"``) holds every survivor, so its bounds are known on the
-        host (0 and their number) and only ``bits`` and the counts are read."""
-        found = [bits] + ([long_gaps(gap)] if gap is not None else [])
-        if len(spans) == 1:
-            bounds, read = [0, index.numel()], torch.cat(found).tolist()
-        else:
-            ends = device.put(torch.tensor([v for span in spans for v in span], dtype=torch.int64), index.device)
-            read = torch.cat([torch.searchsorted(index, ends)] + found).tolist()  # left side
-            bounds, read = read[:2 * len(spans)], read[2 * len(spans):]
-        finite = _finite(read[0])
-        stalled = [(a, b, t) for (a, b), t, first, stop in zip(spans, thresholds, bounds[0::2], bounds[1::2])
-                   if t > 0 and first == stop and b > a]
+        untouched, so Alg. 1's strict test decides every ordinary step. The long gaps
+        (``kept.longs``) hold only where no span stalled (else None: the index changes)."""
+        stalled = [(a, b, t) for (a, b), t, count in zip(spans, kept.thresholds, kept.counts)
+                   if t > 0 and count == 0 and b > a]
         if not stalled:
-            return index, values, finite, (tuple(read[1:]) if gap is not None else None)
+            return kept.index, kept.values, kept.finite, kept.longs
         extra_index, extra_values = drop_pass(corrected, None, stalled, keep_residual=self.residual, inclusive=True)
-        index, values = torch.cat([index, extra_index]), torch.cat([values, extra_values])
+        index, values = torch.cat([kept.index, extra_index]), torch.cat([kept.values, extra_values])
         order = torch.argsort(index)  # an infinite threshold lets Inf in here: checked too
-        return index[order], values[order], finite and _finite(_sum_bits(extra_values)), None
+        return index[order], values[order], kept.finite and finite(sum_bits(extra_values)), None
 
     def _corrected(self, flat, slot, state: CodecState, key: str):
         """(buffer that becomes the corrected tensor, residual to add ``gradient`` to or None,
