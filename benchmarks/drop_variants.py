@@ -11,6 +11,11 @@ dropping 0.99 and at 10%.
   once by its word's prefix and a population count of the bits below it (work per value).
 - ``BLOCK = 1024, 2048, 4096, 8192`` (but the library's): ``_count`` and ``_compact`` with
   other chunk sizes (a thread per word).
+- ``count, 4 warps`` and ``count, 16 warps`` (but the library's ``WARPS``): ``_count`` over
+  the library's chunks with other warps per program. Compiled for sm_90a
+  (``kernel_registers.py``, by Triton 3.9) with 4, 8 and 16 warps, top-k's count holds 132, 69 and 39
+  registers per thread and gradient dropping's 96, 48 and 32: with more warps each thread
+  holds fewer values, and more of them fit on a multiprocessor to hide the loads.
 
 ``sample_draws`` (``gpu_bench``'s part of that name): gradient dropping's whole encode +
 decode on the device with its sample drawn one message ahead on a thread of its own
@@ -36,6 +41,7 @@ from thinwire.codecs.kernels import triton_drop
 
 DENSITIES = (0.01, 0.1)
 BLOCKS = (1024, 2048, 4096, 8192)
+COUNT_WARPS = (4, 8, 16)
 
 
 def _chunked(n: int, block: int, device: str):
@@ -50,11 +56,12 @@ def _chunked(n: int, block: int, device: str):
 
 
 def _timed(n: int, block: int, kernel: str | None, drop: bool, thresholds: torch.Tensor, residual0: torch.Tensor,
-           gradient: torch.Tensor, seconds, device: str) -> tuple[dict, tuple[torch.Tensor, ...]]:
+           gradient: torch.Tensor, seconds, device: str, warps: int | None = None) -> tuple[dict, tuple[torch.Tensor, ...]]:
     """(the count's and the compaction's best times and the survivors' number, the pass's
     (index, values, residual)) for one variant: chunks of ``block``, the compaction
     ``kernel`` (None: the library's choice, ``"rounds"``, ``"dense"``), gradient dropping's
-    launch (``drop``) or top-k's."""
+    launch (``drop``) or top-k's, the count with ``warps`` per program (None: ``WARPS``)."""
+    warps = warps or triton_drop.WARPS
     starts, stops, span, jobs, counts, words = _chunked(n, block, device)
     residual = residual0.clone()
 
@@ -62,11 +69,11 @@ def _timed(n: int, block: int, kernel: str | None, drop: bool, thresholds: torch
         if drop:  # from the residual as it was: the corrected values are stored into ``residual``, NaN and Inf counted
             triton_drop._count[(jobs,)](residual0, gradient, starts, stops, span, thresholds, counts, words,
                                         counts[jobs:], residual, ADD=True, INCLUSIVE=False, BLOCK=block, FLAG=True,
-                                        STORE=True, num_warps=triton_drop.WARPS)
+                                        STORE=True, num_warps=warps)
         else:  # as ``triton_drop.at_least`` launches it
             triton_drop._count[(jobs,)](residual0, residual0, starts, stops, span, thresholds, counts, words,
                                         counts[jobs:], residual0, ADD=False, INCLUSIVE=False, BLOCK=block,
-                                        AT_LEAST=True, FLAG=True, num_warps=triton_drop.WARPS)
+                                        AT_LEAST=True, FLAG=True, num_warps=warps)
     count_s = seconds(count)
     count()
     ends = torch.cumsum(counts[:jobs], 0)
@@ -74,13 +81,13 @@ def _timed(n: int, block: int, kernel: str | None, drop: bool, thresholds: torch
     index = torch.empty(total, dtype=torch.int64, device=device)
     values = torch.empty(total, dtype=torch.float32, device=device)
     src = residual if drop else residual0
-    compactor, warps = {None: triton_drop.compactor(total, jobs, block),  # warps in proportion to the chunk
-                        "rounds": triton_drop.compactor(0, jobs, block),
-                        "dense": triton_drop.compactor(jobs * block, jobs, block)}[kernel]
+    compactor, compact_warps = {None: triton_drop.compactor(total, jobs, block),  # warps in proportion to the chunk
+                                "rounds": triton_drop.compactor(0, jobs, block),
+                                "dense": triton_drop.compactor(jobs * block, jobs, block)}[kernel]
 
     def compact():
         compactor[(jobs,)](src, starts, words, ends, index, values, src, 0, total, ZERO=drop, BLOCK=block,
-                           num_warps=warps)
+                           num_warps=compact_warps)
     compact_s = seconds(compact)  # zeroing zeros again: the same loads and stores
     count()  # the corrected values again, then one compaction to compare
     compact()
@@ -102,11 +109,13 @@ def variants(n: int, seconds, device: str) -> list[dict]:
             thresholds = torch.tensor([t], dtype=torch.float32, device=device)
             want = None
             chunk = triton_drop.TOPK_BLOCK if launch == "top-k candidates" else triton_drop.BLOCK  # the library's
-            for variant, block, kernel in ([("library", chunk, None), ("rounds", chunk, "rounds"),
-                                            ("bits expanded", chunk, "dense")]
-                                           + [(f"BLOCK = {b}", b, "rounds") for b in BLOCKS if b != chunk]):
+            for variant, block, kernel, warps in ([("library", chunk, None, None), ("rounds", chunk, "rounds", None),
+                                                   ("bits expanded", chunk, "dense", None)]
+                                                  + [(f"BLOCK = {b}", b, "rounds", None) for b in BLOCKS if b != chunk]
+                                                  + [(f"count, {w} warps", chunk, None, w) for w in COUNT_WARPS
+                                                     if w != triton_drop.WARPS]):
                 timed, got = _timed(n, block, kernel, launch == "gradient dropping", thresholds, residual0, gradient,
-                                    seconds, device)
+                                    seconds, device, warps)
                 want = want or tuple(t.clone() for t in got)
                 rows.append({"variant": variant, "launch": launch, "values": n, "density": density, **timed,
                              "equal_to_library": all(a.shape == b.shape and torch.equal(a, b)

@@ -160,8 +160,9 @@ triton_drop.BLOCK, triton_drop.TOPK_BLOCK = 128, 256
 rows = drop_variants.variants(3_000, lambda fn: (fn(), 1e-3)[1], "cpu")
 topk = [r["variant"] for r in rows if r["launch"] == "top-k candidates" and r["density"] == 0.01]
 drop = [r["variant"] for r in rows if r["launch"] == "gradient dropping" and r["density"] == 0.01]
-assert topk == ["library", "rounds", "bits expanded", "BLOCK = 64", "BLOCK = 128"], topk
-assert drop == ["library", "rounds", "bits expanded", "BLOCK = 64", "BLOCK = 256"], drop
+warps = ["count, 4 warps", "count, 16 warps"]
+assert topk == ["library", "rounds", "bits expanded", "BLOCK = 64", "BLOCK = 128"] + warps, topk
+assert drop == ["library", "rounds", "bits expanded", "BLOCK = 64", "BLOCK = 256"] + warps, drop
 assert all(r["equal_to_library"] and r["survivors"] > 0 for r in rows), rows
 print("ok")
 """
