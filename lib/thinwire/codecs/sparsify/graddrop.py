@@ -5,7 +5,9 @@
 2. threshold: R% of |corrected| is smaller — exact, or from a sample (``drop_threshold``);
    one for the whole message (``scope="global"``) or one per parameter matrix
    (``"local"``; the matrices are the message's ``segments``). On a device it stays there:
-   the drop pass takes it and reads it with its survivors' count, in one wait.
+   the drop pass takes it from there, and the encoder reads it with everything else it
+   needs of the pass (the survivors' count, NaN and Inf, each span's survivors, the offsets'
+   long gaps) in one wait (``drop_survivors``).
 3. survivors: |corrected| > threshold; everything else is dropped  (lines 3-5).
    ``ties="drop"`` (Alg. 1's strict test, the default) holds values equal to the
    threshold back, except in a span where that would send nothing at all: there the
