@@ -286,7 +286,7 @@ def counting(audit: Audit):
     from thinwire.codecs.wire import tensor_message
     runs = triton_crc.triton_runs
     caches = (triton_crc._tables, triton_crc._lane_shifts, triton_crc._word_tables, triton_drop._chunks,
-              tensor_message._kept_bytes)
+              triton_drop._span_ends, tensor_message._kept_bytes)
 
     def runs_on_device(*tensors):  # as on a GPU: a kernel takes device tensors only
         return runs(*tensors) and all(audit.on_device(t) for t in tensors)

@@ -34,6 +34,7 @@ def _kernels():
     """(name, kernel, signature, constexprs, warps) of each launch configuration."""
     from thinwire.codecs.kernels import triton_crc as crc
     from thinwire.codecs.kernels import triton_drop as drop
+    from thinwire.codecs.kernels import triton_halves
     from thinwire.codecs.kernels import triton_qsgd as qsgd
     from thinwire.codecs.kernels import triton_rows as row_kernels
     from thinwire.codecs.kernels import triton_scatter as scatter
@@ -63,7 +64,7 @@ def _kernels():
     yield ("triton_crc words, folded", crc._block_words, words, {**lanes, **folded, "COPY": False}, crc.WORD_WARPS)
     for widen in (False, True):
         sig = dict(halves, src="*i16", dst="*fp32") if widen else halves
-        yield (f"triton_crc halves, {'widening' if widen else 'narrowing'}", crc._block_halves, sig,
+        yield (f"triton_halves {'widening' if widen else 'narrowing'}", triton_halves._block_halves, sig,
                {**lanes, **final, "WIDEN": widen, "BF16": False}, crc.WORD_WARPS)
     for bits in (1, 4, 8):
         yield (f"triton_uniform quantize {bits}", uniform._quantize,

@@ -106,7 +106,7 @@ import os
 os.environ["TRITON_INTERPRET"] = "1"
 import crc32c, numpy as np, torch
 from thinwire.codecs import CodecState, CorruptMessageError, make_codec
-from thinwire.codecs.kernels import device, triton_crc
+from thinwire.codecs.kernels import device, triton_crc, triton_halves
 from thinwire.codecs.wire import tensor_message
 triton_crc.KERNEL = "words"
 B = triton_crc.BLOCK
@@ -141,8 +141,8 @@ triton_crc.JOIN_LEVELS = 10
 tensor_message._on_device = lambda t: True
 tensor_message.COPY_CHECKED_BYTES = 0
 passes = []  # (kernel entry, bytes or values) of each one-pass copy or cast
-for entry in ("crc32c_copy", "crc32c_cast"):
-    setattr(triton_crc, entry, lambda *a, real=getattr(triton_crc, entry), entry=entry, **k:
+for module, entry in ((triton_crc, "crc32c_copy"), (triton_halves, "crc32c_cast")):
+    setattr(module, entry, lambda *a, real=getattr(module, entry), entry=entry, **k:
             passes.append((entry, a[0].numel())) or real(*a, **k))
 x = torch.randn(5_001, generator=torch.Generator().manual_seed(9))
 x[[3, 7, 11]] = torch.tensor([float("nan"), float("inf"), 1e-6])  # carried as the host kernels write them

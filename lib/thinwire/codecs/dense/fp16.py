@@ -5,7 +5,7 @@ checksummed there on the way into the message (a large one streamed into it, and
 it into ``out``); other tensors by torch's cast, a GPU tensor on the GPU, so only the
 16-bit values cross to the host message and back. A float32 GPU tensor written into a
 message tensor on its device is cast, copied and checksummed in one pass by the device
-CRC's ``"words"`` kernel (``triton_crc.crc32c_cast``), and decoded into a large ``out``
+CRC's ``"words"`` kernel (``triton_halves.crc32c_cast``), and decoded into a large ``out``
 there the same way (``Codec.checks_own_copy``), at any size inside ``wire.deferred_checks``
 (its header is fixed by the tensor: ``steady_parts``).
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 
 from ..base import Codec, expect_part
-from ..kernels import half, triton_crc
+from ..kernels import half, triton_halves
 from ..kernels.device import on_device, put
 from ..payload import PartWriter, Payload
 from ..state import CodecState
@@ -49,7 +49,7 @@ class Float16(Codec):
         else:  # cast as it is copied (a GPU message: in one pass on the GPU, no 16-bit temporary)
             one_pass = flat.dtype == torch.float32 and flat.is_contiguous()
             writer = PartWriter(self.dtype, flat.numel(), lambda view: view.copy_(flat), source=flat if one_pass else None,
-                                fill_with_crc=(lambda target, prefix, trailer, rest=0: triton_crc.crc32c_cast(
+                                fill_with_crc=(lambda target, prefix, trailer, rest=0: triton_halves.crc32c_cast(
                                     flat.reshape(-1), target.view(self.dtype), prefix, trailer, rest)) if one_pass else None)
         return Payload(parts={"values": writer})
 

@@ -31,10 +31,11 @@ each:
    and how many there are (``drop``: the one wait for the device, to size the message.
    ``counted``, gradient dropping's encoder's, waits for nothing: its thresholds stay on
    the device, NaN and Inf are counted with the survivors, and step 3 writes the first
-   survivors into buffers sized before their number is known, ``sparsify/drop_survivors.py``);
+   survivors into buffers sized before their number is known:
+   ``sparsify/drop_survivors.py``);
 3. ``_compact``: each chunk's survivors (index, corrected value) whose place lies in
-   [lo, hi) written from its offset in index order, and zeroed in the residual. It reads the chunk's words, not its values, a
-   thread per word: in each round every word gives up its lowest set bit, so a survivor's
+   [lo, hi) written from its offset in index order, and zeroed in the residual. It reads
+   the chunk's words, not its values, a thread per word: in each round every word gives up its lowest set bit, so a survivor's
    place is the chunk's offset, the set bits of the words before its own (a prefix sum of
    the words' bit counts) and the round, and its value is read where it is. The rounds
    are as many as the fullest word's bits: the work follows the survivors, not the

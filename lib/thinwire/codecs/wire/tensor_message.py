@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 from ..errors import CorruptMessageError, RefusedInputError
-from ..kernels import triton_crc
+from ..kernels import triton_crc, triton_halves
 from ..kernels.device import put
 from ..payload import PartWriter, Payload
 from . import deferred
@@ -182,10 +182,10 @@ def _crc_copy(source: torch.Tensor, target: torch.Tensor, prefix: bytes,
     them (a message body whose first bytes ``prefix`` are on the host, then its part:
     uint8 both, or 16-bit floats cast from or to float32), written into ``trailer`` when
     given, as ``_crc`` computes it: on the device in one pass (``triton_crc.crc32c_copy``,
-    ``crc32c_cast``), else on the host."""
+    ``triton_halves.crc32c_cast``), else on the host."""
     cast = source.dtype != target.dtype
     if DEVICE_CRC_FAILURE is None:
-        crc = _fails_on_device(lambda: (triton_crc.crc32c_cast if cast else triton_crc.crc32c_copy)(
+        crc = _fails_on_device(lambda: (triton_halves.crc32c_cast if cast else triton_crc.crc32c_copy)(
             source, target, prefix, trailer))
         if crc is not None:
             return crc
@@ -466,7 +466,7 @@ def copy_part(payload: Payload, name: str, dst: torch.Tensor) -> None:
     message = payload.unverified.message
     part = payload.parts[name]
     nbytes = part.numel() * part.element_size()
-    cast = part.dtype in triton_crc.HALVES and dst.dtype == torch.float32
+    cast = part.dtype in triton_halves.HALVES and dst.dtype == torch.float32
     if dst.device != message.device or (dst.numel() != part.numel() if cast
                                         else dst.dtype != torch.uint8 or dst.numel() != nbytes):
         raise ValueError(f"part {name!r}: dst is not {nbytes} uint8 (or the part's values as float32) on "
