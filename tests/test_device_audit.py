@@ -90,6 +90,9 @@ assert folded["encode_deferred"]["reads"] == folded["encode"]["reads"] == 1 and 
 # gradient dropping's offsets are checked in one read, after the header's
 decode = device_audit.audit_codec("graddrop(ratio=0.99)", "small", ("triton",))["triton"]["decode"]
 assert decode["reads"] == 2, decode["where"]
+# ... and with quantized values its segments' check in the same copy (``deferred.ReadTogether``)
+decode = device_audit.audit_codec("graddrop(ratio=0.99, bits=1)", "small", ("triton",))["triton"]["decode"]
+assert decode["reads"] == 2, decode["where"]
 # its sample drawn one message ahead, the gradient is added inside the drop pass: one pass
 # reads the residual and the gradient (only the sample's values are added apart)
 row = device_audit.audit_codec("graddrop(ratio=0.99)", "large", ("triton",))

@@ -361,3 +361,25 @@ def test_one_bit_signs_are_the_general_quantizers_codes_table_and_values():
             got_codes, got_table, got = signs(values, t, 3)
         assert torch.equal(got_codes, codes) and torch.equal(got_table, table), forced
         assert torch.equal(got.view(torch.int32), want.view(torch.int32)), forced
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_quantized_survivors_checks_are_read_together_and_each_names_its_fault(path):
+    """With quantized values a message carries two checks, its indices' and its segments'
+    cover of the tensor: read in one copy (``deferred.ReadTogether``), the first that fails
+    raising its own error, and nothing decoded."""
+    codec = GradDrop(ratio=0.99, bits=1, scope="local")
+    state = CodecState(0)
+    state.set_segments("w", [(0, 3_000, 30), (3_000, 7_000, 70)])
+    x = torch.randn(10_000, generator=_gen(11))
+    with path():
+        payload = codec.compress(x, state, "w")
+        assert torch.equal(codec.decompress(payload, 10_000, CodecState(0), "w"),
+                           codec.decompress(payload, 10_000, CodecState(0), "w"))
+        uncovered = dict(payload.parts, segments=payload.parts["segments"].clone())
+        uncovered["segments"].view(-1, 3)[1, 1] += 1
+        disordered = dict(uncovered, escapes=torch.full_like(payload.parts["escapes"], -5))
+        for parts, fault in ((uncovered, "segments do not cover"), (disordered, "gap below 1")):
+            forged = type(payload)(parts=parts, meta=payload.meta)
+            with pytest.raises(CorruptMessageError, match=fault):
+                codec.decompress(forged, 10_000, CodecState(0), "w")

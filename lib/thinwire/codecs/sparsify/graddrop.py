@@ -324,9 +324,13 @@ class GradDrop(Codec):
         return scatter.zeros_with(torch.empty(numel, dtype=torch.float32) if out is None else out, index, values)
 
     def _entries(self, payload: Payload, numel: int, judge=None):
+        """(indices, values) of a message. Outside a block, quantized values' checks (the
+        indices', the segments') are read together, in one copy (``deferred.ReadTogether``)."""
         count = payload.meta.get("count")
         if not isinstance(count, int) or not 0 <= count <= numel:
             raise CorruptMessageError(f"graddrop: survivor count {count!r} for {numel} values")
+        if judge is None and self.bits:
+            judge = deferred.ReadTogether()
         index = self._get_index(payload, count, numel, judge)
         if self.bits == 0:
             values = expect_part(payload, "values", torch.float32, count)
@@ -346,9 +350,12 @@ class GradDrop(Codec):
             return index
         found = torch.stack([index[0], index[-1], (index[1:] <= index[:-1]).any()])
         deferred.read_or_judge(found, lambda got: _disorder(got, numel), judge)
-        return index if judge is None else index.clamp_(0, numel - 1)  # judged later: written inside meanwhile
+        return index.clamp_(0, numel - 1) if deferred.clamps(judge) else index  # judged later: written inside meanwhile
 
     def _dequantize(self, payload, index, count, numel, judge=None) -> torch.Tensor:
+        """The survivors' values; ``judge``: a block's, or a ``deferred.ReadTogether`` read here
+        (before the segments are used where they must be checked first)."""
+        together = isinstance(judge, deferred.ReadTogether)
         codes = bitpack.unpack(expect_part(payload, "codes", torch.uint8), count, self.bits)
         if self.levels == "global":
             segments = torch.tensor([[0, numel, 1]], dtype=torch.int64)
@@ -356,8 +363,13 @@ class GradDrop(Codec):
             segments = expect_part(payload, "segments", torch.int64).view(-1, 3)
             found = torch.stack([segments[:, 1].sum(), (segments[:, 2] < 1).any()])
             # judged later with a level table per segment: a survivor's (searchsorted) has one meanwhile
-            deferred.read_or_judge(found, lambda got: _uncovered(got, numel),
-                                   judge if self.levels == "threshold" and segments.shape[0] else None)
+            later = self.levels == "threshold" and segments.shape[0]
+            deferred.read_or_judge(found, lambda got: _uncovered(got, numel), judge if later or together else None)
+            if together and not later:
+                judge.read()
         groups, groups_count = group_ids(index, segments, self.levels)
         table = expect_part(payload, "levels", torch.float32, groups_count * 2 * (1 << (self.bits - 1)))
-        return dequantize(codes, groups, table.view(groups_count, 2, -1), self.bits)
+        values = dequantize(codes, groups, table.view(groups_count, 2, -1), self.bits)
+        if together:
+            judge.read()
+        return values

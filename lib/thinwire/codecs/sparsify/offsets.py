@@ -60,7 +60,7 @@ def decode_offsets(width: int, words: torch.Tensor, escaped: torch.Tensor, count
             return index
         longs = escaped.numel()
         deferred.read_or_judge(found, lambda got: _fault(got, longs, numel), judge)
-        return index if judge is None else index.clamp_(0, max(numel - 1, 0))
+        return index.clamp_(0, max(numel - 1, 0)) if deferred.clamps(judge) else index
     index = np.empty(count, np.int64)
     fault = gaps.join_gaps(words.numpy().view(WIDTHS[width]), (1 << width) - 1, escaped.numpy(), index)
     if fault == 1:

@@ -147,11 +147,45 @@ def finite_float32(raw: bytes) -> bool:
     return bool(np.isfinite(np.frombuffer(raw, dtype=np.float32)).all())
 
 
+class ReadTogether:
+    """A decode's checks outside any block, left here by ``read_or_judge`` and read in one
+    copy when the decode asks (``read``): one wait for the device, where reading each as it
+    is made waits once each. The first that fails, in the order they were made, raises its
+    own ``CorruptMessageError``."""
+
+    def __init__(self):
+        self._checks: list[tuple[torch.Tensor, Callable[[list[int]], str | None]]] = []
+
+    def add(self, found: torch.Tensor, fault: Callable[[list[int]], str | None]) -> None:
+        self._checks.append((found.reshape(-1), fault))
+
+    def read(self) -> None:
+        checks, self._checks = self._checks, []
+        if not checks:
+            return
+        got, at = torch.cat([found for found, _ in checks]).tolist(), 0
+        for found, fault in checks:
+            wrong, at = fault(got[at:at + found.numel()]), at + found.numel()
+            if wrong:
+                raise CorruptMessageError(wrong)
+
+
+def clamps(judge) -> bool:
+    """Whether a decode given ``judge`` (``read_or_judge``'s) clamps its indices into the
+    tensor meanwhile: a block's judge reads its checks after the indices are used, where a
+    ``ReadTogether`` is read before they are."""
+    return judge is not None and not isinstance(judge, ReadTogether)
+
+
 def read_or_judge(found: torch.Tensor, fault: Callable[[list[int]], str | None], judge=None) -> None:
     """``fault`` of what a decode ``found`` on its device (int64 values; ``fault`` says what is
     wrong with them, or None): read now in one copy to the host (one wait on a GPU), and
     ``CorruptMessageError`` with what it says; or, with ``judge``, left to
-    ``judge(found, accepts)`` (a block's ``corrupt_unless``, with the message's spoil)."""
+    ``judge(found, accepts)`` (a block's ``corrupt_unless``, with the message's spoil), or to
+    a ``ReadTogether``."""
+    if isinstance(judge, ReadTogether):
+        judge.add(found, fault)
+        return
     if judge is not None:
         judge(found, lambda read: fault(np.frombuffer(read, np.int64).tolist()) is None)
         return
