@@ -66,4 +66,4 @@ def order_statistic(magnitude: torch.Tensor, j: int) -> torch.Tensor:
     if j < 1 or not magnitude.numel():
         return put(torch.tensor([-math.inf, 0.0], dtype=torch.float64), magnitude.device)
     t = kth_smallest(magnitude, j)
-    return torch.stack([t.double(), (magnitude == t).sum().double()])
+    return torch.stack([t.double(), (magnitude == t).sum(dtype=torch.float64)])

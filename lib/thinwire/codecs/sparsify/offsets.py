@@ -74,8 +74,14 @@ def decode_offsets(width: int, words: torch.Tensor, escaped: torch.Tensor, count
 
 
 def index_gaps(index: torch.Tensor) -> torch.Tensor:
-    """The indices' gaps (int64, the first from -1), on their device."""
-    return torch.diff(index.to(torch.int64), prepend=torch.full((1,), -1, dtype=torch.int64, device=index.device))
+    """The indices' gaps (int64, the first from -1), on their device: two launches writing
+    the gaps, where ``torch.diff`` with a prepended -1 first copies the indices behind it."""
+    index = index.to(torch.int64)
+    gap = torch.empty_like(index)
+    if index.numel():
+        torch.add(index[:1], 1, out=gap[:1])
+        torch.sub(index[1:], index[:-1], out=gap[1:])
+    return gap
 
 
 @functools.lru_cache(maxsize=8)
