@@ -61,7 +61,7 @@ def exact_threshold(values_abs: torch.Tensor, ratio: float) -> torch.Tensor:
 def order_statistic(magnitude: torch.Tensor, j: int) -> torch.Tensor:
     """[the j-th smallest of ``magnitude`` (-inf where j is 0), how many equal it] as float64
     on its device, not read: a device path reads it with the survivors' count, in the same
-    wait for the device (``drop_pass``). The selection on a device is by
+    wait for the device (``drop_survivors``). The selection on a device is by
     ``torch_select.kth_smallest``."""
     if j < 1 or not magnitude.numel():
         return put(torch.tensor([-math.inf, 0.0], dtype=torch.float64), magnitude.device)
