@@ -293,9 +293,13 @@ class Counted:
     last survivor 0, so the gaps there are not long)."""
 
     def __init__(self, residual, spans, starts, words, ends, non_finite, keep_residual, capacity):
-        self._pass, self.spans = (residual, starts, words, ends, keep_residual), spans
-        self.ends, self.non_finite, self.capacity = ends, non_finite, capacity
-        self.index, self.values = _compacted(residual, starts, words, ends, keep_residual, 0, capacity, zeroed=True)
+        self.spans, self.ends, self.non_finite = spans, ends, non_finite
+        self._compact = functools.partial(_compacted, residual, starts, words, ends, keep_residual)
+        self.index, self.values = self._compact(0, capacity, zeroed=True)
+
+    @property
+    def capacity(self) -> int:
+        return self.index.numel()
 
     def through_spans(self) -> torch.Tensor:
         """The survivors up to each span's end (int64, on the device, not read)."""
@@ -306,7 +310,7 @@ class Counted:
         than they hold, the rest compacted now and joined to them."""
         if total <= self.capacity:
             return self.index[:total], self.values[:total]
-        rest = _compacted(*self._pass, self.capacity, total)
+        rest = self._compact(self.capacity, total)
         return torch.cat([self.index, rest[0]]), torch.cat([self.values, rest[1]])
 
 

@@ -117,7 +117,7 @@ def _in_one_wait(residual, gradient, spans, found, keep_residual, inclusive, roo
     thresholds, equal = got[-2 * k:].view(torch.float64).view(2, k).tolist()
     index, values = pass_.survivors(total)
     if gap is not None:
-        if total <= room:
+        if total <= pass_.capacity:
             gap = gap[:total]
         else:  # compacted after the read: their gaps counted now
             gap = index_gaps(index)
