@@ -12,10 +12,14 @@ dropping 0.99 and at 10%.
 - ``BLOCK = 1024, 2048, 4096, 8192`` (but the library's): ``_count`` and ``_compact`` with
   other chunk sizes (a thread per word).
 - ``count, 4 warps`` and ``count, 16 warps`` (but the library's ``WARPS``): ``_count`` over
-  the library's chunks with other warps per program. Compiled for sm_90a
-  (``kernel_registers.py``, by Triton 3.9) with 4, 8 and 16 warps, top-k's count holds 132, 69 and 39
-  registers per thread and gradient dropping's 96, 48 and 32: with more warps each thread
-  holds fewer values, and more of them fit on a multiprocessor to hide the loads.
+  the library's chunks with other warps per program. Compiled for sm_90a as launched
+  (``kernel_registers.py``, by Triton 3.9) with 4, 8 and 16 warps, top-k's count holds 56, 40
+  and 25 registers per thread and gradient dropping's 52, 32 and 25 (87, 48 and 31 without
+  ``ALIGNED``): with more warps each thread holds fewer values, and more of them fit on a
+  multiprocessor to hide the loads.
+- ``count, 4-byte accesses``: ``_count`` without ``ALIGNED``, each float32 value read (and
+  the residual written) in an access of its own, where the library's chunks of one segment
+  of 250M values (multiples of 16) read four at a time (``triton_drop.aligned``).
 
 ``sample_draws`` (``gpu_bench``'s part of that name): gradient dropping's whole encode +
 decode on the device with its sample drawn one message ahead on a thread of its own
@@ -56,12 +60,16 @@ def _chunked(n: int, block: int, device: str):
 
 
 def _timed(n: int, block: int, kernel: str | None, drop: bool, thresholds: torch.Tensor, residual0: torch.Tensor,
-           gradient: torch.Tensor, seconds, device: str, warps: int | None = None) -> tuple[dict, tuple[torch.Tensor, ...]]:
+           gradient: torch.Tensor, seconds, device: str, warps: int | None = None,
+           aligned: bool | None = None) -> tuple[dict, tuple[torch.Tensor, ...]]:
     """(the count's and the compaction's best times and the survivors' number, the pass's
     (index, values, residual)) for one variant: chunks of ``block``, the compaction
     ``kernel`` (None: the library's choice, ``"rounds"``, ``"dense"``), gradient dropping's
-    launch (``drop``) or top-k's, the count with ``warps`` per program (None: ``WARPS``)."""
+    launch (``drop``) or top-k's, the count with ``warps`` per program (None: ``WARPS``) and
+    its 16-byte accesses on or off (``aligned``; None: the library's, ``ALIGN``)."""
     warps = warps or triton_drop.WARPS
+    if aligned is None:
+        aligned = triton_drop.ALIGN and triton_drop.aligned(((0, n),), block)
     starts, stops, span, jobs, counts, words = _chunked(n, block, device)
     residual = residual0.clone()
 
@@ -69,11 +77,11 @@ def _timed(n: int, block: int, kernel: str | None, drop: bool, thresholds: torch
         if drop:  # from the residual as it was: the corrected values are stored into ``residual``, NaN and Inf counted
             triton_drop._count[(jobs,)](residual0, gradient, starts, stops, span, thresholds, counts, words,
                                         counts[jobs:], residual, ADD=True, INCLUSIVE=False, BLOCK=block, FLAG=True,
-                                        STORE=True, num_warps=warps)
+                                        STORE=True, ALIGNED=aligned, num_warps=warps)
         else:  # as ``triton_drop.at_least`` launches it
             triton_drop._count[(jobs,)](residual0, residual0, starts, stops, span, thresholds, counts, words,
                                         counts[jobs:], residual0, ADD=False, INCLUSIVE=False, BLOCK=block,
-                                        AT_LEAST=True, FLAG=True, num_warps=warps)
+                                        AT_LEAST=True, FLAG=True, ALIGNED=aligned, num_warps=warps)
     count_s = seconds(count)
     count()
     ends = torch.cumsum(counts[:jobs], 0)
@@ -109,13 +117,14 @@ def variants(n: int, seconds, device: str) -> list[dict]:
             thresholds = torch.tensor([t], dtype=torch.float32, device=device)
             want = None
             chunk = triton_drop.TOPK_BLOCK if launch == "top-k candidates" else triton_drop.BLOCK  # the library's
-            for variant, block, kernel, warps in ([("library", chunk, None, None), ("rounds", chunk, "rounds", None),
-                                                   ("bits expanded", chunk, "dense", None)]
-                                                  + [(f"BLOCK = {b}", b, "rounds", None) for b in BLOCKS if b != chunk]
-                                                  + [(f"count, {w} warps", chunk, None, w) for w in COUNT_WARPS
-                                                     if w != triton_drop.WARPS]):
+            for variant, block, kernel, warps, aligned in (
+                    [("library", chunk, None, None, None), ("rounds", chunk, "rounds", None, None),
+                     ("bits expanded", chunk, "dense", None, None),
+                     ("count, 4-byte accesses", chunk, None, None, False)]
+                    + [(f"BLOCK = {b}", b, "rounds", None, None) for b in BLOCKS if b != chunk]
+                    + [(f"count, {w} warps", chunk, None, w, None) for w in COUNT_WARPS if w != triton_drop.WARPS]):
                 timed, got = _timed(n, block, kernel, launch == "gradient dropping", thresholds, residual0, gradient,
-                                    seconds, device, warps)
+                                    seconds, device, warps, aligned)
                 want = want or tuple(t.clone() for t in got)
                 rows.append({"variant": variant, "launch": launch, "values": n, "density": density, **timed,
                              "equal_to_library": all(a.shape == b.shape and torch.equal(a, b)

@@ -9,11 +9,18 @@ that spills reads and writes local memory on every step, and one that holds many
 registers leaves few warps per multiprocessor to hide its loads: both cost bandwidth
 before any GPU has timed them.
 
+Each kernel is compiled as Triton's JIT specializes a launch on torch's tensors at the
+benchmarks' sizes (``launch_attrs``): pointers 16-byte aligned, sizes multiples of 16. The
+global loads and stores are counted by their width (``access_widths``): a streaming kernel
+whose float32 values are read or written 16 bytes per thread moves four in one access.
+
 ``python benchmarks/kernel_registers.py [ARCH]`` prints the table; ``tests`` check that no
 kernel spills to local memory, and that every kernel but the CRC's lookup trees (the
 ``"slicing"`` and ``"shifted"`` block kernels, folded or not, and the join: compiled by
-Triton 3.6, the GPU runs' version, 255, 216 and 255 registers) holds at most ``REGISTERS`` registers per
-thread, so that at least four programs of 4 warps fit on a multiprocessor.
+Triton 3.6, the GPU runs' version, 255, 216 and 255 registers) and the 16-bit casts with
+their CRC (``UNROLLED``) holds at most ``REGISTERS`` registers per
+thread, so that at least four programs of 4 warps fit on a multiprocessor, and that every
+streaming kernel (``STREAMING``) reads or writes its values 16 bytes at a time.
 """
 
 from __future__ import annotations
@@ -27,7 +34,13 @@ from pathlib import Path
 
 TREES = {"triton_crc slicing", "triton_crc shifted", "triton_crc shifted, folded", "triton_crc join"}  # register-
 # heavy lookup trees
+UNROLLED = {"triton_halves narrowing", "triton_halves widening"}  # their steps unrolled: compiled as launched (16-byte
+# aligned pointers), 161 and 165 registers by Triton 3.9, 96 each without that specialization
 REGISTERS = 128
+STREAMING = ("triton_uniform quantize", "triton_uniform dequantize", "triton_uniform bin codes", "triton_qsgd",
+             "triton_rows", "triton_drop count", "triton_drop top-k count", "triton_scatter")  # a value per element
+SIZES = frozenset({"n", "nbytes", "numel", "padw", "nfull", "cols"})  # sizes: multiples of 16 in the benchmarks
+WIDTHS = {"128": 16, "64": 8, "U16": 2, "S16": 2, "U8": 1, "S8": 1}  # a global access's modifier: bytes per thread
 
 
 def _kernels():
@@ -126,10 +139,11 @@ def _kernels():
            {"codes": "*u8", "n": "i64", "cols": "i64", "bins": "*fp64", **row_crc, "values": "*fp32"},
            {**lanes, **final, "WIDE": False}, crc.WORD_WARPS)
     chunk = {"src": "*fp32", "grad": "*fp32", "starts": "*i64", "stops": "*i64", "segment": "*i32", "thresholds": "*fp32"}
-    yield ("triton_drop count", drop._count, dict(chunk, thresholds="*fp64", counts="*i32", words="*i32",
-                                                  non_finite="*i32", residual="*fp32"),  # graddrop's, as found
-           {"ADD": True, "INCLUSIVE": False, "BLOCK": drop.BLOCK, "AT_LEAST": False, "FLAG": True, "STORE": True},
-           drop.WARPS)
+    for aligned in (True, False):  # graddrop's, as found; over chunks at multiples of 16 values (the benchmarks'), or not
+        yield (f"triton_drop count{'' if aligned else ', unaligned'}", drop._count,
+               dict(chunk, thresholds="*fp64", counts="*i32", words="*i32", non_finite="*i32", residual="*fp32"),
+               {"ADD": True, "INCLUSIVE": False, "BLOCK": drop.BLOCK, "AT_LEAST": False, "FLAG": True, "STORE": True,
+                "ALIGNED": aligned}, drop.WARPS)
     yield ("triton_drop compact", drop._compact,
            {"src": "*fp32", "starts": "*i64", "words": "*i32", "ends": "*i64", "index": "*i64", "values": "*fp32",
             "residual": "*fp32", "lo": "i64", "hi": "i64"}, {"ZERO": True, "BLOCK": drop.BLOCK}, drop.COMPACT_WARPS)
@@ -138,8 +152,8 @@ def _kernels():
             "residual": "*fp32", "lo": "i64", "hi": "i64"}, {"ZERO": True, "BLOCK": drop.BLOCK}, drop.WARPS)
     yield ("triton_drop top-k count", drop._count, dict(chunk, counts="*i32", words="*i32", non_finite="*i32",
                                                         residual="*fp32"),
-           {"ADD": False, "INCLUSIVE": False, "BLOCK": drop.TOPK_BLOCK, "AT_LEAST": True, "FLAG": True, "STORE": False},
-           drop.WARPS)
+           {"ADD": False, "INCLUSIVE": False, "BLOCK": drop.TOPK_BLOCK, "AT_LEAST": True, "FLAG": True, "STORE": False,
+            "ALIGNED": True}, drop.WARPS)
     for name, survivors in (("compact", 0), ("compact, dense", drop.TOPK_BLOCK)):  # one chunk's, of each kind
         kernel, warps = drop.compactor(survivors, 1, drop.TOPK_BLOCK)
         yield (f"triton_drop top-k {name}", kernel,
@@ -172,6 +186,26 @@ def opcodes(sass: str) -> Counter:
                    for m in re.finditer(r"^\s+/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", sass, re.M))
 
 
+def launch_attrs(fn, signature: dict) -> dict:
+    """The specialization Triton's JIT gives a launch on tensors allocated by torch, whose
+    sizes (``SIZES``) are multiples of 16, as the benchmarks' 25M and 250M values are: every
+    pointer 16-byte aligned and every size divisible by 16 (``tt.divisibility``). Without
+    it a kernel is compiled for any alignment, and no access is wider than one value."""
+    return {(fn.arg_names.index(name),): [["tt.divisibility", 16]] for name, kind in signature.items()
+            if kind.startswith("*") or name in SIZES}
+
+
+def access_widths(sass: str, op: str) -> Counter:
+    """How many global loads (``op`` ``"LDG"``) or stores (``"STG"``) of each width in bytes per
+    thread (16, 8, 4, 2 or 1) the machine code holds: 16 where the compiler vectorized four
+    float32 values into one access."""
+    found = Counter()
+    for m in re.finditer(rf"^\s+/\*[0-9a-f]{{4,}}\*/\s+(?:@!?U?P\w+\s+)?{op}((?:\.[A-Z0-9_]+)*)", sass, re.M):
+        mods = m.group(1).split(".")
+        found[next((WIDTHS[w] for w in mods if w in WIDTHS), 4)] += 1
+    return found
+
+
 def report(arch: str = "sm_90a", names: set[str] | None = None) -> list[dict]:
     """Each kernel's registers and local memory per thread (spills; ``LOCAL``) for ``arch``
     (``sm_XY`` or ``sm_XYa``), read by cuobjdump from the binary Triton's compiler made."""
@@ -184,7 +218,8 @@ def report(arch: str = "sm_90a", names: set[str] | None = None) -> list[dict]:
     for name, fn, signature, constants, warps in _kernels():
         if names is not None and name not in names:
             continue
-        source = ASTSource(fn, {**signature, **{k: "constexpr" for k in constants}}, constexprs=constants)
+        source = ASTSource(fn, {**signature, **{k: "constexpr" for k in constants}}, constexprs=constants,
+                           attrs=launch_attrs(fn, signature))
         fusion = not name.startswith(UNFUSED)  # as they are launched
         compiled = triton.compile(source, target=target, options={"num_warps": warps, "enable_fp_fusion": fusion})
         with tempfile.TemporaryDirectory() as folder:
@@ -198,8 +233,14 @@ def report(arch: str = "sm_90a", names: set[str] | None = None) -> list[dict]:
                      "shared_bytes": int(usage.group(3)), "local_bytes": int(usage.group(4)),
                      "float64_fma": compiled.asm["ptx"].count("fma.rn.f64"),
                      "instructions": sum(ops.values()), "conversions": sum(ops[op] for op in CONVERSIONS),
-                     "float64_ops": sum(ops[op] for op in FLOAT64), "triton": triton.__version__})
+                     "float64_ops": sum(ops[op] for op in FLOAT64), "loads": access_widths(sass.stdout, "LDG"),
+                     "stores": access_widths(sass.stdout, "STG"), "triton": triton.__version__})
     return rows
+
+
+def widths(counted: Counter) -> str:
+    """``access_widths`` as "16 B: 4, 1 B: 2", widest first."""
+    return ", ".join(f"{w} B: {counted[w]}" for w in sorted(counted, reverse=True)) or "none"
 
 
 def main(argv: list[str]) -> int:
@@ -209,11 +250,12 @@ def main(argv: list[str]) -> int:
     arch = argv[0] if argv else "sm_90a"
     rows = report(arch)
     print(f"| kernel ({arch}, Triton {rows[0]['triton']}) | warps | registers per thread | local memory per thread "
-          f"(spills), bytes | shared memory, bytes | instructions | conversions | float64 operations |\n"
-          f"|---|---|---|---|---|---|---|---|")
+          f"(spills), bytes | shared memory, bytes | instructions | conversions | float64 operations | "
+          f"global loads by bytes per thread | global stores by bytes per thread |\n|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['kernel']} | {r['warps']} | {r['registers']} | {r['local_bytes']} | {r['shared_bytes']} | "
-              f"{r['instructions']} | {r['conversions']} | {r['float64_ops']} |")
+              f"{r['instructions']} | {r['conversions']} | {r['float64_ops']} | {widths(r['loads'])} | "
+              f"{widths(r['stores'])} |")
     return 0
 
 

@@ -104,7 +104,7 @@ triton_drop._chunks = lambda spans, where, block: chunked.append(block) or real_
 real_at_least = triton_drop.at_least
 triton_drop.at_least = lambda *a, **k: counted.append(1) or real_at_least(*a, **k)
 g = torch.Generator().manual_seed(2)
-tensors = [torch.randn(5_000, generator=g), torch.randint(-3, 4, (5_000,), generator=g).float(),  # ties
+tensors = [torch.randn(5_008, generator=g), torch.randint(-3, 4, (5_000,), generator=g).float(),  # ties
            torch.zeros(300), torch.randn(7, generator=g)]
 for ratio in (1e-4, 0.01, 0.3, 1.0):
     codec = make_codec(f"topk(ratio={ratio})")
@@ -142,6 +142,26 @@ def test_the_kernel_takes_only_what_it_can(monkeypatch, kernel, interpreted, dty
     assert chosen == (takes and triton_crc.AVAILABLE)
 
 
+def test_aligned_holds_exactly_when_every_chunk_starts_and_stops_at_a_multiple_of_16():
+    """``triton_drop.aligned`` promises the compiler 16-value boundaries (``ALIGNED``): a wrong
+    True would read four values from an address that is not 16-byte aligned on a GPU."""
+    import numpy as np
+    rng = np.random.default_rng(3)
+    seen = set()
+    for _ in range(400):
+        cuts = np.sort(rng.choice([0, 16, 32, 48, 64, 100, 128, 2048, 4096, 4100, 6144], size=rng.integers(1, 5)))
+        cuts = [int(c) + int(rng.integers(0, 2)) * int(rng.choice([1, 8, 15])) * int(rng.random() < 0.3) for c in cuts]
+        spans = tuple((a, max(a, b)) for a, b in zip([0] + cuts[:-1], cuts))
+        for block in (64, 2048, 4096, 100):
+            starts, stops, _ = triton_drop._chunks(spans, "cpu", block)
+            every = bool(((starts % 16 == 0) & (stops % 16 == 0)).all())
+            promised = triton_drop.aligned(spans, block)
+            assert every or not promised, (spans, block)  # never a wrong promise
+            assert promised == every or block % 16, (spans, block)  # and, with chunks of 16s, every true one
+            seen.add(promised)
+    assert seen == {True, False}
+
+
 def test_an_unknown_kernel_is_refused(monkeypatch):
     import torch
     monkeypatch.setattr(triton_drop, "KERNEL", "cuda")
@@ -157,12 +177,14 @@ import drop_variants
 from thinwire.codecs.kernels import triton_drop
 drop_variants.BLOCKS = (64, 128, 256)  # the interpreter's sizes; the library's chunks are 128 and 256 here
 triton_drop.BLOCK, triton_drop.TOPK_BLOCK = 128, 256
-rows = drop_variants.variants(3_000, lambda fn: (fn(), 1e-3)[1], "cpu")
+rows = drop_variants.variants(3_008, lambda fn: (fn(), 1e-3)[1], "cpu")  # a multiple of 16: the library's count
+# reads 16 bytes at a time (``ALIGNED``), the variant one value at a time
 topk = [r["variant"] for r in rows if r["launch"] == "top-k candidates" and r["density"] == 0.01]
 drop = [r["variant"] for r in rows if r["launch"] == "gradient dropping" and r["density"] == 0.01]
 warps = ["count, 4 warps", "count, 16 warps"]
-assert topk == ["library", "rounds", "bits expanded", "BLOCK = 64", "BLOCK = 128"] + warps, topk
-assert drop == ["library", "rounds", "bits expanded", "BLOCK = 64", "BLOCK = 256"] + warps, drop
+narrow = ["count, 4-byte accesses"]
+assert topk == ["library", "rounds", "bits expanded"] + narrow + ["BLOCK = 64", "BLOCK = 128"] + warps, topk
+assert drop == ["library", "rounds", "bits expanded"] + narrow + ["BLOCK = 64", "BLOCK = 256"] + warps, drop
 assert all(r["equal_to_library"] and r["survivors"] > 0 for r in rows), rows
 print("ok")
 """

@@ -63,6 +63,14 @@ them in 0.376 ms in chunks of 4,096 against 0.441 ms in chunks of 2,048 at 1% ca
 against 0.110 ms; 0.574 against 0.577), where gradient dropping's pass took longer in
 chunks of 4,096 (1.050 against 0.808 ms at 1%). A compaction's warps grow with its chunk,
 so each thread keeps the words (or bits) it takes in a chunk of ``BLOCK``.
+
+Where every chunk starts and stops at a multiple of 16 values (``aligned``: one segment of
+a tensor of 16 n values, as in the benchmarks, or spans at such offsets), ``_count`` is
+told so (``ALIGNED``, with ``ALIGN`` on) and the compiler reads the values, the gradient
+and the residual, and writes the residual, 16 bytes (four values) per access, where a chunk
+at any offset takes one value per access: compiled for sm_90a (``kernel_registers.py``,
+Triton 3.9), gradient dropping's count then holds 32 registers where it holds 48, in 208
+instructions where it takes 336. ``drop_variants`` times both; no GPU has run it yet.
 """
 
 from __future__ import annotations
@@ -84,6 +92,7 @@ TOPK_BLOCK = 4096       # values per program counting and compacting top-k's can
 WARPS = 8               # compiled for sm_90a, each kernel holds at most 63 registers (kernel_registers.py)
 COMPACT_WARPS = 2       # ``_compact``: a thread per word of a chunk's BLOCK // 32
 DENSE = 16              # survivors denser than one in DENSE values: ``_compact_dense`` (drop_variants.py)
+ALIGN = True            # ``_count`` over chunks at multiples of 16 values reads 16 bytes at a time (``aligned``)
 
 
 def usable(*tensors: torch.Tensor | None) -> bool:
@@ -102,12 +111,15 @@ if AVAILABLE:
 
     @triton.jit
     def _corrected(src, grad, starts, stops, segment, thresholds, ADD: tl.constexpr, INCLUSIVE: tl.constexpr,
-                   BLOCK: tl.constexpr, AT_LEAST: tl.constexpr = False):
-        """(positions, in the tensor, corrected values, survivors) of this program's chunk, of
-        segment ``segment[p]``. ``AT_LEAST``: every value with ``not |x| < t`` survives
-        (top-k's candidates)."""
+                   BLOCK: tl.constexpr, AT_LEAST: tl.constexpr = False, ALIGNED: tl.constexpr = False):
+        """(positions, in the tensor, corrected values, survivors, inside the chunk) of this
+        program's chunk, of segment ``segment[p]``. ``AT_LEAST``: every value with
+        ``not |x| < t`` survives (top-k's candidates). ``ALIGNED``: the chunk's start and stop
+        are multiples of 16 (``aligned``), so four values at a time are read in one access."""
         p = tl.program_id(0)
         start, stop = tl.load(starts + p), tl.load(stops + p)
+        if ALIGNED:
+            start, stop = tl.multiple_of(start, 16), tl.multiple_of(stop, 16)
         t = tl.load(thresholds + tl.load(segment + p)).to(tl.float32)  # float64 thresholds hold float32 values
         at = start + tl.arange(0, BLOCK)
         inside = at < stop
@@ -120,7 +132,7 @@ if AVAILABLE:
             small = tl.where(t > 0, tl.abs(x) < t, tl.abs(x) <= t)
         else:
             small = tl.abs(x) <= t
-        return at, x, inside & ~small
+        return at, x, inside & ~small, inside
 
     @triton.jit
     def _popcount(x):
@@ -133,21 +145,22 @@ if AVAILABLE:
     @triton.jit
     def _count(src, grad, starts, stops, segment, thresholds, counts, words, non_finite, residual, ADD: tl.constexpr,
                INCLUSIVE: tl.constexpr, BLOCK: tl.constexpr, AT_LEAST: tl.constexpr = False, FLAG: tl.constexpr = False,
-               STORE: tl.constexpr = False):
+               STORE: tl.constexpr = False, ALIGNED: tl.constexpr = False):
         """Each chunk's survivors: how many, into ``counts``, and which, as ``BLOCK // 32``
         words of ``words`` (bit j of word w: the chunk's value 32 w + j); with ``FLAG`` also
         its NaN and Inf, into ``non_finite``; with ``STORE`` the corrected values written
         into ``residual``."""
-        at, x, keep = _corrected(src, grad, starts, stops, segment, thresholds, ADD, INCLUSIVE, BLOCK, AT_LEAST)
+        at, x, keep, inside = _corrected(src, grad, starts, stops, segment, thresholds, ADD, INCLUSIVE, BLOCK, AT_LEAST,
+                                         ALIGNED)
         p = tl.program_id(0)
         tl.store(counts + p, tl.sum(keep.to(tl.int32), axis=0))
         lanes = tl.reshape(keep.to(tl.uint32), (BLOCK // 32, 32)) << tl.arange(0, 32).to(tl.uint32)[None, :]
         word = tl.sum(lanes, axis=1).to(tl.uint32)  # distinct bits: their sum is their OR
         tl.store(words + p * (BLOCK // 32) + tl.arange(0, BLOCK // 32), word.to(tl.int32, bitcast=True))
         if STORE:
-            tl.store(residual + at, x, mask=at < tl.load(stops + p))
+            tl.store(residual + at, x, mask=inside)
         if FLAG:
-            bad = (at < tl.load(stops + p)) & ~(tl.abs(x) <= 3.4028234663852886e38)
+            bad = inside & ~(tl.abs(x) <= 3.4028234663852886e38)
             tl.store(non_finite + p, tl.sum(bad.to(tl.int32), axis=0))
 
     @triton.jit
@@ -212,6 +225,14 @@ if AVAILABLE:
             tl.store(residual + at, tl.zeros_like(x), mask=keep)
 
 
+def aligned(spans: tuple[tuple[int, int], ...], block: int) -> bool:
+    """Whether every chunk of the spans (``_chunks``) starts and stops at a multiple of 16
+    values: ``_count``'s ``ALIGNED``, under which the compiler reads (and writes) four
+    float32 values in one 16-byte access, the tensors being 16-byte aligned (Triton's launch
+    specializes a kernel on that; ``kernel_registers`` counts the accesses' widths)."""
+    return block % 16 == 0 and all(a % 16 == 0 and b % 16 == 0 for a, b in spans if b > a)
+
+
 def compactor(survivors: int, jobs: int, block: int = BLOCK):
     """(kernel, warps) that compacts ``survivors`` from ``jobs`` chunks of ``block`` values:
     ``_compact``, whose rounds follow the survivors, up to one in ``DENSE`` values, else
@@ -253,7 +274,7 @@ def _counted(residual, gradient, spans, thresholds, inclusive, source, flag=Fals
     words = torch.empty(jobs * (BLOCK // 32), dtype=torch.int32, device=residual.device)
     _count[(jobs,)](src, src if gradient is None else gradient, starts, stops, span, thresholds, counts, words,
                     counts[jobs:], residual, ADD=gradient is not None, INCLUSIVE=inclusive, BLOCK=BLOCK,
-                    FLAG=flag, STORE=gradient is not None, num_warps=WARPS)
+                    FLAG=flag, STORE=gradient is not None, ALIGNED=ALIGN and aligned(spans, BLOCK), num_warps=WARPS)
     return starts, words, torch.cumsum(counts[:jobs], 0), counts[jobs:] if flag else None
 
 
@@ -337,7 +358,8 @@ def at_least(flat: torch.Tensor, t: torch.Tensor) -> tuple[int, bool, Callable[[
     counts = torch.empty(2 * jobs, dtype=torch.int32, device=device)
     words = torch.empty(jobs * (block // 32), dtype=torch.int32, device=device)
     _count[(jobs,)](flat, flat, starts, stops, span, thresholds, counts, words, counts[jobs:], flat, ADD=False,
-                    INCLUSIVE=False, BLOCK=block, AT_LEAST=True, FLAG=True, num_warps=WARPS)
+                    INCLUSIVE=False, BLOCK=block, AT_LEAST=True, FLAG=True,
+                    ALIGNED=ALIGN and aligned(((0, flat.numel()),), block), num_warps=WARPS)
     ends = torch.cumsum(counts[:jobs], 0)
     total, bad = torch.stack([ends[-1], counts[jobs:].sum()]).tolist()
 

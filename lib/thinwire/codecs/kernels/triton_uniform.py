@@ -42,8 +42,8 @@ from .triton_crc import AVAILABLE
 
 KERNEL = "triton"       # "triton" (these kernels) or "torch" (torch_uniform's operations)
 KERNELS = ("torch", "triton")
-GROUPS = 256            # groups of 8 codes per program: compiled for sm_90, 48 to 70 registers
-                        # (benchmarks/kernel_registers.py)
+GROUPS = 256            # groups of 8 codes per program: compiled for sm_90a as launched, 26 to 32 registers
+                        # (benchmarks/kernel_registers.py, Triton 3.9)
 
 
 def usable(bits: int, *tensors: torch.Tensor) -> bool:
