@@ -13,7 +13,7 @@ import os
 os.environ["TRITON_INTERPRET"] = "1"
 import crc32c, numpy as np, torch
 from thinwire.codecs import CorruptMessageError, make_codec
-from thinwire.codecs.kernels import triton_crc
+from thinwire.codecs.kernels import triton_affine, triton_crc
 B = triton_crc.BLOCK
 rng = np.random.default_rng(5)
 # empty, shorter than a 16-byte step, around a lane, a block and two blocks, three blocks
@@ -51,7 +51,7 @@ for n, offsets in [(12, (0,)), (40, (8, 20)), (B + 9, (3, B + 1)), (3 * B, (17, 
         zeroed[at:at + 4] = 0
     crc = triton_crc.crc32c_tensor(torch.from_numpy(zeroed[:-4].copy()))
     trailer = torch.zeros(4, dtype=torch.uint8)
-    triton_crc.with_words(crc, torch.from_numpy(data), offsets, trailer)
+    triton_affine.with_words(crc, torch.from_numpy(data), offsets, trailer)
     want = crc32c.crc32c(data[:-4].tobytes())
     assert int(crc.item()) & 0xFFFFFFFF == want == int.from_bytes(bytes(trailer.numpy()), "little"), (n, offsets)
 # message tensors written and read as on a GPU (the kernel checksums them and writes their

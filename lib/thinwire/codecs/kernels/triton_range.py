@@ -28,7 +28,7 @@ end).
    ``_quantize_ranged_words`` and ``_dequantize_ranged_words`` write (read) the codes as
    they checksum them, in the device CRC's ``"words"`` form, as ``triton_uniform``'s one-pass
    kernels do. That CRC's prefix, the header, is taken on the host with zeros where lo and
-   hi go; ``triton_crc.with_words`` then adds their bytes (``wire/tensor_message.py``), so
+   hi go; ``triton_affine.with_words`` then adds their bytes (``wire/tensor_message.py``), so
    the codes are read once each way.
 
 float64 division on the GPU is IEEE's correctly rounded one (PTX ``div.rn.f64``; Triton's

@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 from ..errors import CorruptMessageError, RefusedInputError
-from ..kernels import triton_crc, triton_halves
+from ..kernels import triton_affine, triton_crc, triton_halves
 from ..kernels.device import put
 from ..payload import PartWriter, Payload
 from . import deferred
@@ -243,7 +243,7 @@ def pack(codec_id: int, digest: int, dtype: torch.dtype, shape: tuple[int, ...],
                 _write_parts(parts[1:], offsets[1:], message, first_end)
                 crc ^= triton_crc.raw_crc(message[first_end:total])
             if words:
-                return triton_crc.with_words(crc, message, words, message[total:])
+                return triton_affine.with_words(crc, message, words, message[total:])
             if rest:
                 message[total:].copy_(crc.view(torch.uint8))
             return crc
@@ -261,9 +261,9 @@ def pack(codec_id: int, digest: int, dtype: torch.dtype, shape: tuple[int, ...],
 
 def meta_words(offsets: dict[str, int]) -> tuple[int, ...] | None:
     """The offsets of the float32 meta values a header keeps on the device (``format.plan``'s
-    ``device_meta``: min-max quantization's lo and hi), where ``triton_crc.with_words`` can
+    ``device_meta``: min-max quantization's lo and hi), where ``triton_affine.with_words`` can
     add them to a checksum made with zeros there in one launch, else None."""
-    return tuple(sorted(offsets.values())) if 1 <= len(offsets) <= triton_crc.WITH_WORDS else None
+    return tuple(sorted(offsets.values())) if 1 <= len(offsets) <= triton_affine.WITH_WORDS else None
 
 
 def _head(message: torch.Tensor, end: int, extra: tuple[torch.Tensor, ...] = ()) -> tuple[bytes, bytes]:
@@ -423,7 +423,7 @@ def read_part(payload: Payload, name: str, read, spoil, checksums: bool = True, 
 
     A steady header with meta kept on the device (``Unverified.meta_words``) is the prefix
     with zeros there; the one pass's CRC gets the message's own bytes there added
-    (``triton_crc.with_words``)."""
+    (``triton_affine.with_words``)."""
     message, head, what, steady, accepts, words = payload.unverified
     checks = deferred.active()
     part = payload.parts[name]
@@ -443,7 +443,7 @@ def read_part(payload: Payload, name: str, read, spoil, checksums: bool = True, 
     else:
         crc = _crc(message[:end])
     if one_pass and accepts is not None:
-        crc = triton_crc.with_words(crc, message, words)
+        crc = triton_affine.with_words(crc, message, words)
     if checks is not None:  # compared at the block's end: the part is read now
         if not one_pass:
             read(source, b"")
