@@ -14,7 +14,8 @@ benchmarks' sizes (``launch_attrs``): pointers 16-byte aligned, sizes multiples 
 global loads and stores are counted by their width (``access_widths``): a streaming kernel
 whose float32 values are read or written 16 bytes per thread moves four in one access.
 
-``python benchmarks/kernel_registers.py [ARCH]`` prints the table; ``tests`` check that no
+``python benchmarks/kernel_registers.py [ARCH] [--json=FILE]`` prints the table (``make
+bench`` keeps it in ``kernel_registers.json`` for the README); ``tests`` check that no
 kernel spills to local memory, and that every kernel but the CRC's lookup trees (the
 ``"slicing"`` and ``"shifted"`` block kernels, folded or not, and the join: compiled by
 Triton 3.6, the GPU runs' version, 255, 216 and 255 registers) and the 16-bit casts with
@@ -25,6 +26,8 @@ streaming kernel (``STREAMING``) reads or writes its values 16 bytes at a time.
 
 from __future__ import annotations
 
+import datetime
+import json
 import re
 import subprocess
 import sys
@@ -37,6 +40,7 @@ TREES = {"triton_crc slicing", "triton_crc shifted", "triton_crc shifted, folded
 UNROLLED = {"triton_halves narrowing", "triton_halves widening"}  # their steps unrolled: compiled as launched (16-byte
 # aligned pointers), 161 and 165 registers by Triton 3.9, 96 each without that specialization
 REGISTERS = 128
+RESULTS = Path(__file__).with_name("kernel_registers.json")  # kept: the README's table (``run.py``)
 STREAMING = ("triton_uniform quantize", "triton_uniform dequantize", "triton_uniform bin codes", "triton_qsgd",
              "triton_rows", "triton_drop count", "triton_drop top-k count", "triton_scatter")  # a value per element
 SIZES = frozenset({"n", "nbytes", "numel", "padw", "nfull", "cols"})  # sizes: multiples of 16 in the benchmarks
@@ -238,24 +242,44 @@ def report(arch: str = "sm_90a", names: set[str] | None = None) -> list[dict]:
     return rows
 
 
-def widths(counted: Counter) -> str:
-    """``access_widths`` as "16 B: 4, 1 B: 2", widest first."""
-    return ", ".join(f"{w} B: {counted[w]}" for w in sorted(counted, reverse=True)) or "none"
+def widths(counted: dict) -> str:
+    """``access_widths`` as "16 B: 4, 1 B: 2", widest first (keys ints, or strings as kept)."""
+    by = {int(w): n for w, n in counted.items() if n}
+    return ", ".join(f"{w} B: {by[w]}" for w in sorted(by, reverse=True)) or "none"
+
+
+def table(rows: list[dict], arch: str) -> str:
+    """The rows as a Markdown table."""
+    lines = [f"| kernel ({arch}, Triton {rows[0]['triton']}) | warps | registers per thread | local memory per thread "
+             "(spills), bytes | instructions | conversions | float64 operations | global loads by bytes per thread | "
+             "global stores by bytes per thread |", "|---|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['kernel']} | {r['warps']} | {r['registers']} | {r['local_bytes']} | {r['instructions']} | "
+              f"{r['conversions']} | {r['float64_ops']} | {widths(r['loads'])} | {widths(r['stores'])} |" for r in rows]
+    return "\n".join(lines)
+
+
+def kept(rows: list[dict]) -> list[dict]:
+    """The rows as ``RESULTS`` keeps them (JSON: the widths' keys strings)."""
+    return json.loads(json.dumps(rows))
 
 
 def main(argv: list[str]) -> int:
+    """``kernel_registers.py [ARCH] [--json FILE]``: the table, and with ``--json`` the rows
+    kept in FILE (``run.py`` writes them to ``RESULTS`` for the README)."""
     if tools() is None:
         print("kernel_registers: this Triton has no CUDA tools; nothing compiled")
         return 0
+    target = next((Path(a.split("=", 1)[1]) for a in argv if a.startswith("--json=")), None)
+    argv = [a for a in argv if not a.startswith("--json=")]
     arch = argv[0] if argv else "sm_90a"
     rows = report(arch)
-    print(f"| kernel ({arch}, Triton {rows[0]['triton']}) | warps | registers per thread | local memory per thread "
-          f"(spills), bytes | shared memory, bytes | instructions | conversions | float64 operations | "
-          f"global loads by bytes per thread | global stores by bytes per thread |\n|---|---|---|---|---|---|---|---|---|---|")
-    for r in rows:
-        print(f"| {r['kernel']} | {r['warps']} | {r['registers']} | {r['local_bytes']} | {r['shared_bytes']} | "
-              f"{r['instructions']} | {r['conversions']} | {r['float64_ops']} | {widths(r['loads'])} | "
-              f"{widths(r['stores'])} |")
+    print(table(rows, arch))
+    if target is not None:
+        from wait_policy import commit
+        tmp = target.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"date": datetime.date.today().isoformat(), "commit": commit(), "arch": arch,
+                                   "rows": kept(rows)}, indent=1))
+        tmp.replace(target)
     return 0
 
 

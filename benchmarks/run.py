@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import codecs_bench  # noqa: E402
 import gpu_bench  # noqa: E402
 import graddrop_bench  # noqa: E402
+import kernel_registers  # noqa: E402
 import load_bench  # noqa: E402
 import oland_raj_bench  # noqa: E402
 import replicas_bench  # noqa: E402
@@ -39,6 +40,7 @@ README = Path(__file__).parents[1] / "README.md"
 GPU_RESULTS = Path(__file__).parents[1] / "gpu-runs" / "bench_gpu.json"
 WAIT_POLICY_RESULTS = Path(__file__).with_name("wait_policy.json")
 AUDIT_RESULTS = Path(__file__).with_name("device_audit.json")  # counts: the same on every machine
+REGISTERS_RESULTS = kernel_registers.RESULTS  # compiled for a GPU: the same on every machine with the locked Triton
 # the gradient-dropping paper profile's modelled images/s on pcie3_x16 in the H100 run
 # before the codecs' device paths (gpu-runs/gradient_dropping_paper_gpu.ipynb, speed table)
 BEFORE_DEVICE_PATHS = {"0.0%": 404.4, "90.0%": 388.8, "99.0%": 491.5, "99.9%": 504.3}
@@ -659,6 +661,22 @@ def audit_table(doc: dict) -> dict[str, str]:
             "`benchmarks/device_audit.py`, results in `benchmarks/device_audit.json`.</sub>\n"}
 
 
+def registers_table(doc: dict) -> dict[str, str]:
+    """The README block for ``kernel_registers.py``'s compiled kernels, from its kept results."""
+    return {"kernel_registers": kernel_registers.table(doc["rows"], doc["arch"]) + f"\n\n<sub>{doc['date']}, "
+            f"{doc['commit']}; `benchmarks/kernel_registers.py`, results in `benchmarks/kernel_registers.json`.</sub>\n"}
+
+
+def _kept_tables() -> dict[str, str]:
+    """The blocks of the results kept in ``benchmarks/`` (counted or compiled, not timed here)."""
+    blocks = {}
+    if AUDIT_RESULTS.exists():
+        blocks.update(audit_table(json.loads(AUDIT_RESULTS.read_text())))
+    if REGISTERS_RESULTS.exists():
+        blocks.update(registers_table(json.loads(REGISTERS_RESULTS.read_text())))
+    return blocks
+
+
 def _deferred_rows(doc: dict) -> str:
     """The audit's encodes and decodes inside ``wire.deferred_checks`` (where it counted
     them), beside the same calls outside, and the block's end."""
@@ -691,15 +709,16 @@ def main(argv: list[str]) -> int:
     out = Path(__file__).parent / "out"
     out.mkdir(exist_ok=True)
     if "--gpu-tables" in argv:  # only the README's GPU blocks, from the kept results
-        blocks = gpu_tables(json.loads(GPU_RESULTS.read_text()))
-        if AUDIT_RESULTS.exists():
-            blocks.update(audit_table(json.loads(AUDIT_RESULTS.read_text())))
+        blocks = {**gpu_tables(json.loads(GPU_RESULTS.read_text())), **_kept_tables()}
         README.write_text(update_readme(README.read_text(), blocks))
         return 0
     if gpu_bench.available():  # the GPU part updates gpu-runs/bench_gpu.json; without a GPU it is kept
         gpu_bench.main([str(GPU_RESULTS)])
     # the device paths' launches and host reads, counted under Triton's interpreter (a process of its own)
     subprocess.run([sys.executable, str(Path(__file__).with_name("device_audit.py")), str(AUDIT_RESULTS)], check=True)
+    # every Triton kernel compiled for an H100 (Triton's own ptxas), where this Triton has its CUDA tools
+    subprocess.run([sys.executable, str(Path(__file__).with_name("kernel_registers.py")),
+                    f"--json={REGISTERS_RESULTS}"], check=True, stdout=subprocess.DEVNULL)
     doc = {"machine": {"cpu": platform.processor() or platform.machine(), "threads": torch.get_num_threads(),
                        "torch": torch.__version__, "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY")},
            "codecs": codecs_bench.run(), "graddrop": graddrop_bench.run(), "replicas": replicas_bench.run(),
@@ -711,7 +730,7 @@ def main(argv: list[str]) -> int:
         blocks.update(gpu_tables(json.loads(GPU_RESULTS.read_text())))
     if WAIT_POLICY_RESULTS.exists():
         blocks.update(wait_policy_table(json.loads(WAIT_POLICY_RESULTS.read_text())))
-    blocks.update(audit_table(json.loads(AUDIT_RESULTS.read_text())))
+    blocks.update(_kept_tables())
     for name, table in blocks.items():
         print(f"\n## {name}\n\n{table}")
     if "--no-readme" not in argv:

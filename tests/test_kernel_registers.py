@@ -3,6 +3,7 @@
 CRC's lookup trees leaves room for several programs per multiprocessor; the streaming ones
 read or write four float32 values in one access."""
 
+import json
 import sys
 from pathlib import Path
 
@@ -30,6 +31,9 @@ def test_no_codec_kernel_spills_and_the_streaming_ones_stay_small():
         assert not streams or r["loads"][16] + r["stores"][16] > 0, r
     unaligned = next(r for r in rows if r["kernel"] == "triton_drop count, unaligned")
     assert unaligned["loads"][16] == unaligned["stores"][16] == 0, unaligned  # chunks at any value: one at a time
+    kept = json.loads(kernel_registers.RESULTS.read_text())  # the README's table: these kernels as they are now
+    assert kept["arch"] == "sm_90a" and kept["rows"] == kernel_registers.kept(rows), "run make bench (or " \
+        "python benchmarks/kernel_registers.py --json=benchmarks/kernel_registers.json): the kept table is stale"
     qsgd = next(r for r in rows if r["kernel"] == "triton_qsgd quantize 8")  # the L2 norm and the level in float64
     assert qsgd["float64_ops"] > 0 and qsgd["conversions"] > 0, qsgd
 
