@@ -19,7 +19,7 @@ dropping 0.99 and at 10%.
   multiprocessor to hide the loads.
 - ``count, 4-byte accesses``: ``_count`` without ``ALIGNED``, each float32 value read (and
   the residual written) in an access of its own, where the library's chunks of one segment
-  of 250M values (multiples of 16) read four at a time (``triton_drop.aligned``).
+  of 250M values (multiples of 16) read four at a time (``triton_drop.runs``).
 
 ``sample_draws`` (``gpu_bench``'s part of that name): gradient dropping's whole encode +
 decode on the device with its sample drawn one message ahead on a thread of its own
@@ -69,7 +69,7 @@ def _timed(n: int, block: int, kernel: str | None, drop: bool, thresholds: torch
     its 16-byte accesses on or off (``aligned``; None: the library's, ``ALIGN``)."""
     warps = warps or triton_drop.WARPS
     if aligned is None:
-        aligned = triton_drop.ALIGN and triton_drop.aligned(((0, n),), block)
+        aligned = triton_drop.ALIGN and all(flag for *_, flag in triton_drop.runs(((0, n),), block))
     starts, stops, span, jobs, counts, words = _chunked(n, block, device)
     residual = residual0.clone()
 

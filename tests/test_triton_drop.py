@@ -142,9 +142,11 @@ def test_the_kernel_takes_only_what_it_can(monkeypatch, kernel, interpreted, dty
     assert chosen == (takes and triton_crc.AVAILABLE)
 
 
-def test_aligned_holds_exactly_when_every_chunk_starts_and_stops_at_a_multiple_of_16():
-    """``triton_drop.aligned`` promises the compiler 16-value boundaries (``ALIGNED``): a wrong
-    True would read four values from an address that is not 16-byte aligned on a GPU."""
+def test_runs_promise_16_value_boundaries_only_where_every_chunk_has_them():
+    """``triton_drop.runs`` tells ``_count`` which chunks start and stop at multiples of 16
+    values (``ALIGNED``): a wrong promise would read four values from an address that is not
+    16-byte aligned on a GPU. The runs cover the chunks in order, alternate, and leave a
+    tensor of any size in one span one aligned run, and its last chunk apart."""
     import numpy as np
     rng = np.random.default_rng(3)
     seen = set()
@@ -154,12 +156,26 @@ def test_aligned_holds_exactly_when_every_chunk_starts_and_stops_at_a_multiple_o
         spans = tuple((a, max(a, b)) for a, b in zip([0] + cuts[:-1], cuts))
         for block in (64, 2048, 4096, 100):
             starts, stops, _ = triton_drop._chunks(spans, "cpu", block)
-            every = bool(((starts % 16 == 0) & (stops % 16 == 0)).all())
-            promised = triton_drop.aligned(spans, block)
-            assert every or not promised, (spans, block)  # never a wrong promise
-            assert promised == every or block % 16, (spans, block)  # and, with chunks of 16s, every true one
-            seen.add(promised)
+            found = triton_drop.runs(spans, block)
+            assert [a for a, *_ in found] + [found[-1][1] if found else 0] == [0] + [b for _, b, _ in found] \
+                and (found[-1][1] if found else 0) == starts.numel(), (spans, block, found)  # in order, all
+            for a, b, aligned in found:
+                every = bool(((starts[a:b] % 16 == 0) & (stops[a:b] % 16 == 0)).all())
+                assert every or not aligned, (spans, block, found)  # never a wrong promise
+                seen.add(aligned)
+            flags = [bool(a % 16 == 0 and b % 16 == 0) for a, b in zip(starts.tolist(), stops.tolist())]
+            maximal = []  # the runs of equal flags, as few as can be
+            for i, flag in enumerate(flags):
+                if maximal and maximal[-1][2] == flag:
+                    maximal[-1][1] = i + 1
+                else:
+                    maximal.append([i, i + 1, flag])
+            assert list(found) == ([tuple(r) for r in maximal] if len(maximal) <= triton_drop.RUNS
+                                   else [(0, len(flags), False)]), (spans, block, found)  # every true promise made
     assert seen == {True, False}
+    for n in (16, 4096, 4100, 250_000_010):
+        assert triton_drop.runs(((0, n),), 2048)[0][2], n  # every chunk but the last in one aligned run
+        assert len(triton_drop.runs(((0, n),), 2048)) == 1 + (n % 16 > 0), n
 
 
 def test_an_unknown_kernel_is_refused(monkeypatch):

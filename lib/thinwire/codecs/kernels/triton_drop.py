@@ -64,11 +64,12 @@ against 0.110 ms; 0.574 against 0.577), where gradient dropping's pass took long
 chunks of 4,096 (1.050 against 0.808 ms at 1%). A compaction's warps grow with its chunk,
 so each thread keeps the words (or bits) it takes in a chunk of ``BLOCK``.
 
-Where every chunk starts and stops at a multiple of 16 values (``aligned``: one segment of
-a tensor of 16 n values, as in the benchmarks, or spans at such offsets), ``_count`` is
-told so (``ALIGNED``, with ``ALIGN`` on) and the compiler reads the values, the gradient
-and the residual, and writes the residual, 16 bytes (four values) per access, where a chunk
-at any offset takes one value per access: compiled for sm_90a (``kernel_registers.py``,
+Where chunks start and stop at a multiple of 16 values (``runs``: every chunk of a tensor
+in one segment but, where its size is not a multiple of 16, its last one, and of spans at
+such offsets), ``_count`` is launched over them apart and told so (``ALIGNED``, with
+``ALIGN`` on): the compiler reads the values, the gradient and the residual, and writes
+the residual, 16 bytes (four values) per access, where a chunk at any offset takes one
+value per access: compiled for sm_90a (``kernel_registers.py``,
 Triton 3.9), gradient dropping's count then holds 32 registers where it holds 48, in 208
 instructions where it takes 336. ``drop_variants`` times both; no GPU has run it yet.
 """
@@ -92,7 +93,8 @@ TOPK_BLOCK = 4096       # values per program counting and compacting top-k's can
 WARPS = 8               # compiled for sm_90a, each kernel holds at most 63 registers (kernel_registers.py)
 COMPACT_WARPS = 2       # ``_compact``: a thread per word of a chunk's BLOCK // 32
 DENSE = 16              # survivors denser than one in DENSE values: ``_compact_dense`` (drop_variants.py)
-ALIGN = True            # ``_count`` over chunks at multiples of 16 values reads 16 bytes at a time (``aligned``)
+ALIGN = True            # ``_count`` over chunks at multiples of 16 values reads 16 bytes at a time (``runs``)
+RUNS = 4                # the most launches of ``_count`` per pass, one per run of aligned chunks or of others
 
 
 def usable(*tensors: torch.Tensor | None) -> bool:
@@ -115,7 +117,7 @@ if AVAILABLE:
         """(positions, in the tensor, corrected values, survivors, inside the chunk) of this
         program's chunk, of segment ``segment[p]``. ``AT_LEAST``: every value with
         ``not |x| < t`` survives (top-k's candidates). ``ALIGNED``: the chunk's start and stop
-        are multiples of 16 (``aligned``), so four values at a time are read in one access."""
+        are multiples of 16 (``runs``), so four values at a time are read in one access."""
         p = tl.program_id(0)
         start, stop = tl.load(starts + p), tl.load(stops + p)
         if ALIGNED:
@@ -225,12 +227,21 @@ if AVAILABLE:
             tl.store(residual + at, tl.zeros_like(x), mask=keep)
 
 
-def aligned(spans: tuple[tuple[int, int], ...], block: int) -> bool:
-    """Whether every chunk of the spans (``_chunks``) starts and stops at a multiple of 16
-    values: ``_count``'s ``ALIGNED``, under which the compiler reads (and writes) four
-    float32 values in one 16-byte access, the tensors being 16-byte aligned (Triton's launch
-    specializes a kernel on that; ``kernel_registers`` counts the accesses' widths)."""
-    return block % 16 == 0 and all(a % 16 == 0 and b % 16 == 0 for a, b in spans if b > a)
+@functools.lru_cache(maxsize=64)
+def runs(spans: tuple[tuple[int, int], ...], block: int) -> tuple[tuple[int, int, bool], ...]:
+    """The chunks of the spans (``_chunks``) as runs of consecutive chunks, (first, end,
+    aligned), where aligned runs' chunks all start and stop at a multiple of 16 values:
+    ``_count``'s ``ALIGNED``, under which the compiler reads (and writes) four float32
+    values in one 16-byte access, the tensors being 16-byte aligned (Triton's launch
+    specializes a kernel on that; ``kernel_registers`` counts the accesses' widths). A
+    tensor of any size in one span is one aligned run and, where its size is not a multiple
+    of 16, its last chunk after it. More than ``RUNS`` runs are one run, not aligned (one
+    launch each)."""
+    starts, stops, _ = _chunk_bounds(spans, block)
+    flags = (starts % 16 == 0) & (stops % 16 == 0)
+    cuts = [0] + [int(i) + 1 for i in np.flatnonzero(flags[1:] != flags[:-1])] + [len(flags)]
+    found = tuple((a, b, bool(flags[a])) for a, b in zip(cuts, cuts[1:]) if b > a)
+    return found if len(found) <= RUNS else ((0, len(flags), False),)
 
 
 def compactor(survivors: int, jobs: int, block: int = BLOCK):
@@ -242,16 +253,30 @@ def compactor(survivors: int, jobs: int, block: int = BLOCK):
     return _compact_dense, max(1, WARPS * block // BLOCK)
 
 
-@functools.lru_cache(maxsize=64)
-def _chunks(spans: tuple[tuple[int, int], ...], device: str, block: int) -> tuple[torch.Tensor, ...]:
-    """(starts, stops, span) of every chunk of the spans, on ``device`` (kept: a tensor's
-    spans are the same every step)."""
+def _chunk_bounds(spans: tuple[tuple[int, int], ...], block: int) -> tuple[np.ndarray, ...]:
+    """(starts, stops, span) of every chunk of ``block`` values of the spans (numpy)."""
     per = np.array([-(-(b - a) // block) if b > a else 0 for a, b in spans], np.int64)
     starts = np.concatenate([a + block * np.arange(k, dtype=np.int64) for (a, _), k in zip(spans, per)]) \
         if per.sum() else np.zeros(0, np.int64)
     stops = np.minimum(starts + block, np.repeat([b for _, b in spans], per))
-    span = np.repeat(np.arange(len(spans), dtype=np.int32), per)
-    return tuple(torch.from_numpy(a).to(device) for a in (starts, stops, span))
+    return starts, stops, np.repeat(np.arange(len(spans), dtype=np.int32), per)
+
+
+@functools.lru_cache(maxsize=64)
+def _chunks(spans: tuple[tuple[int, int], ...], device: str, block: int) -> tuple[torch.Tensor, ...]:
+    """``_chunk_bounds`` on ``device`` (kept: a tensor's spans are the same every step)."""
+    return tuple(torch.from_numpy(a).to(device) for a in _chunk_bounds(spans, block))
+
+
+def _launch_count(spans, block, src, grad, starts, stops, span, thresholds, counts, words, residual, flag,
+                  **constants) -> None:
+    """Step 1 over the spans' chunks: one launch per run (``runs``), each told whether its
+    chunks are aligned, writing its chunks' counts and words in place."""
+    jobs, per = starts.numel(), block // 32
+    for a, b, aligned in runs(spans, block):
+        _count[(b - a,)](src, grad, starts[a:b], stops[a:b], span[a:b], thresholds, counts[a:b],
+                         words[a * per:b * per], counts[jobs + a:jobs + b] if flag else counts[a:b], residual,
+                         BLOCK=block, FLAG=flag, ALIGNED=ALIGN and aligned, num_warps=WARPS, **constants)
 
 
 @functools.lru_cache(maxsize=64)
@@ -272,9 +297,8 @@ def _counted(residual, gradient, spans, thresholds, inclusive, source, flag=Fals
     src = residual if source is None or gradient is None else source
     counts = torch.empty((2 if flag else 1) * jobs, dtype=torch.int32, device=residual.device)
     words = torch.empty(jobs * (BLOCK // 32), dtype=torch.int32, device=residual.device)
-    _count[(jobs,)](src, src if gradient is None else gradient, starts, stops, span, thresholds, counts, words,
-                    counts[jobs:], residual, ADD=gradient is not None, INCLUSIVE=inclusive, BLOCK=BLOCK,
-                    FLAG=flag, STORE=gradient is not None, ALIGNED=ALIGN and aligned(spans, BLOCK), num_warps=WARPS)
+    _launch_count(spans, BLOCK, src, src if gradient is None else gradient, starts, stops, span, thresholds, counts,
+                  words, residual, flag, ADD=gradient is not None, INCLUSIVE=inclusive, STORE=gradient is not None)
     return starts, words, torch.cumsum(counts[:jobs], 0), counts[jobs:] if flag else None
 
 
@@ -351,15 +375,14 @@ def at_least(flat: torch.Tensor, t: torch.Tensor) -> tuple[int, bool, Callable[[
     ``t`` on ``flat``'s device: (how many, whether ``flat`` holds NaN or Inf, read together
     in one wait for the device, and a function that compacts them into (ascending int64
     indices, their values)). ``usable(flat)`` must hold."""
-    device, block = flat.device, TOPK_BLOCK
-    starts, stops, span = _chunks(((0, flat.numel()),), str(device), block)
+    device, block, spans = flat.device, TOPK_BLOCK, ((0, flat.numel()),)
+    starts, stops, span = _chunks(spans, str(device), block)
     jobs = starts.numel()
     thresholds = t.reshape(1).to(torch.float32).contiguous()
     counts = torch.empty(2 * jobs, dtype=torch.int32, device=device)
     words = torch.empty(jobs * (block // 32), dtype=torch.int32, device=device)
-    _count[(jobs,)](flat, flat, starts, stops, span, thresholds, counts, words, counts[jobs:], flat, ADD=False,
-                    INCLUSIVE=False, BLOCK=block, AT_LEAST=True, FLAG=True,
-                    ALIGNED=ALIGN and aligned(((0, flat.numel()),), block), num_warps=WARPS)
+    _launch_count(spans, block, flat, flat, starts, stops, span, thresholds, counts, words, flat, True, ADD=False,
+                  INCLUSIVE=False, AT_LEAST=True)
     ends = torch.cumsum(counts[:jobs], 0)
     total, bad = torch.stack([ends[-1], counts[jobs:].sum()]).tolist()
 
