@@ -44,6 +44,7 @@ RESULTS = Path(__file__).with_name("kernel_registers.json")  # kept: the README'
 STREAMING = ("triton_uniform quantize", "triton_uniform dequantize", "triton_uniform bin codes", "triton_qsgd",
              "triton_rows", "triton_drop count", "triton_drop top-k count", "triton_scatter")  # a value per element
 SIZES = frozenset({"n", "nbytes", "numel", "padw", "nfull", "cols"})  # sizes: multiples of 16 in the benchmarks
+INSTRUCTION = r"^\s+/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?"  # a line of cuobjdump -sass: address, predicate
 WIDTHS = {"128": 16, "64": 8, "U16": 2, "S16": 2, "U8": 1, "S8": 1}  # a global access's modifier: bytes per thread
 
 
@@ -187,7 +188,7 @@ def opcodes(sass: str) -> Counter:
     """How many of each opcode (``IMAD``, ``F2F``, ...: modifiers dropped) ``cuobjdump -sass``
     lists: the kernel's instructions as compiled, each counted once (a loop's body once)."""
     return Counter(m.group(1).split(".")[0]
-                   for m in re.finditer(r"^\s+/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", sass, re.M))
+                   for m in re.finditer(INSTRUCTION + r"([A-Z][A-Z0-9_.]*)", sass, re.M))
 
 
 def launch_attrs(fn, signature: dict) -> dict:
@@ -204,7 +205,7 @@ def access_widths(sass: str, op: str) -> Counter:
     thread (16, 8, 4, 2 or 1) the machine code holds: 16 where the compiler vectorized four
     float32 values into one access."""
     found = Counter()
-    for m in re.finditer(rf"^\s+/\*[0-9a-f]{{4,}}\*/\s+(?:@!?U?P\w+\s+)?{op}((?:\.[A-Z0-9_]+)*)", sass, re.M):
+    for m in re.finditer(INSTRUCTION + op + r"((?:\.[A-Z0-9_]+)*)", sass, re.M):
         mods = m.group(1).split(".")
         found[next((WIDTHS[w] for w in mods if w in WIDTHS), 4)] += 1
     return found
