@@ -85,7 +85,7 @@ updates ``FILE``
 measured in each part's stamp.
 
 Every time is the best of several runs after a warm-up, each ended by
-``torch.cuda.synchronize()``, as ``roofline.best_seconds`` does on the CPU: ``REPEATS``
+``torch.cuda.synchronize()`` (the CPU benchmarks report the median: ``roofline``): ``REPEATS``
 runs for the add pass and for each codec of 25M values, half as many of 250M (rows
 measured at commit 6cb7df7 or before had 5 and 3 against the add pass's 20); parts 1, 5
 and 8 keep the median beside the best.

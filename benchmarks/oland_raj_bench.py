@@ -17,7 +17,7 @@ import numba
 import numpy as np
 import torch
 
-from roofline import add_pass_seconds, best_seconds
+from roofline import add_pass_seconds, median_seconds
 from thinwire.codecs.entropy import huffman_stream
 from thinwire.codecs.kernels import bitpack
 from thinwire.codecs.quantize.bin_quantize import bin_codes, bin_pack, histogram
@@ -49,17 +49,16 @@ def run(n: int = N) -> dict:
         numba.set_num_threads(threads)
         try:
             seconds[cores] = (
-                best_seconds(lambda: huffman_stream.encode(symbols, lengths, SYNC, freq), repeats=3, warmup=1),
-                best_seconds(lambda: huffman_stream.decode(stream, n, lengths, syncs, SYNC, out=out), repeats=3,
-                             warmup=1))
+                median_seconds(lambda: huffman_stream.encode(symbols, lengths, SYNC, freq)),
+                median_seconds(lambda: huffman_stream.decode(stream, n, lengths, syncs, SYNC, out=out)))
         finally:
             numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
         if not np.array_equal(out, symbols):
             raise AssertionError("Huffman decode does not reproduce the symbols")
     ans = AnsCoder()
-    ans_encode = best_seconds(lambda: ans.encode(symbols, 8, freq), repeats=2, warmup=0)
+    ans_encode = median_seconds(lambda: ans.encode(symbols, 8, freq))
     parts, meta = ans.encode(symbols, 8, freq)
-    ans_decode = best_seconds(lambda: ans.decode(parts, meta, n, 8), repeats=2, warmup=0)
+    ans_decode = median_seconds(lambda: ans.decode(parts, meta, n, 8))
     p = freq[freq > 0] / n
     huffman = {
         "symbols": n, "entropy_bits": float(-(p * np.log2(p)).sum()),
@@ -74,7 +73,7 @@ def run(n: int = N) -> dict:
     pack_rows = []
     for bits in range(1, 17):
         out = torch.empty(bitpack.packed_bytes(n, bits), dtype=torch.uint8)
-        seconds = best_seconds(lambda: quantize_pack(x, bits, out), repeats=3, warmup=1)
+        seconds = median_seconds(lambda: quantize_pack(x, bits, out))
         lo, hi = value_range(x)
         if not torch.equal(out, bitpack.pack(torch.from_numpy(bin_codes(x, lo, hi, bits)), bits)):
             raise AssertionError(f"fused quantize + pack differs from QUANTIZE then pack at {bits} bits")

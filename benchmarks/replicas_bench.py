@@ -10,13 +10,16 @@ Both are compared with the same single-model step (``torch.optim.SGD``).
 
 from __future__ import annotations
 
+import statistics
+
 import torch
 from torch import nn
 
-from roofline import best_seconds
+from roofline import call_seconds
 from thinwire.models import Replicas, build_model
 
 K, BATCH = 8, 32
+ROUNDS, CALLS = 4, 5  # timed calls of each step per round, after one warm-up call
 
 
 def run() -> dict:
@@ -43,12 +46,14 @@ def run() -> dict:
         nn.functional.cross_entropy(single(xs), ys).backward()
         opt.step()
 
-    # Rounds alternate between the three so that a slow spell of the machine hits all of them.
-    best = {fn: float("inf") for fn in (gradient_step, local_sgd_step, one_model)}
-    for _ in range(4):
-        for fn in best:
-            best[fn] = min(best[fn], best_seconds(fn, repeats=5, warmup=1))
-    t_grad, t_local, t_1 = best[gradient_step], best[local_sgd_step], best[one_model]
+    # Rounds alternate between the three so that a slow spell of the machine hits all of them;
+    # each time is the median of every round's calls.
+    times = {fn: [] for fn in (gradient_step, local_sgd_step, one_model)}
+    for _ in range(ROUNDS):
+        for fn, kept in times.items():
+            kept.extend(call_seconds(fn, repeats=CALLS, warmup=1))
+    t_grad, t_local, t_1 = (statistics.median(times[fn]) for fn in (gradient_step, local_sgd_step, one_model))
     return {"workers": K, "batch_per_worker": BATCH, "gradient_step_s": t_grad, "local_sgd_step_s": t_local,
             "one_model_s": t_1, "ratio_gradient_step": t_grad / t_1, "ratio_local_sgd_step": t_local / t_1,
-            "target": 1.5, "long_term_target": 1.15}
+            "target": 1.5, "long_term_target": 1.15,
+            "timing": f"the median of {ROUNDS * CALLS} calls: {ROUNDS} rounds of {CALLS}, each after a warm-up call"}

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import re
 import subprocess
 import sys
@@ -25,9 +24,12 @@ if __name__ == "__main__":
 
 import torch  # noqa: E402
 
+from thinwire.experiment.timing import provenance  # noqa: E402
+
 sys.path.insert(0, str(Path(__file__).parent))
 
 import codecs_bench  # noqa: E402
+import roofline  # noqa: E402
 import gpu_bench  # noqa: E402
 import graddrop_bench  # noqa: E402
 import kernel_registers  # noqa: E402
@@ -63,6 +65,30 @@ def _above(rows) -> str:
             f"{max(r['slowdown'] for r in rows):.2f}x")
 
 
+def machine() -> dict:
+    """Where and when ``make bench`` measured (``experiment.timing.provenance``): the CPU
+    model, its cores, torch and its threads, the OpenMP wait policy, the date and the
+    commit (with "+dirty" where tracked files differed from it)."""
+    found = provenance()
+    commit = found["git_commit"] or "unknown"
+    return {"cpu": found["host_cpu"], "cores": found["cpu_count"], "threads": torch.get_num_threads(),
+            "torch": torch.__version__, "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
+            "date": found["date"][:16].replace("T", " "),
+            "commit": commit[:7] + ("+dirty" if commit.endswith("+dirty") else "")}
+
+
+def measured(doc: dict, timing: str | None = None) -> str:
+    """A table's provenance line: the machine, the date and commit, and how each time was
+    taken (``timing``); empty for a document without them."""
+    m = doc.get("machine", {})
+    if "date" not in m:
+        return ""
+    policy = f"`OMP_WAIT_POLICY={m['omp_wait_policy']}`" if m.get("omp_wait_policy") else "OpenMP wait policy unset"
+    how = f"; each time {timing}" if timing else ""
+    return (f"\n<sub>{m['cpu']} ({m['cores']} cores, {m['threads']} torch threads), torch {m['torch']}, {policy}; "
+            f"measured {m['date']} UTC at commit {m['commit']}{how}; `benchmarks/out/results.json`.</sub>\n")
+
+
 def tables(doc: dict) -> dict[str, str]:
     """Markdown for each README block, from a results document."""
     out = {}
@@ -83,7 +109,7 @@ def tables(doc: dict) -> dict[str, str]:
     for r in codecs:
         lines.append(f"| {r['codec']} | {r['payload']:,} | {r['bytes'] - r['payload']} | {r['encode_s'] * 1e3:.1f} | "
                      f"{r['decode_s'] * 1e3:.1f} | {_target(r['fraction_of_roofline'], r['target'])} |")
-    out["codecs"] = "\n".join(lines) + "\n"
+    out["codecs"] = "\n".join(lines) + "\n" + measured(doc, roofline.timing())
 
     policy = doc.get("machine", {}).get("omp_wait_policy")
     default = {r["codec"]: r for r in doc.get("load_running_default", [])}
@@ -107,7 +133,7 @@ def tables(doc: dict) -> dict[str, str]:
     for r in doc["load"]:
         lines.append(f"| {r['codec']} | {cells(r)} | {cells(running.get(r['codec']))} | "
                      f"{cells(default.get(r['codec']), target=False)} |")
-    out["load"] = "\n".join(lines) + "\n"
+    out["load"] = "\n".join(lines) + "\n" + measured(doc)
 
     lines = ["| codec | cores busy alone | cores busy with load | CPU time per call, with load / alone | "
              "slowdown |", "|---|---|---|---|---|"]
@@ -115,7 +141,7 @@ def tables(doc: dict) -> dict[str, str]:
         if "cores_alone" in r:
             lines.append(f"| {r['codec']} | {r['cores_alone']:.2f} | {r['cores_loaded']:.2f} | {r['cpu_growth']:.2f} | "
                          f"{r['slowdown']:.3f} |")
-    out["load_cores"] = "\n".join(lines) + "\n"
+    out["load_cores"] = "\n".join(lines) + "\n" + measured(doc)
 
     lines = ["| codec | payload bytes | encode ms | decode ms | fraction of roofline | x faster than a sorting top-k 1% "
              "| density | density error |", "|---|---|---|---|---|---|---|---|"]
@@ -125,7 +151,7 @@ def tables(doc: dict) -> dict[str, str]:
                      f"{_target(r['fraction_of_roofline'], t.get('fraction_of_roofline'))} | "
                      f"{_target(r['speedup_vs_topk'], t.get('speedup_vs_topk'))} | {r['density']:.5f} | "
                      f"{_target(r['density_error'], t.get('density_error'), at_least=False)} |")
-    out["graddrop"] = "\n".join(lines) + "\n"
+    out["graddrop"] = "\n".join(lines) + "\n" + measured(doc, doc["graddrop"][0].get("timing"))
 
     rep = doc["replicas"]
     out["replicas"] = "\n".join([
@@ -136,7 +162,8 @@ def tables(doc: dict) -> dict[str, str]:
         f"{rep['gradient_step_s'] * 1e3:.1f} | {rep['ratio_gradient_step']:.2f} |",
         f"| local SGD step (`Replicas.sgd_step`): update fused into backward | local training (Oland & Raj, "
         f"EventGraD) | {rep['local_sgd_step_s'] * 1e3:.1f} | "
-        f"{_target(rep['ratio_local_sgd_step'], rep['target'], at_least=False)} |"]) + "\n"
+        f"{_target(rep['ratio_local_sgd_step'], rep['target'], at_least=False)} |"]) + "\n" \
+        + measured(doc, rep.get("timing"))
 
     h = doc["oland_raj"]["huffman"]
     out["huffman"] = "\n".join([
@@ -147,12 +174,12 @@ def tables(doc: dict) -> dict[str, str]:
         f" | {_target(h['decode_symbols_per_s'] / 1e6, h['decode_target'] / 1e6)} | "
         f"{h['encode_all_cores_symbols_per_s'] / 1e6:.1f} | {h['decode_all_cores_symbols_per_s'] / 1e6:.1f} |",
         f"| ANS | {h['ans_bits_per_symbol']:.3f} | | | {h['ans_encode_symbols_per_s'] / 1e6:.1f} | "
-        f"{h['ans_decode_symbols_per_s'] / 1e6:.1f} |"]) + "\n"
+        f"{h['ans_decode_symbols_per_s'] / 1e6:.1f} |"]) + "\n" + measured(doc, roofline.timing())
 
     lines = ["| N bits | quantize + pack ms | fraction of roofline |", "|---|---|---|"]
     for r in doc["oland_raj"]["quantize_pack"]:
         lines.append(f"| {r['bits']} | {r['seconds'] * 1e3:.1f} | {_target(r['fraction_of_roofline'], r['target'])} |")
-    out["quantize_pack"] = "\n".join(lines) + "\n"
+    out["quantize_pack"] = "\n".join(lines) + "\n" + measured(doc, roofline.timing())
     return out
 
 
@@ -719,8 +746,7 @@ def main(argv: list[str]) -> int:
     # every Triton kernel compiled for an H100 (Triton's own ptxas), where this Triton has its CUDA tools
     subprocess.run([sys.executable, str(Path(__file__).with_name("kernel_registers.py")),
                     f"--json={REGISTERS_RESULTS}"], check=True, stdout=subprocess.DEVNULL)
-    doc = {"machine": {"cpu": platform.processor() or platform.machine(), "threads": torch.get_num_threads(),
-                       "torch": torch.__version__, "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY")},
+    doc = {"machine": machine(),
            "codecs": codecs_bench.run(), "graddrop": graddrop_bench.run(), "replicas": replicas_bench.run(),
            "oland_raj": oland_raj_bench.run(), "load": load_bench.run(), "load_running": load_bench.run_continuous(),
            "load_running_default": wait_policy.measure("default", load_bench.N, 7, load_bench.ROUNDS)}

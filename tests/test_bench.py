@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ import graddrop_bench  # noqa: E402
 import load_bench  # noqa: E402
 import oland_raj_bench  # noqa: E402
 import replicas_bench  # noqa: E402
+import roofline  # noqa: E402
 import run  # noqa: E402
 import wait_policy  # noqa: E402
 
@@ -32,7 +34,7 @@ def test_the_load_benchmark_covers_every_registered_codec():
 
 @pytest.fixture(scope="module")
 def small_doc():
-    return {"codecs": codecs_bench.run(n=20_000), "graddrop": graddrop_bench.run(n=200_000),
+    return {"machine": run.machine(), "codecs": codecs_bench.run(n=20_000), "graddrop": graddrop_bench.run(n=200_000),
             "replicas": replicas_bench.run(), "oland_raj": oland_raj_bench.run(n=20_000),
             "load": load_bench.run(n=20_000, repeats=1, rounds=2),
             "load_running": load_bench.run_continuous(n=20_000, repeats=1, rounds=2),
@@ -60,6 +62,21 @@ def test_every_readme_block_is_written_from_a_run(small_doc):
         assert row["met"] == (row["slowdown"] <= load_bench.TARGET)
     assert [r["codec"] for r in small_doc["load_running_default"]] == load_bench.SPECS
     assert "torch's default policy" in blocks["load"]
+    for name in ("codecs", "graddrop", "replicas", "huffman", "quantize_pack"):  # with their provenance
+        sub = blocks[name].splitlines()[-1]
+        assert sub.startswith("<sub>") and small_doc["machine"]["commit"] in sub and "each time the median of" in sub
+    assert blocks["load"].splitlines()[-1].startswith("<sub>")
+
+
+def test_the_cpu_benchmarks_report_the_median_call_after_a_warm_up(monkeypatch):
+    durations = iter([50.0, 40.0, 3.0, 1.0, 2.0, 9.0, 1.5])  # two warm-up calls, then five timed
+    now = [0.0]
+
+    def call():
+        now[0] += next(durations)
+    monkeypatch.setattr(roofline, "time", types.SimpleNamespace(perf_counter=lambda: now[0]))
+    assert roofline.median_seconds(call, repeats=5, warmup=2) == 2.0
+    assert roofline.timing(5, 2) == "the median of 5 calls after 2 warm-up calls"
 
 
 def test_the_wait_policy_ablation_runs_and_its_kept_results_are_whole():
