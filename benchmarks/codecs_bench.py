@@ -3,7 +3,9 @@
 fraction = (time of one add pass over the same values) / (time of encode + decode).
 Both sides reuse their output buffers, as the roofline add does (``out=``): the sender
 encodes into the message it sent before (``encode(..., out=)``), the receiver decodes into
-one tensor. Every time is ``roofline.median_seconds``'s: the median call after a warm-up.
+one tensor. Each codec's encode, decode and add pass are timed in turns, one call of
+each per round (``roofline.interleaved``), so that its ratio's two sides see the same
+machine: each time is the median over the rounds after warm-up rounds.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from roofline import add_pass_seconds, median_seconds
+from roofline import add_pass, interleaved, timing
 from thinwire.codecs import CodecState, make_codec, wire
 from thinwire.codecs.kernels import stream
 from thinwire.codecs.wire.buffers import message_buffer
@@ -25,11 +27,9 @@ TARGETS = {"fp32": 0.8, "fp16": 0.8, "quantize(bits=8)": 0.6, "topk(ratio=0.01)"
 
 def run(n: int = N) -> list[dict]:
     x = torch.randn(n, generator=torch.Generator().manual_seed(0))
-    roof = add_pass_seconds(n)
+    add = add_pass(n)
     copy_target = torch.empty_like(x)
-    copy = median_seconds(lambda: copy_target.copy_(x))
     src, dst = x.view(torch.uint8).numpy(), copy_target.view(torch.uint8).numpy()
-    streamed = median_seconds(lambda: stream.copy(src, dst))
     # fp32's kernels alone, in a row as its round trip runs them: the copy into a message
     # with its CRC, the copy out of it with its CRC (the receiver's check: wire/checked_copy.py)
     message_bytes = np.frombuffer(message_buffer(src.size), np.uint8)
@@ -37,18 +37,20 @@ def run(n: int = N) -> list[dict]:
     def fp32_kernels():
         stream.copy(src, message_bytes, checksum=True)
         stream.copy(message_bytes, dst, checksum=True)
-    kernels = median_seconds(fp32_kernels)
+    passes = interleaved({"add": add, "copy": lambda: copy_target.copy_(x), "stream": lambda: stream.copy(src, dst),
+                          "kernels": fp32_kernels})
     rows = []
     for spec in SPECS:
         codec = make_codec(spec)
         state = CodecState(0)
         message = codec.encode(x, state, "x")
-        encode = median_seconds(lambda: codec.encode(x, state, "x", out=message))
         out = torch.empty_like(x)  # receivers decode into a reused buffer
-        decode = median_seconds(lambda: codec.decode(message, state, "x", out=out))
+        t = interleaved({"add": add, "encode": lambda: codec.encode(x, state, "x", out=message),
+                         "decode": lambda: codec.decode(message, state, "x", out=out)})
         rows.append({
-            "codec": spec, "values": n, "bytes": len(message), "payload": wire.measure(message)[0], "encode_s": encode, "decode_s": decode,
-            "add_pass_s": roof, "copy_pass_s": copy, "stream_copy_s": streamed, "fp32_kernels_s": kernels, "fraction_of_roofline": roof / (encode + decode),
-            "target": TARGETS.get(spec),
+            "codec": spec, "values": n, "bytes": len(message), "payload": wire.measure(message)[0],
+            "encode_s": t["encode"], "decode_s": t["decode"], "add_pass_s": t["add"],
+            "fraction_of_roofline": t["add"] / (t["encode"] + t["decode"]), "target": TARGETS.get(spec),
+            "passes": passes, "timing": timing(what="rounds"),
         })
     return rows

@@ -1,6 +1,15 @@
 """The machine's own memory roofline: one elementwise add over n float32 values
 (reads 2n, writes n), timed in the same process as what it is compared with, and the
-statistic every CPU benchmark reports: the median call after a warm-up."""
+statistic every CPU benchmark reports: the median call after a warm-up.
+
+A shared machine's memory bandwidth drifts: on one 2-core virtual machine the same add
+pass took 5.4 ms in one minute and 9.7 ms in another. A ratio whose two sides were timed
+a minute apart measures that drift as much as the codec, so ``interleaved`` times the add
+pass and what is compared with it in turns, and each ratio takes the medians of the same
+rounds. Each timed call comes right after an untimed call of the same function, so it
+meets the caches as a loop of itself leaves them: an add pass leaves its output's last
+tens of MB dirty in the cache, to be written back by whatever runs next, and a call timed
+right after one would pay for it."""
 
 from __future__ import annotations
 
@@ -12,9 +21,13 @@ import torch
 REPEATS, WARMUP = 7, 2
 
 
-def timing(repeats: int = REPEATS, warmup: int = WARMUP) -> str:
-    """How ``median_seconds`` measured, in words (the tables' provenance)."""
-    return f"the median of {repeats} calls after {warmup} warm-up call{'s' if warmup != 1 else ''}"
+def timing(repeats: int = REPEATS, warmup: int = WARMUP, what: str = "calls") -> str:
+    """How ``median_seconds`` measured, in words (the tables' provenance); ``what="rounds"``:
+    ``interleaved``."""
+    if what == "rounds":
+        return (f"the median of {repeats} rounds after {warmup} warm-up rounds, each function called twice in a "
+                f"row in each round and the second call timed")
+    return f"the median of {repeats} {what} after {warmup} warm-up {what if warmup != 1 else what[:-1]}"
 
 
 def call_seconds(fn, repeats: int = REPEATS, warmup: int = WARMUP) -> list[float]:
@@ -34,7 +47,27 @@ def median_seconds(fn, repeats: int = REPEATS, warmup: int = WARMUP) -> float:
     return statistics.median(call_seconds(fn, repeats, warmup))
 
 
-def add_pass_seconds(n: int) -> float:
+def add_pass(n: int):
+    """One add pass over n float32 values into a reused output, as a function to call."""
     a, b = torch.randn(n), torch.randn(n)
     out = torch.empty(n)
-    return median_seconds(lambda: torch.add(a, b, out=out))
+    return lambda: torch.add(a, b, out=out)
+
+
+def add_pass_seconds(n: int) -> float:
+    return median_seconds(add_pass(n))
+
+
+def interleaved(fns: dict, repeats: int = REPEATS, warmup: int = WARMUP) -> dict[str, float]:
+    """The median wall time of each function of ``fns`` (name: function), called in turns,
+    ``repeats`` rounds after ``warmup`` untimed ones; in a round each function is called
+    twice in a row and the second call timed."""
+    times = {name: [] for name in fns}
+    for round_ in range(warmup + repeats):
+        for name, fn in fns.items():
+            fn()
+            t = time.perf_counter()
+            fn()
+            if round_ >= warmup:
+                times[name].append(time.perf_counter() - t)
+    return {name: statistics.median(kept) for name, kept in times.items()}

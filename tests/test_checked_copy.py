@@ -1,6 +1,7 @@
-"""fp32's decode into a large host ``out`` verifies the message as it copies the values out
-(``wire/checked_copy.py``): the same values as before, and a damaged message raises with
-``out`` set to NaN; small messages are still verified before any value is read."""
+"""fp32's decode into a large host ``out`` verifies the message as it copies the values out,
+and fp16's and bf16's as they widen them (``wire/checked_copy.py``): the same values as
+before, and a damaged message raises with ``out`` set to NaN; small messages are still
+verified before any value is read."""
 
 import numpy as np
 import pytest
@@ -14,32 +15,38 @@ LARGE = (stream.STREAM_MIN_BYTES // 4) + 1001  # values: streamed, an odd tail
 needs_crc = pytest.mark.skipif(not crc.HARDWARE, reason="the streamed copy checksums only with the CRC instruction")
 
 
-def _message(n: int, seed: int = 0):
+VALUE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
+
+
+def _message(n: int, seed: int = 0, spec: str = "fp32"):
     x = torch.randn(n, generator=torch.Generator().manual_seed(seed))
-    return x, make_codec("fp32").encode(x, CodecState(0), "x")
+    return x, make_codec(spec).encode(x, CodecState(0), "x")
 
 
 @needs_crc
-def test_large_decode_reads_the_message_once_and_matches(monkeypatch):
-    x, message = _message(LARGE)
+@pytest.mark.parametrize("spec", VALUE_BYTES)
+def test_large_decode_reads_the_message_once_and_matches(monkeypatch, spec):
+    x, message = _message(LARGE, spec=spec)
+    expected = make_codec(spec).decode(bytes(message))  # verified first, then read: no out
     whole = []
     monkeypatch.setattr(wire_format, "checksum", lambda view: whole.append(len(view)) or 0)
     out = torch.empty_like(x)
-    assert make_codec("fp32").decode(message, CodecState(0), "x", out=out) is out
-    assert torch.equal(out, x) and whole == []  # not checked by unpack: by the copy
+    assert make_codec(spec).decode(message, CodecState(0), "x", out=out) is out
+    assert torch.equal(out, expected) and whole == []  # not checked by unpack: by the copy
 
 
 @needs_crc
+@pytest.mark.parametrize("spec", VALUE_BYTES)
 @pytest.mark.parametrize("where", ["first value", "values middle", "last value", "trailer"])
-def test_damaged_large_message_raises_and_leaves_nan(where):
-    x, message = _message(LARGE, 1)
-    first = len(message) - 4 - 4 * LARGE
+def test_damaged_large_message_raises_and_leaves_nan(where, spec):
+    x, message = _message(LARGE, 1, spec)
+    first = len(message) - 4 - VALUE_BYTES[spec] * LARGE
     at = {"first value": first, "values middle": len(message) // 2, "last value": len(message) - 5,
           "trailer": len(message) - 1}[where]
     message[at] ^= 0x10
     out = torch.zeros_like(x)
     with pytest.raises(CorruptMessageError, match="checksum mismatch"):
-        make_codec("fp32").decode(message, CodecState(0), "x", out=out)
+        make_codec(spec).decode(message, CodecState(0), "x", out=out)
     assert (out.view(torch.int32) == -1).all()  # every byte 0xFF: NaN, no value of the message
 
 

@@ -14,8 +14,10 @@ from thinwire.codecs.kernels import bitpack, crc, half, qsgd, scatter, stream, u
 
 @pytest.fixture
 def always_stream(monkeypatch):
-    """Every output counts as large, so the streamed path runs on small tensors."""
+    """Every output counts as large, so the streamed path runs on small tensors, computed
+    outputs too on any CPU (``stream.BUILT_STREAMED``)."""
     monkeypatch.setattr(stream, "STREAM_MIN_BYTES", 0)
+    monkeypatch.setattr(stream, "BUILT_STREAMED", True)
 
 
 @numba.njit
@@ -40,6 +42,15 @@ def test_streaming_is_for_large_outputs_only():
     assert stream.worth_streaming(stream.STREAM_MIN_BYTES)
 
 
+@pytest.mark.parametrize("built_streamed", [False, True])
+def test_computed_outputs_stream_only_where_the_cpu_gains(monkeypatch, built_streamed):
+    monkeypatch.setattr(stream, "BUILT_STREAMED", built_streamed)
+    large, small = np.empty(stream.STREAM_MIN_BYTES // 4, np.float32), np.empty(100, np.float32)
+    assert stream.destination(large).size == large.nbytes and stream.destination(small).size == 0
+    assert stream.destination(large, built=True).size == (large.nbytes if built_streamed else 0)
+    assert stream.destination(small, built=True).size == 0
+
+
 @pytest.mark.parametrize("bits", [1, 3, 8, 12, 16])
 @pytest.mark.parametrize("n", [1, 1000, 3 * bitpack.CHUNK + 17])
 @pytest.mark.parametrize("offset", [0, 1, 5])
@@ -58,6 +69,7 @@ def _in_place_and_streamed(monkeypatch, fn):
     """``fn()`` with outputs written in place, then streamed."""
     plain = fn()
     monkeypatch.setattr(stream, "STREAM_MIN_BYTES", 0)
+    monkeypatch.setattr(stream, "BUILT_STREAMED", True)
     return plain, fn()
 
 
@@ -138,7 +150,7 @@ def test_dense_messages_streamed_equal_in_place(monkeypatch, spec):
     with pytest.raises(CorruptMessageError):
         codec.decode(damaged, CodecState(0), "x", out=out)
     if codec.checks_own_copy(damaged, out):
-        assert spec == "fp32" and torch.all(out.view(torch.int32) == -1)
+        assert torch.all(out.view(torch.int32) == -1)  # fp32 copies, fp16 and bf16 widen, as they check
     else:
         assert torch.all(out == 7.0)
 

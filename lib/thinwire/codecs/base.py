@@ -55,6 +55,9 @@ class Codec(ABC):
     # the same for a message tensor on a GPU whose one part is 16-bit floats: decompress
     # casts it into a float32 ``out`` there as the device CRC checks it (``fp16``)
     verifies_while_casting: ClassVar[bool] = False
+    # the same for a large host message whose one part is 16-bit floats: decompress widens
+    # it into a float32 ``out`` on the host as it checks it (``wire.read_host_part``: fp16)
+    verifies_while_widening: ClassVar[bool] = False
     # Bumped when the same spec starts to produce different messages; the results of runs
     # that use the codec are then recomputed (``RunConfig.key``), not taken from the cache.
     revision: ClassVar[int] = 0
@@ -272,7 +275,8 @@ class Codec(ABC):
         """Whether ``decode`` leaves the message's checksum to ``decompress`` (which then
         copies its part out with ``wire.copy_part``), for a float32 ``out`` large enough: a
         host message and ``out`` on the host (the copy streamed) for a codec that
-        ``verifies_while_copying``; a message tensor and ``out`` on its device, where the
+        ``verifies_while_copying`` or ``verifies_while_widening``; a message tensor and
+        ``out`` on its device, where the
         device CRC copies or casts as it checksums (``tensor_message.copies_while_checking``),
         for one that ``verifies_while_copying`` or ``verifies_while_casting``."""
         if out is None or out.dtype != torch.float32 or not out.is_contiguous():
@@ -280,7 +284,8 @@ class Codec(ABC):
         if isinstance(message, torch.Tensor):
             return ((self.verifies_while_copying or self.verifies_while_casting)
                     and tensor_message.copies_while_checking(message, out))
-        return self.verifies_while_copying and out.device.type == "cpu" and wire.checked_copy.worth_it(4 * out.numel())
+        return ((self.verifies_while_copying or self.verifies_while_widening) and out.device.type == "cpu"
+                and wire.checked_copy.worth_it(4 * out.numel()))
 
     def _readable(self, message, values_on: torch.device | None):
         """``message`` as this codec decodes it: a message tensor on a GPU stays there when

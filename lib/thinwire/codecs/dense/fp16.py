@@ -7,11 +7,16 @@ it into ``out``); other tensors by torch's cast, a GPU tensor on the GPU, so onl
 message tensor on its device is cast, copied and checksummed in one pass by the device
 CRC's ``"words"`` kernel (``triton_halves.crc32c_cast``), and decoded into a large ``out``
 there the same way (``Codec.checks_own_copy``), at any size inside ``wire.deferred_checks``
-(its header is fixed by the tensor: ``steady_parts``).
+(its header is fixed by the tensor: ``steady_parts``). A large host message decoded into a
+host ``out`` is opened unverified too: each cached piece of 16-bit values is checksummed
+as it is widened (``half.widen``, ``wire.read_host_part``), so the message is read once,
+not once to verify it and again to widen it; a damaged message raises
+``CorruptMessageError`` with ``out`` set to NaN.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from ..base import Codec, expect_part
@@ -19,7 +24,8 @@ from ..kernels import half, triton_halves
 from ..kernels.device import on_device, put
 from ..payload import PartWriter, Payload
 from ..state import CodecState
-from ..wire import copy_part
+from ..wire import copy_part, read_host_part
+from ..wire.tensor_message import Unverified
 from .fp32 import host_float32
 
 
@@ -53,6 +59,12 @@ class Float16(Codec):
                                     flat.reshape(-1), target.view(self.dtype), prefix, trailer, rest)) if one_pass else None)
         return Payload(parts={"values": writer})
 
+    @property
+    def verifies_while_widening(self) -> bool:
+        """A large host message is widened into ``out`` as it is checked, a cached piece at a
+        time (``half.widen``), where the kernels convert this format."""
+        return half.supported(self.dtype == torch.bfloat16)
+
     def steady_parts(self, numel: int, shape: tuple = ()) -> tuple[tuple[str, torch.dtype, int], ...]:
         return (("values", self.dtype, numel),)
 
@@ -63,13 +75,18 @@ class Float16(Codec):
 
     def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None, shape: tuple = ()) -> torch.Tensor:
         values = expect_part(payload, "values", self.dtype, numel)
-        if payload.unverified is not None:  # decode left the check to this cast (a message on a GPU)
+        if isinstance(payload.unverified, Unverified):  # decode left the check to this cast (a message on a GPU)
             target = out if out is not None else torch.empty(numel, dtype=torch.float32, device=values.device)
             copy_part(payload, "values", target)
             return target
+        bf16 = self.dtype == torch.bfloat16
+        if payload.unverified is not None:  # a large host message and host ``out``: widened as it is checked
+            widened = out.view(-1).numpy()
+            read_host_part(payload, "values", lambda part: half.widen(part.view(np.uint16), widened, bf16, checksum=True),
+                           lambda: widened.view(np.uint8).fill(0xFF))
+            return out
         if out is None:
             return values.to(torch.float32)
-        bf16 = self.dtype == torch.bfloat16
         if host_float32(out) and half.supported(bf16) and not on_device(out):
             half.widen(_bits(values), out.view(-1).numpy(), bf16)
             return out

@@ -110,17 +110,22 @@ def _kernels(bf16: bool):
                                    scratch[numba.get_thread_id()])
 
     @njit(nogil=True, cache=True)
-    def widen_range(h, out, raw, address, lo, hi, scratch):
+    def widen_range(h, out, raw, address, lo, hi, scratch, checked):
+        """Values ``lo .. hi`` of ``h`` widened into ``out`` -> with ``checked``, the CRC-32C
+        of their 16-bit floats, taken before they are widened, while they are cached."""
+        value = crc.crc32c(h[lo:hi].view(np.uint8)) if checked else np.uint32(0)
         piece = out[lo:hi] if raw.size == 0 else scratch[:hi - lo]
         widen_piece(h[lo:hi], piece, piece.view(np.uint32))
         if raw.size:
             stream.stream_out(piece.view(np.uint8), raw, 4 * lo, address)
+        return value
 
     @njit(parallel=True, nogil=True, cache=True)
-    def widen_all(h, out, raw, address, scratch):
+    def widen_all(h, out, raw, address, crcs, scratch, checked):
         n = h.size
         for c in prange(-(-n // PIECE)):
-            widen_range(h, out, raw, address, c * PIECE, min(n, (c + 1) * PIECE), scratch[numba.get_thread_id()])
+            crcs[c] = widen_range(h, out, raw, address, c * PIECE, min(n, (c + 1) * PIECE),
+                                  scratch[numba.get_thread_id()], checked)
 
     return narrow_range, narrow_all, widen_range, widen_all
 
@@ -143,7 +148,7 @@ def narrow(x: np.ndarray, out: np.ndarray, bf16: bool) -> int | None:
     else None. One piece runs on the calling thread."""
     narrow_range, narrow_all, _, _ = _kernels(bf16)
     pieces = -(-x.size // PIECE)
-    bits, raw = x.view(np.uint32), stream.destination(out)
+    bits, raw = x.view(np.uint32), stream.destination(out, built=True)
     if pieces <= 1:
         value = narrow_range(x, bits, out, raw, out.ctypes.data, 0, x.size, _scratch(np.uint16, 1)[0])
         return int(value) if crc.HARDWARE else None
@@ -152,13 +157,21 @@ def narrow(x: np.ndarray, out: np.ndarray, bf16: bool) -> int | None:
     return crc.join(crcs, 2 * PIECE, 2 * x.size - 2 * (pieces - 1) * PIECE) if crc.HARDWARE else None
 
 
-def widen(h: np.ndarray, out: np.ndarray, bf16: bool) -> None:
-    """``out`` (float32, contiguous) = the values of the half (or bfloat16) bits ``h``."""
+def widen(h: np.ndarray, out: np.ndarray, bf16: bool, checksum: bool = False) -> int | None:
+    """``out`` (float32, contiguous) = the values of the half (or bfloat16) bits ``h``;
+    with ``checksum`` (where the CPU has the CRC instruction) returns the CRC-32C of ``h``'s
+    bytes, each piece's taken as it is widened (a message verified in the same pass:
+    ``wire.read_host_part``), else None."""
     _, _, widen_range, widen_all = _kernels(bf16)
-    if -(-h.size // PIECE) <= 1:
-        widen_range(h, out, stream.destination(out), out.ctypes.data, 0, h.size, _scratch(np.float32, 1)[0])
-    else:
-        widen_all(h, out, stream.destination(out), out.ctypes.data, _scratch(np.float32))
+    checked = checksum and crc.HARDWARE
+    pieces = -(-h.size // PIECE)
+    raw = stream.destination(out, built=True)
+    if pieces <= 1:
+        value = widen_range(h, out, raw, out.ctypes.data, 0, h.size, _scratch(np.float32, 1)[0], checked)
+        return int(value) if checked else None
+    crcs = np.empty(pieces, np.uint32)
+    widen_all(h, out, raw, out.ctypes.data, crcs, _scratch(np.float32), checked)
+    return crc.join(crcs, 2 * PIECE, 2 * h.size - 2 * (pieces - 1) * PIECE) if checked else None
 
 
 def warm_up(bf16: bool) -> None:
@@ -167,5 +180,6 @@ def warm_up(bf16: bool) -> None:
     x, h = np.zeros(2 * PIECE, np.float32), np.zeros(2 * PIECE, np.uint16)
     narrow(x[:1], h[:1], bf16)
     narrow(x, h, bf16)
-    widen(h[:1], x[:1], bf16)
-    widen(h, x, bf16)
+    for checksum in (False, True):
+        widen(h[:1], x[:1], bf16, checksum)
+        widen(h, x, bf16, checksum)

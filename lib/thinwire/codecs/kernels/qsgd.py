@@ -207,5 +207,5 @@ def quantize_packed(x: np.ndarray, bucket: int, norm: str, bits: int, key: int, 
 def dequantize_packed(packed: np.ndarray, bucket: int, step: np.ndarray, bits: int, out: np.ndarray) -> None:
     """level * step[bucket], signed, for every packed code (float32 into ``out``)."""
     if out.size:
-        args = (packed, bucket, chunk_length(bucket), step, out, stream.destination(out), out.ctypes.data)
+        args = (packed, bucket, chunk_length(bucket), step, out, stream.destination(out, built=True), out.ctypes.data)
         (_dequantize_narrow if bits <= 8 else _dequantize_wide)(bits, args)

@@ -142,7 +142,7 @@ def dequantize_packed(packed: torch.Tensor, n: int, bits: int, lo: float, step: 
         return torch_uniform.dequantize_packed(packed, n, bits, lo, step, out)
     if n:
         values = out.numpy()
-        args = (packed.contiguous().numpy(), np.float32(lo), np.float32(step), values, stream.destination(values),
+        args = (packed.contiguous().numpy(), np.float32(lo), np.float32(step), values, stream.destination(values, built=True),
                 values.ctypes.data)
         (_dequantize_narrow if bits <= 8 else _dequantize_wide)(bits, args)
     return out

@@ -75,23 +75,52 @@ def copy_part(payload: Payload, name: str, dst: np.ndarray | torch.Tensor) -> No
         return tensor_message.copy_part(payload, name, dst)
     if isinstance(dst, torch.Tensor):
         dst = dst.numpy()
+    message, end, offset, nbytes = _locate(payload, name)
+    if dst.size != nbytes:
+        raise ValueError(f"copy_part: part {name!r} holds {nbytes} bytes, but dst holds {dst.size} bytes")
+    body = np.frombuffer(message, dtype=np.uint8)
+    if worth_it(nbytes):
+        _judge(payload, end, [(offset, nbytes, stream.copy(body[offset:offset + nbytes], dst, checksum=True))],
+               lambda: dst.fill(0xFF))
+    else:  # not streamed: the body is verified first, then copied
+        _judge(payload, end, [], lambda: dst.fill(0xFF))
+        np.copyto(dst, body[offset:offset + nbytes])
+
+
+def read_host_part(payload: Payload, name: str, read, spoil) -> None:
+    """Part ``name`` of an unverified host message read by ``read(part)`` (its bytes,
+    uint8), which returns their CRC-32C, taken while each piece is in the cache (``fp16``
+    widens as it checks), and the message verified with it, in one pass over the part;
+    ``payload.unverified`` is None afterwards. On a mismatch ``spoil()`` overwrites what
+    was read into before ``CorruptMessageError`` is raised. Only where ``worth_it``."""
+    message, end, offset, nbytes = _locate(payload, name)
+    body = np.frombuffer(message, dtype=np.uint8)
+    _judge(payload, end, [(offset, nbytes, read(body[offset:offset + nbytes]))], spoil)
+
+
+def _locate(payload: Payload, name: str) -> tuple[bytes, int, int, int]:
+    """(the unverified host message, where its body ends, the part's offset and bytes)."""
+    message = payload.unverified
+    if message is None or isinstance(message, tensor_message.Unverified):
+        raise ValueError(f"payload part {name!r}: not a host message opened unverified")
     part = payload.parts[name]
     body = np.frombuffer(message, dtype=np.uint8)
     end = body.size - TRAILER.size
     offset = part.data_ptr() - body.ctypes.data if part.numel() else 0
     nbytes = part.numel() * part.element_size()
-    if not 0 <= offset <= offset + nbytes <= end or dst.size != nbytes:
-        raise ValueError(f"part {name!r} ({nbytes} bytes at {offset}) is not within the message body of {end} "
-                         f"bytes, or dst holds {dst.size} bytes")
+    if not 0 <= offset <= offset + nbytes <= end:
+        raise ValueError(f"part {name!r} ({nbytes} bytes at {offset}) is not within the message body of {end} bytes")
+    return message, end, offset, nbytes
+
+
+def _judge(payload: Payload, end: int, regions: list[tuple[int, int, int]], spoil) -> None:
+    """The message's body CRC from ``regions`` (offset, bytes, their CRC) and the bytes
+    around them, against its trailer; ``payload.unverified`` cleared. On a mismatch
+    ``spoil()``, then ``CorruptMessageError``."""
+    message = payload.unverified
     (stored,) = TRAILER.unpack_from(message, end)
-    crc = stream.copy(body[offset:offset + nbytes], dst, checksum=True) if worth_it(nbytes) else None
-    if crc is None:  # not streamed: the body is verified first, then copied
-        computed = _around(message, end, [])
-        if computed == stored:
-            np.copyto(dst, body[offset:offset + nbytes])
-    else:
-        computed = _around(message, end, [(offset, nbytes, crc)])
+    computed = _around(message, end, regions)
     payload.unverified = None
     if computed != stored:
-        dst.fill(0xFF)
-        raise CorruptMessageError(f"checksum mismatch in a message of {body.size} bytes")
+        spoil()
+        raise CorruptMessageError(f"checksum mismatch in a message of {end + TRAILER.size} bytes")
