@@ -3,9 +3,10 @@
 fraction = (time of one add pass over the same values) / (time of encode + decode).
 Both sides reuse their output buffers, as the roofline add does (``out=``): the sender
 encodes into the message it sent before (``encode(..., out=)``), the receiver decodes into
-one tensor. Each codec's encode, decode and add pass are timed in turns, one call of
-each per round (``roofline.interleaved``), so that its ratio's two sides see the same
-machine: each time is the median over the rounds after warm-up rounds.
+one tensor. Each codec's encode, decode and add pass are timed in turns
+(``roofline.interleaved``: in each round each is called twice and the second call timed),
+so that its ratio's two sides see the same machine: each time is the median over the
+rounds after warm-up rounds.
 """
 
 from __future__ import annotations

@@ -6,10 +6,10 @@ A shared machine's memory bandwidth drifts: on one 2-core virtual machine the sa
 pass took 5.4 ms in one minute and 9.7 ms in another. A ratio whose two sides were timed
 a minute apart measures that drift as much as the codec, so ``interleaved`` times the add
 pass and what is compared with it in turns, and each ratio takes the medians of the same
-rounds. Each timed call comes right after an untimed call of the same function, so it
-meets the caches as a loop of itself leaves them: an add pass leaves its output's last
-tens of MB dirty in the cache, to be written back by whatever runs next, and a call timed
-right after one would pay for it."""
+rounds. Each timed call comes right after an untimed call of the same function, so that
+it starts from the state a loop of itself leaves (caches, pages, the kernels' threads), as
+each timing did before the rounds were interleaved, not from the state the other function
+left."""
 
 from __future__ import annotations
 
@@ -52,10 +52,6 @@ def add_pass(n: int):
     a, b = torch.randn(n), torch.randn(n)
     out = torch.empty(n)
     return lambda: torch.add(a, b, out=out)
-
-
-def add_pass_seconds(n: int) -> float:
-    return median_seconds(add_pass(n))
 
 
 def interleaved(fns: dict, repeats: int = REPEATS, warmup: int = WARMUP) -> dict[str, float]:

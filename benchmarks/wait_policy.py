@@ -24,7 +24,6 @@ from __future__ import annotations
 import datetime
 import json
 import os
-import platform
 import subprocess
 import sys
 from pathlib import Path
@@ -69,14 +68,8 @@ def summary(runs: dict[str, list[list[dict]]]) -> dict[str, dict]:
             for setting, rows in runs.items()}
 
 
-def cpu() -> str:
-    try:
-        return next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
-    except (OSError, StopIteration):
-        return platform.processor() or platform.machine()
-
-
 def commit() -> str:
+    """The checked-out commit, short (the benchmarks' kept results name it)."""
     done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                           cwd=Path(__file__).parent)
     return done.stdout.strip() or "unknown"
@@ -93,7 +86,10 @@ def main(argv: list[str]) -> int:
         for setting in SETTINGS:
             runs[setting].append(measure(setting, load_bench.N, 7))
             print(setting, sum(not r["met"] for r in runs[setting][-1]), "codecs above the target", flush=True)
-    doc = {"date": datetime.date.today().isoformat(), "commit": commit(), "cpu": cpu(), "cores": os.cpu_count(),
+    from thinwire.experiment.timing import provenance  # imports torch: not in a child, which sets the policy first
+    where = provenance()
+    doc = {"date": datetime.date.today().isoformat(), "commit": commit(),
+           "cpu": where["host_cpu"], "cores": where["cpu_count"],
            "target": load_bench.TARGET, "summary": summary(runs), "runs": runs}
     RESULTS.write_text(json.dumps(doc, indent=1) + "\n")
     print(json.dumps(doc["summary"], indent=1))
