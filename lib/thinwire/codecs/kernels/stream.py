@@ -18,10 +18,10 @@ depends on the CPU (``destination(..., built=True)``, ``BUILT_STREAMED``). On th
 did (above). On a 2-core AMD EPYC virtual machine (Zen 4), each way timed in turns with an
 add pass, 25M values: 8-bit codes into float32 took 5.9 ms streamed against 4.9 ms with
 plain stores, QSGD(8)'s 5.8 against 4.8, gradient dropping's encode 12.3 against 11.3, and
-fp16's narrowing 5.5 against 4.9, while a plain copy (``copy``) and the sparse decoders'
-zero fill (``scatter.py``), which stream what they read or a constant, still gained: 5.3
-ms against 10.5 for fp32's message, 2.5 against 3.8 for top-k's decode. So computed
-outputs are streamed on Intel's CPUs and written in place on AMD's.
+fp16's narrowing 5.5 against 4.9, while the sparse decoders' zero fill (``scatter.py``),
+which streams a constant, still gained (top-k's decode 2.5 ms against 3.7, gradient
+dropping's 2.6 against 3.9). So, from one CPU of each vendor measured, computed outputs
+are streamed except on AMD's (``vendor_id`` AuthenticAMD), where they are written in place.
 
 Intrinsics (numba exposes neither): ``stream64`` stores 64 bytes with LLVM's
 ``!nontemporal`` hint at a 64-byte-aligned address (x86 ``vmovntdq``); ``fence`` is a
