@@ -20,7 +20,7 @@ import time
 
 import torch
 
-from roofline import WARMUP, add_pass, median_seconds, timing
+from roofline import WARMUP, add_pass, median_seconds
 from thinwire.codecs import CodecState, make_codec, wire
 
 N = 25_000_000
