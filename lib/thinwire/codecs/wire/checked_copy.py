@@ -78,13 +78,11 @@ def copy_part(payload: Payload, name: str, dst: np.ndarray | torch.Tensor) -> No
     message, end, offset, nbytes = _locate(payload, name)
     if dst.size != nbytes:
         raise ValueError(f"copy_part: part {name!r} holds {nbytes} bytes, but dst holds {dst.size} bytes")
-    body = np.frombuffer(message, dtype=np.uint8)
     if worth_it(nbytes):
-        _judge(payload, end, [(offset, nbytes, stream.copy(body[offset:offset + nbytes], dst, checksum=True))],
-               lambda: dst.fill(0xFF))
+        read_host_part(payload, name, lambda part: stream.copy(part, dst, checksum=True), lambda: dst.fill(0xFF))
     else:  # not streamed: the body is verified first, then copied
         _judge(payload, end, [], lambda: dst.fill(0xFF))
-        np.copyto(dst, body[offset:offset + nbytes])
+        np.copyto(dst, np.frombuffer(message, dtype=np.uint8)[offset:offset + nbytes])
 
 
 def read_host_part(payload: Payload, name: str, read, spoil) -> None:
