@@ -2,6 +2,7 @@
 the symbol coders and the self-contained package (Alg. 1 and 2)."""
 
 import math
+from unittest import mock
 
 import numba
 import numpy as np
@@ -14,7 +15,7 @@ from thinwire.codecs import BinQuantize, CodecState, CorruptMessageError, make_c
 from thinwire.policies import make_policy
 from thinwire.codecs.entropy import huffman_stream
 from thinwire.codecs.kernels import bitpack
-from thinwire.codecs.kernels.bits import load_big_endian, store_big_endian
+from thinwire.codecs.kernels.bits import load_big_endian, load_pair, store_big_endian
 from thinwire.codecs.quantize.bin_quantize import bin_centres, bin_codes, bin_pack, entropy_bits, estimate_entropy
 from thinwire.codecs.entropy.huffman_code import canonical_codes, code_lengths
 from thinwire.codecs.entropy.symbol_coders import CODERS
@@ -46,12 +47,16 @@ def symbol_streams(draw):
 
 
 @settings(max_examples=150, deadline=None)
-@given(stream=symbol_streams(), sync=st.sampled_from([1, 7, 64, 1024]), threads=st.sampled_from([1, 2]))
-def test_huffman_stream_round_trips_and_is_exactly_the_codewords(stream, sync, threads):
+@given(stream=symbol_streams(), sync=st.sampled_from([1, 7, 64, 1024]), threads=st.sampled_from([1, 2]),
+       pairs=st.booleans())
+def test_huffman_stream_round_trips_and_is_exactly_the_codewords(stream, sync, threads, pairs):
     bits, symbols = stream
     freq = np.bincount(symbols, minlength=2**bits)
     lengths = code_lengths(freq)
-    data, syncs = huffman_stream.encode(symbols, lengths, sync, threads=threads)  # one pass, or chunk by chunk
+    if pairs and bits <= 8:  # byte symbols, looked up a pair at a time even in a short stream
+        symbols = symbols.astype(np.uint8)
+    with mock.patch.object(huffman_stream, "PAIRS_FROM", 0 if pairs else huffman_stream.PAIRS_FROM):
+        data, syncs = huffman_stream.encode(symbols, lengths, sync, threads=threads)  # one pass, or by chunks
     total = int((freq * lengths).sum())
     assert data.size == (total + 7) // 8 == (huffman_stream.encoded_bits(freq, lengths) + 7) // 8
     expected = _reference_bits(symbols, lengths)  # every codeword, in every chunk (and group of chunks)
@@ -85,6 +90,35 @@ def test_huffman_stream_long_codewords_take_the_canonical_path():
         assert np.array_equal(huffman_stream.decode(data, symbols.size, lengths, syncs, 16), symbols)
 
 
+def test_pairs_of_byte_symbols_take_one_lookup_and_long_groups_split():
+    """A large stream of bytes is coded a pair per lookup; a group of pairs wider than the
+    register's 56 free bits is appended a codeword at a time. Fibonacci frequencies give
+    codewords up to 24 bits."""
+    fib = [1, 1]
+    while len(fib) < 25:
+        fib.append(fib[-1] + fib[-2])
+    freq = np.array(fib)
+    lengths = code_lengths(freq)
+    assert 18 < lengths.max() <= huffman_stream.PAIR_MAX_LENGTH
+    rng = np.random.default_rng(1)
+    n = huffman_stream.PAIRS_FROM + 7   # an odd count: the last symbol has no pair
+    symbols = rng.choice(freq.size, n, p=freq / freq.sum()).astype(np.uint8)
+    symbols[100:140] = np.arange(40) % 4   # the four rarest symbols, back to back: 93 bits
+    quads = symbols[200:2200].reshape(-1, 4)   # groups of 50 to 68 bits, at every offset
+    quads[:, :2] = [0, 1]
+    quads[:, 2:] = rng.integers(14, 25, (quads.shape[0], 2))
+    freq = np.bincount(symbols, minlength=freq.size)
+    assert huffman_stream._variant(symbols, freq, lengths) == (2, True)
+    assert huffman_stream._variant(symbols.astype(np.uint16), freq, lengths) == (4, False)
+    assert huffman_stream._variant(symbols[:-8], freq, lengths)[1] is False
+    expected = _reference_bits(symbols, lengths)
+    for threads in (1, 2):
+        data, syncs = huffman_stream.encode(symbols, lengths, 1000, freq, threads=threads)
+        got = "".join(format(int(b), "08b") for b in data)
+        assert got[:len(expected)] == expected and set(got[len(expected):]) <= {"0"}
+        assert np.array_equal(huffman_stream.decode(data, n, lengths, syncs, 1000), symbols)
+
+
 def test_big_endian_words_at_any_byte_offset():
     """The bitstream's 8-byte loads and stores (``kernels/bits.py``) at every offset."""
     rng = np.random.default_rng(0)
@@ -97,6 +131,7 @@ def test_big_endian_words_at_any_byte_offset():
         _store_word(got, at, words[at])
         assert np.array_equal(got, want)
         assert _load_word(got, at) == words[at]
+        assert _load_pair(got, at) == int(got[at]) | int(got[at + 1]) << 8
 
 
 @numba.njit
@@ -107,6 +142,11 @@ def _store_word(buf, at, word):
 @numba.njit
 def _load_word(buf, at):
     return load_big_endian(buf, at)
+
+
+@numba.njit
+def _load_pair(buf, at):
+    return load_pair(buf, at)
 
 
 def test_huffman_stream_rejects_symbols_without_codewords_and_bad_syncs():

@@ -1,8 +1,8 @@
 """Bit intrinsics numba does not expose: the count of trailing zero bits of a word
 (x86 ``tzcnt``, one instruction), used to walk the set bits of a survivor mask; a 64-bit
 word stored most significant byte first at any byte offset (``bswap`` and one store), used
-to write MSB-first bitstreams a word at a time (and loaded back); a prefetch of the line
-holding an element."""
+to write MSB-first bitstreams a word at a time (and loaded back); two adjacent bytes read
+as one little-endian 16-bit index (one load); a prefetch of the line holding an element."""
 
 from __future__ import annotations
 
@@ -23,20 +23,29 @@ def trailing_zeros(typingctx, word):
     return types.uint64(types.uint64), codegen
 
 
+def _bytes_at(array, index) -> bool:
+    """Whether a kernel's ``(array, index)`` is a 1-d uint8 array and an integer."""
+    return (isinstance(array, types.Array) and array.dtype == types.uint8 and array.ndim == 1
+            and isinstance(index, types.Integer))
+
+
+def _word_at(context, builder, signature, args, bits: int):
+    """A pointer to the ``bits``-bit word at byte ``args[1]`` of the array ``args[0]``."""
+    data = context.make_array(signature.args[0])(context, builder, args[0]).data
+    index = context.cast(builder, args[1], signature.args[1], types.intp)
+    return builder.bitcast(builder.gep(data, [index]), ir.IntType(bits).as_pointer())
+
+
 @intrinsic
 def store_big_endian(typingctx, array, index, word):
     """Store the uint64 ``word`` most significant byte first into the bytes
     ``array[index:index + 8]`` of a C-contiguous uint8 array (x86 ``bswap`` and one
     unaligned store; no bounds check: callers keep 8 bytes of room)."""
-    if not (isinstance(array, types.Array) and array.dtype == types.uint8 and array.ndim == 1
-            and isinstance(index, types.Integer) and word == types.uint64):
+    if not (_bytes_at(array, index) and word == types.uint64):
         return None
 
     def codegen(context, builder, signature, args):
-        data = context.make_array(signature.args[0])(context, builder, args[0]).data
-        index = context.cast(builder, args[1], signature.args[1], types.intp)
-        where = builder.bitcast(builder.gep(data, [index]), ir.IntType(64).as_pointer())
-        builder.store(builder.bswap(args[2]), where, align=1)
+        builder.store(builder.bswap(args[2]), _word_at(context, builder, signature, args, 64), align=1)
         return context.get_dummy_value()
     return types.void(array, index, types.uint64), codegen
 
@@ -46,16 +55,25 @@ def load_big_endian(typingctx, array, index):
     """The uint64 whose bytes, most significant first, are ``array[index:index + 8]`` of a
     C-contiguous uint8 array (one unaligned load and ``bswap``; no bounds check: callers
     keep 8 readable bytes)."""
-    if not (isinstance(array, types.Array) and array.dtype == types.uint8 and array.ndim == 1
-            and isinstance(index, types.Integer)):
+    if not _bytes_at(array, index):
         return None
 
     def codegen(context, builder, signature, args):
-        data = context.make_array(signature.args[0])(context, builder, args[0]).data
-        index = context.cast(builder, args[1], signature.args[1], types.intp)
-        where = builder.bitcast(builder.gep(data, [index]), ir.IntType(64).as_pointer())
-        return builder.bswap(builder.load(where, align=1))
+        return builder.bswap(builder.load(_word_at(context, builder, signature, args, 64), align=1))
     return types.uint64(array, index), codegen
+
+
+@intrinsic
+def load_pair(typingctx, array, index):
+    """``array[index] | array[index + 1] << 8`` of a C-contiguous uint8 array, as an int64,
+    in one unaligned 16-bit load (x86 ``movzx``; no bounds check: callers read inside)."""
+    if not _bytes_at(array, index):
+        return None
+
+    def codegen(context, builder, signature, args):
+        word = builder.load(_word_at(context, builder, signature, args, 16), align=1)
+        return builder.zext(word, ir.IntType(64))
+    return types.int64(array, index), codegen
 
 
 @intrinsic
