@@ -1,21 +1,22 @@
 """fp32's decode into a large host ``out`` verifies the message as it copies the values out,
-and fp16's and bf16's as they widen them (``wire/checked_copy.py``): the same values as
-before, and a damaged message raises with ``out`` set to NaN; small messages are still
-verified before any value is read."""
+fp16's and bf16's as they widen them and quantize's (1 to 8 bits) as it rescales the codes
+(``wire/checked_copy.py``): the same values as before, and a damaged message raises with
+``out`` set to NaN; small messages are still verified before any value is read."""
 
 import numpy as np
 import pytest
 import torch
 
 from thinwire.codecs import CodecState, CorruptMessageError, make_codec
-from thinwire.codecs.kernels import crc, stream
+from thinwire.codecs.kernels import bitpack, crc, stream
 from thinwire.codecs.wire import checked_copy, format as wire_format
 
 LARGE = (stream.STREAM_MIN_BYTES // 4) + 1001  # values: streamed, an odd tail
 needs_crc = pytest.mark.skipif(not crc.HARDWARE, reason="the streamed copy checksums only with the CRC instruction")
 
 
-VALUE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
+PART_BYTES = {"fp32": lambda n: 4 * n, "fp16": lambda n: 2 * n, "bf16": lambda n: 2 * n,  # the one part's bytes
+              "quantize(bits=8)": lambda n: n, "quantize(bits=3)": lambda n: bitpack.packed_bytes(n, 3)}
 
 
 def _message(n: int, seed: int = 0, spec: str = "fp32"):
@@ -24,7 +25,7 @@ def _message(n: int, seed: int = 0, spec: str = "fp32"):
 
 
 @needs_crc
-@pytest.mark.parametrize("spec", VALUE_BYTES)
+@pytest.mark.parametrize("spec", PART_BYTES)
 def test_large_decode_reads_the_message_once_and_matches(monkeypatch, spec):
     x, message = _message(LARGE, spec=spec)
     expected = make_codec(spec).decode(bytes(message))  # verified first, then read: no out
@@ -36,11 +37,23 @@ def test_large_decode_reads_the_message_once_and_matches(monkeypatch, spec):
 
 
 @needs_crc
-@pytest.mark.parametrize("spec", VALUE_BYTES)
+@pytest.mark.parametrize("spec", PART_BYTES)
+def test_large_encode_checksums_the_part_as_it_writes_it(monkeypatch, spec):
+    """No pass over the written part to checksum it: the kernel that wrote it took its CRC."""
+    x, expected = _message(LARGE, spec=spec)
+    known, real = [], wire_format.fill_and_checksum
+    monkeypatch.setattr(wire_format, "fill_and_checksum", lambda message, total, copies, regions: known.append(
+        [nbytes for _, nbytes, _ in regions]) or real(message, total, copies, regions))
+    assert bytes(make_codec(spec).encode(x, CodecState(0), "x")) == bytes(expected)
+    assert known == [[PART_BYTES[spec](LARGE)]]  # the part's CRC came with it: only the header is read
+
+
+@needs_crc
+@pytest.mark.parametrize("spec", PART_BYTES)
 @pytest.mark.parametrize("where", ["first value", "values middle", "last value", "trailer"])
 def test_damaged_large_message_raises_and_leaves_nan(where, spec):
     x, message = _message(LARGE, 1, spec)
-    first = len(message) - 4 - VALUE_BYTES[spec] * LARGE
+    first = len(message) - 4 - PART_BYTES[spec](LARGE)
     at = {"first value": first, "values middle": len(message) // 2, "last value": len(message) - 5,
           "trailer": len(message) - 1}[where]
     message[at] ^= 0x10

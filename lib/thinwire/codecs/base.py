@@ -55,8 +55,8 @@ class Codec(ABC):
     # the same for a message tensor on a GPU whose one part is 16-bit floats: decompress
     # casts it into a float32 ``out`` there as the device CRC checks it (``fp16``)
     verifies_while_casting: ClassVar[bool] = False
-    # the same for a large host message whose one part is 16-bit floats: decompress widens
-    # it into a float32 ``out`` on the host as it checks it (``wire.read_host_part``: fp16)
+    # the same for a large host message whose one part a kernel turns into a float32 ``out``
+    # on the host as it checks it (``wire.read_host_part``: fp16 widens, quantize rescales)
     verifies_while_widening: ClassVar[bool] = False
     # Bumped when the same spec starts to produce different messages; the results of runs
     # that use the codec are then recomputed (``RunConfig.key``), not taken from the cache.

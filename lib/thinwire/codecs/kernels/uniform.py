@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from numba import literally, njit, prange
 
-from . import bitpack, device, stream
+from . import bitpack, crc, device, stream
 
 CHUNK = bitpack.CHUNK
 
@@ -48,10 +48,25 @@ def _values_chunk(codes, lo, step, out):
         out[i] = lo + step * np.float32(codes[i])
 
 
-@njit(parallel=True, nogil=True, cache=True)
+@njit(nogil=True, cache=True)
 def _quantize_packed(bits, args):
     literally(bits)
-    w, offset, scale, lo, fused, out = args
+    w, offset, scale, lo, fused, out, crcs = args
+    _quantize_parallel(bits, w, offset, scale, lo, fused, out, crcs)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _chunk_bytes(start, stop, n, bits, size):
+    """The packed bytes of codes ``start .. stop`` (1 to 8 bits: one plane; ``start`` a
+    multiple of 8) -> (first, end)."""
+    return start * bits // 8, size if stop == n else stop * bits // 8
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def _quantize_parallel(bits, w, offset, scale, lo, fused, out, crcs):
+    """The arrays come as arguments, not in a tuple (as in ``qsgd.py``). With ``crcs``, each
+    chunk's bytes are checksummed while cached (1 to 8 bits)."""
+    literally(bits)
     n = w.size
     for c in prange((n + CHUNK - 1) // CHUNK):
         start = c * CHUNK
@@ -62,6 +77,9 @@ def _quantize_packed(bits, args):
             codes = np.empty(stop - start, np.uint16)
             _levels_chunk(w[start:stop], offset, scale, lo, fused, codes)
             bitpack.store_chunk(codes, n, start, bits, out)
+        if bits <= 8 and crcs.size:
+            first, end = _chunk_bytes(start, stop, n, bits, out.size)
+            crcs[c] = crc.crc32c(out[first:end])
 
 
 @njit(nogil=True, cache=True)
@@ -76,14 +94,25 @@ def _values_out(codes, lo, step, out, start, raw, address):
     stream.stream_out(values.view(np.uint8), raw, 4 * start, address)
 
 
-@njit(parallel=True, nogil=True, cache=True)
+@njit(nogil=True, cache=True)
 def _dequantize_packed(bits, args):
     literally(bits)
-    packed, lo, step, out, raw, address = args
+    packed, lo, step, out, raw, address, crcs = args
+    _dequantize_parallel(bits, packed, lo, step, out, raw, address, crcs)
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def _dequantize_parallel(bits, packed, lo, step, out, raw, address, crcs):
+    """With ``crcs``, each chunk's packed bytes are checksummed as they are read (1 to 8
+    bits), before they are turned into values."""
+    literally(bits)
     n = out.size
     for c in prange((n + CHUNK - 1) // CHUNK):
         start = c * CHUNK
         stop = min(n, start + CHUNK)
+        if bits <= 8 and crcs.size:
+            first, end = _chunk_bytes(start, stop, n, bits, packed.size)
+            crcs[c] = crc.crc32c(packed[first:end])
         if bits == 8:
             _values_out(packed[start:stop], lo, step, out, start, raw, address)
         else:
@@ -110,28 +139,49 @@ def float32_numpy(t: torch.Tensor) -> np.ndarray:
     return (t if t.dtype == torch.float32 else t.to(torch.float32)).reshape(-1).contiguous().numpy()
 
 
-def quantize_packed(flat: torch.Tensor, lo: float, scale: float, bits: int, out: torch.Tensor) -> torch.Tensor:
+def _crcs(n: int, bits: int, checksum: bool) -> np.ndarray:
+    """One CRC slot per chunk where a kernel checksums its chunks' bytes (1 to 8 bits, the
+    CRC instruction), else none."""
+    return np.empty(-(-n // CHUNK) if checksum and crc.HARDWARE and bits <= 8 and n else 0, np.uint32)
+
+
+def _joined(crcs: np.ndarray, bits: int, nbytes: int) -> int | None:
+    """The CRC-32C of all the chunks' bytes from theirs, or None where none were taken."""
+    if not crcs.size:
+        return None
+    return crc.join(crcs, CHUNK * bits // 8, nbytes - (crcs.size - 1) * (CHUNK * bits // 8))
+
+
+def quantize_packed(flat: torch.Tensor, lo: float, scale: float, bits: int, out: torch.Tensor,
+                    checksum: bool = False) -> int | None:
     """The ``bits``-bit nearest-level codes of ``flat`` (``round((w - lo) * scale)``, each in
     [0, 2^bits - 1]) in ``bitpack``'s layout, written into the uint8 tensor ``out``
-    (``bitpack.packed_bytes(n, bits)`` bytes, any byte view). ``scale`` must fit float32."""
+    (``bitpack.packed_bytes(n, bits)`` bytes, any byte view). ``scale`` must fit float32.
+    With ``checksum``, returns the CRC-32C of ``out``'s bytes where the host kernel took it
+    chunk by chunk as it wrote them (1 to 8 bits, the CRC instruction), else None."""
     bitpack.check_bits("bits", bits)
     n = flat.numel()
     if out.numel() != bitpack.packed_bytes(n, bits):
         raise ValueError(f"out holds {out.numel()} bytes, {n} {bits}-bit codes need {bitpack.packed_bytes(n, bits)}")
     if device.on_device(flat):
         from . import torch_uniform
-        return torch_uniform.quantize_packed(flat, lo, scale, bits, out)
+        torch_uniform.quantize_packed(flat, lo, scale, bits, out)
+        return None
+    crcs = _crcs(n, bits, checksum)
     if n:
         fused = abs(lo) * scale <= (1 << bits)
         args = (float32_numpy(flat), np.float32(0.5 - lo * scale), np.float32(scale), np.float32(lo), fused,
-                out.numpy())
+                out.numpy(), crcs)
         (_quantize_narrow if bits <= 8 else _quantize_wide)(bits, args)
-    return out
+    return _joined(crcs, bits, out.numel())
 
 
 def dequantize_packed(packed: torch.Tensor, n: int, bits: int, lo: float, step: float,
-                      out: torch.Tensor | None = None) -> torch.Tensor:
-    """``lo + step * code`` (float32) for the ``n`` packed ``bits``-bit codes in ``packed``."""
+                      out: torch.Tensor | None = None, checksum: bool = False) -> torch.Tensor | int | None:
+    """``lo + step * code`` (float32) for the ``n`` packed ``bits``-bit codes in ``packed``
+    -> ``out``; with ``checksum`` (a host ``out``), the CRC-32C of ``packed``'s bytes where
+    the kernel took it chunk by chunk as it read them (1 to 8 bits, the CRC instruction),
+    else None (a message verified in the same pass: ``wire.read_host_part``)."""
     bitpack.check_bits("bits", bits)
     if packed.numel() != bitpack.packed_bytes(n, bits):
         raise ValueError(f"expected {bitpack.packed_bytes(n, bits)} packed bytes for {n} {bits}-bit codes, "
@@ -139,13 +189,23 @@ def dequantize_packed(packed: torch.Tensor, n: int, bits: int, lo: float, step: 
     out = torch.empty(n, dtype=torch.float32) if out is None else out
     if device.on_device(out):  # decoded where the receiver wants the values (a GPU)
         from . import torch_uniform
-        return torch_uniform.dequantize_packed(packed, n, bits, lo, step, out)
-    if n:
-        values = out.numpy()
-        args = (packed.contiguous().numpy(), np.float32(lo), np.float32(step), values, stream.destination(values, built=True),
-                values.ctypes.data)
+        torch_uniform.dequantize_packed(packed, n, bits, lo, step, out)
+        return None if checksum else out
+    value = dequantize_host(packed.contiguous().numpy(), bits, lo, step, out.numpy(), checksum)
+    return value if checksum else out
+
+
+def dequantize_host(packed: np.ndarray, bits: int, lo: float, step: float, out: np.ndarray,
+                    checksum: bool = False) -> int | None:
+    """``dequantize_packed`` of host arrays: ``packed`` (uint8, the codes of ``out.size``
+    values) into the float32 ``out``; with ``checksum``, the CRC-32C of ``packed`` taken
+    chunk by chunk as it is read (1 to 8 bits, the CRC instruction), else None."""
+    crcs = _crcs(out.size, bits, checksum)
+    if out.size:
+        args = (packed, np.float32(lo), np.float32(step), out, stream.destination(out, built=True), out.ctypes.data,
+                crcs)
         (_dequantize_narrow if bits <= 8 else _dequantize_wide)(bits, args)
-    return out
+    return _joined(crcs, bits, packed.size)
 
 
 def dequantize(codes: np.ndarray, lo: float, step: float, out: torch.Tensor | None = None) -> torch.Tensor:

@@ -10,7 +10,9 @@ A constant tensor (hi == lo) decodes exactly. NaN or Inf raises ``ValueError``.
 Steps 2-3 are one compiled kernel that writes the packed codes straight into the message
 buffer, and step 4 one that unpacks and rescales (``kernels/uniform.py``): one parallel
 region per call, so a busy machine's thread pool cannot turn the call into a hundred
-barrier waits. On a GPU, with the Triton kernels chosen, 8-bit codes are written into a
+barrier waits. On the host, 1 to 8 bits are checksummed as they are written, a cached chunk
+at a time, and a large message's codes are checked as they are read into ``out``
+(``verifies_while_widening``): the message is written once and read once. On a GPU, with the Triton kernels chosen, 8-bit codes are written into a
 message tensor and checksummed in one pass, and read back into ``out`` as the checksum is
 checked (``triton_uniform.quantize8_crc``, ``dequantize8_crc``; the device CRC's
 ``"words"`` kernel).
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
 from ..kernels import bitpack, device, triton_range, triton_uniform, uniform
@@ -36,7 +39,7 @@ from ..kernels.extrema import extrema
 from ..base import FLOAT32_MAX as LARGEST, Codec, expect_part, expect_range
 from ..payload import PartWriter, Payload
 from ..state import CodecState
-from ..wire import deferred, read_part, settle
+from ..wire import deferred, read_host_part, read_part, settle
 
 FLOAT32_MAX, FLOAT32_TINY = triton_range.FLOAT32_MAX, triton_range.FLOAT32_TINY  # where a scale or step leaves float32
 
@@ -164,8 +167,8 @@ class Quantize(Codec):
         one_pass = (self.bits == 8 and device.on_device(flat) and flat.dtype == torch.float32
                     and triton_uniform.usable(8, flat))  # on a GPU: quantized and checksummed in one pass
         writer = PartWriter(torch.uint8, bitpack.packed_bytes(n, self.bits),
-                            lambda view: uniform.quantize_packed(flat, lo, scale, self.bits, out=view),
-                            source=flat if one_pass else None,
+                            lambda view: uniform.quantize_packed(flat, lo, scale, self.bits, out=view, checksum=True),
+                            checksummed=True, source=flat if one_pass else None,
                             fill_with_crc=(lambda target, prefix, trailer, rest=0: triton_uniform.quantize8_crc(
                                 flat.reshape(-1), lo, scale, target, prefix, trailer, rest)) if one_pass else None)
         return Payload(parts={"codes": writer}, meta=meta)
@@ -176,6 +179,12 @@ class Quantize(Codec):
         CRC checks them (``triton_uniform.dequantize8_crc``), with its Triton kernels chosen."""
         return self.bits == 8 and triton_uniform.KERNEL == "triton"
 
+    @property
+    def verifies_while_widening(self) -> bool:
+        """A large host message's codes (1 to 8 bits) are turned into ``out`` on the host as
+        they are checked, a cached chunk at a time (``uniform.dequantize_host``)."""
+        return self.bits <= 8
+
     def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None, shape: tuple = ()) -> torch.Tensor:
         packed = expect_part(payload, "codes", torch.uint8, bitpack.packed_bytes(numel, self.bits))
         if isinstance(payload.meta.get("lo"), torch.Tensor):  # a steady message: its range read on the device
@@ -183,10 +192,16 @@ class Quantize(Codec):
         lo, hi = expect_range(payload, self.name)
         step = (hi - lo) / ((1 << self.bits) - 1)
         wide = step > FLOAT32_MAX / 2 or 0 < step < FLOAT32_TINY  # beyond float32's range, or a subnormal step
-        if payload.unverified is not None:  # decode left the check to this pass (8 bits, a message on a GPU)
+        if payload.unverified is not None:  # decode left the check to this pass (``checks_own_copy``)
             if not wide and out is not None and out.dtype == torch.float32 and triton_uniform.usable(8, packed, out):
                 read_part(payload, "codes", lambda source, prefix: triton_uniform.dequantize8_crc(
                     source, lo, step, out, prefix), spoil=lambda: out.view(torch.uint8).fill_(0xFF))
+                return out
+            if not wide and out is not None and self.verifies_while_widening and not device.on_device(out):
+                values = out.view(-1).numpy()  # a large host message, opened unverified (``checks_own_copy``)
+                read_host_part(payload, "codes", lambda part: uniform.dequantize_host(part, self.bits, lo, step, values,
+                                                                                     checksum=True),
+                               lambda: values.view(np.uint8).fill(0xFF))
                 return out
             settle(payload)
         if wide:  # whose few mantissa bits would break the bound: rescale in float64
