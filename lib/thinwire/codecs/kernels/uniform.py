@@ -56,7 +56,7 @@ def _quantize_packed(bits, args):
 
 
 @njit(nogil=True, cache=True, inline="always")
-def _chunk_bytes(start, stop, n, bits, size):
+def chunk_bytes(start, stop, n, bits, size):
     """The packed bytes of codes ``start .. stop`` (1 to 8 bits: one plane; ``start`` a
     multiple of 8) -> (first, end)."""
     return start * bits // 8, size if stop == n else stop * bits // 8
@@ -78,7 +78,7 @@ def _quantize_parallel(bits, w, offset, scale, lo, fused, out, crcs):
             _levels_chunk(w[start:stop], offset, scale, lo, fused, codes)
             bitpack.store_chunk(codes, n, start, bits, out)
         if bits <= 8 and crcs.size:
-            first, end = _chunk_bytes(start, stop, n, bits, out.size)
+            first, end = chunk_bytes(start, stop, n, bits, out.size)
             crcs[c] = crc.crc32c(out[first:end])
 
 
@@ -111,7 +111,7 @@ def _dequantize_parallel(bits, packed, lo, step, out, raw, address, crcs):
         start = c * CHUNK
         stop = min(n, start + CHUNK)
         if bits <= 8 and crcs.size:
-            first, end = _chunk_bytes(start, stop, n, bits, packed.size)
+            first, end = chunk_bytes(start, stop, n, bits, packed.size)
             crcs[c] = crc.crc32c(packed[first:end])
         if bits == 8:
             _values_out(packed[start:stop], lo, step, out, start, raw, address)
@@ -139,14 +139,15 @@ def float32_numpy(t: torch.Tensor) -> np.ndarray:
     return (t if t.dtype == torch.float32 else t.to(torch.float32)).reshape(-1).contiguous().numpy()
 
 
-def _crcs(n: int, bits: int, checksum: bool) -> np.ndarray:
-    """One CRC slot per chunk where a kernel checksums its chunks' bytes (1 to 8 bits, the
-    CRC instruction), else none."""
+def chunk_crcs(n: int, bits: int, checksum: bool) -> np.ndarray:
+    """One CRC slot per chunk of ``CHUNK`` codes where a kernel checksums its chunks' bytes
+    (``checksum``, 1 to 8 bits, the CRC instruction), else none."""
     return np.empty(-(-n // CHUNK) if checksum and crc.HARDWARE and bits <= 8 and n else 0, np.uint32)
 
 
-def _joined(crcs: np.ndarray, bits: int, nbytes: int) -> int | None:
-    """The CRC-32C of all the chunks' bytes from theirs, or None where none were taken."""
+def joined(crcs: np.ndarray, bits: int, nbytes: int) -> int | None:
+    """The CRC-32C of the ``nbytes`` packed bytes from their chunks', or None where none
+    were taken."""
     if not crcs.size:
         return None
     return crc.join(crcs, CHUNK * bits // 8, nbytes - (crcs.size - 1) * (CHUNK * bits // 8))
@@ -167,21 +168,18 @@ def quantize_packed(flat: torch.Tensor, lo: float, scale: float, bits: int, out:
         from . import torch_uniform
         torch_uniform.quantize_packed(flat, lo, scale, bits, out)
         return None
-    crcs = _crcs(n, bits, checksum)
+    crcs = chunk_crcs(n, bits, checksum)
     if n:
         fused = abs(lo) * scale <= (1 << bits)
         args = (float32_numpy(flat), np.float32(0.5 - lo * scale), np.float32(scale), np.float32(lo), fused,
                 out.numpy(), crcs)
         (_quantize_narrow if bits <= 8 else _quantize_wide)(bits, args)
-    return _joined(crcs, bits, out.numel())
+    return joined(crcs, bits, out.numel())
 
 
 def dequantize_packed(packed: torch.Tensor, n: int, bits: int, lo: float, step: float,
-                      out: torch.Tensor | None = None, checksum: bool = False) -> torch.Tensor | int | None:
-    """``lo + step * code`` (float32) for the ``n`` packed ``bits``-bit codes in ``packed``
-    -> ``out``; with ``checksum`` (a host ``out``), the CRC-32C of ``packed``'s bytes where
-    the kernel took it chunk by chunk as it read them (1 to 8 bits, the CRC instruction),
-    else None (a message verified in the same pass: ``wire.read_host_part``)."""
+                      out: torch.Tensor | None = None) -> torch.Tensor:
+    """``lo + step * code`` (float32) for the ``n`` packed ``bits``-bit codes in ``packed``."""
     bitpack.check_bits("bits", bits)
     if packed.numel() != bitpack.packed_bytes(n, bits):
         raise ValueError(f"expected {bitpack.packed_bytes(n, bits)} packed bytes for {n} {bits}-bit codes, "
@@ -189,23 +187,23 @@ def dequantize_packed(packed: torch.Tensor, n: int, bits: int, lo: float, step: 
     out = torch.empty(n, dtype=torch.float32) if out is None else out
     if device.on_device(out):  # decoded where the receiver wants the values (a GPU)
         from . import torch_uniform
-        torch_uniform.dequantize_packed(packed, n, bits, lo, step, out)
-        return None if checksum else out
-    value = dequantize_host(packed.contiguous().numpy(), bits, lo, step, out.numpy(), checksum)
-    return value if checksum else out
+        return torch_uniform.dequantize_packed(packed, n, bits, lo, step, out)
+    dequantize_host(packed.contiguous().numpy(), bits, lo, step, out.numpy())
+    return out
 
 
 def dequantize_host(packed: np.ndarray, bits: int, lo: float, step: float, out: np.ndarray,
                     checksum: bool = False) -> int | None:
     """``dequantize_packed`` of host arrays: ``packed`` (uint8, the codes of ``out.size``
     values) into the float32 ``out``; with ``checksum``, the CRC-32C of ``packed`` taken
-    chunk by chunk as it is read (1 to 8 bits, the CRC instruction), else None."""
-    crcs = _crcs(out.size, bits, checksum)
+    chunk by chunk as it is read (1 to 8 bits, the CRC instruction), else None (a message
+    verified in the same pass: ``wire.read_host_part``)."""
+    crcs = chunk_crcs(out.size, bits, checksum)
     if out.size:
         args = (packed, np.float32(lo), np.float32(step), out, stream.destination(out, built=True), out.ctypes.data,
                 crcs)
         (_dequantize_narrow if bits <= 8 else _dequantize_wide)(bits, args)
-    return _joined(crcs, bits, packed.size)
+    return joined(crcs, bits, packed.size)
 
 
 def dequantize(codes: np.ndarray, lo: float, step: float, out: torch.Tensor | None = None) -> torch.Tensor:

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 from numba import literally, njit, prange
 
-from ..kernels import bitpack, device, torch_bins, triton_uniform, uniform
+from ..kernels import bitpack, crc, device, torch_bins, triton_uniform, uniform
 
 CHUNK = bitpack.CHUNK
 check_bits = bitpack.check_bits
@@ -64,17 +64,28 @@ def _chunk_codes(w, c, lo, scale, top):
     return codes[:stop - start]
 
 
-@njit(parallel=True, nogil=True, cache=True)
+@njit(nogil=True, cache=True)
 def _codes_packed(bits, args):
-    """QUANTIZE then ``bitpack``'s layout, chunk by chunk (``bits`` a compile-time constant)."""
     literally(bits)
-    w, lo, scale, out = args
+    w, lo, scale, out, crcs = args
+    _codes_packed_parallel(bits, w, lo, scale, out, crcs)
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def _codes_packed_parallel(bits, w, lo, scale, out, crcs):
+    """QUANTIZE then ``bitpack``'s layout, chunk by chunk (``bits`` a compile-time constant);
+    with ``crcs``, each chunk's bytes checksummed while cached (1 to 8 bits). The arrays
+    come as arguments, not in a tuple (as in ``kernels/qsgd.py``)."""
+    literally(bits)
     n = w.size
     top = (1 << bits) - 1
     for c in prange((n + CHUNK - 1) // CHUNK):
         codes = _chunk_codes(w, c, lo, scale, top)
         if bits <= 8:
             bitpack.stream_chunk(codes, bits, out[c * CHUNK // 8 * bits:])
+            if crcs.size:
+                first, end = uniform.chunk_bytes(c * CHUNK, c * CHUNK + codes.size, n, bits, out.size)
+                crcs[c] = crc.crc32c(out[first:end])
         else:
             bitpack.low_bytes(codes, out[c * CHUNK:c * CHUNK + codes.size])
             bitpack.stream_chunk(codes, bits, out[n + c * CHUNK // 8 * (bits - 8):])
@@ -118,12 +129,30 @@ def bin_pack(flat: torch.Tensor, lo: float, hi: float, bits: int, out: torch.Ten
         codes = torch_bins.bin_codes(flat, lo, (1 << bits) / (hi - lo), (1 << bits) - 1)
         return bitpack.pack(codes, bits) if out is None else out.copy_(bitpack.pack(codes, bits))
     out = torch.empty(bitpack.packed_bytes(n, bits), dtype=torch.uint8) if out is None else out
+    _pack_host(flat, lo, hi, bits, out, False)
+    return out
+
+
+def bin_pack_crc(flat: torch.Tensor, lo: float, hi: float, bits: int, out: torch.Tensor) -> int | None:
+    """``bin_pack`` into ``out``, returning the CRC-32C of its bytes where the host kernel
+    took it chunk by chunk as it wrote them (1 to 8 bits, the CRC instruction), else None."""
+    if flat.numel() and hi > lo and not device.on_device(flat):
+        return _pack_host(flat, lo, hi, bits, out, True)
+    bin_pack(flat, lo, hi, bits, out=out)
+    return None
+
+
+def _pack_host(flat: torch.Tensor, lo: float, hi: float, bits: int, out: torch.Tensor, checksum: bool) -> int | None:
+    """The host kernel of ``bin_pack`` -> the CRC of ``out``'s bytes, with ``checksum``."""
+    n = flat.numel()
     if hi <= lo:
         out.fill_(0)
-    elif n:
-        args = (uniform.float32_numpy(flat), lo, (1 << bits) / (hi - lo), out.numpy())
+        return None
+    crcs = uniform.chunk_crcs(n, bits, checksum)
+    if n:
+        args = (uniform.float32_numpy(flat), lo, (1 << bits) / (hi - lo), out.numpy(), crcs)
         _codes_packed_width(check_bits("bits", bits), args)
-    return out
+    return uniform.joined(crcs, bits, out.numel())
 
 
 def bin_centres(codes: np.ndarray, lo: float, hi: float, bits: int,

@@ -30,18 +30,19 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
 from ..base import FLOAT32_MAX, Codec, expect_part, expect_range, plain_decision
-from ..kernels import bitpack, device, triton_range, triton_uniform
-from .bin_quantize import bin_centres, bin_codes, bin_pack, bin_unpack_centres, check_bits, histogram
+from ..kernels import bitpack, device, triton_range, triton_uniform, uniform
+from .bin_quantize import bin_centres, bin_codes, bin_pack_crc, bin_unpack_centres, check_bits, histogram
 from ..errors import CorruptMessageError
 from ..payload import PartWriter, Payload
 from .minmax import device_codes, device_range, range_bytes, read_device_codes, value_range
 from .per_column import column_centres, column_codes, column_ranges
 from ..state import CodecState
 from ..entropy.symbol_coders import CODERS
-from ..wire import read_part, settle
+from ..wire import read_host_part, read_part, settle
 
 
 ONE_PASS = True  # 8-bit raw codes on a GPU written, and read, as the message is checksummed
@@ -162,8 +163,8 @@ class BinQuantize(Codec):
             one_pass = (ONE_PASS and bits == 8 and device.on_device(flat) and flat.dtype == torch.float32
                         and triton_uniform.usable(8, flat))  # into a message tensor: written as checksummed
             parts = {"codes": PartWriter(torch.uint8, bitpack.packed_bytes(flat.numel(), bits),
-                                         lambda view: bin_pack(flat, lo, hi, bits, out=view),
-                                         source=flat if one_pass else None,
+                                         lambda view: bin_pack_crc(flat, lo, hi, bits, view),
+                                         checksummed=True, source=flat if one_pass else None,
                                          fill_with_crc=(lambda target, prefix, trailer, rest=0: triton_range.quantize8_crc(
                                              flat, *range_bytes(lo, hi, flat.device), target, prefix, trailer, True,
                                              rest)) if one_pass else None)}
@@ -187,9 +188,11 @@ class BinQuantize(Codec):
             raise CorruptMessageError(f"{self.name}: bits {bits!r} is not an int in 1..16")
         if isinstance(payload.meta.get("lo"), torch.Tensor):  # a steady message: its range read on the device
             return read_device_codes(payload, numel, bits, out, bins=True)
-        if payload.unverified is not None:  # left to this pass (``verifies_while_casting``)
+        if payload.unverified is not None:  # left to this pass (``checks_own_copy``)
             if self._reads_in_one_pass(payload, numel, bits, out):
                 return self._read_in_one_pass(payload, out)
+            if self._reads_on_host(payload, numel, bits, out):
+                return self._read_on_host(payload, numel, bits, out)
             settle(payload)  # any other message: checked first, then decoded as usual
         if "lo" in payload.parts:  # per-column (or per-row: the columns of the transpose) ranges
             if self.per == "tensor" or len(shape) != 2:
@@ -221,6 +224,34 @@ class BinQuantize(Codec):
         codes = payload.parts.get("codes")
         return (bits == 8 and set(payload.meta) == {"lo", "hi", "bits"} and list(payload.parts) == ["codes"]
                 and codes.dtype == torch.uint8 and codes.numel() == numel and triton_uniform.usable(8, codes, out))
+
+    @property
+    def verifies_while_widening(self) -> bool:
+        """A large host message of raw codes over one range (1 to 8 bits) is turned into
+        ``out`` on the host as it is checked, a cached chunk at a time (``_read_on_host``)."""
+        return self.coder == "raw" and self.per == "tensor"
+
+    @staticmethod
+    def _reads_on_host(payload: Payload, numel: int, bits: int, out: torch.Tensor) -> bool:
+        """Whether ``payload`` is raw codes of 1 to 8 bits over one range, for a host ``out``."""
+        codes = payload.parts.get("codes")
+        return (bits <= 8 and set(payload.meta) == {"lo", "hi", "bits"} and list(payload.parts) == ["codes"]
+                and codes.dtype == torch.uint8 and codes.numel() == bitpack.packed_bytes(numel, bits)
+                and out is not None and not device.on_device(out))
+
+    def _read_on_host(self, payload: Payload, numel: int, bits: int, out: torch.Tensor) -> torch.Tensor:
+        """The codes read into ``out`` as their checksum is taken (``uniform.dequantize_host``),
+        then judged against the message's (``wire.read_host_part``)."""
+        lo, hi = expect_range(payload, self.name)
+        if hi <= lo:  # a constant tensor: no codes to read
+            settle(payload)
+            return out.fill_(lo)
+        step = (hi - lo) / (1 << bits)
+        values = out.view(-1).numpy()
+        read_host_part(payload, "codes", lambda part: uniform.dequantize_host(part, bits, lo + 0.5 * step, step, values,
+                                                                             checksum=True),
+                       lambda: values.view(np.uint8).fill(0xFF))
+        return out
 
     def _read_in_one_pass(self, payload: Payload, out: torch.Tensor) -> torch.Tensor:
         """The codes read into ``out`` as their checksum is checked (``triton_range.dequantize8_crc``)."""
