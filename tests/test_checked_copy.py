@@ -1,8 +1,8 @@
 """fp32's decode into a large host ``out`` verifies the message as it copies the values out,
-fp16's and bf16's as they widen them, and quantize's and binquant's (1 to 8 bits) as they
-rescale the codes (``wire/checked_copy.py``): the same values as before, and a damaged
-message raises with ``out`` set to NaN; small messages are still verified before any value
-is read. Their encoders checksum the part as they write it."""
+fp16's and bf16's as they widen them, and quantize's, binquant's and QSGD's (up to 8 bits)
+as they rescale the codes (``wire/checked_copy.py``): the same values as before, and a
+damaged message raises with ``out`` set to NaN; small messages are still verified before any
+value is read. Their encoders checksum the part as they write it."""
 
 import numpy as np
 import pytest
@@ -18,7 +18,8 @@ needs_crc = pytest.mark.skipif(not crc.HARDWARE, reason="the streamed copy check
 
 PART_BYTES = {"fp32": lambda n: 4 * n, "fp16": lambda n: 2 * n, "bf16": lambda n: 2 * n,  # the one part's bytes
               "quantize(bits=8)": lambda n: n, "quantize(bits=3)": lambda n: bitpack.packed_bytes(n, 3),
-              "binquant(bits=8)": lambda n: n, "binquant(bits=5)": lambda n: bitpack.packed_bytes(n, 5)}
+              "binquant(bits=8)": lambda n: n, "binquant(bits=5)": lambda n: bitpack.packed_bytes(n, 5),
+              "qsgd(bits=8)": lambda n: n, "qsgd(bits=4)": lambda n: bitpack.packed_bytes(n, 4)}
 
 
 def _message(n: int, seed: int = 0, spec: str = "fp32"):

@@ -155,15 +155,25 @@ def _values_out(codes, start, bucket, step, s, out, raw, address):
     stream.stream_out(values.view(np.uint8), raw, 4 * start, address)
 
 
-@njit(parallel=True, nogil=True, cache=True)
+@njit(nogil=True, cache=True)
 def _dequantize_packed(bits, args):
     literally(bits)
-    packed, bucket, chunk, step, out, raw, address = args
+    packed, bucket, chunk, step, out, raw, address, crcs = args
+    _dequantize_parallel(bits, packed, bucket, chunk, step, out, raw, address, crcs)
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def _dequantize_parallel(bits, packed, bucket, chunk, step, out, raw, address, crcs):
+    """With ``crcs``, each chunk's packed bytes are checksummed as they are read (bits <= 8),
+    before they are turned into values."""
+    literally(bits)
     n = out.size
     s = np.int32((1 << (bits - 1)) - 1)
     for c in prange((n + chunk - 1) // chunk):
         start = c * chunk
         stop = min(n, start + chunk)
+        if crcs.size:
+            crcs[c] = crc.crc32c(packed[start * bits // 8:packed.size if stop == n else stop * bits // 8])
         if bits == 8:
             _values_out(packed[start:stop], start, bucket, step, s, out, raw, address)
         else:
@@ -204,8 +214,18 @@ def quantize_packed(x: np.ndarray, bucket: int, norm: str, bits: int, key: int, 
     return crc.join(crcs, chunk * bits // 8, out.size - (chunks - 1) * chunk * bits // 8)
 
 
-def dequantize_packed(packed: np.ndarray, bucket: int, step: np.ndarray, bits: int, out: np.ndarray) -> None:
-    """level * step[bucket], signed, for every packed code (float32 into ``out``)."""
+def dequantize_packed(packed: np.ndarray, bucket: int, step: np.ndarray, bits: int, out: np.ndarray,
+                      checksum: bool = False) -> int | None:
+    """level * step[bucket], signed, for every packed code (float32 into ``out``); with
+    ``checksum``, returns the CRC-32C of ``packed`` taken chunk by chunk as it is read
+    (``crc.HARDWARE``, bits <= 8: a message verified in the same pass), else None."""
+    chunk = chunk_length(bucket)
+    chunks = -(-out.size // chunk)
+    with_crc = checksum and crc.HARDWARE and bits <= 8 and out.size > 0
+    crcs = np.empty(chunks if with_crc else 0, np.uint32)
     if out.size:
-        args = (packed, bucket, chunk_length(bucket), step, out, stream.destination(out, built=True), out.ctypes.data)
+        args = (packed, bucket, chunk, step, out, stream.destination(out, built=True), out.ctypes.data, crcs)
         (_dequantize_narrow if bits <= 8 else _dequantize_wide)(bits, args)
+    if not with_crc:
+        return None
+    return crc.join(crcs, chunk * bits // 8, packed.size - (chunks - 1) * chunk * bits // 8)

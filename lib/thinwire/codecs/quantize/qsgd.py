@@ -21,7 +21,10 @@ send (and is left out of the spec, so their results keep their keys).
 The u_i come from the sender state's own generator: one 64-bit key per message, expanded
 by a counter-based hash (``kernels/qsgd.py``), so a message depends only on the seed and
 the messages before it. Steps 1-4 are one compiled pass that writes into the message
-buffer and step 5 one pass out of it; a GPU tensor takes torch operations on the GPU that
+buffer and step 5 one pass out of it; up to 8 bits, the host kernels checksum the codes as
+they write them, and a large host message's codes as they read them into ``out``
+(``verifies_while_widening``: its norms are read unverified, then judged with the
+checksum). A GPU tensor takes torch operations on the GPU that
 write the same bytes: one Triton kernel each way (``kernels/triton_qsgd.py``, the default),
 or with ``triton_qsgd.KERNEL = "torch"`` torch's operations (``kernels/torch_qsgd.py``). NaN or Inf input raises
 ``ValueError``. With the device CRC's ``"words"`` kernel, codes of 2, 4 or 8 bits in
@@ -46,7 +49,7 @@ import numpy as np
 import torch
 
 from ..kernels import bitpack, device, elias, qsgd, torch_qsgd, triton_qsgd
-from ..wire import deferred, read_part, settle
+from ..wire import deferred, read_host_part, read_part, settle
 from ..kernels.uniform import float32_numpy
 from ..base import Codec, expect_part
 from ..errors import CorruptMessageError, RefusedInputError
@@ -207,6 +210,8 @@ class QSGD(Codec):
                 return self._deferred(payload, norms, packed, out)
             if out is not None and triton_qsgd.usable(self.bits, self.bucket, packed, norms, out):
                 return self._one_pass(payload, norms, packed, out)
+            if self._reads_on_host(payload, packed, norms, out):
+                return self._read_on_host(payload, norms, out)
             settle(payload)
         if device.on_device(out if out is not None else norms) and triton_qsgd.usable(self.bits, self.bucket, packed, norms):
             if norms.numel():  # both ends in one read: NaN anywhere makes both NaN
@@ -216,10 +221,7 @@ class QSGD(Codec):
             out = torch.empty(numel, dtype=torch.float32, device=norms.device) if out is None else out
             if out.device == norms.device and out.is_contiguous():
                 return triton_qsgd.dequantize_packed(packed, self.bucket, norms, self.bits, out)
-        norms_np = norms.cpu().numpy()  # one per bucket; from a message on a GPU, copied
-        if not (np.isfinite(norms_np).all() and (norms_np >= 0).all()):
-            raise CorruptMessageError("qsgd: bucket norms must be finite and non-negative")
-        step = (norms_np.astype(np.float64) / self.levels).astype(np.float32)
+        step = self._steps(norms)
         out = torch.empty(numel, dtype=torch.float32) if out is None else out
         if device.on_device(out):
             return torch_qsgd.dequantize_packed(packed, self.bucket, torch.from_numpy(step), self.bits, out)
@@ -235,6 +237,34 @@ class QSGD(Codec):
             deferred.active().corrupt_unless(torch.stack(torch.aminmax(norms)), _norms_in_range, spoil,
                                              payload.unverified.what)
         return self._read_codes(payload, norms, out, spoil)
+
+    def _steps(self, norms: torch.Tensor) -> np.ndarray:
+        """Each bucket's step, norm / levels (float32), from norms that must be finite and
+        non-negative (``CorruptMessageError``)."""
+        norms_np = norms.cpu().numpy()  # one per bucket; from a message on a GPU, copied
+        if not (np.isfinite(norms_np).all() and (norms_np >= 0).all()):
+            raise CorruptMessageError("qsgd: bucket norms must be finite and non-negative")
+        return (norms_np.astype(np.float64) / self.levels).astype(np.float32)
+
+    @property
+    def verifies_while_widening(self) -> bool:
+        """A large host message's codes (up to 8 bits) are turned into ``out`` on the host as
+        they are checked, a cached chunk at a time (``_read_on_host``)."""
+        return self.coding == "fixed" and self.bits <= 8
+
+    def _reads_on_host(self, payload: Payload, packed: torch.Tensor, norms: torch.Tensor, out) -> bool:
+        """Whether ``payload`` is a host message of codes and norms for a host ``out``."""
+        return (self.verifies_while_widening and set(payload.parts) == {"codes", "norms"} and out is not None
+                and not device.on_device(out) and not device.on_device(packed) and not device.on_device(norms))
+
+    def _read_on_host(self, payload: Payload, norms: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+        """Step 5 into ``out`` as the codes' checksum is taken (``qsgd.dequantize_packed``),
+        then judged against the message's with the norms read (``wire.read_host_part``)."""
+        step, values = self._steps(norms), out.view(-1).numpy()
+        read_host_part(payload, "codes", lambda part: qsgd.dequantize_packed(part, self.bucket, step, self.bits, values,
+                                                                            checksum=True),
+                       lambda: values.view(np.uint8).fill(0xFF))
+        return out
 
     def _one_pass(self, payload: Payload, norms: torch.Tensor, packed: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
         """Step 5 into ``out`` as the device CRC checks the message, the norms' least and
