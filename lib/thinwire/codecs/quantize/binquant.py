@@ -219,11 +219,18 @@ class BinQuantize(Codec):
         return bin_centres(codes, lo, hi, bits, out=out, levels=levels)
 
     @staticmethod
-    def _reads_in_one_pass(payload: Payload, numel: int, bits: int, out: torch.Tensor) -> bool:
-        """Whether ``payload`` is 8-bit raw codes over one range that ``out`` takes in one pass."""
+    def _raw_codes(payload: Payload, numel: int, bits: int) -> torch.Tensor | None:
+        """The codes part of a message of raw codes (1 to 8 bits) over one range, or None."""
         codes = payload.parts.get("codes")
-        return (bits == 8 and set(payload.meta) == {"lo", "hi", "bits"} and list(payload.parts) == ["codes"]
-                and codes.dtype == torch.uint8 and codes.numel() == numel and triton_uniform.usable(8, codes, out))
+        if (bits <= 8 and set(payload.meta) == {"lo", "hi", "bits"} and list(payload.parts) == ["codes"]
+                and codes.dtype == torch.uint8 and codes.numel() == bitpack.packed_bytes(numel, bits)):
+            return codes
+        return None
+
+    def _reads_in_one_pass(self, payload: Payload, numel: int, bits: int, out: torch.Tensor) -> bool:
+        """Whether ``payload`` is 8-bit raw codes over one range that ``out`` takes in one pass."""
+        codes = self._raw_codes(payload, numel, bits)
+        return bits == 8 and codes is not None and triton_uniform.usable(8, codes, out)
 
     @property
     def verifies_while_widening(self) -> bool:
@@ -231,13 +238,9 @@ class BinQuantize(Codec):
         ``out`` on the host as it is checked, a cached chunk at a time (``_read_on_host``)."""
         return self.coder == "raw" and self.per == "tensor"
 
-    @staticmethod
-    def _reads_on_host(payload: Payload, numel: int, bits: int, out: torch.Tensor) -> bool:
+    def _reads_on_host(self, payload: Payload, numel: int, bits: int, out: torch.Tensor) -> bool:
         """Whether ``payload`` is raw codes of 1 to 8 bits over one range, for a host ``out``."""
-        codes = payload.parts.get("codes")
-        return (bits <= 8 and set(payload.meta) == {"lo", "hi", "bits"} and list(payload.parts) == ["codes"]
-                and codes.dtype == torch.uint8 and codes.numel() == bitpack.packed_bytes(numel, bits)
-                and out is not None and not device.on_device(out))
+        return self._raw_codes(payload, numel, bits) is not None and out is not None and not device.on_device(out)
 
     def _read_on_host(self, payload: Payload, numel: int, bits: int, out: torch.Tensor) -> torch.Tensor:
         """The codes read into ``out`` as their checksum is taken (``uniform.dequantize_host``),
