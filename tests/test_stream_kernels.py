@@ -121,6 +121,52 @@ def test_checksummed_copy_gives_the_bytes_and_their_crc(always_stream, n, offset
     assert got == (crc32c.crc32c(src) if crc.HARDWARE else None)
 
 
+@pytest.mark.parametrize("copy", ["checked_copy", "_checksum_then_copy"])
+def test_a_piece_copied_with_its_crc_at_any_alignment(copy):
+    """One piece of ``stream.copy``: the folding copy (where the CPU folds) streams whole
+    256-byte steps from the destination's first aligned line and folds from the source's
+    first byte; every length around a step, at every alignment of either side."""
+    rng = np.random.default_rng(9)
+    kernel = getattr(stream, copy)
+    for n in [0, 1, 63, 64, 255, 256, 257, 319, 320, 511, 512, 513, 575, 1000, 4096 + 77]:
+        for src_at in (0, 5):
+            for dst_at in (0, 1, 33, 63):
+                src = rng.integers(0, 256, n + src_at, dtype=np.uint8)[src_at:]
+                room = rng.integers(0, 256, n + 128, dtype=np.uint8)
+                want = room.copy()
+                want[dst_at:dst_at + n] = src
+                dst = room[dst_at:dst_at + n]
+                got = kernel(src, dst, dst.ctypes.data)
+                assert np.array_equal(room, want), (n, src_at, dst_at)
+                assert got == crc32c.crc32c(src), (n, src_at, dst_at)
+
+
+NO_FOLD = r"""
+import crc32c, numpy as np
+from thinwire.codecs.kernels import crc, stream
+assert crc.HARDWARE and not crc.FOLD
+src = np.random.default_rng(3).integers(0, 256, stream.STREAM_MIN_BYTES + 3 * stream.PIECE + 77, dtype=np.uint8)
+room = np.zeros(src.size + 64, np.uint8)
+assert stream.copy(src, room[7:7 + src.size], checksum=True) == crc32c.crc32c(src)
+assert np.array_equal(room[7:7 + src.size], src)
+"""
+
+
+@pytest.mark.skipif(not crc.FOLD, reason="this CPU does not fold: the suite's own runs take the other path")
+def test_the_checksummed_copy_compiles_and_runs_where_the_cpu_cannot_fold(tmp_path):
+    """A CPU with the ``crc32`` instruction but not ``VPCLMULQDQ``: the folding copy is not
+    compiled, and the copy checksums by the instruction's streams."""
+    import os
+    import subprocess
+    import sys
+
+    from thinwire.codecs.kernels.vector_width import target_features
+    features = ",".join(sorted(f for f in target_features() if f not in ("+vpclmulqdq", "+avx512f"))
+                        ) + ",-vpclmulqdq,-avx512f"
+    env = dict(os.environ, NUMBA_CPU_FEATURES=features, NUMBA_CACHE_DIR=str(tmp_path))
+    subprocess.run([sys.executable, "-c", NO_FOLD], env=env, check=True, timeout=300)
+
+
 def test_parallel_checksum_is_the_crc32c_of_the_bytes():
     rng = np.random.default_rng(1)
     for n in (0, 1, 7, 8 * 256 * 3 + 5, crc.PIECE, 3 * crc.PIECE + 12345):

@@ -136,14 +136,21 @@ def _advance(register, buffer):
 
 
 @njit(nogil=True, cache=True)
+def folded_crc(folded, rest):
+    """The CRC-32C of a buffer from ``crc_fold``'s 256 folded bytes (uint64 array) of its
+    whole steps and its bytes after them (uint8 array): the instruction over both."""
+    register = _advance(np.uint32(0), folded.view(np.uint8))
+    return _advance(register, rest) ^ _ONES
+
+
+@njit(nogil=True, cache=True)
 def _folded(buffer):
     """``crc32c`` by folding 256 bytes a step (``crc_fold``), then the instruction over the
     folded 256 bytes and the rest."""
     steps = buffer.size // crc_fold.STEP
     folded = np.empty(crc_fold.STEP // 8, np.uint64)
     crc_fold.fold(buffer[:steps * crc_fold.STEP].view(np.uint64), steps, folded)
-    register = _advance(np.uint32(0), folded.view(np.uint8))
-    return _advance(register, buffer[steps * crc_fold.STEP:]) ^ _ONES
+    return folded_crc(folded, buffer[steps * crc_fold.STEP:])
 
 
 @njit(nogil=True, cache=True)

@@ -20,6 +20,10 @@ and over the bytes after the last whole step. On the benchmark machine one core 
 bytes per cycle), so a kernel that checksums each piece of a message while the piece is
 in its cache pays about a third as much for it.
 
+``copy_fold`` runs the same loop while copying: each step's 256 bytes are loaded into
+registers once, folded, and stored to the copy with streamed stores, so a checksummed copy
+reads its source from memory once and never from the cache again (``stream.copy``).
+
 ``FOLD`` says whether the CPU numba compiles for has the instructions (``+vpclmulqdq``
 and ``+avx512f``); elsewhere ``crc.crc32c`` uses the ``crc32`` streams alone.
 """
@@ -51,6 +55,63 @@ HIGH = _operand(DISTANCE + 64 - 1)  # for the first 8 bytes of a 128-bit lane (H
 LOW = _operand(DISTANCE - 1)        # for the last 8 (L)
 
 
+def _vector_pointer(context, builder, array_type, array, at=None):
+    """``array``'s data (at byte ``at``, when given) as a pointer to 64-byte vectors."""
+    data = context.make_array(array_type)(context, builder, array).data
+    if at is not None:
+        data = builder.gep(builder.bitcast(data, ir.IntType(8).as_pointer()), [at])
+    return builder.bitcast(data, ir.VectorType(ir.IntType(64), 8).as_pointer())
+
+
+def _emit_fold(builder, source, count, target, copy=None):
+    """The folding loop over ``count`` steps from the vector pointer ``source`` into the 4
+    vectors at ``target``; ``copy`` (from, to): each step also moves 4 vectors from ``from``
+    to ``to`` (64-byte aligned) with streamed stores, in the same iteration."""
+    i8, i32, i64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
+    vector = ir.VectorType(i64, 8)
+    multiply = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vector, [vector, vector, i8]),
+                                              "llvm.x86.pclmulqdq.512")
+    constants = ir.Constant(vector, [ir.Constant(i64, HIGH), ir.Constant(i64, LOW)] * 4)
+    ones = ir.Constant(vector, [ir.Constant(i64, 0xFFFFFFFF)] + [ir.Constant(i64, 0)] * 7)
+    byte = i8.as_pointer()
+    prefetch = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [byte, i32, i32, i32]),
+                                              "llvm.prefetch.p0")
+    nontemporal = builder.module.add_metadata([ir.Constant(i32, 1)])
+
+    def index(value):
+        return ir.Constant(count.type, value)
+
+    def move(base):
+        if copy is not None:
+            for r in range(4):
+                line = builder.load(builder.gep(copy[0], [builder.add(base, index(r))]), align=1)
+                builder.store(line, builder.gep(copy[1], [builder.add(base, index(r))]), align=64).set_metadata(
+                    "nontemporal", nontemporal)
+
+    accumulators = []
+    for r in range(4):
+        slot = cgutils.alloca_once(builder, vector)
+        first = builder.load(builder.gep(source, [index(r)]), align=1)
+        builder.store(builder.xor(first, ones) if r == 0 else first, slot)
+        accumulators.append(slot)
+    move(index(0))
+    with cgutils.for_range(builder, builder.sub(count, index(1))) as loop:
+        base = builder.mul(builder.add(loop.index, index(1)), index(4))
+        for r in range(4):  # the lines AHEAD bytes on (a hint: past the end it does nothing)
+            ahead = builder.gep(source, [builder.add(base, index(AHEAD // 64 + r))])
+            builder.call(prefetch, [builder.bitcast(ahead, byte), ir.Constant(i32, 0), ir.Constant(i32, 3),
+                                    ir.Constant(i32, 1)])
+        for r, slot in enumerate(accumulators):
+            a = builder.load(slot)
+            high = builder.call(multiply, [a, constants, ir.Constant(i8, 0x00)])  # H x^(2048+64)
+            low = builder.call(multiply, [a, constants, ir.Constant(i8, 0x11)])   # L x^2048
+            block = builder.load(builder.gep(source, [builder.add(base, index(r))]), align=1)
+            builder.store(builder.xor(builder.xor(high, low), block), slot)
+        move(base)
+    for r, slot in enumerate(accumulators):
+        builder.store(builder.load(slot), builder.gep(target, [index(r)]), align=1)
+
+
 @intrinsic
 def fold(typingctx, words, steps, out):
     """Fold ``steps`` (>= 1) steps of 256 bytes, the uint64 array ``words`` (any
@@ -60,44 +121,32 @@ def fold(typingctx, words, steps, out):
         return None
 
     def codegen(context, builder, signature, args):
-        i8, i64 = ir.IntType(8), ir.IntType(64)
-        vector = ir.VectorType(i64, 8)
-        source = builder.bitcast(context.make_array(signature.args[0])(context, builder, args[0]).data,
-                                 vector.as_pointer())
-        target = builder.bitcast(context.make_array(signature.args[2])(context, builder, args[2]).data,
-                                 vector.as_pointer())
         count = context.cast(builder, args[1], signature.args[1], types.intp)
-        multiply = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vector, [vector, vector, i8]),
-                                                  "llvm.x86.pclmulqdq.512")
-        constants = ir.Constant(vector, [ir.Constant(i64, HIGH), ir.Constant(i64, LOW)] * 4)
-        ones = ir.Constant(vector, [ir.Constant(i64, 0xFFFFFFFF)] + [ir.Constant(i64, 0)] * 7)
-
-        def load(index):
-            return builder.load(builder.gep(source, [index]), align=1)
-
-        accumulators = []
-        for r in range(4):
-            slot = cgutils.alloca_once(builder, vector)
-            first = load(ir.Constant(count.type, r))
-            builder.store(builder.xor(first, ones) if r == 0 else first, slot)
-            accumulators.append(slot)
-        byte = ir.IntType(8).as_pointer()
-        i32 = ir.IntType(32)
-        prefetch = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [byte, i32, i32, i32]),
-                                                  "llvm.prefetch.p0")
-        with cgutils.for_range(builder, builder.sub(count, ir.Constant(count.type, 1))) as loop:
-            base = builder.mul(builder.add(loop.index, ir.Constant(count.type, 1)), ir.Constant(count.type, 4))
-            for r in range(4):  # the lines AHEAD bytes on (a hint: past the end it does nothing)
-                ahead = builder.gep(source, [builder.add(base, ir.Constant(count.type, AHEAD // 64 + r))])
-                builder.call(prefetch, [builder.bitcast(ahead, byte), ir.Constant(i32, 0), ir.Constant(i32, 3),
-                                        ir.Constant(i32, 1)])
-            for r, slot in enumerate(accumulators):
-                a = builder.load(slot)
-                high = builder.call(multiply, [a, constants, ir.Constant(i8, 0x00)])  # H x^(2048+64)
-                low = builder.call(multiply, [a, constants, ir.Constant(i8, 0x11)])   # L x^2048
-                block = load(builder.add(base, ir.Constant(count.type, r)))
-                builder.store(builder.xor(builder.xor(high, low), block), slot)
-        for r, slot in enumerate(accumulators):
-            builder.store(builder.load(slot), builder.gep(target, [ir.Constant(count.type, r)]), align=1)
+        _emit_fold(builder, _vector_pointer(context, builder, signature.args[0], args[0]), count,
+                   _vector_pointer(context, builder, signature.args[2], args[2]))
         return context.get_dummy_value()
     return types.void(words, steps, out), codegen
+
+
+@intrinsic
+def copy_fold(typingctx, src, at, dst, shift, steps, out):
+    """``fold`` over the ``steps`` steps of the uint8 array ``src`` from byte ``at``, and in
+    the same loop ``dst[at + shift:][:256 steps] = src[at + shift:][:256 steps]`` with
+    streamed stores: each line is read from memory once for both. ``dst``'s address at
+    ``at + shift`` must be 64-byte aligned; both ranges must lie inside the arrays (no
+    bounds check)."""
+    if not (all(isinstance(a, types.Array) for a in (src, dst, out))
+            and all(isinstance(i, types.Integer) for i in (at, shift, steps))):
+        return None
+
+    def codegen(context, builder, signature, args):
+        def offset(k):
+            return context.cast(builder, args[k], signature.args[k], types.intp)
+        at, shift = offset(1), offset(3)
+        moved = builder.add(at, shift)
+        _emit_fold(builder, _vector_pointer(context, builder, signature.args[0], args[0], at), offset(4),
+                   _vector_pointer(context, builder, signature.args[5], args[5]),
+                   copy=(_vector_pointer(context, builder, signature.args[0], args[0], moved),
+                         _vector_pointer(context, builder, signature.args[2], args[2], moved)))
+        return context.get_dummy_value()
+    return types.void(src, at, dst, shift, steps, out), codegen
