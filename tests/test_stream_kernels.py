@@ -225,3 +225,28 @@ def test_16_bit_conversions_give_torchs_bits(bf16):
     half.widen(every, back, bf16)
     want_back = torch.from_numpy(every.view(np.int16)).view(dtype).to(torch.float32).numpy()
     assert np.array_equal(back.view(np.uint32), want_back.view(np.uint32))
+
+
+@pytest.mark.parametrize("bf16", [False, True])
+def test_a_checked_widening_gives_torchs_bits_and_the_crc_at_any_length(bf16):
+    """``widen(..., checksum=True)``, which for half (``half.FOLDED``) folds each piece's CRC
+    in the loop that widens it: every 16-bit pattern, and lengths around a fold step and a
+    piece (the rest after the last whole step widened and checksummed apart)."""
+    dtype = torch.bfloat16 if bf16 else torch.float16
+    every = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
+    rng = np.random.default_rng(3)
+    # each pattern's float32 bits from torch's vectorized cast (its scalar one, which a short
+    # tail takes, quiets NaN payloads differently)
+    table = torch.from_numpy(every.view(np.int16)).view(dtype).to(torch.float32).numpy().view(np.uint32)
+    pool = np.concatenate([every, rng.integers(0, 1 << 16, 3 * half.PIECE, dtype=np.uint32).astype(np.uint16)])
+    for n in (0, 1, 127, 128, 129, 255, 1000, half.PIECE - 1, half.PIECE + 200, 3 * half.PIECE + 77):
+        start = int(rng.integers(0, pool.size - n))
+        h = pool[start:start + n]
+        out = np.full(n + 3, 7.0, np.float32)
+        got = half.widen(h, out[:n], bf16, checksum=True)
+        want = table[h]
+        assert np.array_equal(out[:n].view(np.uint32), want) and np.all(out[n:] == 7.0), n
+        assert got == (crc32c.crc32c(h) if crc.HARDWARE else None), n
+    out = np.empty(every.size, np.float32)
+    assert half.widen(every, out, bf16, checksum=True) == (crc32c.crc32c(every) if crc.HARDWARE else None)
+    assert np.array_equal(out.view(np.uint32), table)

@@ -47,6 +47,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..kernels.bits import load_big_endian, load_pair, store_big_endian
+from ..kernels.jit_cache import keyed
 from .huffman_code import MAX_LENGTH, canonical_codes
 
 TABLE_BITS = 12   # at most 2**12 table entries (16 KiB: the first-level cache)
@@ -103,6 +104,7 @@ def _fill_pairs(packed, pairs):
 
 
 @functools.lru_cache(maxsize=None)
+@keyed
 def _encoders(k: int, pairs: bool = False):
     """The encoding kernels for groups of ``k`` table entries (a compile-time constant,
     so the group's lookups unroll): of ``k`` symbols, or, with ``pairs``, of ``k`` pairs of

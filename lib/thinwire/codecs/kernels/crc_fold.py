@@ -55,61 +55,68 @@ HIGH = _operand(DISTANCE + 64 - 1)  # for the first 8 bytes of a 128-bit lane (H
 LOW = _operand(DISTANCE - 1)        # for the last 8 (L)
 
 
-def _vector_pointer(context, builder, array_type, array, at=None):
-    """``array``'s data (at byte ``at``, when given) as a pointer to 64-byte vectors."""
+VECTOR = ir.VectorType(ir.IntType(64), 8)  # one 64-byte register
+
+
+def vector_pointer(context, builder, array_type, array, at=None, element=VECTOR):
+    """``array``'s data (at byte ``at``, when given) as a pointer to ``element``s."""
     data = context.make_array(array_type)(context, builder, array).data
     if at is not None:
         data = builder.gep(builder.bitcast(data, ir.IntType(8).as_pointer()), [at])
-    return builder.bitcast(data, ir.VectorType(ir.IntType(64), 8).as_pointer())
+    return builder.bitcast(data, element.as_pointer())
 
 
-def _emit_fold(builder, source, count, target, copy=None):
-    """The folding loop over ``count`` steps from the vector pointer ``source`` into the 4
-    vectors at ``target``; ``copy`` (from, to): each step also moves 4 vectors from ``from``
-    to ``to`` (64-byte aligned) with streamed stores, in the same iteration."""
-    i8, i32, i64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
-    vector = ir.VectorType(i64, 8)
-    multiply = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vector, [vector, vector, i8]),
+def prefetch(builder, pointer, index):
+    """Ask for the line at ``pointer[index]`` (a hint: past the end it does nothing)."""
+    i32 = ir.IntType(32)
+    byte = ir.IntType(8).as_pointer()
+    ask = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [byte, i32, i32, i32]),
+                                         "llvm.prefetch.p0")
+    builder.call(ask, [builder.bitcast(builder.gep(pointer, [index]), byte), ir.Constant(i32, 0),
+                       ir.Constant(i32, 3), ir.Constant(i32, 1)])
+
+
+def stream_store(builder, value, pointer, index):
+    """``pointer[index] = value`` with a streamed store (64-byte aligned)."""
+    store = builder.store(value, builder.gep(pointer, [index]), align=64)
+    store.set_metadata("nontemporal", builder.module.add_metadata([ir.Constant(ir.IntType(32), 1)]))
+
+
+def emit_fold(builder, count, target, step):
+    """The folding loop over ``count`` (>= 1) steps into the 4 registers stored at the
+    vector pointer ``target``. ``step(base)`` emits what a step reads (and anything it
+    writes beside), and returns its 4 registers of bytes to fold: those at vector index
+    ``base`` (= 4 x the step's number) of the folded data."""
+    i8, i64 = ir.IntType(8), ir.IntType(64)
+    multiply = cgutils.get_or_insert_function(builder.module, ir.FunctionType(VECTOR, [VECTOR, VECTOR, i8]),
                                               "llvm.x86.pclmulqdq.512")
-    constants = ir.Constant(vector, [ir.Constant(i64, HIGH), ir.Constant(i64, LOW)] * 4)
-    ones = ir.Constant(vector, [ir.Constant(i64, 0xFFFFFFFF)] + [ir.Constant(i64, 0)] * 7)
-    byte = i8.as_pointer()
-    prefetch = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [byte, i32, i32, i32]),
-                                              "llvm.prefetch.p0")
-    nontemporal = builder.module.add_metadata([ir.Constant(i32, 1)])
-
-    def index(value):
-        return ir.Constant(count.type, value)
-
-    def move(base):
-        if copy is not None:
-            for r in range(4):
-                line = builder.load(builder.gep(copy[0], [builder.add(base, index(r))]), align=1)
-                builder.store(line, builder.gep(copy[1], [builder.add(base, index(r))]), align=64).set_metadata(
-                    "nontemporal", nontemporal)
-
+    constants = ir.Constant(VECTOR, [ir.Constant(i64, HIGH), ir.Constant(i64, LOW)] * 4)
+    ones = ir.Constant(VECTOR, [ir.Constant(i64, 0xFFFFFFFF)] + [ir.Constant(i64, 0)] * 7)
     accumulators = []
-    for r in range(4):
-        slot = cgutils.alloca_once(builder, vector)
-        first = builder.load(builder.gep(source, [index(r)]), align=1)
+    for r, first in enumerate(step(ir.Constant(count.type, 0))):
+        slot = cgutils.alloca_once(builder, VECTOR)
         builder.store(builder.xor(first, ones) if r == 0 else first, slot)
         accumulators.append(slot)
-    move(index(0))
-    with cgutils.for_range(builder, builder.sub(count, index(1))) as loop:
-        base = builder.mul(builder.add(loop.index, index(1)), index(4))
-        for r in range(4):  # the lines AHEAD bytes on (a hint: past the end it does nothing)
-            ahead = builder.gep(source, [builder.add(base, index(AHEAD // 64 + r))])
-            builder.call(prefetch, [builder.bitcast(ahead, byte), ir.Constant(i32, 0), ir.Constant(i32, 3),
-                                    ir.Constant(i32, 1)])
-        for r, slot in enumerate(accumulators):
+    with cgutils.for_range(builder, builder.sub(count, ir.Constant(count.type, 1))) as loop:
+        base = builder.mul(builder.add(loop.index, ir.Constant(count.type, 1)), ir.Constant(count.type, 4))
+        for slot, block in zip(accumulators, step(base)):
             a = builder.load(slot)
             high = builder.call(multiply, [a, constants, ir.Constant(i8, 0x00)])  # H x^(2048+64)
             low = builder.call(multiply, [a, constants, ir.Constant(i8, 0x11)])   # L x^2048
-            block = builder.load(builder.gep(source, [builder.add(base, index(r))]), align=1)
             builder.store(builder.xor(builder.xor(high, low), block), slot)
-        move(base)
     for r, slot in enumerate(accumulators):
-        builder.store(builder.load(slot), builder.gep(target, [index(r)]), align=1)
+        builder.store(builder.load(slot), builder.gep(target, [ir.Constant(count.type, r)]), align=1)
+
+
+def load_step(builder, pointer, base, ahead=True):
+    """The 4 registers at ``pointer[base:base + 4]`` (any alignment), the lines ``AHEAD``
+    bytes on asked for first (with ``ahead``)."""
+    def at(r):
+        return builder.add(base, ir.Constant(base.type, r))
+    if ahead:
+        for r in range(4):
+            prefetch(builder, pointer, at(AHEAD // 64 + r))
+    return [builder.load(builder.gep(pointer, [at(r)]), align=1) for r in range(4)]
 
 
 @intrinsic
@@ -121,9 +128,10 @@ def fold(typingctx, words, steps, out):
         return None
 
     def codegen(context, builder, signature, args):
-        count = context.cast(builder, args[1], signature.args[1], types.intp)
-        _emit_fold(builder, _vector_pointer(context, builder, signature.args[0], args[0]), count,
-                   _vector_pointer(context, builder, signature.args[2], args[2]))
+        source = vector_pointer(context, builder, signature.args[0], args[0])
+        emit_fold(builder, context.cast(builder, args[1], signature.args[1], types.intp),
+                  vector_pointer(context, builder, signature.args[2], args[2]),
+                  lambda base: load_step(builder, source, base))
         return context.get_dummy_value()
     return types.void(words, steps, out), codegen
 
@@ -144,9 +152,14 @@ def copy_fold(typingctx, src, at, dst, shift, steps, out):
             return context.cast(builder, args[k], signature.args[k], types.intp)
         at, shift = offset(1), offset(3)
         moved = builder.add(at, shift)
-        _emit_fold(builder, _vector_pointer(context, builder, signature.args[0], args[0], at), offset(4),
-                   _vector_pointer(context, builder, signature.args[5], args[5]),
-                   copy=(_vector_pointer(context, builder, signature.args[0], args[0], moved),
-                         _vector_pointer(context, builder, signature.args[2], args[2], moved)))
+        source = vector_pointer(context, builder, signature.args[0], args[0], at)
+        copy_from = vector_pointer(context, builder, signature.args[0], args[0], moved)
+        copy_to = vector_pointer(context, builder, signature.args[2], args[2], moved)
+
+        def step(base):
+            for r, line in enumerate(load_step(builder, copy_from, base, ahead=False)):
+                stream_store(builder, line, copy_to, builder.add(base, ir.Constant(base.type, r)))
+            return load_step(builder, source, base)
+        emit_fold(builder, offset(4), vector_pointer(context, builder, signature.args[5], args[5]), step)
         return context.get_dummy_value()
     return types.void(src, at, dst, shift, steps, out), codegen

@@ -2,7 +2,8 @@
 bfloat16: ``bf16``) in compiled kernels, for host tensors.
 
 Each parallel piece is converted and checksummed while it is in the cache (``crc.crc32c``,
-on the way into a message), and a large output's pieces are built in a cached buffer and
+on the way into a message; on the way out of a half message, where ``FOLDED``, checksummed
+in the loop that widens it: ``half_fold``), and a large output's pieces are built in a cached buffer and
 streamed out (``stream.stream_out``): the message is not read again to checksum it, and no
 output line is read before it is written. torch's conversions are one OpenMP pass each,
 and the checksum another.
@@ -27,11 +28,14 @@ from llvmlite import ir
 from numba import njit, prange, types
 from numba.extending import intrinsic
 
-from . import crc, stream
+from . import crc, crc_fold, half_fold, stream
+from .jit_cache import keyed
 from .vector_width import target_features
 
 HARDWARE = "+f16c" in (target_features() or ())   # half conversions in hardware (x86 F16C)
 PIECE = 1 << 16   # values per parallel piece (128 KiB of 16-bit values, 256 KiB of float32)
+# half widened and checksummed in one loop (``half_fold``), where outputs are written in place
+FOLDED = HARDWARE and crc.FOLD and not stream.BUILT_STREAMED
 
 
 @intrinsic
@@ -82,7 +86,34 @@ def _from_bfloat(h, out, bits):
         bits[i] = np.uint32(h[i]) << np.uint32(16)
 
 
+@njit(nogil=True, cache=True)
+def _widen_folded(h, out):
+    """``out`` = the values of the halves ``h`` (one piece), written in place -> the
+    CRC-32C of ``h``, folded as it is read (``half_fold``)."""
+    steps = h.size // half_fold.STEP_VALUES
+    done = steps * half_fold.STEP_VALUES
+    folded = np.empty(crc_fold.STEP // 8, np.uint64)
+    if steps:
+        half_fold.widen_fold(out, h, steps, folded)
+    _from_half(h[done:], out[done:], out[:0].view(np.uint32))
+    return crc.folded_crc(folded, h[done:].view(np.uint8)) if steps else crc.crc32c(h.view(np.uint8))
+
+
+@njit(nogil=True, cache=True)
+def _widen_folded_range(h, out, raw, address, lo, hi, scratch, checked):
+    """``widen_range`` for half where ``FOLDED`` (``raw``, ``scratch``, ``checked``: unused)."""
+    return _widen_folded(h[lo:hi], out[lo:hi])
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def _widen_folded_all(h, out, raw, address, crcs, scratch, checked):
+    n = h.size
+    for c in prange(-(-n // PIECE)):
+        crcs[c] = _widen_folded(h[c * PIECE:min(n, (c + 1) * PIECE)], out[c * PIECE:min(n, (c + 1) * PIECE)])
+
+
 @functools.lru_cache(maxsize=None)
+@keyed
 def _kernels(bf16: bool):
     """(narrow one range, narrow in parallel, widen one range, widen in parallel) for one
     16-bit format. Each format gets its own kernels, so the half conversions are compiled
@@ -162,7 +193,8 @@ def widen(h: np.ndarray, out: np.ndarray, bf16: bool, checksum: bool = False) ->
     with ``checksum`` (where the CPU has the CRC instruction) returns the CRC-32C of ``h``'s
     bytes, each piece's taken as it is widened (a message verified in the same pass:
     ``wire.read_host_part``), else None."""
-    _, _, widen_range, widen_all = _kernels(bf16)
+    folded = FOLDED and checksum and not bf16   # a checked half message: read once, widened as it is folded
+    widen_range, widen_all = (_widen_folded_range, _widen_folded_all) if folded else _kernels(bf16)[2:]
     checked = checksum and crc.HARDWARE
     pieces = -(-h.size // PIECE)
     raw = stream.destination(out, built=True)
