@@ -319,15 +319,17 @@ def test_the_compiled_drop_pass_matches_whole_tensor_torch_operations(density, i
 @pytest.mark.parametrize("offset", [0, 3])
 def test_a_large_corrected_tensor_is_streamed_into_its_own_buffer_exactly(density, offset):
     """Large enough to be streamed out (``stream.STREAM_MIN_BYTES``), into a buffer apart
-    from ``source`` and at an offset that is not a cache line's, with chunks that overflow
-    their slots (threshold -inf: every value survives): the same survivors and corrected
-    tensor as whole-tensor torch operations, and ``source`` untouched."""
+    from ``source`` and at an offset that is not a cache line's, with chunks that start off
+    a line and chunks that overflow their slots (threshold -inf: every value survives): the
+    same survivors and corrected tensor as whole-tensor torch operations, and ``source``
+    untouched."""
     from thinwire.codecs.kernels import stream
     g = torch.Generator().manual_seed(11)
     n = stream.STREAM_MIN_BYTES // 4 + 300_007
     source = torch.randint(-4, 5, (n,), generator=g).float() * 0.5
     gradient = torch.randn(n, generator=g)
-    segments = [(0, 700_000, 1.0), (700_000, 900_000, -float("inf")), (900_000, n, 2.0)]
+    segments = [(0, 700_003, 1.0), (700_003, 900_000, -float("inf")), (900_000, 900_005, -float("inf")),
+                (900_005, n, 2.0)]   # chunks starting off a cache line, and chunks that overflow
     kept = source.clone()
     corrected = torch.full((n + offset,), 7.0)[offset:]
     index, values = drop_pass(corrected, gradient, segments, True, False, density, source=source)

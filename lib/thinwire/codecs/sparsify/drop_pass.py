@@ -62,7 +62,7 @@ def drop_pass(residual: torch.Tensor, gradient: torch.Tensor | None,
     res = residual.numpy()
     add = gradient is not None
     src = res if source is None or not add else source.numpy()
-    raw = stream.destination(res, built=True) if add and src is not res else res[:0].view(np.uint8)
+    raw = stream.destination(res) if add and src is not res else res[:0].view(np.uint8)
     drop.drop_chunks(src, gradient.numpy() if add else res[:0], res, add, starts, stops, thresholds, keep_residual,
                      capacity, index, values, found, stopped, raw, res.ctypes.data)
     parts_i, parts_v = [], []
