@@ -91,7 +91,7 @@ def _add_and_drop_streamed(src, grad, t, first, index, values, j, capacity, raw,
     n = src.size
     block = np.empty(BLOCK, np.float32)
     lines = block.view(np.uint8)
-    head = min(n, ((-(address + 4 * first)) & (stream.LINE - 1)) // 4)
+    head = min(n, stream.aligned_head(address, 4 * first, 4))
     found, stop = _correct_and_record(src, grad, raw, first, 0, head, t, index, values, j, 0, capacity)
     if stop >= 0:
         _correct(src, grad, raw, first, head, n)
@@ -113,9 +113,7 @@ def _add_and_drop_streamed(src, grad, t, first, index, values, j, capacity, raw,
             index[j + found], values[j + found] = first + head + base + i, block[i]
             found += 1
             block[i] = 0.0
-        at = 4 * (first + head + base)
-        for line in range(0, 4 * BLOCK, stream.LINE):
-            stream.stream64(raw, at + line, lines, line)
+        stream.stream_lines(raw, 4 * (first + head + base), lines)
         if stop >= 0:
             _correct(src, grad, raw, first, head + base + BLOCK, n)
             stream.fence()

@@ -123,6 +123,23 @@ def stream_out(src, dst, at, address):
     fence()
 
 
+@njit(nogil=True, cache=True, inline="always")
+def stream_lines(dst, at, lines):
+    """``dst[at:at + lines.size] = lines`` (uint8 arrays, ``lines.size`` a multiple of 64,
+    ``dst``'s address at ``at`` 64-byte aligned) with streamed stores, no fence: a kernel
+    that builds its output a few lines at a time in the first-level cache streams each
+    block out with this and fences once at the end."""
+    for line in range(0, lines.size, LINE):
+        stream64(dst, at + line, lines, line)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def aligned_head(address, at, item):
+    """How many items of ``item`` bytes from byte ``at`` of an array at ``address`` come
+    before its next 64-byte aligned line (the array's address a multiple of ``item``)."""
+    return ((-(address + at)) & (LINE - 1)) // item
+
+
 PIECE = 1 << 18   # bytes per parallel piece of ``copy``, checksummed while it is in the L2 cache
 
 
