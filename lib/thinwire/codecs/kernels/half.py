@@ -109,7 +109,7 @@ def _widen_folded_range(h, out, raw, address, lo, hi, scratch, checked):
 def _widen_folded_all(h, out, raw, address, crcs, scratch, checked):
     n = h.size
     for c in prange(-(-n // PIECE)):
-        crcs[c] = _widen_folded(h[c * PIECE:min(n, (c + 1) * PIECE)], out[c * PIECE:min(n, (c + 1) * PIECE)])
+        crcs[c] = _widen_folded_range(h, out, raw, address, c * PIECE, min(n, (c + 1) * PIECE), scratch, checked)
 
 
 @functools.lru_cache(maxsize=None)
