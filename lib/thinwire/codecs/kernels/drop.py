@@ -86,7 +86,7 @@ def _add_and_drop_streamed(src, grad, t, first, index, values, j, capacity, raw,
     tensor whose bytes are ``raw``, at ``address``), streamed: each aligned block of
     ``BLOCK`` values is corrected into a 256-byte buffer that stays in the first-level
     cache, its survivors recorded and zeroed there, and the buffer's 4 lines streamed out
-    (``stream.stream64``), so no line of the output is read before it is written. The
+    (``stream.stream_lines``), so no line of the output is read before it is written. The
     values before the first aligned block and after the last are written in place."""
     n = src.size
     block = np.empty(BLOCK, np.float32)
