@@ -151,7 +151,7 @@ def copy_folded(src, dst, address):
     line are copied plainly, those after the last whole step streamed by ``stream_out``.
     Needs ``crc.FOLD``."""
     n = src.size
-    shift = min(n, (-address) & (LINE - 1))
+    shift = min(n, aligned_head(address, 0, 1))
     steps = (n - shift) // crc_fold.STEP
     for b in range(shift):
         dst[b] = src[b]
