@@ -385,3 +385,25 @@ def test_quantized_survivors_checks_are_read_together_and_each_names_its_fault(p
             forged = type(payload)(parts=parts, meta=payload.meta)
             with pytest.raises(CorruptMessageError, match=fault):
                 codec.decompress(forged, 10_000, CodecState(0), "w")
+
+
+@pytest.mark.parametrize("density", [1e-4, 1.0])
+def test_the_host_pass_counts_the_nan_and_inf_it_keeps(density):
+    """``drop_pass(counted=True)`` on the host: the survivors moved out of every chunk's
+    slots in parallel (density 1: they all fit) or gathered with the rest of the chunks that
+    overflow (1e-4, a threshold every value passes), the same as torch's operations find,
+    and the third item is how many of them are NaN or Inf."""
+    g = _gen(21)
+    n = 700_001
+    residual = torch.randn(n, generator=g)
+    bad = torch.randint(0, n, (40,), generator=g)
+    residual[bad[:15]] = float("nan")
+    residual[bad[15:30]] = float("inf")
+    residual[bad[30:]] = -float("inf")
+    segments = [(0, 300_000, 1.0), (300_000, 300_000, 1.0), (300_000, n, -float("inf"))]
+    index, values = _drop_torch(residual.clone(), segments, False, False)
+    got_index, got_values, non_finite = drop_pass(residual.clone(), None, segments, False, False, density,
+                                                  counted=True)
+    assert torch.equal(got_index, index) and torch.equal(got_values.view(torch.int32), values.view(torch.int32))
+    assert non_finite == int((~torch.isfinite(values)).sum()) == int((~torch.isfinite(residual[index])).sum()) > 0
+    assert drop_pass(residual[:0].clone(), None, [], False, False, density, counted=True)[2] == 0

@@ -8,9 +8,11 @@ Chunks run in parallel, testing blocks of 64 values at once, each writing its su
 into its own slots of a shared output (``capacity`` per chunk, about 4x the expected
 count). A chunk that finds more stops recording at the first survivor that does not fit
 and says where: its remainder, already corrected, is finished by ``rest`` afterwards
-(counted, then gathered). So the tensor is
-read and written once, whatever the threshold. Keeping ties (``|x| >= t``) is the same
-test against the float32 just below t, so one comparison serves both.
+(counted, then gathered). So the tensor is read and written once, whatever the
+threshold. Keeping ties (``|x| >= t``) is the same test against the float32 just below t,
+so one comparison serves both. Where every chunk's survivors fit, they are moved out of
+the slots in parallel (``gather``), which counts the NaN and Inf among them on the way: a
+message holding one is refused, with no other pass over the values.
 
 A large corrected tensor in a buffer of its own is streamed out a block at a time
 (``_add_and_drop_streamed``): each block is built in 256 bytes that stay in the
@@ -32,6 +34,7 @@ from .bits import trailing_zeros
 
 
 BLOCK = 64  # values tested together: one bit each in a survivor mask
+EXPONENT = np.uint32(0x7F800000)  # a float32 whose exponent bits are all set is NaN or Inf
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -184,6 +187,30 @@ def drop_chunks(src, grad, res, add, starts, stops, thresholds, keep, capacity, 
                                                        c * capacity, capacity, raw, address)
         else:
             found[c], stopped[c] = _drop_chunk(res[a:b], thresholds[c], keep, a, index, values, c * capacity, capacity)
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def gather(index, values, capacity, found, starts, out_index, out_values):
+    """Each chunk's ``found[c]`` survivors, from its slots (at ``c * capacity``) to
+    ``starts[c]`` of the outputs, in parallel; returns how many of them are NaN or Inf
+    (the exponent's bits all set), which refuse the message."""
+    bad = 0
+    for c in prange(found.size):
+        a, first, k = starts[c], c * capacity, found[c]
+        out_index[a:a + k] = index[first:first + k]
+        chunk = values[first:first + k]
+        out_values[a:a + k] = chunk
+        bad += non_finite(chunk)
+    return bad
+
+
+@njit(nogil=True, cache=True)
+def non_finite(values):
+    """How many of the float32 ``values`` are NaN or Inf."""
+    bits, count = values.view(np.uint32), 0
+    for i in range(bits.size):
+        count += bits[i] & EXPONENT == EXPONENT
+    return count
 
 
 @njit(nogil=True, cache=True)

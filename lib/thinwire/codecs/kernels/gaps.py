@@ -10,12 +10,14 @@ from numba import njit
 
 @njit(nogil=True, cache=True)
 def long_gaps(index, limit8, limit16):
-    """How many gaps (``index[i] - index[i-1]``, the first ``index[0] + 1``) reach each limit."""
-    long8 = long16 = 0
-    previous = -1
-    for i in range(index.size):
-        gap = index[i] - previous
-        previous = index[i]
+    """How many gaps (``index[i] - index[i-1]``, the first ``index[0] + 1``) reach each limit.
+    Each gap is read from the indices alone, with no running value between iterations, so
+    the loop vectorizes."""
+    if index.size == 0:
+        return 0, 0
+    long8, long16 = np.int64(index[0] + 1 >= limit8), np.int64(index[0] + 1 >= limit16)
+    for i in range(1, index.size):
+        gap = index[i] - index[i - 1]
         long8 += gap >= limit8
         long16 += gap >= limit16
     return long8, long16
@@ -24,17 +26,17 @@ def long_gaps(index, limit8, limit16):
 @njit(nogil=True, cache=True)
 def split_gaps(index, escape, words, escaped):
     """Every gap into ``words`` (``escape`` where it does not fit), the long ones whole
-    into ``escaped`` in order."""
+    into ``escaped`` in order. Without a branch: every gap is written at the next escaped
+    position, which moves on only past a long one, so ``escaped`` needs room for one more
+    than the long gaps."""
     previous, e = -1, 0
     for i in range(index.size):
         gap = index[i] - previous
         previous = index[i]
-        if gap >= escape:
-            words[i] = escape
-            escaped[e] = gap
-            e += 1
-        else:
-            words[i] = gap
+        long = gap >= escape
+        words[i] = escape if long else gap
+        escaped[e] = gap
+        e += long
 
 
 @njit(nogil=True, cache=True)

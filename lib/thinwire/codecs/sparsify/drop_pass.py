@@ -27,8 +27,9 @@ CHUNK = 1 << 18
 
 def drop_pass(residual: torch.Tensor, gradient: torch.Tensor | None,
               segments: list[tuple[int, int, float]], keep_residual: bool = True, inclusive: bool = False,
-              density: float = 1.0, source: torch.Tensor | None = None, meanwhile=None):
-    """Survivor indices (int64, ascending) and their corrected values (float32).
+              density: float = 1.0, source: torch.Tensor | None = None, meanwhile=None, counted: bool = False):
+    """Survivor indices (int64, ascending) and their corrected values (float32); with
+    ``counted`` (on the host only), a third item: how many of the values are NaN or Inf.
 
     ``residual``: contiguous 1-D float32, updated in place when ``keep_residual`` (the
     corrected values, survivors zeroed); read only otherwise (then ``gradient`` must be
@@ -53,7 +54,8 @@ def drop_pass(residual: torch.Tensor, gradient: torch.Tensor | None,
     jobs = [(a, min(a + CHUNK, stop), np.nextafter(np.float32(t), below) if inclusive and t > 0 else t)
             for start, stop, t in segments for a in range(start, stop, CHUNK)]
     if not jobs:
-        return torch.zeros(0, dtype=torch.int64), torch.zeros(0, dtype=torch.float32)
+        got = torch.zeros(0, dtype=torch.int64), torch.zeros(0, dtype=torch.float32)
+        return got + (0,) if counted else got
     starts, stops, thresholds = (np.array(column, dtype) for column, dtype in
                                  zip(zip(*jobs), (np.int64, np.int64, np.float32)))
     capacity = int(min(CHUNK, 4 * density * CHUNK + 64))
@@ -65,6 +67,14 @@ def drop_pass(residual: torch.Tensor, gradient: torch.Tensor | None,
     raw = stream.destination(res) if add and src is not res else res[:0].view(np.uint8)
     drop.drop_chunks(src, gradient.numpy() if add else res[:0], res, add, starts, stops, thresholds, keep_residual,
                      capacity, index, values, found, stopped, raw, res.ctypes.data)
+    if not (stopped >= 0).any():  # every chunk's survivors in its slots: moved out in parallel
+        at = np.zeros(len(jobs), np.int64)
+        np.cumsum(found[:-1], out=at[1:])
+        total = int(at[-1] + found[-1])
+        out_index, out_values = np.empty(total, np.int64), np.empty(total, np.float32)
+        bad = drop.gather(index, values, capacity, found, at, out_index, out_values)
+        got = torch.from_numpy(out_index), torch.from_numpy(out_values)
+        return got + (bad,) if counted else got
     parts_i, parts_v = [], []
     for c in range(len(jobs)):
         first = c * capacity
@@ -74,7 +84,9 @@ def drop_pass(residual: torch.Tensor, gradient: torch.Tensor | None,
             i, v = drop.rest(res, starts[c] + stopped[c], stops[c], thresholds[c], keep_residual)
             parts_i.append(i)
             parts_v.append(v)
-    return torch.from_numpy(np.concatenate(parts_i)), torch.from_numpy(np.concatenate(parts_v))
+    out_values = np.concatenate(parts_v)
+    got = torch.from_numpy(np.concatenate(parts_i)), torch.from_numpy(out_values)
+    return got + (drop.non_finite(out_values),) if counted else got
 
 
 def _drop_torch(residual, segments, keep_residual, inclusive):

@@ -87,16 +87,18 @@ def survivors(residual: torch.Tensor, gradient: torch.Tensor | None, spans: list
         room = capacity(spans, density, chosen_from or [b - a for a, b in spans])
         return _in_one_wait(residual, gradient, spans, found, keep_residual, inclusive, room, source, meanwhile, gaps)
     thresholds, equal = found.tolist()  # (a wait on a device)
-    index, values = drop_pass(residual, gradient, [(a, b, t) for (a, b), t in zip(spans, thresholds)],
-                              keep_residual, inclusive, density, source, meanwhile)
-    gap = index_gaps(index) if gaps and device.on_device(index) else None
-    read = [sum_bits(values)] + ([long_gaps(gap)] if gap is not None else [])
+    on_host = not device.on_device(residual)  # the host's pass counts NaN and Inf as it gathers
+    passed = drop_pass(residual, gradient, [(a, b, t) for (a, b), t in zip(spans, thresholds)],
+                       keep_residual, inclusive, density, source, meanwhile, counted=on_host)
+    index, values = passed[:2]
+    gap = index_gaps(index) if gaps and not on_host else None
+    read = ([] if on_host else [sum_bits(values)]) + ([long_gaps(gap)] if gap is not None else [])
     k = 2 * len(spans) if len(spans) > 1 else 0
     if k:  # where each span's survivors start and end
         read.insert(0, torch.searchsorted(index, device.put(torch.tensor(spans).reshape(-1), index.device)))
-    got = torch.cat(read).tolist()
+    got = torch.cat(read).tolist() if read else []
     counts = [b - a for a, b in zip(got[0:k:2], got[1:k:2])] if k else [index.numel()]
-    return Survivors(index, values, thresholds, equal, finite(got[k]), counts, gap,
+    return Survivors(index, values, thresholds, equal, passed[2] == 0 if on_host else finite(got[k]), counts, gap,
                      tuple(got[k + 1:]) if gap is not None else None)
 
 

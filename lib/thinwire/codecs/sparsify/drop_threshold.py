@@ -20,7 +20,8 @@ import math
 
 import torch
 
-from ..kernels.device import put
+from ..kernels import order
+from ..kernels.device import on_device, put
 from ..kernels.torch_select import kth_smallest
 
 SAMPLINGS = ("random", "stride")
@@ -62,8 +63,12 @@ def order_statistic(magnitude: torch.Tensor, j: int) -> torch.Tensor:
     """[the j-th smallest of ``magnitude`` (-inf where j is 0), how many equal it] as float64
     on its device, not read: a device path reads it with the survivors' count, in the same
     wait for the device (``drop_survivors``). The selection on a device is by
-    ``torch_select.kth_smallest``."""
+    ``torch_select.kth_smallest``; on the host, float32 values are selected by
+    ``kernels/order.py``'s radix select (the same value, ties and all)."""
     if j < 1 or not magnitude.numel():
         return put(torch.tensor([-math.inf, 0.0], dtype=torch.float64), magnitude.device)
+    if not on_device(magnitude) and magnitude.dtype == torch.float32 and magnitude.dim() == 1:
+        t, equal = order.kth_smallest(magnitude.contiguous().numpy(), j)
+        return torch.tensor([t, equal], dtype=torch.float64)
     t = kth_smallest(magnitude, j)
     return torch.stack([t.double(), (magnitude == t).sum(dtype=torch.float64)])

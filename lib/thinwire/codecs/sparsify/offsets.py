@@ -39,9 +39,10 @@ def encode_offsets(index: torch.Tensor, longs: tuple[int, int] | None = None,
     long8, long16 = gaps.long_gaps(idx, 0xFF, 0xFFFF)
     width = 8 if idx.size + 4 * long8 <= 2 * idx.size + 4 * long16 else 16
     words = np.empty(idx.size, WIDTHS[width])
-    escaped = np.empty(long8 if width == 8 else long16, np.int32)
+    long = long8 if width == 8 else long16
+    escaped = np.empty(long + 1, np.int32)  # room for split_gaps' one more
     gaps.split_gaps(idx, (1 << width) - 1, words, escaped)
-    return width, torch.from_numpy(words.view(WIRE[width])), torch.from_numpy(escaped)
+    return width, torch.from_numpy(words.view(WIRE[width])), torch.from_numpy(escaped[:long])
 
 
 def decode_offsets(width: int, words: torch.Tensor, escaped: torch.Tensor, count: int, numel: int,
