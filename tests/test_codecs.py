@@ -1,5 +1,6 @@
 """Codec properties: round trips, byte counts, special values, error feedback, corruption."""
 
+import contextlib
 import math
 
 import numpy as np
@@ -160,6 +161,42 @@ def test_error_feedback_with_topk_is_exact():
     x = torch.randn(1000, dtype=torch.float32)
     decoded = codec.decode(codec.encode(x, state, "w"))
     assert torch.equal(decoded + codec.residual(state, "w"), x)
+
+
+@pytest.mark.parametrize("forced", [False, True])
+@pytest.mark.parametrize("inner", ["topk(ratio=0.05)", "fp32", "quantize(bits=3)", "qsgd(bits=4)",
+                                   "chain(topk(ratio=0.1), quantize(bits=4))"])
+def test_error_feedback_in_its_buffers_is_the_definition(inner, forced):
+    """Error feedback's steps in its reused buffers (the corrected tensor written into the
+    residual before last, the decode into a buffer of its own, the subtraction in place)
+    against steps 1-3 computed in fresh tensors with the inner codec alone: the same decoded
+    values and the same residual, bit for bit, message after message; the caller's tensors
+    untouched; on the device path, fp32's message (a view of the corrected tensor itself)
+    sent as it was. A message refused in step 2 (x + residual overflows to Inf) leaves the
+    residual as it was, and the next message is the definition's."""
+    from thinwire.codecs.kernels import device
+    codec, state = ErrorFeedback(make_codec(inner)), CodecState(4)
+    alone, alone_state, residual = make_codec(inner), CodecState(4), None
+    g = torch.Generator().manual_seed(2)
+    with device.forced() if forced else contextlib.nullcontext():
+        for step in range(6):
+            x = torch.randn(3000, generator=g) * (step + 1)
+            overflows = inner not in ("fp32", "qsgd(bits=4)")  # fp32 carries Inf; QSGD's norm would overflow
+            if step == 2 and overflows:  # residuals near float32's largest
+                x = torch.sign(x) * (1 + torch.rand(3000, generator=g)) * 1.5e38
+            if step == 3 and overflows:  # the corrected tensor overflows where the residual is large: refused
+                before = codec.residual(state, "w").clone()
+                huge = torch.sign(before) * 3.4e38
+                with pytest.raises(ValueError, match="NaN or Inf"):
+                    codec.encode(huge, state, "w")
+                assert torch.equal(codec.residual(state, "w"), before)
+            kept = x.clone()
+            decoded = codec.decode(codec.encode(x, state, "w"))
+            corrected = x.clone() if residual is None else x + residual
+            want = alone.decode(alone.encode(corrected, alone_state, "w"))
+            residual = corrected - want
+            assert torch.equal(x, kept), step
+            assert torch.equal(decoded, want) and torch.equal(codec.residual(state, "w"), residual), step
 
 
 @pytest.mark.parametrize("spec", SPECS)

@@ -48,13 +48,33 @@ class ErrorFeedback(Codec):
         return self._corrected_payload(flat, state, key, shape, decision)
 
     def _corrected_payload(self, flat, state: CodecState, key: str, shape, decision) -> Payload:
-        slot = state.slot(key)
+        """Steps 1-3. With an inner codec that keeps no memory of its own, in two buffers kept
+        in the sender's scratch, not three fresh tensors per message: step 1 writes the
+        corrected tensor into the spare buffer (the residual before last), step 2's message is
+        decoded into the other, and step 3 subtracts that in place, so the corrected tensor's
+        buffer becomes the residual. Where a part of the message is the corrected tensor
+        itself (a dense inner codec), step 3 writes a new tensor instead: the part must stay
+        as sent. An inner codec with memory (gradient dropping's residual) shares this key's
+        slot and keeps buffers of it, so there every step writes a new tensor."""
+        slot, reuse = state.slot(key), not self.inner.memory
         residual = slot.get("residual")
-        corrected = flat.to(torch.float32) if residual is None else flat + residual     # 1.
+        if residual is None:  # a copy where step 3 writes in place: never the caller's tensor
+            corrected = flat.to(torch.float32, copy=reuse)                                     # 1.
+        elif reuse:
+            corrected = torch.add(flat, residual, out=_buffer(state, ("ef.spare", key), residual))  # 1.
+        else:
+            corrected = flat + residual                                                        # 1.
         payload = (self.inner.compress(corrected, state, key, shape=shape) if decision is None else
                    self.inner.compress_decided(corrected, state, key, decision, shape=shape)).materialize()  # 2.
         view = Payload(parts=dict(payload.parts), meta=dict(payload.meta))
-        slot["residual"] = corrected - self.inner.decompress(view, corrected.numel(), state, key, shape=shape)  # 3.
+        out = _buffer(state, ("ef.decoded", key), corrected) if reuse else None
+        decoded = self.inner.decompress(view, corrected.numel(), state, key, out=out, shape=shape)
+        if not reuse or _shares(payload, corrected):
+            slot["residual"] = corrected - decoded                                             # 3.
+        else:
+            slot["residual"] = corrected.sub_(decoded)                                         # 3.
+            if residual is not None:  # the old residual: the next message's step 1 writes it
+                state.scratch[("ef.spare", key)] = residual
         return payload
 
     def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None, shape: tuple = ()) -> torch.Tensor:
@@ -65,3 +85,18 @@ class ErrorFeedback(Codec):
 
     def residual(self, state: CodecState, key: str) -> torch.Tensor | None:
         return state.slot(key).get("residual")
+
+
+def _buffer(state: CodecState, name, like: torch.Tensor) -> torch.Tensor:
+    """The float32 buffer of ``like``'s size and device kept in ``state.scratch[name]``."""
+    buffer = state.scratch.get(name)
+    if buffer is None or buffer.numel() != like.numel() or buffer.device != like.device:
+        buffer = state.scratch[name] = torch.empty(like.numel(), dtype=torch.float32, device=like.device)
+    return buffer
+
+
+def _shares(payload: Payload, tensor: torch.Tensor) -> bool:
+    """Whether a part of ``payload`` lies in ``tensor``'s memory."""
+    where = tensor.untyped_storage().data_ptr()
+    return any(isinstance(part, torch.Tensor) and part.untyped_storage().data_ptr() == where
+               for part in payload.parts.values())
