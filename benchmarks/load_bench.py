@@ -9,7 +9,8 @@ a single thread about 2.5x. A hot path made of many short multi-threaded operati
 far worse (each one ends at a barrier where a descheduled thread costs a time slice);
 one that is a few large operations or one compiled kernel stays near the fair share.
 Each message carries a fresh gradient (two alternate) and the sender's state carries
-over, as in training; receivers decode with their own state into a reused buffer.
+over, as in training; senders encode into the message they sent before, and receivers
+decode with their own state into a reused buffer.
 
 Two ways: ``run`` pauses the loads between measurements, so each codec's pair (alone, with
 load) sees the same machine; ``run_continuous`` measures every codec alone first, then
@@ -62,17 +63,19 @@ def covered() -> set[str]:
 
 
 def round_trip(spec: str, grads: list[torch.Tensor], out: torch.Tensor):
-    """One encode + decode per call. ``keycache`` sends what a policy chose: Slim-DP's
-    (0.3, 0.15) core and explorer, the core refreshed every 10 messages (its selection and
-    the explorer draw are timed with it)."""
+    """One encode + decode per call. The sender encodes into the message it sent before
+    (``encode(..., out=)``), as a training round does (``algorithms/round.py``) and as the
+    codec table's encodes do. ``keycache`` sends what a policy chose: Slim-DP's (0.3, 0.15)
+    core and explorer, the core refreshed every 10 messages (its selection and the explorer
+    draw are timed with it)."""
     codec, sender, receiver = make_codec(spec), CodecState(0), CodecState(0)
     policy = CoreExplorer(alpha=0.3, epsilon=0.15, refresh=10) if codec.name == "keycache" else None
-    step = [0]
+    step, sent = [0], [None]
 
     def once():
         g = grads[step[0] % 2]
         decision = policy.decide(step[0], "x", g) if policy is not None else None
-        message = codec.encode(g, sender, "x") if policy is None else codec.encode(g, sender, "x", decision)
+        message = sent[0] = codec.encode(g, sender, "x", decision, out=sent[0])
         codec.decode(message, receiver, "x", out=out)
         step[0] += 1
     return once
