@@ -8,9 +8,10 @@ every NaN to the largest key (``torch.kthvalue`` orders NaN above everything too
 counting passes over the keys, 11, 11 and 10 bits at a time, each among the values whose
 higher bits were chosen already, find the key of the j-th smallest; its value is returned.
 
-A sample of 25,000 fresh magnitudes took ``torch.kthvalue`` about 0.25 ms on one core
-(about 0.05 ms when the same values are selected again and again: its branches are then
-learned), which gradient dropping pays once per message.
+Measured on the 2-core AMD EPYC, a sample of 25,000 fresh magnitudes at gradient
+dropping's rank (99%): this select about 0.03 ms, ``torch.kthvalue`` about 0.25 ms (about
+0.05 ms when the same values are selected again and again: its branches are then
+learned). Gradient dropping pays it once per message.
 """
 
 from __future__ import annotations
