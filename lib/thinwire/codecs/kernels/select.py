@@ -24,7 +24,6 @@ selection over all n.
 from __future__ import annotations
 
 import math
-import threading
 
 import numpy as np
 import torch
@@ -32,6 +31,7 @@ from numba import njit, prange
 
 from . import device
 from .bits import trailing_zeros
+from .kept import kept
 
 CHUNK = 1 << 16
 CAP = CHUNK // 16               # candidate slots per chunk in the one-read scan (about 1.3% are expected)
@@ -119,18 +119,6 @@ def _fix_up(index, magnitude, v, above, k, out):
             j += 1
 
 
-_cached = threading.local()
-
-
-def _slots(chunks: int) -> tuple[np.ndarray, np.ndarray]:
-    """This thread's candidate slots for ``chunks`` chunks, kept between calls: fresh ones
-    would fault in a page per chunk on every call, which took as long as the scan itself."""
-    slots = getattr(_cached, "slots", None)
-    if slots is None or slots[0].size < chunks * CAP:
-        slots = _cached.slots = np.empty(chunks * CAP, np.int32), np.empty(chunks * CAP, np.uint32)
-    return slots[0][:chunks * CAP], slots[1][:chunks * CAP]
-
-
 def threshold_rank(k: int, n: int, s: int) -> int:
     """The sample rank (0 = largest) whose value about 1.25 k + 32 entries of n reach."""
     return min(s, math.ceil((1.25 * k + 32) * s / n))
@@ -153,7 +141,7 @@ def top_k(flat: torch.Tensor, k: int) -> tuple[torch.Tensor, bool]:
     bits = flat.numpy().view(np.uint32)
     chunks = -(-bits.size // CHUNK)
     counts, peaks = np.empty(chunks, np.int64), np.empty(chunks, np.uint32)
-    slots_index, slots_magnitude = _slots(chunks)
+    slots_index, slots_magnitude = kept("select.slots", chunks * CAP, (np.int32, np.uint32))
     thresholds = sample(flat)
     rank = threshold_rank(k, bits.size, thresholds.numel())
     while True:

@@ -17,24 +17,13 @@ at the survivors alone.
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 import torch
 
 from ..kernels import device, drop, stream, triton_drop
+from ..kernels.kept import kept
 
 CHUNK = 1 << 18
-_cached = threading.local()
-
-
-def _slots(size: int) -> tuple[np.ndarray, np.ndarray]:
-    """This thread's survivor slots (index, value) for ``size`` survivors, kept between
-    calls: fresh ones would fault in the pages the survivors land on at every message."""
-    slots = getattr(_cached, "slots", None)
-    if slots is None or slots[0].size < size:
-        slots = _cached.slots = np.empty(size, np.int64), np.empty(size, np.float32)
-    return slots[0][:size], slots[1][:size]
 
 
 def drop_pass(residual: torch.Tensor, gradient: torch.Tensor | None,
@@ -71,7 +60,7 @@ def drop_pass(residual: torch.Tensor, gradient: torch.Tensor | None,
     starts, stops, thresholds = (np.array(column, dtype) for column, dtype in
                                  zip(zip(*jobs), (np.int64, np.int64, np.float32)))
     capacity = int(min(CHUNK, 4 * density * CHUNK + 64))
-    index, values = _slots(len(jobs) * capacity)
+    index, values = kept("drop.slots", len(jobs) * capacity, (np.int64, np.float32))  # this thread's, reused
     found, stopped = np.empty(len(jobs), np.int64), np.empty(len(jobs), np.int64)
     res = residual.numpy()
     add = gradient is not None
