@@ -202,14 +202,15 @@ for hi in (-10.0, float("nan"), float("inf")):  # row 1's hi below its lo, or no
     forged_is_refused(codec, host, {len(host) - 8: hi}, x)
 refused_at_end(codec, torch.tensor([[1.0, 2.0], [float("nan"), 0.0]]))
 
-# 10. top-k: a decode does not read its indices' range (its header and checksum are read as it opens)
+# 10. top-k: a decode does not read its indices' range and order (its header and checksum are read as it opens)
 codec = make_codec("topk(ratio=0.01)")
 for x in (torch.randn(5003, generator=g), torch.randn(40, 30, generator=g)):
     opened_with_one_read(codec, x)
 x = torch.randn(300, generator=g)  # k = 3
 host = bytearray(codec.encode(x, CodecState(0), "x"))
 first = len(host) - 4 - 2 * 4 * 3  # the first index; an index outside the tensor scatters nowhere else
-for index in (-1, 300, 2**31 - 1):
+second, = struct.unpack("<i", host[first + 4:first + 8])
+for index in (-1, 300, 2**31 - 1, 299, second):  # below, past the end; after the last, a repeat: out of order
     bad = bytearray(host)
     bad[first:first + 4] = struct.pack("<i", index)
     forged_is_refused(codec, bytes(bad), {}, x)

@@ -193,3 +193,31 @@ def test_finite_values_whose_sum_overflows_encode_and_inf_beside_them_does_not(s
     codec.encode(big, CodecState(0), "w")
     with pytest.raises(ValueError, match="contains NaN or Inf"):
         codec.encode(torch.tensor([3e38, float("inf"), 1.0, -2.0]), CodecState(0), "w")
+
+
+@pytest.mark.parametrize("forced", [False, True], ids=["host", "device path"])
+@pytest.mark.parametrize("n", [1000, 2_100_000], ids=["in place", "streamed"])  # 8.4 MB: the scatter streams
+@pytest.mark.parametrize("where", ["first after last", "a repeat", "below zero", "past the end"])
+def test_top_k_indices_out_of_order_or_range_are_a_corrupt_message(where, n, forced):
+    """A top-k message whose checksum is sound but whose indices do not ascend strictly
+    within the tensor: refused by decode, merge and accumulate, on either path, before
+    anything is written (on the host an index out of order would scatter outside its chunk)."""
+    import contextlib
+    from thinwire.codecs.errors import CorruptMessageError
+    from thinwire.codecs.kernels import device
+    codec = make_codec("topk(ratio=0.01)")
+    message = codec.encode(torch.randn(n, generator=torch.Generator().manual_seed(2)), CodecState(0), "w")
+    from thinwire.codecs import wire
+    index = wire.unpack(message)[1].parts["index"]
+    value = {"first after last": int(index[-1]), "a repeat": int(index[1]), "below zero": -1,
+             "past the end": n}[where]
+    forged = _forged_parts(message, index={0: value} if where != "past the end" else {-1: value})
+    out = torch.full((n,), 7.0)
+    with device.forced() if forced else contextlib.nullcontext():
+        with pytest.raises(CorruptMessageError, match="not strictly ascending"):
+            codec.decode(forged, CodecState(0), "w", out=out)
+        with pytest.raises(CorruptMessageError):
+            codec.merge(forged, out, CodecState(0), "w")
+        with pytest.raises(CorruptMessageError):
+            codec.accumulate(forged, out, CodecState(0), "w")
+    assert (out == 7.0).all()

@@ -40,14 +40,44 @@ def _scatter(out, index, values, bounds, raw, address, scratch):
             stream.stream_out(chunk.view(np.uint8), raw, 4 * lo, address)
 
 
+@njit(nogil=True, cache=True)
+def _ascending_within(index, numel):
+    disordered = 0
+    for i in range(1, index.size):  # a reduction without a branch: it vectorizes
+        disordered += index[i - 1] >= index[i]
+    return disordered == 0 and index[0] >= 0 and index[index.size - 1] < numel
+
+
+def facts(index: torch.Tensor) -> torch.Tensor:
+    """(first, last, how many neighbours are out of order) of a non-empty int32 or int64
+    index, as one tensor on its device: what ``sound`` judges, read in one copy."""
+    return torch.stack([index[0], index[-1], (index[1:] <= index[:-1]).sum().to(index.dtype)])
+
+
+def sound(numel: int, facts: np.ndarray) -> bool:
+    """Whether an index whose ``facts`` these are ascends strictly within [0, numel)."""
+    first, last, disordered = facts.tolist()
+    return disordered == 0 and 0 <= first and last < numel
+
+
+def ascending_within(index: torch.Tensor, numel: int) -> bool:
+    """Whether ``index`` (1-D int32 or int64, not empty) ascends strictly within [0, numel):
+    what ``zeros_with`` asks of it. On the host one serial pass (no thread team to wake);
+    on a device its ``facts``, copied once."""
+    if not device.on_device(index):
+        return bool(_ascending_within(index.numpy(), numel))
+    return sound(numel, facts(index).cpu().numpy())
+
+
 def zeros_with(out: torch.Tensor, index: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
-    """``out`` (1-D float32, contiguous) zeroed, with ``values`` at ``index`` (ascending, in
-    range: the caller has checked the message)."""
+    """``out`` (1-D float32, contiguous) zeroed, with ``values`` at ``index`` (int32 or
+    int64, strictly ascending, in range: the caller has checked the message with
+    ``ascending_within``; on the host an index out of order could write outside ``out``)."""
     if device.on_device(out) or index.device.type != "cpu":
         if triton_scatter.usable(out, index, values):
             return triton_scatter.zeros_with(out, index, values)
         out.fill_(0)
-        out[device.put(index, out.device)] = device.put(values, out.device, out.dtype)
+        out[device.put(index, out.device).long()] = device.put(values, out.device, out.dtype)
         return out
     idx = index.numpy()
     starts = np.arange(-(-out.numel() // CHUNK), dtype=np.int64) * CHUNK

@@ -82,14 +82,15 @@ def _candidates(flat: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]
     return index, magnitude_all[index]
 
 
-def top_k(flat: torch.Tensor, k: int) -> tuple[torch.Tensor, bool]:
+def top_k(flat: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor, bool]:
     found = _candidates(flat, k)
     if found is None:
-        return torch.empty(0, dtype=torch.int32, device=flat.device), True
+        return torch.empty(0, dtype=torch.int32, device=flat.device), torch.empty(0, device=flat.device), True
     index, magnitude = found
     count = index.numel()
     v = kth_smallest(magnitude, count - k + 1)  # the k-th largest
     above = magnitude > v
     tied = magnitude == v
     ties = tied & (torch.cumsum(tied, 0) <= k - above.sum())  # the lowest indices among the ties
-    return index[torch.nonzero_static(above | ties, size=k).reshape(-1)].to(torch.int32), False
+    index = index[torch.nonzero_static(above | ties, size=k).reshape(-1)]
+    return index.to(torch.int32), flat[index], False

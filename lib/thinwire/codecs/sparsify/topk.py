@@ -62,11 +62,10 @@ class TopK(Codec):
             raise ValueError(f"topk: tensor of {flat.numel()} entries exceeds int32 indexing")
         k = self.k_for(flat.numel())
         t0 = time.perf_counter()
-        index, non_finite = select.top_k(flat.to(torch.float32), k)
+        index, values, non_finite = select.top_k(flat.to(torch.float32), k)
         if non_finite:
             raise ValueError(f"topk: tensor {key!r} contains NaN or Inf; cannot rank magnitudes")
         state.last.select_seconds = time.perf_counter() - t0
-        values = flat[index].to(torch.float32)
         state.last.kept = k
         return Payload(parts={"index": index, "values": values})
 
@@ -87,26 +86,24 @@ class TopK(Codec):
                        meta={"count": keys.numel()})
 
     def sparse_entries(self, payload: Payload, numel: int, state: CodecState, key: str, shape: tuple = ()):
-        index, values = _entries(payload, numel, self.k_for(numel))
-        if index.numel() and _out_of_range(index, numel):
-            raise CorruptMessageError("topk: index out of range")
+        index, values = _checked(payload, numel, self.k_for(numel))
         return index.long(), values.to(torch.float32)
 
     def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None, shape: tuple = ()) -> torch.Tensor:
         checks = deferred.active()
         if checks is not None and out is not None and device.on_device(out):
             return self._deferred(checks, payload, numel, out, key)
-        index, values = self.sparse_entries(payload, numel, state, key, shape=shape)
+        index, values = _checked(payload, numel, self.k_for(numel))  # int32: the host scatter takes it as sent
         return scatter.zeros_with(torch.empty(numel, dtype=torch.float32, device=values.device) if out is None else out,
-                                  index, values)
+                                  index, values.to(torch.float32))
 
     def _deferred(self, checks, payload: Payload, numel: int, out: torch.Tensor, key: str) -> torch.Tensor:
-        """The entries scattered into ``out`` with their range not read: the indices clamped
-        into [0, numel) (a damaged index cannot write outside ``out``), and their least and
-        greatest judged at the block's end, ``out`` NaN where they fail."""
+        """The entries scattered into ``out`` with their order and range not read: the indices
+        clamped into [0, numel) (a damaged index cannot write outside ``out``), and their
+        first, last and order judged at the block's end, ``out`` NaN where they fail."""
         index, values = _entries(payload, numel, self.k_for(numel))
         if index.numel():
-            checks.corrupt_unless(torch.stack(torch.aminmax(index)), functools.partial(_within, numel),
+            checks.corrupt_unless(scatter.facts(index), functools.partial(_sound, numel),
                                   lambda: out.view(torch.uint8).fill_(0xFF), f"{self.spec()} message for {key!r}")
         return scatter.zeros_with(out, index.long().clamp_(0, max(numel - 1, 0)), values.to(torch.float32))
 
@@ -124,13 +121,14 @@ def _entries(payload: Payload, numel: int, k: int) -> tuple[torch.Tensor, torch.
     return index, values
 
 
-def _within(numel: int, ends: bytes) -> bool:
-    """Whether the least and greatest index (two int32) are in [0, numel)."""
-    low, high = np.frombuffer(ends, dtype=np.int32).tolist()
-    return 0 <= low and high < numel
+def _checked(payload: Payload, numel: int, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The (int32 index, values) parts, the indices strictly ascending within [0, numel)."""
+    index, values = _entries(payload, numel, k)
+    if index.numel() and not scatter.ascending_within(index, numel):
+        raise CorruptMessageError(f"topk: indices out of range for {numel} values or not strictly ascending")
+    return index, values
 
 
-def _out_of_range(index: torch.Tensor, numel: int) -> bool:
-    """Whether any of ``index`` (not empty) is outside [0, numel): its least and greatest
-    read in one copy to the host."""
-    return not _within(numel, torch.stack(torch.aminmax(index)).cpu().numpy().tobytes())
+def _sound(numel: int, facts: bytes) -> bool:
+    """Whether ``scatter.facts`` of an int32 index, as bytes, show it sound."""
+    return scatter.sound(numel, np.frombuffer(facts, dtype=np.int32))
