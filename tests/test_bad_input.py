@@ -111,3 +111,11 @@ def test_runs_without_traffic_or_ending_between_exchanges_still_save(tmp_path):
 def test_codec_and_policy_pairs_that_cannot_work_fail_with_the_config(settings, message):
     with pytest.raises(ValueError, match=message):
         RunConfig(**settings)
+
+
+@pytest.mark.parametrize("value", ["0", "many", "-2"])
+def test_a_bad_kernel_team_setting_is_rejected_before_any_data_loads(value, monkeypatch, tmp_path):
+    monkeypatch.setattr(runner, "load_dataset", lambda *a: pytest.fail("data loaded for a bad setting"))
+    monkeypatch.setenv("THINWIRE_KERNEL_THREADS", value)
+    with pytest.raises(ValueError, match=rf"THINWIRE_KERNEL_THREADS={value!r} is not allowed"):
+        run(RunConfig(), root=tmp_path)

@@ -13,6 +13,7 @@ from . import wire
 from .wire import tensor_message
 from .wire.checksum import checksum, warm_up as warm_checksum
 from .errors import CorruptMessageError
+from .kernels import team
 from .payload import Payload
 from .state import CodecState
 from .stats import SendStats
@@ -164,6 +165,7 @@ class Codec(ABC):
         the device does (``compress_deferred``): its refusal of NaN or Inf then comes at the
         block's end."""
         state = state if state is not None else CodecState()
+        team.fit()  # the kernels' threads: one per core, more while other processes keep the cores busy
         if decision is not None and not decision.send:
             raise ValueError("a decision not to send has no message: skip the encode")
         _check_representable(tensor, key)
@@ -220,6 +222,7 @@ class Codec(ABC):
         fit ``out``).
         """
         state = state if state is not None else CodecState()
+        team.fit()
         message = self._readable(message, None if out is None else out.device)
         opened = self._steady(message, out, key)
         deferred = opened is not None or self.checks_own_copy(message, out)
@@ -307,6 +310,15 @@ class Codec(ABC):
             raise CorruptMessageError(f"{self.spec()}: decoded {flat.numel()} values, header says {numel}")
         return flat
 
+    def subtract_decoded(self, payload: Payload, numel: int, into: torch.Tensor, state: CodecState,
+                         key: str, shape: tuple = ()) -> bool:
+        """``into -= decompress(payload)`` in place (``into``: flat float32), where the codec
+        can do it without decoding into a tensor of its own: a sparse message only where it
+        carries a value (elsewhere its decode is zero, and x - 0 is x, -0.0 included).
+        Returns whether it did; False (here) leaves the decode and subtraction to the caller.
+        Error feedback's step 3."""
+        return False
+
     def sparse_entries(self, payload: Payload, numel: int, state: CodecState,
                        key: str, shape: tuple = ()) -> tuple[torch.Tensor, torch.Tensor] | None:
         """(index int64, values float32) of the coordinates a sparse message carries, or
@@ -334,6 +346,7 @@ class Codec(ABC):
         and return how many. A sent zero overwrites; an unsent coordinate keeps its value.
         A dense codec's message carries every coordinate, so it overwrites all of them."""
         state = state if state is not None else CodecState()
+        team.fit()
         payload, numel, entries = self._entries_for(message, into, state, key)
         if entries is None:
             into.view(-1).copy_(_within_dtype(self._dense(payload, numel, state, key, None, tuple(into.shape)),
@@ -349,6 +362,7 @@ class Codec(ABC):
         float result, since x + 0 = x), a dense one decodes into ``scratch`` (a reused
         contiguous float32 host buffer of the message's shape, or None) and adds it."""
         state = state if state is not None else CodecState()
+        team.fit()
         payload, numel, entries = self._entries_for(message, into, state, key)
         if entries is None:
             usable = scratch is not None and scratch.dtype == torch.float32 and scratch.device.type == "cpu"

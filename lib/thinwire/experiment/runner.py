@@ -29,6 +29,7 @@ import torch
 from ..algorithms import ALGORITHMS
 from ..algorithms.contract import check_algorithm
 from ..algorithms.report import CODEC_PARTS, StepReport, Tally
+from ..codecs.kernels import team
 from ..comm import InProcessTransport, Ledger, Transport, network_preset
 from ..comm.transport import phase_spans
 from ..datasets import BatchStream, load_dataset, partition, prepare
@@ -83,6 +84,7 @@ def run(config: RunConfig, transport: Transport | None = None, backend: str = "i
     With a distributed ``transport`` every rank must call this; rank 0 writes the result.
     """
     device = resolve_device(config.device)  # a bad device fails here, before any data loads
+    team.setting()  # so does a bad THINWIRE_KERNEL_THREADS
     if reuse and (hit := cached(config, backend, root)) is not None:
         return _retimed(hit, transport, backend, progress, device, root) if retime else hit
     transport = transport or InProcessTransport()

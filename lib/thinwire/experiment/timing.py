@@ -23,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..codecs.kernels import team
+
 MODELLED = ("comm_seconds",)   # the network model over the ledger: computed, not measured
 MAX_WARMUP = 20
 
@@ -104,7 +106,8 @@ def provenance() -> dict:
     return {
         **_fixed(),
         "torch_threads": torch.get_num_threads(),
-        "numba_threads": numba.config.NUMBA_NUM_THREADS,  # the setting: get_num_threads() would start the pool early
+        "numba_threads": numba.config.NUMBA_NUM_THREADS,  # the pool: get_num_threads() would start it early
+        "kernel_threads": os.environ.get(team.SETTING, "auto"),  # the kernels' team (codecs/kernels/team.py)
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
     }
@@ -132,7 +135,7 @@ def provenance_table(results):
     for r in _results(results):
         p = r.provenance or {}
         key = tuple(p.get(k) for k in ("host_cpu", "cpu_count", "git_commit", "thinwire", "torch", "numba",
-                                       "torch_threads", "numba_threads"))
+                                       "torch_threads", "numba_threads", "kernel_threads"))
         group = groups.setdefault(key, {"runs": 0, "dates": [], "load": []})
         group["runs"] += 1
         if p.get("date"):
@@ -140,7 +143,7 @@ def provenance_table(results):
         if p.get("load_average"):
             group["load"].append(p["load_average"][0])
     rows = [{"CPU": k[0] or "(recorded before provenance)", "cores": k[1], "commit": (k[2] or "")[:12] + ("+dirty" if (k[2] or "").endswith("+dirty") else ""),
-             "thinwire": k[3], "torch": k[4], "numba": k[5], "threads torch/numba": f"{k[6]}/{k[7]}",
+             "thinwire": k[3], "torch": k[4], "numba": k[5], "threads torch/numba": f"{k[6]}/{k[7]}" + (f" (team {k[8]})" if k[8] else ""),
              "runs": g["runs"], "first": min(g["dates"], default=None), "last": max(g["dates"], default=None),
              "max load at start": max(g["load"], default=None)} for k, g in groups.items()]
     return pd.DataFrame(rows)

@@ -40,6 +40,9 @@ class Chain(Codec):
                                  "(only a last stage may quantize or bit-pack)")
         self.stages = stages
         self.host_only = any(s.host_only for s in stages)
+        # a first stage that refuses NaN and Inf in its own first pass refuses them before any
+        # stage's state changes: no extra pass over the tensor first
+        self.refuses_non_finite = stages[0].refuses_non_finite
 
     @property
     def carrier(self):  # type: ignore[override]

@@ -28,6 +28,9 @@ class ErrorFeedback(Codec):
         self.host_only = inner.host_only
         self.decodes_on_device = inner.decodes_on_device
         self.reads_device_messages = inner.reads_device_messages
+        # an inner codec that refuses NaN and Inf in its own first pass refuses them in the
+        # corrected tensor, before step 3 touches the residual: no extra pass over x first
+        self.refuses_non_finite = inner.refuses_non_finite
 
     @property
     def carrier(self):  # type: ignore[override]
@@ -55,9 +58,12 @@ class ErrorFeedback(Codec):
         buffer becomes the residual. Where a part of the message is the corrected tensor
         itself (a dense inner codec), step 3 writes a new tensor instead: the part must stay
         as sent. An inner codec with memory (gradient dropping's residual) shares this key's
-        slot and keeps buffers of it, so there every step writes a new tensor."""
-        slot, reuse = state.slot(key), not self.inner.memory
-        residual = slot.get("residual")
+        slot and keeps buffers of it, so there every step writes a new tensor. Where the
+        inner codec subtracts its own decode in place (``subtract_decoded``: top-k, whose
+        decode is zero but at its k indices), step 3 writes only those entries, and no
+        decode buffer is kept."""
+        reuse = not self.inner.memory
+        residual = state.slots.get(key, {}).get("residual")  # the slot is made only in step 3
         if residual is None:  # a copy where step 3 writes in place: never the caller's tensor
             corrected = flat.to(torch.float32, copy=reuse)                                     # 1.
         elif reuse:
@@ -67,12 +73,18 @@ class ErrorFeedback(Codec):
         payload = (self.inner.compress(corrected, state, key, shape=shape) if decision is None else
                    self.inner.compress_decided(corrected, state, key, decision, shape=shape)).materialize()  # 2.
         view = Payload(parts=dict(payload.parts), meta=dict(payload.meta))
+        if reuse and not _shares(payload, corrected) and self.inner.subtract_decoded(
+                view, corrected.numel(), corrected, state, key, shape=shape):                    # 3.
+            state.slot(key)["residual"] = corrected
+            if residual is not None:
+                state.scratch[("ef.spare", key)] = residual
+            return payload
         out = _buffer(state, ("ef.decoded", key), corrected) if reuse else None
         decoded = self.inner.decompress(view, corrected.numel(), state, key, out=out, shape=shape)
         if not reuse or _shares(payload, corrected):
-            slot["residual"] = corrected - decoded                                             # 3.
+            state.slot(key)["residual"] = corrected - decoded                                  # 3.
         else:
-            slot["residual"] = corrected.sub_(decoded)                                         # 3.
+            state.slot(key)["residual"] = corrected.sub_(decoded)                              # 3.
             if residual is not None:  # the old residual: the next message's step 1 writes it
                 state.scratch[("ef.spare", key)] = residual
         return payload

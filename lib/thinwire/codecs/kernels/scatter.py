@@ -69,6 +69,22 @@ def ascending_within(index: torch.Tensor, numel: int) -> bool:
     return sound(numel, facts(index).cpu().numpy())
 
 
+@njit(nogil=True, cache=True)
+def _subtract_at(out, index, values):
+    for j in range(index.size):
+        out[index[j]] -= values[j]
+
+
+def subtract_at(out: torch.Tensor, index: torch.Tensor, values: torch.Tensor) -> None:
+    """``out[index] -= values`` in place (``out`` 1-D float32; ``index`` int32 or int64,
+    distinct and in range: a checked message's). On the host one thread writes the k
+    entries (no thread team to wake for O(k) work); on a device torch's ``index_add_``."""
+    if device.on_device(out) or index.device.type != "cpu":
+        out.index_add_(0, device.put(index, out.device), device.put(values, out.device, out.dtype), alpha=-1)
+        return
+    _subtract_at(out.numpy(), index.numpy(), values.numpy())
+
+
 def zeros_with(out: torch.Tensor, index: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
     """``out`` (1-D float32, contiguous) zeroed, with ``values`` at ``index`` (int32 or
     int64, strictly ascending, in range: the caller has checked the message with

@@ -89,6 +89,13 @@ class TopK(Codec):
         index, values = _checked(payload, numel, self.k_for(numel))
         return index.long(), values.to(torch.float32)
 
+    def subtract_decoded(self, payload: Payload, numel: int, into: torch.Tensor, state: CodecState,
+                         key: str, shape: tuple = ()) -> bool:
+        """``into[index] -= values``: the decode is zero at every other index."""
+        index, values = _checked(payload, numel, self.k_for(numel))
+        scatter.subtract_at(into, index, values.to(torch.float32))
+        return True
+
     def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None, shape: tuple = ()) -> torch.Tensor:
         checks = deferred.active()
         if checks is not None and out is not None and device.on_device(out):
