@@ -407,3 +407,18 @@ def test_the_host_pass_counts_the_nan_and_inf_it_keeps(density):
     assert torch.equal(got_index, index) and torch.equal(got_values.view(torch.int32), values.view(torch.int32))
     assert non_finite == int((~torch.isfinite(values)).sum()) == int((~torch.isfinite(residual[index])).sum()) > 0
     assert drop_pass(residual[:0].clone(), None, [], False, False, density, counted=True)[2] == 0
+
+
+@pytest.mark.parametrize("levels", ["global", "threshold", "column"])
+def test_survivor_groups_on_the_host_are_the_device_paths(levels):
+    """``group_ids`` in numpy (the host) against its torch operations (the device path), on
+    indices that include every segment's first and last entry."""
+    from thinwire.codecs.sparsify.drop_quantize import group_ids
+    segments = torch.tensor([[0, 12, 4], [12, 1, 1], [13, 30, 6], [43, 57, 19]], dtype=torch.int64)
+    ends = [s for s, n, _ in segments.tolist()] + [s + n - 1 for s, n, _ in segments.tolist()]
+    drawn = torch.randint(0, 100, (40,), generator=torch.Generator().manual_seed(4)).tolist()
+    index = torch.tensor(sorted(set(ends + drawn)), dtype=torch.int64)
+    host = group_ids(index, segments, levels)
+    with device.forced():
+        forced = group_ids(index, segments, levels)
+    assert host[1] == forced[1] and torch.equal(host[0], forced[0].cpu())

@@ -144,7 +144,8 @@ def test_the_key_cache_refuses_a_resized_tensor(size):
 @pytest.mark.parametrize("spec", ["graddrop(ratio=0.5)", "graddrop(ratio=0.9, threshold='exact')",
                                   "graddrop(ratio=0.5, bits=1, ties='keep')", "topk(ratio=0.01)", "qsgd(bits=4)",
                                   "ef(fp16)", "ef(topk(ratio=0.5))", "binquant(bits=4, coder='ans')",
-                                  "chain(topk(ratio=0.5), fp16)"])
+                                  "chain(topk(ratio=0.5), fp16)", "sized(binquant(bits=4), min_numel=100)",
+                                  "sized(binquant(bits=4), min_numel=1000)"])  # inner; otherwise (fp32)
 @pytest.mark.parametrize("first", [False, True])
 def test_a_refused_encode_leaves_the_state_as_it_was(spec, first):
     """Also for the first message of a key (no residual yet: none is left behind)."""

@@ -165,12 +165,12 @@ class Codec(ABC):
         the device does (``compress_deferred``): its refusal of NaN or Inf then comes at the
         block's end."""
         state = state if state is not None else CodecState()
-        team.fit()  # the kernels' threads: one per core, more while other processes keep the cores busy
+        team.fit(tensor.numel() * tensor.element_size())  # one thread per core, more on a busy machine, one for a small tensor
         if decision is not None and not decision.send:
             raise ValueError("a decision not to send has no message: skip the encode")
         _check_representable(tensor, key)
         if not (self.carries_non_finite or self.refuses_non_finite):
-            _check_finite(tensor, key, self)
+            check_finite(tensor, key, self)
         _check_same_size(state, key, tensor.numel())
         state.last = SendStats(values=tensor.numel())
         flat = tensor.detach().reshape(-1)
@@ -227,6 +227,7 @@ class Codec(ABC):
         opened = self._steady(message, out, key)
         deferred = opened is not None or self.checks_own_copy(message, out)
         header, payload, numel = opened or self._open(message, verify=not deferred)
+        team.fit(4 * numel)  # one thread for a small tensor
         if opened is None and isinstance(payload.unverified, tensor_message.Unverified) and wire.deferred.active():
             payload.unverified = payload.unverified._replace(what=f"{self.spec()} message for {key!r}")
         shape = header["shape"]
@@ -346,7 +347,7 @@ class Codec(ABC):
         and return how many. A sent zero overwrites; an unsent coordinate keeps its value.
         A dense codec's message carries every coordinate, so it overwrites all of them."""
         state = state if state is not None else CodecState()
-        team.fit()
+        team.fit(into.numel() * into.element_size())
         payload, numel, entries = self._entries_for(message, into, state, key)
         if entries is None:
             into.view(-1).copy_(_within_dtype(self._dense(payload, numel, state, key, None, tuple(into.shape)),
@@ -362,7 +363,7 @@ class Codec(ABC):
         float result, since x + 0 = x), a dense one decodes into ``scratch`` (a reused
         contiguous float32 host buffer of the message's shape, or None) and adds it."""
         state = state if state is not None else CodecState()
-        team.fit()
+        team.fit(into.numel() * into.element_size())
         payload, numel, entries = self._entries_for(message, into, state, key)
         if entries is None:
             usable = scratch is not None and scratch.dtype == torch.float32 and scratch.device.type == "cpu"
@@ -433,7 +434,7 @@ def _check_representable(tensor: torch.Tensor, key: str) -> None:
                              f"{FLOAT32_MAX:.3g}): scale it, or they would travel as Inf")
 
 
-def _check_finite(tensor: torch.Tensor, key: str, codec) -> None:
+def check_finite(tensor: torch.Tensor, key: str, codec) -> None:
     """NaN or Inf refused before a lossy or stateful codec touches its state. One fast
     reduction, its value read (``isfinite`` of it would be four more launches on a GPU);
     only when it is not finite (NaN or Inf, or finite values near float32's limit

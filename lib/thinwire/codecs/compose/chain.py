@@ -12,6 +12,7 @@ import torch
 
 from ..base import Codec, plain_decision
 from ..errors import CorruptMessageError
+from ..kernels import team
 from ..payload import Payload
 from ..state import CodecState
 
@@ -75,8 +76,9 @@ class Chain(Codec):
         carried = payload.parts.pop(first.carrier)
         payload.meta[f"{first.carrier}.numel"] = carried.numel()
         inner_key, inner_shape = f"{key}/{first.carrier}", (carried.numel(),)
-        payload.merge(first.carrier, rest.compress(carried, state, inner_key, shape=inner_shape) if bits is None else
-                      rest.compress_decided(carried, state, inner_key, bits, shape=inner_shape))
+        with team.alone_if_small(carried.numel() * carried.element_size()):  # the k values a sparsifier kept
+            payload.merge(first.carrier, rest.compress(carried, state, inner_key, shape=inner_shape) if bits is None
+                          else rest.compress_decided(carried, state, inner_key, bits, shape=inner_shape))
         return payload
 
     def _first_payload(self, payload: Payload, numel: int, state: CodecState, key: str) -> Payload:
@@ -87,8 +89,9 @@ class Chain(Codec):
         carried_numel = inner.meta.pop("numel", None)
         if not isinstance(carried_numel, int) or not 0 <= carried_numel <= numel:
             raise CorruptMessageError(f"chain: carried size {carried_numel!r} is not in [0, {numel}]")
-        payload.parts[first.carrier] = self._rest().decompress(inner, carried_numel, state, f"{key}/{first.carrier}",
-                                                                 shape=(carried_numel,))
+        with team.alone_if_small(4 * carried_numel):
+            payload.parts[first.carrier] = self._rest().decompress(inner, carried_numel, state, f"{key}/{first.carrier}",
+                                                                     shape=(carried_numel,))
         return payload
 
     def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None, shape: tuple = ()) -> torch.Tensor:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from ..base import Codec
+from ..base import Codec, check_finite
 from ..errors import CorruptMessageError
 from ..payload import Payload
 from ..state import CodecState
@@ -36,6 +36,9 @@ class Sized(Codec):
         self.host_only = inner.host_only or self.otherwise.host_only
         self.decodes_on_device = inner.decodes_on_device and self.otherwise.decodes_on_device
         self.reads_device_messages = inner.reads_device_messages and self.otherwise.reads_device_messages
+        # NaN and Inf: refused by ``inner``'s own first pass where it has one (no extra pass
+        # over the tensor), and for ``otherwise`` as ``encode`` would refuse them (``_compress``)
+        self.refuses_non_finite = inner.refuses_non_finite
 
     @property
     def memory(self) -> bool:
@@ -59,6 +62,8 @@ class Sized(Codec):
     def _compress(self, flat, state, key, shape, decision) -> Payload:
         branch = self.applies(flat.numel(), shape)
         codec = self.inner if branch else self.otherwise
+        if self.refuses_non_finite and not branch and not self.otherwise.refuses_non_finite:
+            check_finite(flat, key, self)
         payload = (codec.compress(flat, state, key, shape=shape) if decision is None or not branch else
                    codec.compress_decided(flat, state, key, decision, shape=shape))
         payload.meta["branch"] = int(branch)

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from numba import literal_unroll, literally, njit, prange
 
-from . import device
+from . import device, team
 
 CHUNK = 1 << 14  # codes per parallel chunk (a multiple of 64)
 MAX_BITS = 16
@@ -194,7 +194,8 @@ def pack(codes: torch.Tensor, bits: int, out: torch.Tensor | None = None) -> tor
     elif bits > 8 and src.dtype not in (np.uint16, np.int32):
         src = src.astype(np.int32)
     if src.size:
-        (_pack_narrow if bits <= 8 else _pack_wide)(bits, (src, out.numpy()))
+        with team.alone_if_small(src.nbytes):
+            (_pack_narrow if bits <= 8 else _pack_wide)(bits, (src, out.numpy()))
     return out
 
 
@@ -210,5 +211,6 @@ def unpack(packed: torch.Tensor, n: int, bits: int) -> torch.Tensor:
         return packed
     out = torch.empty(n, dtype=torch.uint8 if bits <= 8 else torch.int32)
     if n:
-        (_unpack_narrow if bits <= 8 else _unpack_wide)(bits, (packed.contiguous().numpy(), out.numpy()))
+        with team.alone_if_small(out.numel() * out.element_size()):
+            (_unpack_narrow if bits <= 8 else _unpack_wide)(bits, (packed.contiguous().numpy(), out.numpy()))
     return out

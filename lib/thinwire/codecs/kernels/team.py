@@ -16,8 +16,8 @@ Measured on the 2-core AMD EPYC with ``load_bench.py`` (its two loads of two thr
 median slowdown of 3 rounds), over the twelve codecs slowest under load: with a team of 2,
 9 of them were above 3x with the loads paused between pairs and 4 with the loads left
 running (the largest 3.41x and 3.51x); with the team sized as here, 1 and 1
-(graddrop(0.99, bits=1), 3.15x and 3.44x: its round trip opens 11 parallel regions, some of
-them torch operations on the survivors, whose threads the team does not size). Alone, in
+(graddrop(0.99, bits=1), 3.15x and 3.44x: its round trip then opened 11 parallel regions,
+some of them torch operations on the survivors, which now run in numpy). Alone, in
 one process switching between them (7 rounds, 11 codecs), teams of 4 took 0.96-1.07x the
 time of teams of 2. So the
 team doubles only while the machine is busy: while the threads of other processes that
@@ -31,12 +31,14 @@ The pool must hold the larger team: ``thinwire`` raises ``NUMBA_NUM_THREADS`` to
 cores when it is imported before numba, unless the environment sets it; the team never
 exceeds the pool. Chunks are fixed by the data, never by the team, so every message is the
 same whatever the team's size. ``fit`` sizes the calling thread's team; the codecs call it
-as they encode and decode, and a kernel called in a thread that never did runs on the whole
-pool.
+as they encode and decode (a tensor below ``SMALL`` bytes gets one thread), and a kernel
+called in a thread that never did runs on the whole pool. ``alone_if_small`` runs a step
+over a message's few entries (a sparsifier's k values, their bits) on the calling thread.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 
@@ -44,6 +46,7 @@ import numba
 
 SETTING = "THINWIRE_KERNEL_THREADS"
 RECHECK = 0.1  # seconds a reading of the machine's load is kept
+SMALL = 1 << 20  # bytes of work below which a kernel runs on the calling thread alone (``alone_if_small``)
 
 
 def _cores() -> int:
@@ -109,9 +112,30 @@ def size() -> int:
     return max(1, min(wanted, numba.config.NUMBA_NUM_THREADS))
 
 
-def fit() -> int:
-    """Size the calling thread's team for the kernels it runs next; returns the size."""
-    n = size()
+def fit(nbytes: int | None = None) -> int:
+    """Size the calling thread's team for the kernels it runs next, on a tensor of ``nbytes``
+    (one thread below ``SMALL``); returns the size."""
+    n = 1 if nbytes is not None and nbytes < SMALL else size()
     if numba.get_num_threads() != n:
         numba.set_num_threads(n)
     return n
+
+
+@contextlib.contextmanager
+def alone_if_small(nbytes: int):
+    """The kernels inside run on the calling thread alone when they read fewer than ``SMALL``
+    bytes (a step over a message's k survivors, not over the tensor): a team's start and
+    barrier cost little on an idle machine and about a time slice on a busy one, more than
+    such a step's work. The team is restored after."""
+    if nbytes >= SMALL:
+        yield
+        return
+    before = numba.get_num_threads()
+    if before == 1:
+        yield
+        return
+    numba.set_num_threads(1)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(before)

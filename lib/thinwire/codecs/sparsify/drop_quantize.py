@@ -33,6 +33,8 @@ def group_ids(index: torch.Tensor, segments: torch.Tensor, levels: str) -> tuple
 
     ``segments``: int64 (S, 3) rows of (start, numel, columns) covering the message.
     """
+    if not device.on_device(index):  # numpy on the host: one thread, no thread team to wake for O(k) work
+        return _group_ids_host(index.numpy(), segments.numpy(), levels)
     if levels == "global":
         return torch.zeros(index.numel(), dtype=torch.int64, device=index.device), 1
     segments = device.put(segments, index.device)
@@ -42,6 +44,18 @@ def group_ids(index: torch.Tensor, segments: torch.Tensor, levels: str) -> tuple
     columns = segments[:, 2]
     first = torch.cumsum(columns, 0) - columns
     return first[seg] + (index - segments[seg, 0]) % columns[seg], int(columns.sum())
+
+
+def _group_ids_host(index: np.ndarray, segments: np.ndarray, levels: str) -> tuple[torch.Tensor, int]:
+    """``group_ids`` of host arrays in numpy: the same groups."""
+    if levels == "global":
+        return torch.from_numpy(np.zeros(index.size, np.int64)), 1
+    seg = np.searchsorted(np.ascontiguousarray(segments[:, 0]), index, side="right") - 1
+    if levels == "threshold":
+        return torch.from_numpy(seg), segments.shape[0]
+    columns = segments[:, 2]
+    first = np.cumsum(columns) - columns
+    return torch.from_numpy(first[seg] + (index - segments[seg, 0]) % columns[seg]), int(columns.sum())
 
 
 def quantize(values: torch.Tensor, groups: torch.Tensor, count: int, bits: int, levels: str,
@@ -88,9 +102,15 @@ def signs(values: torch.Tensor, threshold: float, count: int) -> tuple[torch.Ten
     (codes, level table, the values rebuilt) as ``quantize`` and ``dequantize`` make them,
     without the groups, since every level is ``threshold``: each code is its survivor's
     sign, each rebuilt value +-threshold. A few operations on the values' device where the
-    groups, the table's lookups and the signs took about twenty."""
-    negative = values < 0
+    groups, the table's lookups and the signs took about twenty; on the host they are numpy's,
+    on one thread."""
     level = float(np.float32(threshold))
+    if not device.on_device(values):
+        negative = values.numpy() < 0
+        rebuilt = np.where(negative, np.float32(-level), np.float32(level))
+        return (torch.from_numpy(negative.view(np.uint8)), torch.full((count, 2, 1), level, dtype=torch.float32),
+                torch.from_numpy(rebuilt))
+    negative = values < 0
     rebuilt = torch.where(negative, -level, level).to(torch.float32)  # a no-op unless the default dtype is another
     return negative.to(torch.uint8), torch.full((count, 2, 1), level, dtype=torch.float32), rebuilt
 
