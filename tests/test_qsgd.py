@@ -106,3 +106,86 @@ def test_forged_norms_are_corrupt():
 def test_bad_parameters_name_themselves(spec, match):
     with pytest.raises(ValueError, match=match):
         make_codec(spec)
+
+
+def _double_rounding_case():
+    """A bucket [big, v] and a key whose value v rounds twice (float64, then float32) to a
+    level one above its once-rounded sum: v = 1 + 2^-23, scale = 2^-25 (1 - 2^-23), u = 1 - 2^-24
+    make S = 1 - 2^-25 - 2^-71, whose float64 is the float32 midpoint 1 - 2^-25 (ties to 1.0:
+    level 1) while S itself lies below it (level 0)."""
+    import numpy as np
+    from thinwire.codecs.kernels.qsgd import lowbias32
+    v = np.float32(1 + 2.0 ** -23)
+    scale = np.float32(2.0 ** -25 * (1 - 2.0 ** -23))
+    big = np.float32(127 / np.float64(scale))
+    for _ in range(64):  # the bucket's largest value whose norm gives exactly this scale
+        norm = np.float32(np.sqrt(np.float64(big) ** 2 + np.float64(v) ** 2))
+        got = np.float32(min(127 / np.float64(norm), np.finfo(np.float32).max))
+        if got == scale:
+            break
+        big = np.nextafter(big, np.float32(np.inf) if got > scale else np.float32(0))
+    assert got == scale
+    k1 = 12345
+    k2 = int(lowbias32(np.uint32(k1 + 1))) ^ 0xFFFFFFFF  # counter 1 draws u = (2^24 - 1) / 2^24
+    return np.array([big, v], np.float32), scale, k1 | k2 << 32
+
+
+def test_rounding_is_the_definitions_where_rounding_twice_differs_from_once():
+    """``kernels/qsgd.py`` rounds in float32 with a fused multiply-add first, and rounds a
+    bucket again in float64 where a level may differ: its codes are the definition's
+    (the device path's float64 arithmetic) in the one case where the two roundings differ."""
+    from fractions import Fraction
+
+    import numpy as np
+    from thinwire.codecs.kernels import qsgd, torch_qsgd
+    x, scale, key = _double_rounding_case()
+    exact = Fraction(float(x[1])) * Fraction(float(scale)) + Fraction(2 ** 24 - 1, 2 ** 24)
+    midpoint = 1 - Fraction(1, 2 ** 25)
+    assert exact < midpoint and float(exact) == float(midpoint)  # once: level 0; twice: level 1
+    norms, out = np.empty(1, np.float32), np.empty(2, np.uint8)
+    qsgd.quantize_packed(x, 2, "l2", 8, key, norms, out)
+    rows = torch.from_numpy(x).view(1, 2)
+    want = torch_qsgd.codes(rows, 2, torch_qsgd.norms(rows, False), 8, key)
+    assert want.tolist() == [127, 1]
+    assert out.tolist() == [127, 1]
+
+
+WITHOUT_FMA = r"""
+import sys
+import numpy as np
+from thinwire.codecs.kernels import bitpack, fused, qsgd
+assert not fused.HARDWARE and not qsgd.FUSED
+x = np.frombuffer(sys.stdin.buffer.read(), np.float32)
+for bits in (8, 3):
+    norms = np.empty(-(-x.size // 512), np.float32)
+    out = np.empty(bitpack.packed_bytes(x.size, bits), np.uint8)
+    qsgd.quantize_packed(x, 512, "l2", bits, 0x1234_5678_9ABC_DEF0, norms, out)
+    sys.stdout.buffer.write(norms.tobytes() + out.tobytes())
+"""
+
+
+@pytest.mark.skipif("not __import__('thinwire.codecs.kernels.fused', fromlist=['x']).HARDWARE",
+                    reason="this CPU has no FMA: the suite's own runs take the float64 path")
+def test_codes_are_the_same_where_the_cpu_has_no_fused_multiply_add(tmp_path):
+    """A CPU without FMA rounds every bucket in float64 (``_round``): the same norms and codes."""
+    import os
+    import subprocess
+    import sys
+
+    import numpy as np
+    from thinwire.codecs.kernels import qsgd
+    from thinwire.codecs.kernels.vector_width import target_features
+    features = ",".join(sorted(f for f in target_features() if f not in ("+fma", "+avx512f"))) + ",-fma,-avx512f"
+    x = torch.randn(3 * 512 * 64 + 100, generator=torch.Generator().manual_seed(4)).numpy()
+    x[:512] *= 1e-30  # a bucket of tiny values, scaled by up to the largest float32
+    env = dict(os.environ, NUMBA_CPU_FEATURES=features, NUMBA_CACHE_DIR=str(tmp_path))
+    done = subprocess.run([sys.executable, "-c", WITHOUT_FMA], input=x.tobytes(), env=env, capture_output=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr.decode()[-3000:]
+    here = b""
+    for bits in (8, 3):
+        norms = np.empty(-(-x.size // 512), np.float32)
+        out = np.empty(bitpack.packed_bytes(x.size, bits), np.uint8)
+        qsgd.quantize_packed(x, 512, "l2", bits, 0x1234_5678_9ABC_DEF0, norms, out)
+        here += norms.tobytes() + out.tobytes()
+    assert done.stdout == here

@@ -13,9 +13,22 @@ float32 in [0, 1).
 
 Loops run bucket by bucket over slices, so no value pays an integer division to find its
 bucket and the inner loops vectorize. Rounding takes |v| times the per-bucket factor
-s / norm (a float32) plus u in float64, then float32 (``_round``); a bucket whose norm is so small that s / norm overflows float32 gets the largest
-float32 instead (its values are below s / FLT_MAX in magnitude, so they still round to
-levels in [0, s]).
+s / norm (a float32) plus u in float64, then float32 (``_round``); a bucket whose norm is
+so small that s / norm overflows float32 gets the largest float32 instead (its values are
+below s / FLT_MAX in magnitude, so they still round to levels in [0, s]).
+
+Where the CPU has FMA and s < 256 (bits <= 8), a bucket is first rounded in float32 alone
+(``_round_fused``: one fused multiply-add, rounded once), which skips the float64
+conversions that cost most of the loop (25M values on one core, 8 bits: 11.7 -> 7.9 ms).
+The product |v| * (s / norm) is exact in float64, so the definition rounds the exact sum
+S = |v| (s / norm) + u twice, to float64 and then to float32; the fused add rounds it once.
+The two differ only where S rounds to float64 exactly halfway between two float32
+neighbours, and then by one float32 step, to the even neighbour. The level (the integer
+part) changes only if that step crosses an integer m >= 1; the float32 just below m is odd
+(its last bit is set), so the tie goes to m and the fused result t is the float32 below
+m. So the fused pass flags a bucket where any value's t and the float32 above it lie on
+different levels, and such a bucket (about 1 in 1,000 of 512 normal values at 8 bits) is
+rounded again by ``_round``: the codes are the definition's.
 
 A code is ``level | sign << (bits - 1)``: a (bits - 1)-bit level in [0, s] and a sign bit
 (1 for negative), laid out by ``bitpack`` like any other ``bits``-bit code.
@@ -26,13 +39,16 @@ from __future__ import annotations
 import numpy as np
 from numba import literally, njit, prange
 
-from . import bitpack, crc, stream
+from . import bitpack, crc, fused, stream
+from .fused import bits_float, float_bits, fma32
 
 CHUNK = bitpack.CHUNK
 _M1, _M2 = np.uint32(0x7FEB352D), np.uint32(0x846CA68B)
 _S16, _S15, _S8 = np.uint32(16), np.uint32(15), np.uint32(8)
 _INV24 = np.float32(1.0 / (1 << 24))
 FLOAT32_MAX = np.float64(np.finfo(np.float32).max)
+_ONE = np.int32(1)
+FUSED = fused.HARDWARE  # rounding in float32 first (``_round_fused``)
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -86,6 +102,21 @@ def _round(x, scale, s, sign_bit, k1, k2, out):
 
 
 @njit(nogil=True, cache=True)
+def _round_fused(x, scale, s, sign_bit, k1, k2, out):
+    """``_round`` in float32 alone: level = floor(fma(|x|, scale, u)). Returns whether some
+    value's level may differ from ``_round``'s: where t = fma(...) and the float32 above it
+    (t's bits + 1, as t >= 0) lie on different levels."""
+    unsure = False
+    for j in range(x.size):
+        v = x[j]
+        t = fma32(abs(v), scale, uniform24(k1, k2, np.uint32(j)))
+        level = np.int32(t)
+        unsure = unsure | (np.int32(bits_float(np.int32(float_bits(t) + _ONE))) != level)
+        out[j] = min(level, s) + np.int32(v < np.float32(0.0)) * sign_bit
+    return unsure
+
+
+@njit(nogil=True, cache=True)
 def _quantize_chunk(x, start, bucket, levels, use_max, k1, k2, sign_bit, norms, codes):
     """Norms of the buckets of x[start:start + codes.size] and their codes."""
     for b0 in range(0, codes.size, bucket):
@@ -97,7 +128,10 @@ def _quantize_chunk(x, start, bucket, levels, use_max, k1, k2, sign_bit, norms, 
         scale = np.float32(0.0)
         if norm > 0:
             scale = np.float32(min(levels / np.float64(norm), FLOAT32_MAX))
-        _round(xs, scale, np.int32(levels), sign_bit, np.uint32(k1 + np.uint32(start + b0)), k2, codes[b0:b1])
+        first = np.uint32(k1 + np.uint32(start + b0))
+        if not (FUSED and levels < 256 and not _round_fused(xs, scale, np.int32(levels), sign_bit, first, k2,
+                                                            codes[b0:b1])):
+            _round(xs, scale, np.int32(levels), sign_bit, first, k2, codes[b0:b1])
 
 
 @njit(nogil=True, cache=True)
