@@ -49,24 +49,35 @@ def _min_key(k):
 
 
 @njit(parallel=True, nogil=True, cache=True)
-def _chunked_max_keys(k):
+def _chunks_max_keys(k, imax, umax):
     n = k.size
-    m = (n + CHUNK - 1) // CHUNK
+    for c in prange(imax.size):
+        imax[c], umax[c] = _max_keys(k[c * CHUNK:min(n, c * CHUNK + CHUNK)])
+
+
+@njit(nogil=True, cache=True)
+def _chunked_max_keys(k):
+    """The chunks' maxima in one parallel region, then theirs on this thread (an array
+    reduction inside a parallel function is a parallel region of its own)."""
+    m = (k.size + CHUNK - 1) // CHUNK
     imax = np.empty(m, np.int32)
     umax = np.empty(m, np.uint32)
-    for c in prange(m):
-        imax[c], umax[c] = _max_keys(k[c * CHUNK:min(n, c * CHUNK + CHUNK)])
-    return imax.max(), umax.max()
+    _chunks_max_keys(k, imax, umax)
+    return _max_keys(imax)[0], _max_keys(umax.view(np.int32))[1]
 
 
 @njit(parallel=True, nogil=True, cache=True)
-def _chunked_min_key(k):
+def _chunks_min_key(k, imin):
     n = k.size
-    m = (n + CHUNK - 1) // CHUNK
-    imin = np.empty(m, np.int32)
-    for c in prange(m):
+    for c in prange(imin.size):
         imin[c] = _min_key(k[c * CHUNK:min(n, c * CHUNK + CHUNK)])
-    return imin.min()
+
+
+@njit(nogil=True, cache=True)
+def _chunked_min_key(k):
+    imin = np.empty((k.size + CHUNK - 1) // CHUNK, np.int32)
+    _chunks_min_key(k, imin)
+    return _min_key(imin)
 
 
 def _as_float(bits) -> float:

@@ -61,6 +61,16 @@ CODINGS = ("fixed", "elias")
 KEY_SPAN = 2**62  # message keys are drawn in [0, KEY_SPAN)
 
 
+def _copy_norms(norms: np.ndarray, view: torch.Tensor) -> None:
+    """The host's norms into the message: by numpy on this thread into a host message (a
+    torch copy of a few hundred KB is a parallel region of its own), to a device message with
+    no wait."""
+    if view.device.type == "cpu":
+        np.copyto(view.numpy(), norms)
+    else:
+        view.copy_(torch.from_numpy(norms), non_blocking=True)
+
+
 class QSGD(Codec):
     """Stochastic ``bits``-bit quantization per bucket of ``bucket`` values."""
 
@@ -191,8 +201,7 @@ class QSGD(Codec):
         codes = PartWriter(torch.uint8, bitpack.packed_bytes(n, self.bits), fill_codes, checksummed=True,
                            source=x if fused else None, fill_with_crc=fill_with_crc if fused else None)
         if norms_part is None:
-            norms_part = PartWriter(torch.float32, norms.size,  # to a device message with no wait
-                                    lambda view: view.copy_(torch.from_numpy(norms), non_blocking=True))
+            norms_part = PartWriter(torch.float32, norms.size, lambda view: _copy_norms(norms, view))
         return Payload(parts={"codes": codes, "norms": norms_part})
 
     def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None, shape: tuple = ()) -> torch.Tensor:
