@@ -158,19 +158,18 @@ def _encoders(k: int, pairs: bool = False):
             store_big_endian(out, p, acc)
 
     @njit(parallel=True, nogil=True, cache=True)
-    def chunks(symbols, table, packed, sync, starts, ends, out):
+    def chunks(symbols, table, packed, sync, starts, ends, out, tails):
         """Chunk c writes its codewords into bits ``starts[c] .. ends[c]`` of ``out``, 8 bytes
         at a time while they stay inside its whole bytes, then byte by byte. A byte shared
-        with the next chunk is not stored but returned (its bits OR-ed in afterwards): no
-        two chunks store to one byte."""
+        with the next chunk is not stored but put in ``tails[c]`` (zeros; its bits OR-ed in
+        afterwards): no two chunks store to one byte. Arrays come in made: one made in a
+        parallel function is a parallel region of its own."""
         n = symbols.size
-        tails = np.zeros(starts.size, np.uint8)
         for c in prange(starts.size):
             p, acc, used = run(symbols, table, packed, c * sync, min(n, (c + 1) * sync), out, starts[c] >> 3,
                                _U64(0), np.int64(starts[c] & 7), ends[c] >> 3)
             if used:
                 tails[c] = np.uint8(acc >> _U64(56))
-        return tails
 
     @njit(parallel=True, nogil=True, cache=True)
     def chunk_bits(symbols, table, packed, sync, out):
@@ -226,7 +225,8 @@ def _load_every_variant() -> None:
     for k, pairs in VARIANTS:
         serial, chunked, chunk_bits = _encoders(k, pairs)
         serial(symbols, table, packed, 4, np.zeros(16, np.uint8), np.zeros(2, np.int64))
-        chunked(symbols, table, packed, 4, np.array([0, 4]), np.array([4, 8]), np.zeros(16, np.uint8))
+        chunked(symbols, table, packed, 4, np.array([0, 4]), np.array([4, 8]), np.zeros(16, np.uint8),
+                np.zeros(2, np.uint8))
         chunk_bits(symbols, table, packed, 4, np.zeros(2, np.int64))
     _LOADED = True
 
@@ -268,7 +268,8 @@ def encode(symbols: np.ndarray, lengths: np.ndarray, sync: int,
         starts = ends - bits
         shared = ends[(ends & 7) != 0] >> 3               # bytes that end a chunk part-way
         out[shared] = 0
-        tails = chunked(symbols, table, packed, sync, starts, ends, out)
+        tails = np.zeros(starts.size, np.uint8)
+        chunked(symbols, table, packed, sync, starts, ends, out, tails)
         np.bitwise_or.at(out, shared, tails[(ends & 7) != 0])
     return out[: (total + 7) // 8], starts.astype(np.uint32)
 
@@ -332,18 +333,16 @@ def _entry(padded, pos, table, drop, limit, lens, first_rank, first_code, order,
 
 
 @njit(parallel=True, nogil=True, cache=True)
-def _decode_chunks(padded, syncs, sync, table, t, slow, out):
-    """Decode chunk c (symbols c sync .. (c + 1) sync - 1) from bit ``syncs[c]``; returns the
-    number of groups that met an invalid codeword. Parallel over groups of ``GROUP`` chunks;
+def _decode_chunks(padded, syncs, sync, table, t, slow, out, bad):
+    """Decode chunk c (symbols c sync .. (c + 1) sync - 1) from bit ``syncs[c]``; ``bad[g]``
+    (zeros) set where group g met an invalid codeword. Parallel over groups of ``GROUP`` chunks;
     a thread decodes the chunks of a whole group in lockstep, one symbol of each per
     iteration, so their lookups (each waiting on the one before it in its chunk) overlap."""
     limit, lens, first_rank, first_code, order, maxlen = slow
     n = out.size
     chunks = syncs.size
-    groups = (chunks + GROUP - 1) // GROUP
     drop = np.uint64(64 - t)
-    bad = np.zeros(groups, np.int64)
-    for g in prange(groups):
+    for g in prange(bad.size):
         c0 = g * GROUP
         if (c0 + GROUP) * sync <= n:           # four whole chunks
             p0, p1, p2, p3 = (np.int64(syncs[c0]), np.int64(syncs[c0 + 1]), np.int64(syncs[c0 + 2]),
@@ -375,7 +374,6 @@ def _decode_chunks(padded, syncs, sync, table, t, slow, out):
                         break
                     out[i] = e >> np.uint32(8)
                     pos += e & np.uint32(255)
-    return bad.sum()
 
 
 def decode(stream: np.ndarray, n: int, lengths: np.ndarray, syncs: np.ndarray, sync: int,
@@ -414,6 +412,8 @@ def decode(stream: np.ndarray, n: int, lengths: np.ndarray, syncs: np.ndarray, s
         slow_args = (no, no, no, no, no, t)
     else:
         slow_args = (slow.limit, slow.lens, slow.first_rank, slow.first_code, slow.order, slow.maxlen)
-    if _decode_chunks(padded, pos, sync, table, t, slow_args, out):
+    bad = np.zeros((chunks + GROUP - 1) // GROUP, np.uint8)
+    _decode_chunks(padded, pos, sync, table, t, slow_args, out, bad)
+    if bad.any():
         raise ValueError("the stream holds a bit pattern that is no codeword")
     return out
