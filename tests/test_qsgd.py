@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from thinwire.codecs import CodecState, CorruptMessageError, make_codec, wire
-from thinwire.codecs.kernels import bitpack
+from thinwire.codecs.kernels import bitpack, fused
 from thinwire.codecs.quantize.qsgd import QSGD, bucket_sizes
 
 DRAWS = 400
@@ -164,8 +164,7 @@ for bits in (8, 3):
 """
 
 
-@pytest.mark.skipif("not __import__('thinwire.codecs.kernels.fused', fromlist=['x']).HARDWARE",
-                    reason="this CPU has no FMA: the suite's own runs take the float64 path")
+@pytest.mark.skipif(not fused.HARDWARE, reason="this CPU has no FMA: the suite's own runs take the float64 path")
 def test_codes_are_the_same_where_the_cpu_has_no_fused_multiply_add(tmp_path):
     """A CPU without FMA rounds every bucket in float64 (``_round``): the same norms and codes."""
     import os
