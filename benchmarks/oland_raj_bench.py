@@ -5,7 +5,8 @@
   Huff0-class coders; and on every core (parallel over the chunks between sync points).
   The symbols are Gaussian weights quantized to 8 bits (Alg. 1's QUANTIZE), like a large
   layer's.
-- ANS (``constriction``) on the same symbols, for comparison (no target).
+- ANS (``entropy/rans.py``) on the same symbols, on one core and on every core, for
+  comparison (no target).
 - quantize + pack (w_min/w_max, QUANTIZE, bit packing to N bits) as a fraction of the
   roofline: (time of one add pass over the 25M floats) / (quantize + pack time), target
   >= 0.5, reported for N = 1..16.
@@ -44,21 +45,23 @@ def run(n: int = N) -> dict:
     lengths = code_lengths(freq)
     stream, syncs = huffman_stream.encode(symbols, lengths, SYNC, freq)
     out = np.empty(n, dtype=np.uint8)
-    seconds = {}
+    ans = AnsCoder()
+    parts, meta = ans.encode(symbols, 8, freq)
+    seconds, ans_seconds = {}, {}
     for cores, threads in (("one", 1), ("all", numba.get_num_threads())):
         numba.set_num_threads(threads)
         try:
             seconds[cores] = (
                 median_seconds(lambda: huffman_stream.encode(symbols, lengths, SYNC, freq)),
                 median_seconds(lambda: huffman_stream.decode(stream, n, lengths, syncs, SYNC, out=out)))
+            ans_seconds[cores] = (median_seconds(lambda: ans.encode(symbols, 8, freq)),
+                                  median_seconds(lambda: ans.decode(parts, meta, n, 8)))
         finally:
             numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
         if not np.array_equal(out, symbols):
             raise AssertionError("Huffman decode does not reproduce the symbols")
-    ans = AnsCoder()
-    ans_encode = median_seconds(lambda: ans.encode(symbols, 8, freq))
-    parts, meta = ans.encode(symbols, 8, freq)
-    ans_decode = median_seconds(lambda: ans.decode(parts, meta, n, 8))
+        if not np.array_equal(ans.decode(parts, meta, n, 8), symbols):
+            raise AssertionError("ANS decode does not reproduce the symbols")
     p = freq[freq > 0] / n
     huffman = {
         "symbols": n, "entropy_bits": float(-(p * np.log2(p)).sum()),
@@ -67,7 +70,9 @@ def run(n: int = N) -> dict:
         "encode_symbols_per_s": n / seconds["one"][0], "decode_symbols_per_s": n / seconds["one"][1],
         "encode_all_cores_symbols_per_s": n / seconds["all"][0],
         "decode_all_cores_symbols_per_s": n / seconds["all"][1],
-        "ans_encode_symbols_per_s": n / ans_encode, "ans_decode_symbols_per_s": n / ans_decode,
+        "ans_encode_symbols_per_s": n / ans_seconds["one"][0], "ans_decode_symbols_per_s": n / ans_seconds["one"][1],
+        "ans_encode_all_cores_symbols_per_s": n / ans_seconds["all"][0],
+        "ans_decode_all_cores_symbols_per_s": n / ans_seconds["all"][1],
         "encode_target": ENCODE_TARGET, "decode_target": DECODE_TARGET,
     }
     pack_rows = []

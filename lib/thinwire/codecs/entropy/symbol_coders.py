@@ -6,24 +6,25 @@ Oland & Raj's Alg. 1 (lines 7-10) and the first of Alg. 2 (lines 2-3).
   the symbols from the first to the last one used (one byte each) instead of the
   distribution P: the receiver rebuilds the same codebook from them
   (``huffman_code.py``), then decodes the bitstream (``huffman_stream.py``).
-- ``ans``: beyond the paper, range Asymmetric Numeral Systems (the ``constriction``
-  package) with the histogram as its model; it gets within a fraction of a percent of
-  the entropy, where Huffman loses up to a bit per symbol on skewed distributions. The
-  package carries the histogram (first to last used symbol) as exact counts in the
-  narrowest of uint8, uint16 and uint32 that holds them: one byte a bin for a small
-  layer, where the table would otherwise outweigh the coded weights.
+- ``ans``: beyond the paper, range Asymmetric Numeral Systems (``rans.py``: independent
+  streams of ``rans.CHUNK`` symbols, coded and decoded at once) with the histogram as its
+  model; it gets within a fraction of a percent of the entropy, where Huffman loses up to
+  a bit per symbol on skewed distributions. The package carries the histogram (first to
+  last used symbol) as exact counts in the narrowest of uint8, uint16 and uint32 that
+  holds them (one byte a bin for a small layer, where the table would otherwise outweigh
+  the coded weights), the streams' words, and the word offset of each stream after the
+  first (``syncs``, when there is more than one; meta ``sync``: symbols per stream).
 
 Each coder returns parts and meta for a ``Payload``; every byte it adds is in the parts.
 """
 
 from __future__ import annotations
 
-import constriction
 import numpy as np
 import torch
 
 from ..kernels import bitpack
-from . import huffman_stream
+from . import huffman_stream, rans
 from ..errors import CorruptMessageError
 from .huffman_code import code_lengths
 from ..wire.format import MAX_NUMEL  # a forged sync beyond it would overflow the kernels' int64
@@ -98,6 +99,9 @@ class HuffmanCoder:
 class AnsCoder:
     name = "ans"
 
+    def __init__(self, chunk: int = rans.CHUNK):
+        self.chunk = chunk
+
     def encode(self, codes: np.ndarray, bits: int, counts: np.ndarray | None = None) -> tuple[dict, dict]:
         counts = np.bincount(codes, minlength=1 << bits) if counts is None else counts
         if codes.size == 0:
@@ -107,10 +111,11 @@ class AnsCoder:
         hist = hist.astype(next(t for t in (np.uint8, np.uint16, np.uint32) if hist.max() <= np.iinfo(t).max))
         if stop - first == 1:  # one symbol: nothing to code beyond the histogram
             return {"counts": torch.from_numpy(hist)}, {"first": first}
-        coder = constriction.stream.stack.AnsCoder()
-        coder.encode_reverse(codes.astype(np.int32) - first, _model(hist))
-        words = coder.get_compressed()
-        return {"counts": torch.from_numpy(hist), "words": torch.from_numpy(words.astype(np.uint32))}, {"first": first}
+        words, starts = rans.encode(codes, counts[:stop], self.chunk)
+        parts = {"counts": torch.from_numpy(hist), "words": torch.from_numpy(words)}
+        if starts.size:
+            parts["syncs"] = torch.from_numpy(starts)
+        return parts, {"first": first, "sync": self.chunk}
 
     def decode(self, parts: dict, meta: dict, n: int, bits: int) -> np.ndarray:
         dtype = np.uint8 if bits <= 8 else np.uint16
@@ -125,15 +130,16 @@ class AnsCoder:
             raise CorruptMessageError(f"ans: histogram of {hist.size} bins at {first} does not describe {n} symbols")
         if hist.size == 1:
             return np.full(n, first, dtype=dtype)
-        coder = constriction.stream.stack.AnsCoder(_part(parts, "words", torch.uint32).copy())
-        out = coder.decode(_model(hist), n)
-        return (out + first).astype(dtype)
-
-
-def _model(hist: np.ndarray):
-    """The categorical model both ends build from the same counts (float64 divisions are
-    exact functions of the counts, so both get the same quantized model)."""
-    return constriction.stream.model.Categorical(hist.astype(np.float64) / float(hist.sum()), perfect=False)
+        chunk = _meta_int(meta, "sync")
+        if not 1 <= chunk <= MAX_NUMEL:
+            raise CorruptMessageError(f"ans: bad stream length {chunk}")
+        full = np.zeros(first + hist.size, dtype=np.int64)
+        full[first:] = hist
+        starts = _part(parts, "syncs", torch.uint32) if n > chunk else np.empty(0, np.uint32)
+        try:
+            return rans.decode(_part(parts, "words", torch.uint32), starts, full, n, chunk, np.empty(n, dtype=dtype))
+        except ValueError as exc:
+            raise CorruptMessageError(f"ans: {exc}") from exc
 
 
 CODERS = {"raw": RawCoder, "huffman": HuffmanCoder, "ans": AnsCoder}
