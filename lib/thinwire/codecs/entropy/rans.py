@@ -36,12 +36,15 @@ the first. Each stream adds 8 bytes (its state) and 4 (its offset): 12 bytes per
 symbols. A decoder checks each stream's ends: it must use exactly its words and finish
 in the state L, or the message is corrupt.
 
-**Decoding** looks the slot up in a table of ``2**LOOKUP_BITS`` entries, the symbol at
-the start of each range of M / 2**LOOKUP_BITS slots, and walks on through the cumulative
-frequencies from there (one step or none for the alphabets of a few dozen symbols that
-quantized weights use). A thread decodes ``GROUP`` streams in lockstep, one symbol of
-each per iteration, so that four independent chains of lookups and multiplications
-overlap, as ``huffman_stream``'s decoder does.
+**Decoding** looks the slot up in a table, the symbol at the start of each of its equal
+ranges of slots, and walks on through the cumulative frequencies from there (no step or
+one for the alphabets of a few dozen symbols that quantized weights use). The table has
+2**12 entries, or about four per symbol for alphabets of over 2**10 symbols (at most
+2**18 entries); its size is the decoder's own choice, not the message's.
+
+A thread encodes, and decodes, ``GROUP`` streams in lockstep, one symbol of each per
+iteration, so that four independent chains (a division each per symbol when encoding,
+lookups and a multiplication when decoding) overlap, as ``huffman_stream``'s decoder does.
 """
 
 from __future__ import annotations
@@ -52,9 +55,9 @@ from numba import njit, prange
 PRECISION = 24             # M = 2**24: the quantized frequencies' total
 LOW = 1 << 32              # L: the state's lower bound (the state is in [L, 2**64))
 CHUNK = 1 << 16            # symbols per stream
-LOOKUP_BITS = 12           # the decoder's slot table: 2**12 entries, up to 2**18 for
-MAX_LOOKUP_BITS = 18       # alphabets of over 2**10 symbols (a quarter of one per entry)
-GROUP = 4                  # streams a decoding thread works on in lockstep
+LOOKUP_BITS = 12           # the decoder's slot table: at least 2**12 entries,
+MAX_LOOKUP_BITS = 18       # at most 2**18
+GROUP = 4                  # streams a thread encodes or decodes in lockstep
 _U64 = np.uint64
 _M = _U64(1 << PRECISION)
 _MASK = _U64((1 << PRECISION) - 1)
