@@ -222,3 +222,34 @@ def test_top_k_indices_out_of_order_or_range_are_a_corrupt_message(where, n, for
         with pytest.raises(CorruptMessageError):
             codec.accumulate(forged, out, CodecState(0), "w")
     assert (out == 7.0).all()
+
+
+ANS_N = 3 * 65_536 + 100  # four rANS streams: a message with stream offsets
+
+
+@pytest.mark.parametrize("forged", [{"sync": 0}, {"sync": 2**31}, {"sync": 2**63}, {"sync": -5}, {"sync": 65_535},
+                                    {"sync": 2 * 65_536}])
+def test_a_forged_ans_stream_length_is_a_corrupt_message(forged):
+    from thinwire.codecs.errors import CorruptMessageError
+    codec = make_codec("binquant(bits=5, coder='ans')")
+    message = _forged(codec, codec.encode(torch.randn(ANS_N), CodecState(0), "w"), **forged)
+    with pytest.raises(CorruptMessageError, match="ans"):
+        codec.decode(message, CodecState(0), "w")
+
+
+@pytest.mark.parametrize("forged", [{"words": {0: 7}}, {"words": {40: 12345}}, {"words": {-1: 0}},
+                                    {"syncs": {0: 1}}, {"syncs": {1: 3}}, {"syncs": {2: 2**32 - 1}},
+                                    {"counts": {3: 0}}])
+def test_forged_ans_streams_are_a_corrupt_message(forged):
+    """A sound checksum over streams that do not decode to their ends (a changed word, stream
+    offsets out of order or past the words), or over another histogram."""
+    from thinwire.codecs.errors import CorruptMessageError
+    codec = make_codec("binquant(bits=5, coder='ans')")
+    x = torch.randn(ANS_N, generator=torch.Generator().manual_seed(3))
+    sound = codec.encode(x, CodecState(0), "w")
+    from thinwire.codecs import wire
+    assert wire.unpack(sound)[1].parts["syncs"].numel() == 3
+    assert torch.equal(codec.decode(sound, CodecState(0), "w"), make_codec("binquant(bits=5)").decode(
+        make_codec("binquant(bits=5)").encode(x, CodecState(0), "w"), CodecState(0), "w"))
+    with pytest.raises(CorruptMessageError, match="ans"):
+        codec.decode(_forged_parts(sound, **forged), CodecState(0), "w")
