@@ -17,7 +17,7 @@ from .kernels.jit_cache import keyed_cache
 with keyed_cache():  # the compiled kernels: import them before anything else
     from .kernels import bitpack, drop, elias, extrema, gaps, half, order, qsgd, rows, sample, scatter, select  # noqa: F401
     from .quantize import bin_quantize  # noqa: F401
-    from .entropy import huffman_stream  # noqa: F401
+    from .entropy import huffman_stream, rans  # noqa: F401
     from .sparsify import drop_quantize  # noqa: F401
 
 from .quantize.binquant import BinQuantize
