@@ -102,3 +102,30 @@ def test_other_processes_that_spin_are_counted_and_this_ones_threads_are_not():
             p.kill()
             p.wait()
     assert team._own_running() >= 1  # the thread asking is running
+
+
+def test_gradient_droppings_gather_and_sampled_read_run_alone_below_the_step_limit(monkeypatch):
+    """On 2M values, 10% kept from a 1% sample: the survivors' gather (2.4 MB) and the
+    sampled read (20,000 positions, 1.3 MB of cache lines), above ``SMALL`` and below
+    ``STEP``, on the calling thread; half kept from a 10% sample (a 12 MB gather, 200,000
+    positions): on the team."""
+    import torch
+    from thinwire.codecs import CodecState, make_codec
+    from thinwire.codecs.kernels import drop
+    seen = {}
+
+    def spy(name):
+        kernel = getattr(drop, name)
+
+        def run(*args):
+            seen[name] = numba.get_num_threads()
+            return kernel(*args)
+        monkeypatch.setattr(drop, name, run)
+    spy("gather"), spy("sampled_magnitudes")
+    team.fit()
+    teamed = numba.get_num_threads()
+    x = torch.randn(2_000_000, generator=torch.Generator().manual_seed(0))
+    for spec, threads in (("graddrop(ratio=0.9, sample=0.01)", 1), ("graddrop(ratio=0.5, sample=0.1)", teamed)):
+        seen.clear()
+        make_codec(spec).encode(x, CodecState(0), "w")
+        assert seen == {"gather": threads, "sampled_magnitudes": threads}, spec

@@ -47,6 +47,13 @@ import numba
 SETTING = "THINWIRE_KERNEL_THREADS"
 RECHECK = 0.1  # seconds a reading of the machine's load is kept
 SMALL = 1 << 20  # bytes of work below which a kernel runs on the calling thread alone (``alone_if_small``)
+# Bytes below which a step over a message's entries (gradient dropping's gather of its survivors,
+# its read of the sampled positions, a cache line each) runs on the calling thread alone. Measured
+# on 25M values at 1% (a 3 MB gather, 25,000 sampled reads), with two loads of two threads left
+# running (5 runs of 5 rounds each way, ``load_bench.run_continuous``): graddrop(0.99)'s slowdown
+# 2.75 -> 2.22 and graddrop(0.99, bits=1)'s 2.83 -> 2.41 (means of the runs' medians); alone,
+# 11.7 -> 12.3 ms and 18.7 -> 19.3 ms.
+STEP = 1 << 23
 
 
 def _cores() -> int:
@@ -122,12 +129,12 @@ def fit(nbytes: int | None = None) -> int:
 
 
 @contextlib.contextmanager
-def alone_if_small(nbytes: int):
-    """The kernels inside run on the calling thread alone when they read fewer than ``SMALL``
+def alone_if_small(nbytes: int, limit: int = SMALL):
+    """The kernels inside run on the calling thread alone when they read fewer than ``limit``
     bytes (a step over a message's k survivors, not over the tensor): a team's start and
     barrier cost little on an idle machine and about a time slice on a busy one, more than
     such a step's work. The team is restored after."""
-    if nbytes >= SMALL:
+    if nbytes >= limit:
         yield
         return
     before = numba.get_num_threads()

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..kernels import device, drop, stream, triton_drop
+from ..kernels import device, drop, stream, team, triton_drop
 from ..kernels.kept import kept
 
 CHUNK = 1 << 18
@@ -68,12 +68,13 @@ def drop_pass(residual: torch.Tensor, gradient: torch.Tensor | None,
     raw = stream.destination(res) if add and src is not res else res[:0].view(np.uint8)
     drop.drop_chunks(src, gradient.numpy() if add else res[:0], res, add, starts, stops, thresholds, keep_residual,
                      capacity, index, values, found, stopped, raw, res.ctypes.data)
-    if not (stopped >= 0).any():  # every chunk's survivors in its slots: moved out in parallel
+    if not (stopped >= 0).any():  # every chunk's survivors in its slots: moved out (by a team for a large message)
         at = np.zeros(len(jobs), np.int64)
         np.cumsum(found[:-1], out=at[1:])
         total = int(at[-1] + found[-1])
         out_index, out_values = np.empty(total, np.int64), np.empty(total, np.float32)
-        bad = drop.gather(index, values, capacity, found, at, out_index, out_values)
+        with team.alone_if_small(12 * total, team.STEP):
+            bad = drop.gather(index, values, capacity, found, at, out_index, out_values)
         got = torch.from_numpy(out_index), torch.from_numpy(out_values)
         return got + (bad,) if counted else got
     parts_i, parts_v = [], []

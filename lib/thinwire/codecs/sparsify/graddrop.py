@@ -53,7 +53,7 @@ import time
 
 import torch
 
-from ..kernels import bitpack, device, drop, scatter
+from ..kernels import bitpack, device, drop, scatter, team
 from ..base import Codec, expect_part
 from .drop_pass import drop_pass
 from .drop_survivors import Survivors, finite, sum_bits, survivors
@@ -287,8 +287,9 @@ class GradDrop(Codec):
             sample_positions(n, sample_size(n, self.sample, self.min_sample), self.sampling, generator) + start
         if not device.on_device(corrected):  # the device path's gather too where it is forced
             magnitude = torch.empty(pos.numel(), dtype=torch.float32)
-            drop.sampled_magnitudes(corrected.numpy(), (corrected[:0] if gradient is None else gradient).numpy(),
-                                    pos.numpy(), magnitude.numpy())
+            with team.alone_if_small(64 * pos.numel(), team.STEP):  # a cache line per sampled position
+                drop.sampled_magnitudes(corrected.numpy(), (corrected[:0] if gradient is None else gradient).numpy(),
+                                        pos.numpy(), magnitude.numpy())
         else:
             pos = device.put(narrowed(pos, stop), corrected.device) if known is None else pos
             magnitude = (corrected[pos] if gradient is None else corrected[pos] + gradient[pos]).abs_()
