@@ -52,7 +52,7 @@ SMALL = 1 << 20  # bytes of work below which a kernel runs on the calling thread
 # on 25M values at 1% (a 3 MB gather, 25,000 sampled reads), with two loads of two threads left
 # running (5 runs of 5 rounds each way, ``load_bench.run_continuous``): graddrop(0.99)'s slowdown
 # 2.75 -> 2.22 and graddrop(0.99, bits=1)'s 2.83 -> 2.41 (means of the runs' medians); alone,
-# 11.7 -> 12.3 ms and 18.7 -> 19.3 ms.
+# 11.7 -> 12.3 ms and 19.1 -> 19.3 ms.
 STEP = 1 << 23
 
 
