@@ -82,6 +82,12 @@ def frequencies(counts: np.ndarray) -> np.ndarray:
     return freq
 
 
+def _model(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The frequencies and their cumulative sums (from 0 to M), uint32, both ends' model."""
+    freq = frequencies(counts)
+    return freq.astype(np.uint32), np.concatenate(([0], np.cumsum(freq))).astype(np.uint32)
+
+
 @njit(nogil=True, cache=True, inline="always")
 def _put(x, s, freq, cum, room, p):
     """C(s, x), the word it pushes out (if any) written below ``p`` -> (x, p)."""
@@ -141,13 +147,12 @@ def encode(symbols: np.ndarray, counts: np.ndarray, chunk: int = CHUNK) -> tuple
     symbols' exact histogram) -> (the streams' words (uint32), the word offset of every
     stream after the first (uint32))."""
     symbols = np.ascontiguousarray(symbols).reshape(-1)
-    freq = frequencies(counts)
-    cum = np.concatenate(([0], np.cumsum(freq))).astype(np.uint32)
+    freq, cum = _model(counts)
     n = symbols.size
     streams = (n + chunk - 1) // chunk
     room = np.empty(streams * (chunk + 2), dtype=np.uint32)   # pages are touched only where written
     sizes = np.empty(streams, dtype=np.int64)
-    _encode_chunks(symbols, freq.astype(np.uint32), cum, chunk, room, sizes)
+    _encode_chunks(symbols, freq, cum, chunk, room, sizes)
     offsets = np.cumsum(sizes) - sizes
     words = np.empty(int(sizes.sum()), dtype=np.uint32)
     _copy_streams(room, n, chunk, sizes, offsets, words)
@@ -248,14 +253,12 @@ def decode(words: np.ndarray, starts: np.ndarray, counts: np.ndarray, n: int, ch
     if (np.diff(bounds) < 2).any():
         raise ValueError(f"stream offsets {starts[:8].tolist()}... are out of order or leave a stream under 2 words "
                          f"of the {words.size}")
-    freq = frequencies(counts)
-    cum = np.concatenate(([0], np.cumsum(freq)))
+    freq, cum = _model(counts)
     shift = PRECISION - min(MAX_LOOKUP_BITS, max(LOOKUP_BITS, int(freq.size).bit_length() + 2))
     lookup = np.empty(1 << (PRECISION - shift), dtype=np.int32)
     _fill_lookup(cum, shift, lookup)
     bad = np.zeros((streams + GROUP - 1) // GROUP, np.uint8)
-    _decode_chunks(words, bounds, freq.astype(np.uint32), cum.astype(np.uint32), lookup.astype(np.int32),
-                   _U64(shift), chunk, out, bad)
+    _decode_chunks(words, bounds, freq, cum, lookup, _U64(shift), chunk, out, bad)
     if bad.any():
         raise ValueError(f"{int(bad.sum())} group(s) of rANS streams do not decode to their ends")
     return out
