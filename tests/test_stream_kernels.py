@@ -250,3 +250,35 @@ def test_a_checked_widening_gives_torchs_bits_and_the_crc_at_any_length(bf16):
     out = np.empty(every.size, np.float32)
     assert half.widen(every, out, bf16, checksum=True) == (crc32c.crc32c(every) if crc.HARDWARE else None)
     assert np.array_equal(out.view(np.uint32), table)
+
+
+@pytest.mark.skipif(not half.FOLDED, reason="the streamed half kernels need F16C, VPCLMULQDQ and AVX-512 (half.FOLDED)")
+def test_half_narrowed_and_widened_streamed_with_the_crc_folded_at_any_alignment(monkeypatch):
+    """Large half outputs are stored streamed with their CRC folded in the same loop
+    (``half._narrow_streamed``, ``half._widen_streamed``): every output offset within a
+    line, lengths around a fold step and a piece, the same bits as torch's and the CRC-32C
+    of the halves."""
+    monkeypatch.setattr(stream, "STREAM_MIN_BYTES", 0)
+    rng = np.random.default_rng(5)
+    pool = rng.integers(0, 1 << 16, 3 * half.PIECE, dtype=np.uint32).astype(np.uint16)
+    table = torch.from_numpy(np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.int16)).view(
+        torch.float16).to(torch.float32).numpy().view(np.uint32)
+    chosen = []
+    streamed = half._streamed
+    monkeypatch.setattr(half, "_streamed", lambda out, bf16: chosen.append(streamed(out, bf16)) or chosen[-1])
+    for n in (1, 127, 128, 129, 300, 1000, half.PIECE + 200, 2 * half.PIECE + 77):
+        for offset in (0, 2, 4, 20, 62):
+            h = pool[:n]
+            buffer = np.zeros(4 * n + 128, np.uint8)
+            start = ((-buffer.ctypes.data) & 63) + offset
+            wide = buffer[start:start + 4 * n].view(np.float32) if offset % 4 == 0 else np.empty(n, np.float32)
+            assert half.widen(h, wide, False, checksum=True) == crc32c.crc32c(h), (n, offset)
+            assert np.array_equal(wide.view(np.uint32), table[h]), (n, offset)
+            x = wide.copy()
+            narrow_buffer = np.zeros(2 * n + 128, np.uint8)
+            at = ((-narrow_buffer.ctypes.data) & 63) + offset
+            halves = narrow_buffer[at:at + 2 * n].view(np.uint16)
+            want = torch.from_numpy(x).to(torch.float16).view(torch.int16).numpy().view(np.uint16)
+            assert half.narrow(x, halves, False) == crc32c.crc32c(want), (n, offset)
+            assert np.array_equal(halves, want), (n, offset)
+    assert chosen and all(chosen)   # every conversion above took the streamed kernels

@@ -112,6 +112,72 @@ def _widen_folded_all(h, out, raw, address, crcs, scratch, checked):
         crcs[c] = _widen_folded_range(h, out, raw, address, c * PIECE, min(n, (c + 1) * PIECE), scratch, checked)
 
 
+@njit(nogil=True, cache=True)
+def _narrow_streamed(x, out, address):
+    """``out`` = the halves of ``x`` (one piece; ``address``: ``out``'s) with streamed
+    stores, their CRC-32C folded in the same loop (``half_fold.narrow_fold_streamed``): the
+    values before ``out``'s first aligned line and after the last whole step are narrowed
+    with plain stores -> the CRC-32C of ``out``'s bytes."""
+    n = x.size
+    head = min(n, stream.aligned_head(address, 0, 2))
+    steps = (n - head) // half_fold.STEP_VALUES if address % 2 == 0 else 0
+    if steps == 0:
+        _to_half(x, x.view(np.uint32), out)
+        return crc.crc32c(out.view(np.uint8))
+    _to_half(x[:head], x[:head].view(np.uint32), out[:head])
+    folded = np.empty(crc_fold.STEP // 8, np.uint64)
+    half_fold.narrow_fold_streamed(x, out, head, steps, folded)
+    done = head + steps * half_fold.STEP_VALUES
+    _to_half(x[done:], x[done:].view(np.uint32), out[done:])
+    stream.fence()
+    return crc.folded_crc(folded, out[steps * half_fold.STEP_VALUES:].view(np.uint8))
+
+
+@njit(nogil=True, cache=True)
+def _narrow_streamed_range(x, bits, out, raw, address, lo, hi, scratch):
+    """``narrow_range`` for half where ``FOLDED`` and the output is large (``raw``,
+    ``scratch``: unused)."""
+    return _narrow_streamed(x[lo:hi], out[lo:hi], address + 2 * lo)
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def _narrow_streamed_all(x, bits, out, raw, address, crcs, scratch):
+    n = x.size
+    for c in prange(-(-n // PIECE)):
+        crcs[c] = _narrow_streamed_range(x, bits, out, raw, address, c * PIECE, min(n, (c + 1) * PIECE), scratch)
+
+
+@njit(nogil=True, cache=True)
+def _widen_streamed(h, out, address):
+    """``_widen_folded`` with streamed stores (``half_fold.widen_fold_streamed``) for the
+    values from ``out``'s first aligned line to the last whole step -> the CRC-32C of ``h``."""
+    n = h.size
+    head = min(n, stream.aligned_head(address, 0, 4))
+    steps = (n - head) // half_fold.STEP_VALUES if address % 4 == 0 else 0
+    if steps == 0:
+        return _widen_folded(h, out)
+    _from_half(h[:head], out[:head], out[:0].view(np.uint32))
+    folded = np.empty(crc_fold.STEP // 8, np.uint64)
+    half_fold.widen_fold_streamed(out, h, head, steps, folded)
+    done = head + steps * half_fold.STEP_VALUES
+    _from_half(h[done:], out[done:], out[:0].view(np.uint32))
+    stream.fence()
+    return crc.folded_crc(folded, h[steps * half_fold.STEP_VALUES:].view(np.uint8))
+
+
+@njit(nogil=True, cache=True)
+def _widen_streamed_range(h, out, raw, address, lo, hi, scratch, checked):
+    """``widen_range`` for half where ``FOLDED`` and the output is large."""
+    return _widen_streamed(h[lo:hi], out[lo:hi], address + 4 * lo)
+
+
+@njit(parallel=True, nogil=True, cache=True)
+def _widen_streamed_all(h, out, raw, address, crcs, scratch, checked):
+    n = h.size
+    for c in prange(-(-n // PIECE)):
+        crcs[c] = _widen_streamed_range(h, out, raw, address, c * PIECE, min(n, (c + 1) * PIECE), scratch, checked)
+
+
 @functools.lru_cache(maxsize=None)
 @keyed
 def _kernels(bf16: bool):
@@ -168,6 +234,15 @@ def _scratch(dtype, threads: int | None = None) -> np.ndarray:
     return np.empty((threads or numba.config.NUMBA_NUM_THREADS, PIECE), dtype)
 
 
+def _streamed(out: np.ndarray, bf16: bool) -> bool:
+    """Whether half's conversion stores ``out`` streamed with its CRC folded in the same loop
+    (``_narrow_streamed``, ``_widen_streamed``): where ``FOLDED``, for large outputs. On the
+    2-core AMD EPYC (Zen 4), 25M values, each way timed in turns with an add pass: narrowing
+    2.67-3.74 ms against 3.81-4.94 for narrowing each piece in place and folding it from the
+    cache, widening 4.05-4.14 against 4.89-5.48 for folding with plain stores."""
+    return FOLDED and not bf16 and stream.worth_streaming(out.nbytes)
+
+
 def supported(bf16: bool) -> bool:
     """Whether the kernels convert to this format here (half needs ``HARDWARE``)."""
     return bf16 or HARDWARE
@@ -177,7 +252,7 @@ def narrow(x: np.ndarray, out: np.ndarray, bf16: bool) -> int | None:
     """``out`` (uint16, contiguous) = the half (or bfloat16) bits of the float32 array
     ``x``; returns the CRC-32C of ``out``'s bytes where the CPU has the CRC instruction,
     else None. One piece runs on the calling thread."""
-    narrow_range, narrow_all, _, _ = _kernels(bf16)
+    narrow_range, narrow_all = (_narrow_streamed_range, _narrow_streamed_all) if _streamed(out, bf16) else _kernels(bf16)[:2]
     pieces = -(-x.size // PIECE)
     bits, raw = x.view(np.uint32), stream.destination(out, built=True)
     if pieces <= 1:
@@ -194,7 +269,8 @@ def widen(h: np.ndarray, out: np.ndarray, bf16: bool, checksum: bool = False) ->
     bytes, each piece's taken as it is widened (a message verified in the same pass:
     ``wire.read_host_part``), else None."""
     folded = FOLDED and checksum and not bf16   # a checked half message: read once, widened as it is folded
-    widen_range, widen_all = (_widen_folded_range, _widen_folded_all) if folded else _kernels(bf16)[2:]
+    widen_range, widen_all = ((_widen_streamed_range, _widen_streamed_all) if folded and _streamed(out, bf16)
+                              else (_widen_folded_range, _widen_folded_all) if folded else _kernels(bf16)[2:])
     checked = checksum and crc.HARDWARE
     pieces = -(-h.size // PIECE)
     raw = stream.destination(out, built=True)
@@ -215,3 +291,9 @@ def warm_up(bf16: bool) -> None:
     for checksum in (False, True):
         widen(h[:1], x[:1], bf16, checksum)
         widen(h, x, bf16, checksum)
+    if FOLDED and not bf16:   # the streamed kernels, which only large outputs use
+        crcs, no = np.empty(2, np.uint32), np.empty(0, np.uint8)
+        _narrow_streamed_all(x, x.view(np.uint32), h, no, h.ctypes.data, crcs, _scratch(np.uint16))
+        _narrow_streamed_range(x, x.view(np.uint32), h, no, h.ctypes.data, 0, x.size, _scratch(np.uint16, 1)[0])
+        _widen_streamed_all(h, x, no, x.ctypes.data, crcs, _scratch(np.float32), True)
+        _widen_streamed_range(h, x, no, x.ctypes.data, 0, h.size, _scratch(np.float32, 1)[0], True)
