@@ -73,7 +73,7 @@ def run(n: int = N) -> dict:
     t = interleaved(calls)
     seconds = {cores: (t[("huffman", "encode", cores)], t[("huffman", "decode", cores)]) for cores in ("one", "all")}
     ans_seconds = {cores: (t[("ans", "encode", cores)], t[("ans", "decode", cores)]) for cores in ("one", "all")}
-    for cores, threads in (("one", 1), ("all", numba.get_num_threads())):
+    for cores in ("one", "all"):
         out[:] = 0
         calls[("huffman", "decode", cores)]()
         if not np.array_equal(out, symbols):
