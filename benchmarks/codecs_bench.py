@@ -20,7 +20,7 @@ from thinwire.codecs.kernels import stream
 from thinwire.codecs.wire.buffers import message_buffer
 
 N = 25_000_000
-SPECS = ["fp32", "fp16", "quantize(bits=8)", "quantize(bits=4)", "quantize(bits=2)", "quantize(bits=1)",
+SPECS = ["fp32", "fp16", "bf16", "quantize(bits=8)", "quantize(bits=4)", "quantize(bits=2)", "quantize(bits=1)",
          "quantize(bits=12)", "topk(ratio=0.01)", "qsgd(bits=8, bucket=512)", "qsgd(bits=4, bucket=512, norm='max')"]
 TARGETS = {"fp32": 0.8, "fp16": 0.8, "quantize(bits=8)": 0.6, "topk(ratio=0.01)": 0.25,
            "qsgd(bits=8, bucket=512)": 0.5}

@@ -14,16 +14,16 @@ from thinwire.codecs.entropy import huffman_stream
 from thinwire.codecs.kernels import half, jit_cache
 
 folder = pathlib.Path(jit_cache._fresh_folder())
-half._kernels(False), half._kernels(True)
+half._kernels(False), half._kernels(True), half._fold_kernels(False), half._fold_kernels(True)
 built = [k for variant in huffman_stream.VARIANTS for k in huffman_stream._encoders(*variant)]
-built += [k for bf16 in (False, True) for k in half._kernels(bf16)]
+built += [k for bf16 in (False, True) for k in half._kernels(bf16) + half._fold_kernels(bf16)]
 kernels = list(built)
 for info in pkgutil.walk_packages(thinwire.codecs.__path__, "thinwire.codecs."):
     module = importlib.import_module(info.name)
     kernels += [v for v in vars(module).values() if isinstance(v, CPUDispatcher) and v._cache.__class__.__name__ != "NullCache"]
 outside = sorted({f"{k.py_func.__module__}.{k.py_func.__qualname__}" for k in kernels
                   if not pathlib.Path(k._cache._cache_path).is_relative_to(folder)})
-assert len(kernels) > 50 and len(built) == 23, (len(kernels), len(built))
+assert len(kernels) > 50 and len(built) == 35, (len(kernels), len(built))
 assert not outside, outside
 """
 

@@ -229,7 +229,7 @@ def test_16_bit_conversions_give_torchs_bits(bf16):
 
 @pytest.mark.parametrize("bf16", [False, True])
 def test_a_checked_widening_gives_torchs_bits_and_the_crc_at_any_length(bf16):
-    """``widen(..., checksum=True)``, which for half (``half.FOLDED``) folds each piece's CRC
+    """``widen(..., checksum=True)``, which where ``half.folded`` folds each piece's CRC
     in the loop that widens it: every 16-bit pattern, and lengths around a fold step and a
     piece (the rest after the last whole step widened and checksummed apart)."""
     dtype = torch.bfloat16 if bf16 else torch.float16
@@ -252,17 +252,20 @@ def test_a_checked_widening_gives_torchs_bits_and_the_crc_at_any_length(bf16):
     assert np.array_equal(out.view(np.uint32), table)
 
 
-@pytest.mark.skipif(not half.FOLDED, reason="the streamed half kernels need F16C, VPCLMULQDQ and AVX-512 (half.FOLDED)")
-def test_half_narrowed_and_widened_streamed_with_the_crc_folded_at_any_alignment(monkeypatch):
-    """Large half outputs are stored streamed with their CRC folded in the same loop
-    (``half._narrow_streamed``, ``half._widen_streamed``): every output offset within a
-    line, lengths around a fold step and a piece, the same bits as torch's and the CRC-32C
-    of the halves."""
+@pytest.mark.parametrize("bf16", [False, True])
+def test_16_bit_floats_narrowed_and_widened_streamed_with_the_crc_folded_at_any_alignment(monkeypatch, bf16):
+    """Large outputs of either format are stored streamed with their CRC folded in the same
+    loop (``half._fold_kernels``) where ``half.folded``: every output offset within a line,
+    lengths around a fold step and a piece, the same bits as torch's (bfloat16: NaN as
+    0x7FC0) and the CRC-32C of the 16-bit floats."""
+    if not half.folded(bf16):
+        pytest.skip("the folded conversions need VPCLMULQDQ and AVX-512 (half: F16C too), and outputs written in place")
     monkeypatch.setattr(stream, "STREAM_MIN_BYTES", 0)
+    dtype = torch.bfloat16 if bf16 else torch.float16
     rng = np.random.default_rng(5)
     pool = rng.integers(0, 1 << 16, 3 * half.PIECE, dtype=np.uint32).astype(np.uint16)
     table = torch.from_numpy(np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.int16)).view(
-        torch.float16).to(torch.float32).numpy().view(np.uint32)
+        dtype).to(torch.float32).numpy().view(np.uint32)
     chosen = []
     streamed = half._streamed
     monkeypatch.setattr(half, "_streamed", lambda out, bf16: chosen.append(streamed(out, bf16)) or chosen[-1])
@@ -272,13 +275,18 @@ def test_half_narrowed_and_widened_streamed_with_the_crc_folded_at_any_alignment
             buffer = np.zeros(4 * n + 128, np.uint8)
             start = ((-buffer.ctypes.data) & 63) + offset
             wide = buffer[start:start + 4 * n].view(np.float32) if offset % 4 == 0 else np.empty(n, np.float32)
-            assert half.widen(h, wide, False, checksum=True) == crc32c.crc32c(h), (n, offset)
+            assert half.widen(h, wide, bf16, checksum=True) == crc32c.crc32c(h), (n, offset)
             assert np.array_equal(wide.view(np.uint32), table[h]), (n, offset)
             x = wide.copy()
+            if bf16:   # bits below bfloat16's: ties, and rounding in both directions (NaNs from infinities too)
+                low = x.view(np.uint32)[::3]
+                low |= rng.choice(np.array([0x8000, 0x7FFF, 0x8001, 0xFFFF, 1], np.uint32), low.size)
             narrow_buffer = np.zeros(2 * n + 128, np.uint8)
             at = ((-narrow_buffer.ctypes.data) & 63) + offset
             halves = narrow_buffer[at:at + 2 * n].view(np.uint16)
-            want = torch.from_numpy(x).to(torch.float16).view(torch.int16).numpy().view(np.uint16)
-            assert half.narrow(x, halves, False) == crc32c.crc32c(want), (n, offset)
+            want = torch.from_numpy(x).to(dtype).view(torch.int16).numpy().view(np.uint16).copy()
+            if bf16:
+                want[np.isnan(x)] = 0x7FC0
+            assert half.narrow(x, halves, bf16) == crc32c.crc32c(want), (n, offset)
             assert np.array_equal(halves, want), (n, offset)
     assert chosen and all(chosen)   # every conversion above took the streamed kernels

@@ -1,12 +1,13 @@
 """float32 to and from the 16-bit floats of the dense codecs (IEEE half: ``fp16``;
 bfloat16: ``bf16``) in compiled kernels, for host tensors.
 
-Each parallel piece is converted and checksummed while it is in the cache (``crc.crc32c``,
-on the way into a message; on the way out of a half message, where ``FOLDED``, checksummed
-in the loop that widens it: ``half_fold``), and a large output's pieces are built in a cached buffer and
+Each parallel piece is converted and checksummed while it is in the cache (``crc.crc32c``
+on the way into a message), and a large output's pieces are built in a cached buffer and
 streamed out (``stream.stream_out``): the message is not read again to checksum it, and no
-output line is read before it is written. torch's conversions are one OpenMP pass each,
-and the checksum another.
+output line is read before it is written. Where ``folded`` (AMD's CPUs with VPCLMULQDQ and
+AVX-512), the CRC is folded in the loop that converts (``half_fold``), and large outputs
+are stored streamed from that loop. torch's conversions are one OpenMP pass each, and the
+checksum another.
 
 - half: LLVM's ``fptrunc`` / ``fpext`` between ``float`` and ``half`` (x86 F16C
   ``vcvtps2ph`` / ``vcvtph2ps``; ``HARDWARE``: without F16C the codec casts with torch):
@@ -34,8 +35,6 @@ from .vector_width import target_features
 
 HARDWARE = "+f16c" in (target_features() or ())   # half conversions in hardware (x86 F16C)
 PIECE = 1 << 16   # values per parallel piece (128 KiB of 16-bit values, 256 KiB of float32)
-# half widened and checksummed in one loop (``half_fold``), where outputs are written in place
-FOLDED = HARDWARE and crc.FOLD and not stream.BUILT_STREAMED
 
 
 @intrinsic
@@ -86,96 +85,105 @@ def _from_bfloat(h, out, bits):
         bits[i] = np.uint32(h[i]) << np.uint32(16)
 
 
-@njit(nogil=True, cache=True)
-def _widen_folded(h, out):
-    """``out`` = the values of the halves ``h`` (one piece), written in place -> the
-    CRC-32C of ``h``, folded as it is read (``half_fold``)."""
-    steps = h.size // half_fold.STEP_VALUES
-    done = steps * half_fold.STEP_VALUES
-    folded = np.empty(crc_fold.STEP // 8, np.uint64)
-    if steps:
-        half_fold.widen_fold(out, h, steps, folded)
-    _from_half(h[done:], out[done:], out[:0].view(np.uint32))
-    return crc.folded_crc(folded, h[done:].view(np.uint8)) if steps else crc.crc32c(h.view(np.uint8))
+@functools.lru_cache(maxsize=None)
+@keyed
+def _fold_kernels(bf16: bool):
+    """(widen folded one range, in parallel; narrow streamed one range, in parallel; widen
+    streamed one range, in parallel) for one 16-bit format where ``folded(bf16)``: each
+    piece's CRC-32C folded in the loop that converts it (``half_fold``)."""
+    narrow_piece = _to_bfloat if bf16 else _to_half
+    widen_piece = _from_bfloat if bf16 else _from_half
+    widen_fold = half_fold.widen_fold[bf16]
+    narrow_fold_streamed = half_fold.narrow_fold_streamed[bf16]
+    widen_fold_streamed = half_fold.widen_fold_streamed[bf16]
 
+    @njit(nogil=True, cache=True)
+    def widen_folded(h, out):
+        """``out`` = the values of the 16-bit floats ``h`` (one piece), written in place ->
+        the CRC-32C of ``h``, folded as it is read (``half_fold.widen_fold``)."""
+        steps = h.size // half_fold.STEP_VALUES
+        done = steps * half_fold.STEP_VALUES
+        folded = np.empty(crc_fold.STEP // 8, np.uint64)
+        if steps:
+            widen_fold(out, h, steps, folded)
+        widen_piece(h[done:], out[done:], out[done:].view(np.uint32))
+        return crc.folded_crc(folded, h[done:].view(np.uint8)) if steps else crc.crc32c(h.view(np.uint8))
 
-@njit(nogil=True, cache=True)
-def _widen_folded_range(h, out, raw, address, lo, hi, scratch, checked):
-    """``widen_range`` for half where ``FOLDED`` (``raw``, ``scratch``, ``checked``: unused)."""
-    return _widen_folded(h[lo:hi], out[lo:hi])
+    @njit(nogil=True, cache=True)
+    def widen_folded_range(h, out, raw, address, lo, hi, scratch, checked):
+        """``widen_range`` where ``folded`` (``raw``, ``scratch``, ``checked``: unused)."""
+        return widen_folded(h[lo:hi], out[lo:hi])
 
+    @njit(parallel=True, nogil=True, cache=True)
+    def widen_folded_all(h, out, raw, address, crcs, scratch, checked):
+        n = h.size
+        for c in prange(-(-n // PIECE)):
+            crcs[c] = widen_folded_range(h, out, raw, address, c * PIECE, min(n, (c + 1) * PIECE), scratch, checked)
 
-@njit(parallel=True, nogil=True, cache=True)
-def _widen_folded_all(h, out, raw, address, crcs, scratch, checked):
-    n = h.size
-    for c in prange(-(-n // PIECE)):
-        crcs[c] = _widen_folded_range(h, out, raw, address, c * PIECE, min(n, (c + 1) * PIECE), scratch, checked)
+    @njit(nogil=True, cache=True)
+    def narrow_streamed(x, out, address):
+        """``out`` = the 16-bit floats of ``x`` (one piece; ``address``: ``out``'s) with
+        streamed stores, their CRC-32C folded in the same loop
+        (``half_fold.narrow_fold_streamed``): the values before ``out``'s first aligned line
+        and after the last whole step are narrowed with plain stores -> the CRC-32C of
+        ``out``'s bytes."""
+        n = x.size
+        head = min(n, stream.aligned_head(address, 0, 2))
+        steps = (n - head) // half_fold.STEP_VALUES if address % 2 == 0 else 0
+        if steps == 0:
+            narrow_piece(x, x.view(np.uint32), out)
+            return crc.crc32c(out.view(np.uint8))
+        narrow_piece(x[:head], x[:head].view(np.uint32), out[:head])
+        folded = np.empty(crc_fold.STEP // 8, np.uint64)
+        narrow_fold_streamed(x, out, head, steps, folded)
+        done = head + steps * half_fold.STEP_VALUES
+        narrow_piece(x[done:], x[done:].view(np.uint32), out[done:])
+        stream.fence()
+        return crc.folded_crc(folded, out[steps * half_fold.STEP_VALUES:].view(np.uint8))
 
+    @njit(nogil=True, cache=True)
+    def narrow_streamed_range(x, bits, out, raw, address, lo, hi, scratch):
+        """``narrow_range`` where ``folded`` and the output is large (``raw``, ``scratch``:
+        unused)."""
+        return narrow_streamed(x[lo:hi], out[lo:hi], address + 2 * lo)
 
-@njit(nogil=True, cache=True)
-def _narrow_streamed(x, out, address):
-    """``out`` = the halves of ``x`` (one piece; ``address``: ``out``'s) with streamed
-    stores, their CRC-32C folded in the same loop (``half_fold.narrow_fold_streamed``): the
-    values before ``out``'s first aligned line and after the last whole step are narrowed
-    with plain stores -> the CRC-32C of ``out``'s bytes."""
-    n = x.size
-    head = min(n, stream.aligned_head(address, 0, 2))
-    steps = (n - head) // half_fold.STEP_VALUES if address % 2 == 0 else 0
-    if steps == 0:
-        _to_half(x, x.view(np.uint32), out)
-        return crc.crc32c(out.view(np.uint8))
-    _to_half(x[:head], x[:head].view(np.uint32), out[:head])
-    folded = np.empty(crc_fold.STEP // 8, np.uint64)
-    half_fold.narrow_fold_streamed(x, out, head, steps, folded)
-    done = head + steps * half_fold.STEP_VALUES
-    _to_half(x[done:], x[done:].view(np.uint32), out[done:])
-    stream.fence()
-    return crc.folded_crc(folded, out[steps * half_fold.STEP_VALUES:].view(np.uint8))
+    @njit(parallel=True, nogil=True, cache=True)
+    def narrow_streamed_all(x, bits, out, raw, address, crcs, scratch):
+        n = x.size
+        for c in prange(-(-n // PIECE)):
+            crcs[c] = narrow_streamed_range(x, bits, out, raw, address, c * PIECE, min(n, (c + 1) * PIECE), scratch)
 
+    @njit(nogil=True, cache=True)
+    def widen_streamed(h, out, address):
+        """``widen_folded`` with streamed stores (``half_fold.widen_fold_streamed``) for the
+        values from ``out``'s first aligned line to the last whole step -> the CRC-32C of
+        ``h``."""
+        n = h.size
+        head = min(n, stream.aligned_head(address, 0, 4))
+        steps = (n - head) // half_fold.STEP_VALUES if address % 4 == 0 else 0
+        if steps == 0:
+            return widen_folded(h, out)
+        widen_piece(h[:head], out[:head], out[:head].view(np.uint32))
+        folded = np.empty(crc_fold.STEP // 8, np.uint64)
+        widen_fold_streamed(out, h, head, steps, folded)
+        done = head + steps * half_fold.STEP_VALUES
+        widen_piece(h[done:], out[done:], out[done:].view(np.uint32))
+        stream.fence()
+        return crc.folded_crc(folded, h[steps * half_fold.STEP_VALUES:].view(np.uint8))
 
-@njit(nogil=True, cache=True)
-def _narrow_streamed_range(x, bits, out, raw, address, lo, hi, scratch):
-    """``narrow_range`` for half where ``FOLDED`` and the output is large (``raw``,
-    ``scratch``: unused)."""
-    return _narrow_streamed(x[lo:hi], out[lo:hi], address + 2 * lo)
+    @njit(nogil=True, cache=True)
+    def widen_streamed_range(h, out, raw, address, lo, hi, scratch, checked):
+        """``widen_range`` where ``folded`` and the output is large."""
+        return widen_streamed(h[lo:hi], out[lo:hi], address + 4 * lo)
 
+    @njit(parallel=True, nogil=True, cache=True)
+    def widen_streamed_all(h, out, raw, address, crcs, scratch, checked):
+        n = h.size
+        for c in prange(-(-n // PIECE)):
+            crcs[c] = widen_streamed_range(h, out, raw, address, c * PIECE, min(n, (c + 1) * PIECE), scratch, checked)
 
-@njit(parallel=True, nogil=True, cache=True)
-def _narrow_streamed_all(x, bits, out, raw, address, crcs, scratch):
-    n = x.size
-    for c in prange(-(-n // PIECE)):
-        crcs[c] = _narrow_streamed_range(x, bits, out, raw, address, c * PIECE, min(n, (c + 1) * PIECE), scratch)
-
-
-@njit(nogil=True, cache=True)
-def _widen_streamed(h, out, address):
-    """``_widen_folded`` with streamed stores (``half_fold.widen_fold_streamed``) for the
-    values from ``out``'s first aligned line to the last whole step -> the CRC-32C of ``h``."""
-    n = h.size
-    head = min(n, stream.aligned_head(address, 0, 4))
-    steps = (n - head) // half_fold.STEP_VALUES if address % 4 == 0 else 0
-    if steps == 0:
-        return _widen_folded(h, out)
-    _from_half(h[:head], out[:head], out[:0].view(np.uint32))
-    folded = np.empty(crc_fold.STEP // 8, np.uint64)
-    half_fold.widen_fold_streamed(out, h, head, steps, folded)
-    done = head + steps * half_fold.STEP_VALUES
-    _from_half(h[done:], out[done:], out[:0].view(np.uint32))
-    stream.fence()
-    return crc.folded_crc(folded, h[steps * half_fold.STEP_VALUES:].view(np.uint8))
-
-
-@njit(nogil=True, cache=True)
-def _widen_streamed_range(h, out, raw, address, lo, hi, scratch, checked):
-    """``widen_range`` for half where ``FOLDED`` and the output is large."""
-    return _widen_streamed(h[lo:hi], out[lo:hi], address + 4 * lo)
-
-
-@njit(parallel=True, nogil=True, cache=True)
-def _widen_streamed_all(h, out, raw, address, crcs, scratch, checked):
-    n = h.size
-    for c in prange(-(-n // PIECE)):
-        crcs[c] = _widen_streamed_range(h, out, raw, address, c * PIECE, min(n, (c + 1) * PIECE), scratch, checked)
+    return (widen_folded_range, widen_folded_all, narrow_streamed_range, narrow_streamed_all,
+            widen_streamed_range, widen_streamed_all)
 
 
 @functools.lru_cache(maxsize=None)
@@ -234,13 +242,22 @@ def _scratch(dtype, threads: int | None = None) -> np.ndarray:
     return np.empty((threads or numba.config.NUMBA_NUM_THREADS, PIECE), dtype)
 
 
+def folded(bf16: bool) -> bool:
+    """Whether this format's conversions fold the CRC-32C in the loop that converts
+    (``_fold_kernels``): where the CPU folds (``crc.FOLD``) and writes computed outputs in
+    place (``stream.BUILT_STREAMED`` off: AMD's), for half where it converts in hardware."""
+    return crc.FOLD and not stream.BUILT_STREAMED and (bf16 or HARDWARE)
+
+
 def _streamed(out: np.ndarray, bf16: bool) -> bool:
-    """Whether half's conversion stores ``out`` streamed with its CRC folded in the same loop
-    (``_narrow_streamed``, ``_widen_streamed``): where ``FOLDED``, for large outputs. On the
-    2-core AMD EPYC (Zen 4), 25M values, each way timed in turns with an add pass: narrowing
-    2.67-3.74 ms against 3.81-4.94 for narrowing each piece in place and folding it from the
-    cache, widening 4.05-4.14 against 4.89-5.48 for folding with plain stores."""
-    return FOLDED and not bf16 and stream.worth_streaming(out.nbytes)
+    """Whether a conversion stores ``out`` streamed with its CRC folded in the same loop
+    (``_fold_kernels``' streamed ones): where ``folded``, for large outputs. On the 2-core
+    AMD EPYC (Zen 4), 25M values, each way timed in turns with an add pass, half:
+    narrowing 2.67-3.74 ms against 3.81-4.94 for narrowing each piece in place and folding
+    it from the cache, widening 4.05-4.14 against 4.89-5.48 for folding with plain stores.
+    The bf16 codec's round trip (``benchmarks/codecs_bench.py``, two runs each): 0.97-1.07
+    of the roofline with these kernels, 0.80-0.84 with the plain ones."""
+    return folded(bf16) and stream.worth_streaming(out.nbytes)
 
 
 def supported(bf16: bool) -> bool:
@@ -252,7 +269,7 @@ def narrow(x: np.ndarray, out: np.ndarray, bf16: bool) -> int | None:
     """``out`` (uint16, contiguous) = the half (or bfloat16) bits of the float32 array
     ``x``; returns the CRC-32C of ``out``'s bytes where the CPU has the CRC instruction,
     else None. One piece runs on the calling thread."""
-    narrow_range, narrow_all = (_narrow_streamed_range, _narrow_streamed_all) if _streamed(out, bf16) else _kernels(bf16)[:2]
+    narrow_range, narrow_all = _fold_kernels(bf16)[2:4] if _streamed(out, bf16) else _kernels(bf16)[:2]
     pieces = -(-x.size // PIECE)
     bits, raw = x.view(np.uint32), stream.destination(out, built=True)
     if pieces <= 1:
@@ -268,9 +285,9 @@ def widen(h: np.ndarray, out: np.ndarray, bf16: bool, checksum: bool = False) ->
     with ``checksum`` (where the CPU has the CRC instruction) returns the CRC-32C of ``h``'s
     bytes, each piece's taken as it is widened (a message verified in the same pass:
     ``wire.read_host_part``), else None."""
-    folded = FOLDED and checksum and not bf16   # a checked half message: read once, widened as it is folded
-    widen_range, widen_all = ((_widen_streamed_range, _widen_streamed_all) if folded and _streamed(out, bf16)
-                              else (_widen_folded_range, _widen_folded_all) if folded else _kernels(bf16)[2:])
+    fold = checksum and folded(bf16)   # a checked message: read once, widened as it is folded
+    widen_range, widen_all = ((_fold_kernels(bf16)[4:] if _streamed(out, bf16) else _fold_kernels(bf16)[:2])
+                              if fold else _kernels(bf16)[2:])
     checked = checksum and crc.HARDWARE
     pieces = -(-h.size // PIECE)
     raw = stream.destination(out, built=True)
@@ -291,9 +308,10 @@ def warm_up(bf16: bool) -> None:
     for checksum in (False, True):
         widen(h[:1], x[:1], bf16, checksum)
         widen(h, x, bf16, checksum)
-    if FOLDED and not bf16:   # the streamed kernels, which only large outputs use
+    if folded(bf16):   # the streamed kernels, which only large outputs use
+        _, _, narrow_range, narrow_all, widen_range, widen_all = _fold_kernels(bf16)
         crcs, no = np.empty(2, np.uint32), np.empty(0, np.uint8)
-        _narrow_streamed_all(x, x.view(np.uint32), h, no, h.ctypes.data, crcs, _scratch(np.uint16))
-        _narrow_streamed_range(x, x.view(np.uint32), h, no, h.ctypes.data, 0, x.size, _scratch(np.uint16, 1)[0])
-        _widen_streamed_all(h, x, no, x.ctypes.data, crcs, _scratch(np.float32), True)
-        _widen_streamed_range(h, x, no, x.ctypes.data, 0, h.size, _scratch(np.float32, 1)[0], True)
+        narrow_all(x, x.view(np.uint32), h, no, h.ctypes.data, crcs, _scratch(np.uint16))
+        narrow_range(x, x.view(np.uint32), h, no, h.ctypes.data, 0, x.size, _scratch(np.uint16, 1)[0])
+        widen_all(h, x, no, x.ctypes.data, crcs, _scratch(np.float32), True)
+        widen_range(h, x, no, x.ctypes.data, 0, h.size, _scratch(np.float32, 1)[0], True)
