@@ -19,7 +19,11 @@ shared machine, where the loads' caches, frequencies and thread pools are never 
 Either way a pair is one sample of a scheduler that hands out slices of a few ms: over 8
 rounds of pairs, quantize(8)'s slowdown ranged from 2.35x to 3.11x (median 2.84x). So
 each way measures ``ROUNDS`` rounds, each over every codec, and a codec's slowdown is the
-median of its rounds' (all of them are kept, as ``slowdowns``).
+median of its rounds' (all of them are kept, as ``slowdowns``). Three rounds were too few:
+at f5fb806 one ``make bench`` put three codecs above 3x with the loads left running (fp16
+3.24, quantize(8) 3.11, chain(topk, quantize(8)) 3.19) where the previous run, minutes
+before, had none; nine rounds of those codecs and fp32 right after gave medians of 2.10 to
+2.67 each way, with single rounds from 1.60 to 3.22.
 
 The OpenMP wait policy decides the loaded numbers. numba's compiled kernels run on the
 OpenMP runtime torch loads at import (torch opens ``libtorch_global_deps``, which needs its
@@ -49,7 +53,7 @@ from thinwire.policies import CoreExplorer
 
 N = 25_000_000
 TARGET = 3.0
-ROUNDS = 3  # pairs per codec, spread over the run; the slowdown is their median
+ROUNDS = 7  # pairs per codec, spread over the run; the slowdown is their median
 SPECS = ["fp32", "fp16", "bf16", "quantize(bits=1)", "quantize(bits=8)", "quantize(bits=12)", "topk(ratio=0.01)",
          "graddrop(ratio=0.99)", "graddrop(ratio=0.99, bits=1)", "binquant(bits=5)",
          "binquant(bits=5, coder='huffman')", "binquant(bits=5, coder='ans')", "qsgd(bits=8)", "keycache",
