@@ -47,7 +47,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..kernels.bits import load_big_endian, load_pair, store_big_endian
-from ..kernels.jit_cache import keyed
+from ..kernels.jit_cache import closure_kernel, keyed
 from .huffman_code import MAX_LENGTH, canonical_codes
 
 TABLE_BITS = 12   # at most 2**12 table entries (16 KiB: the first-level cache)
@@ -119,7 +119,7 @@ def _encoders(k: int, pairs: bool = False):
     entry = _pair_entry if pairs else _one_entry
     per = 2 * k if pairs else k   # symbols per group
 
-    @njit(nogil=True, cache=True)
+    @closure_kernel(nogil=True)
     def run(symbols, table, packed, i, stop, out, p, acc, used, last):
         """Codewords ``i .. stop - 1`` into ``out`` from byte ``p`` on (the register ``acc``
         holds ``used`` bits of it), touching no byte from ``last`` on -> (p, acc, used)."""
@@ -144,7 +144,7 @@ def _encoders(k: int, pairs: bool = False):
             p, acc, used = _store_before(out, p, acc, used, last)
         return p, acc, used
 
-    @njit(nogil=True, cache=True)
+    @closure_kernel(nogil=True)
     def serial(symbols, table, packed, sync, out, starts):
         """One pass, in order; the stream's bit offset at every ``sync``-th symbol goes to
         ``starts``. ``out`` has 8 bytes of room past the stream."""
@@ -157,7 +157,7 @@ def _encoders(k: int, pairs: bool = False):
         if used:
             store_big_endian(out, p, acc)
 
-    @njit(parallel=True, nogil=True, cache=True)
+    @closure_kernel(parallel=True, nogil=True)
     def chunks(symbols, table, packed, sync, starts, ends, out, tails):
         """Chunk c writes its codewords into bits ``starts[c] .. ends[c]`` of ``out``, 8 bytes
         at a time while they stay inside its whole bytes, then byte by byte. A byte shared
@@ -171,7 +171,7 @@ def _encoders(k: int, pairs: bool = False):
             if used:
                 tails[c] = np.uint8(acc >> _U64(56))
 
-    @njit(parallel=True, nogil=True, cache=True)
+    @closure_kernel(parallel=True, nogil=True)
     def chunk_bits(symbols, table, packed, sync, out):
         """The length in bits of chunk c's codewords -> ``out[c]``, summed a group at a time."""
         n = symbols.size

@@ -21,6 +21,7 @@ import torch
 from numba import literal_unroll, literally, njit, prange
 
 from . import device, team
+from .jit_cache import closure_kernel
 
 CHUNK = 1 << 14  # codes per parallel chunk (a multiple of 64)
 MAX_BITS = 16
@@ -165,7 +166,7 @@ WIDE = (9, 10, 11, 12, 13, 14, 15, 16)
 def width_table(kernel, widths: tuple[int, ...]):
     """A compiled ``table(bits, args)`` that calls ``kernel(b, args)`` with the literal
     width b == bits, for each b in ``widths`` (numba caches each table on its own)."""
-    @njit(nogil=True, cache=True)
+    @closure_kernel(nogil=True)
     def table(bits, args):
         for b in literal_unroll(widths):
             if bits == b:

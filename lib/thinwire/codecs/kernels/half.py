@@ -30,7 +30,7 @@ from numba import njit, prange, types
 from numba.extending import intrinsic
 
 from . import crc, crc_fold, half_fold, stream
-from .jit_cache import keyed
+from .jit_cache import closure_kernel, keyed
 from .vector_width import target_features
 
 HARDWARE = "+f16c" in (target_features() or ())   # half conversions in hardware (x86 F16C)
@@ -97,7 +97,7 @@ def _fold_kernels(bf16: bool):
     narrow_fold_streamed = half_fold.narrow_fold_streamed[bf16]
     widen_fold_streamed = half_fold.widen_fold_streamed[bf16]
 
-    @njit(nogil=True, cache=True)
+    @closure_kernel(nogil=True)
     def widen_folded(h, out):
         """``out`` = the values of the 16-bit floats ``h`` (one piece), written in place ->
         the CRC-32C of ``h``, folded as it is read (``half_fold.widen_fold``)."""
@@ -109,18 +109,18 @@ def _fold_kernels(bf16: bool):
         widen_piece(h[done:], out[done:], out[done:].view(np.uint32))
         return crc.folded_crc(folded, h[done:].view(np.uint8)) if steps else crc.crc32c(h.view(np.uint8))
 
-    @njit(nogil=True, cache=True)
+    @closure_kernel(nogil=True)
     def widen_folded_range(h, out, raw, address, lo, hi, scratch, checked):
         """``widen_range`` where ``folded`` (``raw``, ``scratch``, ``checked``: unused)."""
         return widen_folded(h[lo:hi], out[lo:hi])
 
-    @njit(parallel=True, nogil=True, cache=True)
+    @closure_kernel(parallel=True, nogil=True)
     def widen_folded_all(h, out, raw, address, crcs, scratch, checked):
         n = h.size
         for c in prange(-(-n // PIECE)):
             crcs[c] = widen_folded_range(h, out, raw, address, c * PIECE, min(n, (c + 1) * PIECE), scratch, checked)
 
-    @njit(nogil=True, cache=True)
+    @closure_kernel(nogil=True)
     def narrow_streamed(x, out, address):
         """``out`` = the 16-bit floats of ``x`` (one piece; ``address``: ``out``'s) with
         streamed stores, their CRC-32C folded in the same loop
@@ -141,19 +141,19 @@ def _fold_kernels(bf16: bool):
         stream.fence()
         return crc.folded_crc(folded, out[steps * half_fold.STEP_VALUES:].view(np.uint8))
 
-    @njit(nogil=True, cache=True)
+    @closure_kernel(nogil=True)
     def narrow_streamed_range(x, bits, out, raw, address, lo, hi, scratch):
         """``narrow_range`` where ``folded`` and the output is large (``raw``, ``scratch``:
         unused)."""
         return narrow_streamed(x[lo:hi], out[lo:hi], address + 2 * lo)
 
-    @njit(parallel=True, nogil=True, cache=True)
+    @closure_kernel(parallel=True, nogil=True)
     def narrow_streamed_all(x, bits, out, raw, address, crcs, scratch):
         n = x.size
         for c in prange(-(-n // PIECE)):
             crcs[c] = narrow_streamed_range(x, bits, out, raw, address, c * PIECE, min(n, (c + 1) * PIECE), scratch)
 
-    @njit(nogil=True, cache=True)
+    @closure_kernel(nogil=True)
     def widen_streamed(h, out, address):
         """``widen_folded`` with streamed stores (``half_fold.widen_fold_streamed``) for the
         values from ``out``'s first aligned line to the last whole step -> the CRC-32C of
@@ -171,12 +171,12 @@ def _fold_kernels(bf16: bool):
         stream.fence()
         return crc.folded_crc(folded, h[steps * half_fold.STEP_VALUES:].view(np.uint8))
 
-    @njit(nogil=True, cache=True)
+    @closure_kernel(nogil=True)
     def widen_streamed_range(h, out, raw, address, lo, hi, scratch, checked):
         """``widen_range`` where ``folded`` and the output is large."""
         return widen_streamed(h[lo:hi], out[lo:hi], address + 4 * lo)
 
-    @njit(parallel=True, nogil=True, cache=True)
+    @closure_kernel(parallel=True, nogil=True)
     def widen_streamed_all(h, out, raw, address, crcs, scratch, checked):
         n = h.size
         for c in prange(-(-n // PIECE)):
@@ -195,7 +195,7 @@ def _kernels(bf16: bool):
     narrow_piece = _to_bfloat if bf16 else _to_half
     widen_piece = _from_bfloat if bf16 else _from_half
 
-    @njit(nogil=True, cache=True)
+    @closure_kernel(nogil=True)
     def narrow_range(x, bits, out, raw, address, lo, hi, scratch):
         """Values ``lo .. hi`` into ``out`` (``raw``: out's bytes when streamed, else empty;
         then built in ``scratch`` first) -> the CRC-32C of their 16-bit floats (0 without
@@ -207,14 +207,14 @@ def _kernels(bf16: bool):
             stream.stream_out(piece.view(np.uint8), raw, 2 * lo, address)
         return value
 
-    @njit(parallel=True, nogil=True, cache=True)
+    @closure_kernel(parallel=True, nogil=True)
     def narrow_all(x, bits, out, raw, address, crcs, scratch):
         n = x.size
         for c in prange(-(-n // PIECE)):
             crcs[c] = narrow_range(x, bits, out, raw, address, c * PIECE, min(n, (c + 1) * PIECE),
                                    scratch[numba.get_thread_id()])
 
-    @njit(nogil=True, cache=True)
+    @closure_kernel(nogil=True)
     def widen_range(h, out, raw, address, lo, hi, scratch, checked):
         """Values ``lo .. hi`` of ``h`` widened into ``out`` -> with ``checked``, the CRC-32C
         of their 16-bit floats, taken before they are widened, while they are cached."""
@@ -225,7 +225,7 @@ def _kernels(bf16: bool):
             stream.stream_out(piece.view(np.uint8), raw, 4 * lo, address)
         return value
 
-    @njit(parallel=True, nogil=True, cache=True)
+    @closure_kernel(parallel=True, nogil=True)
     def widen_all(h, out, raw, address, crcs, scratch, checked):
         n = h.size
         for c in prange(-(-n // PIECE)):
