@@ -2,6 +2,7 @@
 cached in the folder keyed by the sources, those a factory builds after import too, so an
 edit to any kernel's source never reloads stale machine code."""
 
+import ast
 import os
 import subprocess
 import sys
@@ -59,7 +60,7 @@ def test_a_factorys_kernels_are_loaded_from_the_cache_by_the_next_process(tmp_pa
     def counts():
         done = subprocess.run([sys.executable, "-c", CLOSURES], env=env, check=True, timeout=600,
                               capture_output=True, text=True)
-        return eval(done.stdout.strip().splitlines()[-1])
+        return ast.literal_eval(done.stdout.strip().splitlines()[-1])
 
     first, second = counts(), counts()
     assert len(first) == 4 and all(compiled > 0 and loaded == 0 for _, loaded, compiled in first), first
