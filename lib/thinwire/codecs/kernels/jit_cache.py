@@ -122,8 +122,8 @@ def closure_kernel(**options):
     compiled function: such a kernel was compiled again in each process, and its cache
     grew by one entry each time."""
     def decorate(function):
-        kernel = njit(cache=True, **options)(function)
-        kernel._cache = _ClosureCache(kernel.py_func)
+        kernel = njit(**options)(function)
+        kernel._cache = _ClosureCache(kernel.py_func)   # what cache=True sets, with our key
         return kernel
     return decorate
 
