@@ -31,7 +31,7 @@ $(VENV)/.stamp: requirements.lock pyproject.toml
 
 test: setup unit golden-test golden-test-other-cpu
 
-# Tests marked ``alone`` measure times or run competing loads: they run after the others, with nothing beside them.
+# Tests marked ``alone`` measure step times: they run after the others, with nothing beside them.
 unit: setup
 	$(PY) -m pytest -q -n 2 -m "not alone" tests
 	$(PY) -m pytest -q -p no:xdist -m alone tests

@@ -41,7 +41,6 @@ def small_doc():
             "load_running_default": wait_policy.measure("default", 20_000, 1)}
 
 
-@pytest.mark.alone  # its competing loads (torch's own thread count, spinning) would slow the other worker's tests
 def test_every_readme_block_is_written_from_a_run(small_doc):
     blocks = {**run.tables(small_doc), **run.gpu_tables(json.loads(run.GPU_RESULTS.read_text())),
               **run.wait_policy_table(json.loads(run.WAIT_POLICY_RESULTS.read_text())),
@@ -80,7 +79,6 @@ def test_the_cpu_benchmarks_report_the_median_call_after_a_warm_up(monkeypatch):
     assert roofline.timing(5, 2) == "the median of 5 calls after 2 warm-up calls"
 
 
-@pytest.mark.alone  # runs competing loads
 def test_the_wait_policy_ablation_runs_and_its_kept_results_are_whole():
     """Each setting's child process runs the benchmark; the kept results cover every
     setting with the same number of runs, each run every codec."""
