@@ -5,6 +5,7 @@ message tensors are taken as device ones (``DEVICE_MESSAGES``: its host reads co
 
 import subprocess
 import sys
+from pathlib import Path
 
 
 def takes(monkeypatch, module, kernel: str, interpreted: bool, usable) -> bool:
@@ -26,10 +27,21 @@ FLOAT32_CASES = [
 ]
 
 
+# Before the script: the variable set before triton is imported, and the interpreter's two
+# faster paths (``fast_interpreter``: XOR reductions in numpy, helpers not patched again)
+PRELUDE = f"""
+import os, sys
+os.environ["TRITON_INTERPRET"] = "1"
+sys.path.insert(0, {str(Path(__file__).parent)!r})
+import fast_interpreter
+fast_interpreter.install()
+"""
+
+
 def passes(script: str) -> None:
     """Run ``script`` (which sets ``TRITON_INTERPRET=1`` before importing triton and prints
-    "ok" at its end) in a new interpreter; its traceback is the failure."""
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    "ok" at its end) in a new interpreter, after ``PRELUDE``; its traceback is the failure."""
+    done = subprocess.run([sys.executable, "-c", PRELUDE + script], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]
 
 
