@@ -22,8 +22,10 @@ def test_an_installed_copy_runs_from_anywhere(tmp_path):
         env.pop(name, None)
     done = subprocess.run([sys.executable, "-m", "thinwire", "run", "--set", "model=mlp(hidden=(16,))", "--set", "steps=4",
                            "--set", "train_samples=512", "--set", "eval_samples=200", "--set", "batch_size=16",
-                           "--set", "push_codec='quantize(bits=8)'"], cwd=elsewhere, env=env, capture_output=True,
-                          text=True)
+                           "--set", "push_codec='fp32'"], cwd=elsewhere, env=env, capture_output=True, text=True)
+    # fp32's message still compiles 13 kernels (bit packing's, the checksum's) into the fresh cache:
+    # the run took 11 s with it, 71 s with quantize(bits=8)'s parallel kernels, compiled for
+    # the unit tests anyway
     assert done.returncode == 0, done.stderr
     key = json.loads(done.stdout)["key"]
     assert (elsewhere / "results" / f"{key}-inprocess" / "result.json").exists()
