@@ -10,7 +10,7 @@ PIP_FLAGS := $(if $(wildcard $(WHEELS)/*.whl),--find-links $(WHEELS),)
 NOTEBOOKS = $(shell $(PY) -c "from thinwire.papers import PAPERS; print(*PAPERS)")
 NEED_NOTEBOOKS = @test -n "$(NOTEBOOKS)" || { echo "make: thinwire.papers.PAPERS could not be read" >&2; exit 1; }
 PROFILE ?= default
-GOLDEN_WORKERS ?= -p no:xdist
+GOLDEN_WORKERS ?= -n 2 --dist loadfile
 export PYTHONHASHSEED := 0
 export THINWIRE_PROGRESS ?= 0
 
@@ -39,7 +39,7 @@ unit: setup
 # Executed smoke-profile notebooks, re-run by nbval; only # NBVAL_CHECK_OUTPUT cells are compared.
 # Their float numbers are compared with the full-precision values the goldens recorded, within
 # the tolerances the cells state (thinwire/checks.py); THINWIRE_GOLDEN says where the goldens are.
-# The other CPU runs one thread per process, so its notebooks run two at a time (one per core).
+# Two notebooks run at a time, one per core.
 GOLDEN_TEST = THINWIRE_GOLDEN=$(CURDIR)/tests/golden THINWIRE_RESULTS=$$(mktemp -d) THINWIRE_REPORTS=$$(mktemp -d) \
 	$(PY) -m pytest -q $(GOLDEN_WORKERS) --nbval-lax --nbval-current-env --sanitize-with tests/golden/sanitize.cfg \
 	$(addprefix tests/golden/,$(addsuffix .ipynb,$(NOTEBOOKS)))
@@ -48,11 +48,14 @@ GOLDEN_TEST = THINWIRE_GOLDEN=$(CURDIR)/tests/golden THINWIRE_RESULTS=$$(mktemp 
 # their last digits and training amplifies it).
 OTHER_CPU = ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 NUMBA_NUM_THREADS=1
 
+# This CPU as the goldens were made: torch's, OpenMP's and numba's own thread counts
+# (THINWIRE_TEST_THREADS=default: tests/conftest.py leaves them), their idle OpenMP threads
+# waiting passively (the wait policy moves no number; two processes' spinning threads
+# oversubscribe the cores: two notebooks side by side took 305 s spinning, 72 s passive).
 golden-test: setup
 	$(NEED_NOTEBOOKS)
-	$(GOLDEN_TEST)
+	THINWIRE_TEST_THREADS=default OMP_WAIT_POLICY=PASSIVE $(GOLDEN_TEST)
 
-golden-test-other-cpu: GOLDEN_WORKERS = -n 2 --dist loadfile
 golden-test-other-cpu: setup
 	$(NEED_NOTEBOOKS)
 	$(OTHER_CPU) $(GOLDEN_TEST)
