@@ -39,7 +39,8 @@ def install() -> bool:
         return False
     if GENERIC is not None:
         return True
-    GENERIC, PATCH_LANG = generic, _ = reduce_ops.apply_impl, patch_lang
+    GENERIC = generic = reduce_ops.apply_impl
+    PATCH_LANG = patch_lang
 
     def apply_impl(self, input):
         if self.combine_fn is not xor_combine:

@@ -95,5 +95,5 @@ print("ok")
 
 
 @pytest.mark.skipif(not triton_crc.AVAILABLE, reason="triton is in requirements.lock; absent only outside make setup")
-def test_the_fast_xor_reduction_equals_the_interpreters_own():
+def test_the_fast_paths_give_the_interpreters_own_values():
     kernel_choice.passes(CHECK)
