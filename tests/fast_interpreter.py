@@ -5,16 +5,17 @@ computing the same values.
   (sum, min, max, argmin, argmax) with one numpy call, and any other one element by element
   in Python (``ReduceOps.generic_reduce``). ``tl.xor_sum``, which joins the CRC lanes in
   ``triton_crc``, ``triton_halves`` and ``triton_uniform``, is one of the others: in the CRC
-  check script it took about 40 of 45 s (5.7 s with numpy's). XOR is associative and commutative, so
-  ``np.bitwise_xor.reduce`` gives the same integers in any order. Other reductions keep the
-  interpreter's own path.
+  check script it took about 40 of 45 s (5.7 s with numpy's). XOR is associative and
+  commutative, so ``np.bitwise_xor.reduce`` gives the same integers in any order. Other
+  reductions keep the interpreter's own path.
 - **Device functions.** A kernel launch replaces ``triton.language``'s functions with the
   interpreter's (``_patch_lang``) and puts them back at its end. Each call of a
   ``@triton.jit`` helper inside the kernel did the same replacement again (inspecting every
   member of the language modules), although the launch had already made it: about 100,000
-  times in the drop-pass check script (94 s; 65 s without them). Such a call now skips it where the launch, or an
-  earlier call in it, already replaced the language modules the helper sees (the
-  interpreter puts back only the launch's own replacements, never a helper's).
+  times in the drop-pass check script (94 s with them; 65 s without). Such a call now skips
+  it where the launch, or an earlier call in it, already replaced the language modules the
+  helper sees (the interpreter puts back only the launch's own replacements, never a
+  helper's).
 
 ``test_fast_interpreter.py`` compares both with the interpreter's own paths.
 """
