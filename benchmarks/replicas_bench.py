@@ -27,7 +27,7 @@ def run() -> dict:
     x = torch.randn(K, BATCH, 1, 28, 28, generator=g)
     y = torch.randint(0, 10, (K, BATCH), generator=g)
     model = build_model("mlp(hidden=(1024, 1024))", (1, 28, 28), 10, seed=0)
-    replicas = Replicas(model, K)
+    replicas = Replicas(model, K)  # per replica, as every algorithm runs them
 
     def gradient_step():
         _, _, grads = replicas.loss_and_grads(x, y)

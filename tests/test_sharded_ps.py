@@ -1,5 +1,6 @@
 """Parameter sharding (Aji & Heafield 2017, Sec. 3): the flat layout, equivalence with
-Plump-DP when nothing is dropped, the pull-codec rule, and the two transports agreeing."""
+Plump-DP when nothing is dropped, the pull-codec rule, and the asynchronous schedule on both
+transports (every algorithm's transport invariance: ``test_transport_invariance.py``)."""
 
 import pytest
 import torch
@@ -60,15 +61,6 @@ def test_dropping_cuts_bytes_and_hits_the_density(tmp_path):
 def test_pull_codec_with_its_own_residual_is_refused():
     with pytest.raises(ValueError, match="keeps a residual of its own"):
         run(RunConfig(algorithm="sharded_ps", **{**TINY, "pull_codec": "graddrop(ratio=0.9)"}))
-
-
-def test_in_process_and_gloo_four_processes_agree(tmp_path):
-    config = RunConfig(algorithm="sharded_ps", **TINY, **DROP)
-    local = run(config, root=tmp_path)
-    distributed = launch(config, nprocs=4, backend="gloo", root=tmp_path)
-    assert distributed.summary["final_loss"] == pytest.approx(local.summary["final_loss"], abs=1e-5)
-    assert distributed.ledger.rows() == local.ledger.rows()
-    assert distributed.summary["push_density"] == local.summary["push_density"]
 
 
 def test_ranks_import_a_papers_observer_only_for_a_run_that_names_it():

@@ -108,8 +108,7 @@ class AllReduceDP(Declared):
         self.local_workers = [k for k in range(workers) if transport.is_local(k)]
         self.seeds = seeds = SeedTree(seed)
         self.replicas = self.declare("replicas", Replicas(
-            model, max(1, len(self.local_workers)), loss=loss, seeds=worker_seeds(seeds, self.local_workers, "dropout"),
-            per_replica=True))  # a worker's bits do not depend on how many a process holds
+            model, max(1, len(self.local_workers)), loss=loss, seeds=worker_seeds(seeds, self.local_workers, "dropout")))
         self.states = self.declare("states", {k: CodecState(seeds.seed("worker", k, "push_codec"))
                                               for k in self.local_workers})
         self.receive = self.declare("receive", StateBook(seeds.pairs("worker", "push_receive")))

@@ -102,7 +102,7 @@ class EventGraD(Declared):
         self.seeds = seeds = SeedTree(seed)
         self.replicas = self.declare("replicas", Replicas(
             model, max(1, len(self.local_workers)), loss=loss, seeds=worker_seeds(seeds, self.local_workers, "dropout"),
-            per_replica=True, buffers=True))  # the same bits as one rank's; batch-norm statistics stay per peer
+            buffers=True))  # batch-norm statistics stay per peer
         params = self.replicas.params
         # the receiver's state: each local peer's copies of its left and right neighbours (K_local, ...)
         self.left = self.declare("left", {n: p.clone().contiguous() for n, p in params.items()})

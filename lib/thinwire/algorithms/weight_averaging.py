@@ -117,8 +117,7 @@ class WeightAveraging(Declared):
         self.local_workers = [k for k in range(workers) if transport.is_local(k)]
         self.seeds = seeds = SeedTree(seed)
         self.replicas = self.declare("replicas", Replicas(
-            model, max(1, len(self.local_workers)), loss=loss, seeds=worker_seeds(seeds, self.local_workers, "dropout"),
-            per_replica=True))  # quantized weights: the same bits as one rank's replica
+            model, max(1, len(self.local_workers)), loss=loss, seeds=worker_seeds(seeds, self.local_workers, "dropout")))
         self.push_states = self.declare("push_states", {k: CodecState(seeds.seed("worker", k, "push_codec"))
                                                         for k in self.local_workers})
         self.push_policies = self.declare("push_policies", {

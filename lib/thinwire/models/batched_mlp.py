@@ -11,9 +11,9 @@ transposed one.
 ``per_replica``: every product runs one replica at a time. MKL rounds a batch of K
 products differently from a batch of one (measured: up to 8e-5 in a layer's outputs,
 1.5e-7 in the gradients), and a torch.distributed rank holds one replica; computed replica
-by replica, K simulated workers give bit for bit what K ranks give. Weight averaging of
-quantized weights needs this: a quantizer's floor turns a last-bit difference into another
-code (``WeightAveraging`` sets it).
+by replica, K simulated workers give bit for bit what K ranks give. Every lossy codec
+needs this (a quantizer's floor, top-k's choice among the near ties of AdaGrad's first
+updates turn a last-bit difference into another message), so it is ``Replicas``' default.
 """
 
 from __future__ import annotations

@@ -28,13 +28,16 @@ class Replicas:
     the tanh output layer and squared error of Oland & Raj (Sec. 3.2)."""
 
     def __init__(self, model: nn.Module, count: int, loss: str = "cross_entropy", seeds: list[int] | None = None,
-                 per_replica: bool = False, buffers: bool = False):
+                 per_replica: bool = True, buffers: bool = False):
         """``seeds``: one per replica, for the generators that draw its dropout masks
-        (needed when the model has dropout). ``per_replica``: each replica's numbers are
-        the same bits whatever ``count`` is, as on a rank that holds one replica: an
-        MLP's products run one replica at a time (``batched_mlp.py``); any other model
-        runs its forward pass once per replica (a batched convolution adds in another
-        order, about 3e-8 apart), at some 10% more time. ``buffers``: keep the model's
+        (needed when the model has dropout). ``per_replica`` (every algorithm's): each
+        replica's numbers are the same bits whatever ``count`` is, as on a rank that holds
+        one replica: an MLP's products run one replica at a time (``batched_mlp.py``); any
+        other model runs its forward pass once per replica (a batched convolution adds in
+        another order, about 3e-8 apart). A lossy codec (top-k's choice among near ties,
+        a quantizer's rounding) turns such a last-bit difference into another message, so
+        without it one process and K ranks train apart. False batches the K replicas in
+        one product, some 15-20% faster (``benchmarks/replicas_bench.py``). ``buffers``: keep the model's
         buffers (batch-norm running statistics) per replica in ``buffers``, updated by
         every training pass of that replica alone; without it a model with buffers is
         refused, since the algorithm would not know how to evaluate them."""
