@@ -9,7 +9,7 @@ import torch.multiprocessing as mp
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from thinwire.codecs import wire
+from thinwire.codecs import CorruptMessageError, wire
 from thinwire.ddp import CodecHook
 
 STEPS = 3
@@ -27,15 +27,29 @@ def _bytes(message) -> bytes:
 
 def train(rank: int, codec: str | None, steps: int = STEPS, **hook_options) -> dict:
     """Each step's gradients as every rank applies them, the messages of each exchange
-    (step, sender, receiver, tensor, message), and the hook's ledger rows."""
-    model = DDP(_model(), bucket_cap_mb=hook_options.pop("bucket_cap_mb", 25))
+    (step, sender, receiver, tensor, message), and the hook's ledger rows; or {"error": ...}
+    when the hook refuses. Test-only options: ``by_rank`` (rank -> hook options of its own),
+    ``wrapped_on`` (ranks whose model is wrapped once more: other parameter names, same
+    shapes) and ``flip_at`` (the step at which each rank flips a byte of the message its next
+    rank sends it)."""
+    own = hook_options.pop("by_rank", {}).get(rank, {})
+    hook_options = {**hook_options, **own}
+    module = nn.Sequential(_model()) if rank in hook_options.pop("wrapped_on", ()) else _model()
+    flip_at = hook_options.pop("flip_at", None)
+    model = DDP(module, bucket_cap_mb=hook_options.pop("bucket_cap_mb", 25))
     hook, exchanges = None, []
     if codec is not None:
-        hook = CodecHook(codec, **hook_options).register(model)
+        try:
+            hook = CodecHook(codec, **hook_options).register(model)
+        except ValueError as exc:
+            return {"error": str(exc)}
         send = hook.transport.exchange
 
         def recording(outbox, step, phase):
             inbox = send(outbox, step, phase)
+            if step == flip_at:
+                victim = next(e for e in inbox if e.sender == (rank + 1) % dist.get_world_size())
+                victim.message[len(victim.message) // 2] ^= 0x10
             exchanges.extend((step, e.sender, e.receiver, e.tensor, _bytes(e.message)) for e in [*outbox, *inbox])
             return inbox
         hook.transport.exchange = recording
@@ -45,7 +59,10 @@ def train(rank: int, codec: str | None, steps: int = STEPS, **hook_options) -> d
         g = torch.Generator().manual_seed(100 * step + rank)
         x, y = torch.randn(5, 12, generator=g), torch.randint(0, 3, (5,), generator=g)
         sgd.zero_grad()
-        nn.functional.cross_entropy(model(x), y).backward()
+        try:
+            nn.functional.cross_entropy(model(x), y).backward()
+        except CorruptMessageError as exc:
+            return {"error": str(exc)}
         grads.append({n: p.grad.clone() for n, p in model.module.named_parameters()})
         sgd.step()
     ledger = hook.ledger.rows() if hook else []

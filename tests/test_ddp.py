@@ -23,16 +23,18 @@ CASES = [(None, {}), ("fp32", {}), ("ef(topk(ratio=0.25))", {}), ("quantize(bits
          *[(c, {"messages": "tensors"}) for c in ("fp32", "ef(topk(ratio=0.25))", "quantize(bits=4)",
                                                   "qsgd(bits=4, bucket=8)", "graddrop(ratio=0.75)")],
          ("graddrop(ratio=0.75)", {})]
+REFUSED = [("fp32", {"by_rank": {1: {"granularity": "bucket"}}}), ("fp32", {"wrapped_on": (1,)}),
+           ("ef(topk(ratio=0.25))", {"flip_at": 1})]
 
 
 @pytest.fixture(scope="module", params=[2, 4])
 def ranks(request):
-    return request.param, run_on_gloo(request.param, free_port(), CASES)
+    return request.param, run_on_gloo(request.param, free_port(), CASES + REFUSED)
 
 
 def _case(ranks, codec, **options):
     world, results = ranks
-    return world, [r[CASES.index((codec, options))] for r in results]
+    return world, [r[(CASES + REFUSED).index((codec, options))] for r in results]
 
 
 def test_fp32_through_the_hook_is_ddp_without_one(ranks):
@@ -104,6 +106,30 @@ def test_fp16_all_reduce_sums_half_precision_gradients(ranks):
         rows = hooked[rank]["ledger"]
         assert {(r[1], r[2], r[3]) for r in rows} == {("allreduce", rank, -1)}
         assert sum(r[5] for r in rows) == sum(r[6] for r in rows) == 2 * numel * STEPS
+
+
+def test_ranks_that_disagree_or_a_damaged_message_are_named(ranks):
+    """Ranks that build the hook otherwise, or hold other parameters, are refused when it is
+    registered; a damaged message names its sender, its tensor and the rank that decoded it."""
+    world, granularity = _case(ranks, REFUSED[0][0], **REFUSED[0][1])
+    for r, result in enumerate(granularity):
+        assert result["error"] == ("CodecHook: rank(s) [1] set granularity='bucket', rank 0 granularity='tensor'; "
+                                   "every rank must build the hook alike"), (r, result)
+    _, names = _case(ranks, REFUSED[1][0], **REFUSED[1][1])
+    assert all(r["error"].startswith("CodecHook: rank(s) [1] hold other parameters than rank 0 (differing: "
+                                     "[('0.0.bias', (8,))") for r in names)
+    _, flipped = _case(ranks, REFUSED[2][0], **REFUSED[2][1])
+    for rank, result in enumerate(flipped):
+        sender = (rank + 1) % world
+        assert re.match(rf"CodecHook on rank {rank}, step 1: the message from rank {sender} for '[0-9.a-z]+': ",
+                        result["error"]), result
+
+
+def test_a_codec_that_needs_a_policy_is_refused_when_the_hook_is_made():
+    for codec, named, needs in (("keycache", "keycache", "keys a policy chose"),
+                                ("binquant(bits=0)", "binquant(bits=0, coder='raw')", "bit width from a policy")):
+        with pytest.raises(ValueError, match=rf"codec={re.escape(named)} .*is not allowed: .*{needs}"):
+            CodecHook(codec)
 
 
 def test_bad_settings_name_the_parameter():

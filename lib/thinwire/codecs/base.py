@@ -19,6 +19,12 @@ from .state import CodecState
 from .stats import SendStats
 
 
+# Values a decode may allocate for a message whatever its size (4 MiB of float32): a tiny
+# message of a sparse codec may stand for a large tensor of zeros, and a receiver that knows
+# the tensor passes ``out`` or ``like`` (or ``max_values``) to take more.
+DECODE_FLOOR = 1 << 20
+
+
 class Codec(ABC):
     """A compressor. Subclasses implement ``compress`` / ``decompress`` on flat tensors.
 
@@ -62,6 +68,13 @@ class Codec(ABC):
     # Bumped when the same spec starts to produce different messages; the results of runs
     # that use the codec are then recomputed (``RunConfig.key``), not taken from the cache.
     revision: ClassVar[int] = 0
+
+    def values_per_byte(self) -> float:
+        """The most values one byte of this codec's message stands for at its densest: a
+        bit-packed code of one bit, 8 (a sparse or entropy-coded codec says its own). A
+        ``decode`` that allocates its own output refuses a header claiming more than this
+        many values per message byte, or ``DECODE_FLOOR`` values if more."""
+        return 8.0
 
     @property
     def memory(self) -> bool:
@@ -211,7 +224,8 @@ class Codec(ABC):
         return header, payload, math.prod(header["shape"])
 
     def decode(self, message, state: CodecState | None = None, key: str = "",
-               out: torch.Tensor | None = None, like: torch.Tensor | None = None) -> torch.Tensor:
+               out: torch.Tensor | None = None, like: torch.Tensor | None = None,
+               max_values: int | None = None) -> torch.Tensor:
         """Rebuild the tensor a message carries; ``CorruptMessageError`` if it is damaged.
 
         ``state`` is the receiver's own state for this sender (``StateBook``); ``out``
@@ -219,7 +233,10 @@ class Codec(ABC):
         the values and is returned: callers that decode every step reuse one buffer.
         ``like``: a tensor of the shape and dtype the receiver expects; a header that
         claims another is refused before anything is allocated (so is one that does not
-        fit ``out``).
+        fit ``out``). Without either, a header may claim no more values than the message
+        can carry (``values_per_byte`` times its length) or ``max_values`` (default
+        ``DECODE_FLOOR``), whichever is more: a forged small message cannot make the
+        receiver allocate gigabytes.
         """
         state = state if state is not None else CodecState()
         team.fit()
@@ -231,6 +248,8 @@ class Codec(ABC):
         if opened is None and isinstance(payload.unverified, tensor_message.Unverified) and wire.deferred.active():
             payload.unverified = payload.unverified._replace(what=f"{self.spec()} message for {key!r}")
         shape = header["shape"]
+        if out is None and like is None:
+            self._check_justified(numel, message, key, max_values)
         if like is not None and (tuple(like.shape) != shape or like.dtype != header["dtype"]):
             raise CorruptMessageError(f"{self.spec()}: tensor {key!r} is {like.dtype} {tuple(like.shape)} here, "
                                       f"the message claims {header['dtype']} {shape}")
@@ -253,6 +272,20 @@ class Codec(ABC):
         if flat is not flat_out:
             out.view(-1).copy_(flat)
         return out
+
+    def _check_justified(self, numel: int, message, key: str, max_values: int | None) -> None:
+        """``CorruptMessageError`` for a header claiming more values than ``decode`` may
+        allocate for this message (its docstring)."""
+        floor = DECODE_FLOOR if max_values is None else max_values
+        if isinstance(floor, bool) or not isinstance(floor, int) or floor < 0:
+            raise ValueError(f"max_values={max_values!r} is not allowed: max_values must be an int >= 0 or None")
+        nbytes = message.numel() if isinstance(message, torch.Tensor) else len(message)
+        per_byte = self.values_per_byte()
+        if numel > max(floor, nbytes * per_byte):
+            raise CorruptMessageError(
+                f"{self.spec()}: the message for {key!r} claims {numel} values, more than its {nbytes} bytes can "
+                f"carry ({per_byte:g} values per byte at this codec's densest) or max_values={floor}; a receiver "
+                "that expects a tensor that large passes out= or like= with it, or a larger max_values")
 
     def _steady(self, message, out: torch.Tensor | None, key: str) -> tuple[dict, Payload, int] | None:
         """(header, payload, numel) of a message tensor opened by the layout its codec always

@@ -55,12 +55,13 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-from ..codecs import Codec, CodecState, StateBook, make_codec
+from ..codecs import Codec, CodecState, CorruptMessageError, StateBook, make_codec
 from ..codecs.wire import deferred_checks
 from ..comm import DistributedTransport, Envelope
 from ..comm.distributed import DEFAULT_TIMEOUT_S
 from ..experiment.result import atomic_write
 from ..seed_tree import SeedTree
+from ..validation import codec_under_policy
 
 GRANULARITIES = ("tensor", "bucket")
 COLLECTIVES = ("allgather", "allreduce")
@@ -93,6 +94,8 @@ class CodecHook:
             raise ValueError(f"messages={messages!r} is not allowed: it must be one of {list(MESSAGES)}")
         if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
             raise ValueError(f"seed={seed!r} is not allowed: it must be an int >= 0")
+        # a codec that takes its keys or bit width from a policy's decision cannot run here
+        codec_under_policy("codec", self.codec)
         self.granularity, self.collective, self.seeds, self.timeout_s = granularity, collective, SeedTree(seed), timeout_s
         self.message_kind = messages
         self.codec.warm_up()  # compiled kernels load now, not inside the first timed bucket
@@ -117,10 +120,31 @@ class CodecHook:
         self.transport = DistributedTransport(device if nccl else "cpu", self.timeout_s,
                                               tensor_messages=self.message_kind == "tensors")
         self.rank, self.world = dist.get_rank(), dist.get_world_size()
+        self._check_ranks_agree(model)
         self.sender = CodecState(self.seeds.seed("worker", self.rank, "push_codec"))
         self.receivers = StateBook(self.seeds.pairs("worker", "push_receive"))
         model.register_comm_hook(None, self._hook)
         return self
+
+    def _check_ranks_agree(self, model: DistributedDataParallel) -> None:
+        """Every rank must build the same hook on the same parameters, or the messages one
+        rank sends are not those another decodes: refused here, naming the ranks (a
+        collective: every rank registers)."""
+        mine = {"codec": self.codec.spec(), "granularity": self.granularity, "collective": self.collective,
+                "messages": self.message_kind,
+                "parameters": [(n, tuple(p.shape)) for n, p in model.module.named_parameters()]}
+        every = self.transport.all_gather_object(mine)
+        for field, value in mine.items():
+            differ = [r for r, theirs in enumerate(every) if theirs[field] != every[0][field]]
+            if not differ:
+                continue
+            if field == "parameters":
+                names = [set(theirs[field]) ^ set(every[0][field]) for theirs in every]
+                shown = sorted(set().union(*names))[:4]
+                raise ValueError(f"CodecHook: rank(s) {differ} hold other parameters than rank 0 (differing: {shown}); "
+                                 "every rank must register the hook on the same model")
+            raise ValueError(f"CodecHook: rank(s) {differ} set {field}={every[differ[0]][field]!r}, rank 0 "
+                             f"{field}={every[0][field]!r}; every rank must build the hook alike")
 
     @property
     def ledger(self):
@@ -172,13 +196,22 @@ class CodecHook:
         t2 = time.perf_counter()                                                  # 3. decode, average
         received = {(e.sender, e.tensor): e.message for e in [*own, *inbox]}
         total = torch.zeros(buffer.numel(), dtype=torch.float32, device=buffer.device)
-        with deferred_checks():  # the bucket's message tensors verified together, before the buffer is written
-            for key, o, n, shape in parts:
-                out = self._decoded(key, shape, buffer)
-                for sender in range(self.world):
-                    message = received[(sender, key)]
-                    decoded = self.codec.decode(message, self.receivers(self.rank, sender), key, out=out, like=out)
-                    total[o:o + n] += decoded.reshape(-1).to(torch.float32)
+        try:
+            with deferred_checks():  # the bucket's message tensors verified together, before the buffer is written
+                for key, o, n, shape in parts:
+                    out = self._decoded(key, shape, buffer)
+                    for sender in range(self.world):
+                        message = received.get((sender, key))
+                        if message is None:
+                            raise CorruptMessageError(f"rank {sender} sent no message for {key!r}")
+                        try:
+                            decoded = self.codec.decode(message, self.receivers(self.rank, sender), key, out=out,
+                                                        like=out)
+                        except CorruptMessageError as exc:
+                            raise CorruptMessageError(f"the message from rank {sender} for {key!r}: {exc}") from exc
+                        total[o:o + n] += decoded.reshape(-1).to(torch.float32)
+        except CorruptMessageError as exc:
+            raise CorruptMessageError(f"CodecHook on rank {self.rank}, step {self.step}: {exc}") from exc
         buffer.copy_(total.div_(self.world))
         times["encode"] += t1 - t0
         times["exchange"] += t2 - t1

@@ -53,6 +53,10 @@ class Chain(Codec):
     def memory(self) -> bool:
         return any(s.memory for s in self.stages)
 
+    def values_per_byte(self) -> float:
+        """The first stage's, times what the last stage packs past a bit a value."""
+        return self.stages[0].values_per_byte() * max(1.0, self.stages[-1].values_per_byte() / 8.0)
+
     def spec(self) -> str:
         return f"chain({', '.join(s.spec() for s in self.stages)})"
 

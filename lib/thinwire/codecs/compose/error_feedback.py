@@ -40,6 +40,9 @@ class ErrorFeedback(Codec):
     def memory(self) -> bool:
         return True
 
+    def values_per_byte(self) -> float:
+        return self.inner.values_per_byte()
+
     def spec(self) -> str:
         return f"ef({self.inner.spec()})"
 

@@ -44,6 +44,9 @@ class Sized(Codec):
     def memory(self) -> bool:
         return self.inner.memory or self.otherwise.memory
 
+    def values_per_byte(self) -> float:
+        return max(self.inner.values_per_byte(), self.otherwise.values_per_byte())
+
     def spec(self) -> str:
         ndim = f", ndim={self.ndim}" if self.ndim is not None else ""
         return f"sized({self.inner.spec()}, min_numel={self.min_numel}{ndim}, otherwise={self.otherwise.spec()!r})"

@@ -65,6 +65,9 @@ class Float16(Codec):
         time (``half.widen``), where the kernels convert this format."""
         return half.supported(self.dtype == torch.bfloat16)
 
+    def values_per_byte(self) -> float:
+        return 0.5
+
     def steady_parts(self, numel: int, shape: tuple = ()) -> tuple[tuple[str, torch.dtype, int], ...]:
         return (("values", self.dtype, numel),)
 

@@ -62,6 +62,9 @@ class Float32(Codec):
                                                    lambda view: stream.copy(_bytes(flat), _bytes(view), checksum=True),
                                                    checksummed=True)})
 
+    def values_per_byte(self) -> float:
+        return 0.25
+
     def steady_parts(self, numel: int, shape: tuple = ()) -> tuple[tuple[str, torch.dtype, int], ...]:
         return (("values", torch.float32, numel),)
 

@@ -41,6 +41,7 @@ from ..payload import PartWriter, Payload
 from .minmax import device_codes, device_range, range_bytes, read_device_codes, value_range
 from .per_column import column_centres, column_codes, column_ranges
 from ..state import CodecState
+from ..entropy import rans
 from ..entropy.symbol_coders import CODERS
 from ..wire import read_host_part, read_part, settle
 
@@ -87,6 +88,12 @@ class BinQuantize(Codec):
         """Whether every message's layout is fixed by the tensor: raw N-bit codes (N fixed,
         1 to 8: the device kernels' widths) over one range, whose meta is [lo, hi, N]."""
         return self.coder == "raw" and self.per == "tensor" and 1 <= self.bits <= 8
+
+    def values_per_byte(self) -> float:
+        """Raw or Huffman codes: a bit a value at least; rANS: each stream of ``rans.CHUNK``
+        symbols at least its 8-byte state (a one-symbol tensor travels as its count alone:
+        its receiver passes ``out`` or ``like`` beyond ``DECODE_FLOOR``)."""
+        return rans.CHUNK / 8.0 if self.coder == "ans" else 8.0
 
     def steady_parts(self, numel: int, shape: tuple = ()):
         return (("codes", torch.uint8, bitpack.packed_bytes(numel, self.bits)),) if self.steady else None

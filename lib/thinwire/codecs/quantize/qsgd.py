@@ -106,6 +106,10 @@ class QSGD(Codec):
     def buckets(self, numel: int) -> int:
         return -(-numel // self.bucket)
 
+    def values_per_byte(self) -> float:
+        """Fixed codes: a bit a value at least; Elias codes: a float32 norm per bucket at least."""
+        return 8.0 if self.coding == "fixed" else self.bucket / 4.0
+
     def steady_parts(self, numel: int, shape: tuple = ()):
         """Fixed-width codes, then one norm per bucket (``coding="fixed"``)."""
         if self.coding != "fixed":

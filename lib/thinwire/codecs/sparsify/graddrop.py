@@ -151,6 +151,11 @@ class GradDrop(Codec):
                 "encoding": self.encoding, "bits": self.bits, "levels": self.levels, "residual": self.residual,
                 "ties": self.ties}
 
+    def values_per_byte(self) -> float:
+        """About (1 - ratio) n survivors, each at least a bit; 8x for a sampled threshold that
+        keeps fewer (and ratio 0, which keeps every value)."""
+        return 64.0 / (1.0 - self.ratio)
+
     # -- sender ---------------------------------------------------------------------------
     def compress(self, flat, state: CodecState, key: str, shape: tuple = ()) -> Payload:
         n = flat.numel()

@@ -71,6 +71,11 @@ class KeyCache(Codec):
     def warm_up(self) -> None:
         """Nothing compiled here (the explorer's sampler belongs to the policy)."""
 
+    def values_per_byte(self) -> float:
+        """None beyond ``DECODE_FLOOR``: the policy's core and explorer, not the codec, set how
+        many values a message carries (Slim-DP's receivers merge into their own tensors)."""
+        return 0.0
+
     def sparse_entries(self, payload: Payload, numel: int, state: CodecState, key: str, shape: tuple = ()):
         sig = payload.meta.get("signature")
         if not isinstance(sig, int):

@@ -54,6 +54,10 @@ class TopK(Codec):
     def params(self) -> dict:
         return {"ratio": self.ratio}
 
+    def values_per_byte(self) -> float:
+        """k = ceil(ratio n) entries, each at least a bit: n <= 8 / ratio per byte."""
+        return 8.0 / self.ratio
+
     def k_for(self, numel: int) -> int:
         return 0 if numel == 0 else min(numel, max(1, math.ceil(self.ratio * numel)))
 

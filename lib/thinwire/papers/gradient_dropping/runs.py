@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from ...experiment import RunConfig
 from ...models import MLPSpec
+from ...validation import check
 from ..profile import check_profile, check_steps
 from ..recipe import Recipe, recipes
 from .profiles import GRADIENT_DROPPING
@@ -106,6 +107,9 @@ def gradient_dropping_runs(*, profile: str, dataset: str = "mnist", workers: int
     the profile's) with ``seed_warmup`` dense steps first (-1: ``paper_warmup_share`` of the
     run); ``paper_width`` adds the dense run at the paper's width."""
     size = dict(GRADIENT_DROPPING[check_profile(profile)])
+    # one node pushes to and pulls from itself: nothing crosses a network, no reduction to show
+    check("workers", workers, isinstance(workers, int) and not isinstance(workers, bool) and workers >= 2,
+          "an int >= 2 (each node sends its shards to the others)")
     speed_steps, warmup, widths = size.pop("speed_steps"), size.pop("warmup_steps"), size.pop("quantized_bits")
     seeds = tuple(seed + s for s in size.pop("seeds"))
     model = MLPSpec(hidden=size.pop("hidden"), layer_norm=layer_norm)
