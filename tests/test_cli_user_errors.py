@@ -24,11 +24,16 @@ TINY = ["--set", "model=mlp(hidden=(16,))", "--set", "steps=6", "--set", "train_
     (["config", "--set", "model=mlp(hidden=(0,))"], "hidden must be a tuple of positive ints"),
     (["run", "--set", "dataset=cifar10", "--results", "{tmp}"], "cifar10 not found"),
     (["scraps", "{tmp}/nonexist.ipynb"], "cannot read it"),
+    (["scraps", "{tmp}/latin1.ipynb"], "latin1.ipynb': not a Jupyter notebook (not UTF-8 text: byte 12)"),
+    (["scraps", "{tmp}/unexecuted.ipynb"], "unexecuted.ipynb': the notebook has not been executed"),
     (["run", "--config", "{tmp}/nonexist.json"], "cannot read it"),
     (["runs", "--results", "{tmp}", "--remove", "zz"], "at least 4 hex digits"),
     (["tidy", "{tmp}/nonexist.ipynb"], "no such executed notebook"),
 ])
 def test_user_errors_are_one_line_and_exit_2(tmp_path, capsys, argv, message):
+    (tmp_path / "latin1.ipynb").write_bytes('{"cells": ["\u00e9t\u00e9"]}'.encode("latin-1"))
+    (tmp_path / "unexecuted.ipynb").write_text(json.dumps(
+        {"cells": [{"cell_type": "code", "execution_count": None, "outputs": [], "source": "x = 1"}]}))
     assert main([a.replace("{tmp}", str(tmp_path)) for a in argv]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err and err.count("\n") == 1

@@ -110,10 +110,19 @@ def test_a_damaged_result_is_named_and_recomputed(tmp_path, whole, damage):
         np.save(folder / "ledger.npz", np.array([object()], dtype=object), allow_pickle=True)
         (folder / "ledger.npz.npy").replace(folder / "ledger.npz")
         name = "ledger.npz"
-    with pytest.warns(UserWarning, match=name):
+    with pytest.warns(UserWarning, match=name) as caught:
         result = run(config, root=tmp_path)
+    _one_line(caught)
     assert _numbers(result) == _numbers(reference)
     json.loads((folder / "result.json").read_text())  # rewritten whole
+
+
+def _one_line(caught) -> None:
+    """Each warning as Python prints it is one line (no source line of thinwire's after it)."""
+    import warnings
+    for w in caught:
+        text = warnings.formatwarning(w.message, w.category, w.filename, w.lineno, w.line)
+        assert text.startswith("thinwire:0: ThinwireWarning: ") and text.count("\n") == 1, text
 
 
 def test_distributed_checkpoint_falls_back_to_the_older_step(tmp_path):
@@ -121,8 +130,9 @@ def test_distributed_checkpoint_falls_back_to_the_older_step(tmp_path):
     ck.save({"step": 5, "rows": [], "algorithm": {}, "streams": {}, "ledger": {}})
     ck.save({"step": 10, "rows": [], "algorithm": {}, "streams": {}, "ledger": {}})
     ck.path(10).write_bytes(pickle.dumps("garbage")[:3])
-    with pytest.warns(UserWarning, match="step10"):
+    with pytest.warns(UserWarning, match="step10") as caught:
         assert ck.load(10) is None
+    _one_line(caught)
     assert ck.steps() == [5] and ck.load(5)["step"] == 5
 
 

@@ -253,3 +253,63 @@ def test_forged_ans_streams_are_a_corrupt_message(forged):
         make_codec("binquant(bits=5)").encode(x, CodecState(0), "w"), CodecState(0), "w"))
     with pytest.raises(CorruptMessageError, match="ans"):
         codec.decode(_forged_parts(sound, **forged), CodecState(0), "w")
+
+
+@pytest.mark.parametrize("per", ["row", "column"])
+@pytest.mark.parametrize("shape", [(0, 5), (5, 0), (0, 0)])
+@pytest.mark.parametrize("coder", ["raw", "huffman"])
+def test_per_row_and_column_ranges_of_an_empty_matrix(per, shape, coder):
+    """No rows or no columns: no range to send, and the message decodes to the empty matrix
+    (it raised IndexError, or wrote a message its own decoder called corrupt)."""
+    codec = make_codec(f"binquant(bits=4, per={per!r}, coder={coder!r})")
+    decoded = codec.decode(codec.encode(torch.empty(shape), CodecState(0), "w"), CodecState(0), "w")
+    assert decoded.shape == shape
+
+
+def test_a_message_without_the_ranges_per_row_is_refused():
+    from thinwire.codecs import CorruptMessageError
+    per_tensor = make_codec("binquant(bits=4)").encode(torch.randn(3, 4), CodecState(0), "w")
+    from thinwire.codecs import wire
+    header, payload = wire.unpack(per_tensor)
+    row = make_codec("binquant(bits=4, per='row')")
+    forged = wire.pack(row.codec_id, row.digest, header["dtype"], header["shape"], payload)
+    with pytest.raises(CorruptMessageError, match=r"a message without per-row ranges for a tensor of shape \(3, 4\)"):
+        row.decode(forged, CodecState(0), "w")
+
+
+@pytest.mark.parametrize("spec", ["binquant(bits=4)", "binquant(bits=4, coder='huffman')",
+                                  "binquant(bits=2, per='row')", "quantize(bits=4)"])
+def test_a_range_narrower_than_float32s_normal_numbers_keeps_its_bins(spec):
+    """[-1.4e-45, 1.4e-45] (float32's smallest subnormals): the bins' centres, not all lo."""
+    x = torch.tensor([-1.4e-45, 0.0, 1.4e-45, 1.4e-45])
+    codec = make_codec(spec)
+    decoded = codec.decode(codec.encode(x.reshape(2, 2), CodecState(0), "w"), CodecState(0), "w").reshape(-1)
+    assert decoded[0] < 0 < decoded[2] and decoded[2] == decoded[3] and decoded[1].abs() <= 1.4e-45
+
+
+def test_per_row_quantization_names_the_tensor_it_refuses():
+    x = torch.randn(4, 3)
+    x[1, 1] = float("nan")
+    for decision in (None, "policy"):
+        codec = make_codec("colquant(bits=4)" if decision is None else "colquant(bits=0)")
+        from thinwire.policies import Decision
+        with pytest.raises(ValueError, match=r"the tensor 'layer.weight' contains NaN or Inf"):
+            codec.encode(x, CodecState(0), "layer.weight", None if decision is None else Decision(bits=4))
+
+
+@pytest.mark.parametrize("x", NOT_FLOAT[1:4], ids=lambda x: str(x.dtype))
+def test_slim_dps_policy_refuses_what_its_codec_refuses_before_it_draws(x):
+    """core_explorer reads the tensor before keycache does: a bool, uint16 or uint32 tensor is
+    refused by name (it raised NotImplementedError from abs), and a NaN before the explorer is
+    drawn (the generator and the cached core stay as they were)."""
+    from thinwire.policies import make_policy
+    policy = make_policy("core_explorer(alpha=0.3, epsilon=0.15, refresh=10)")
+    with pytest.raises(ValueError, match=rf"tensor 'w' has dtype {x.dtype}: codecs send floating-point"):
+        policy.decide(0, "w", x)
+    policy.decide(0, "w", torch.randn(100))
+    generator, memory = policy.generator.get_state().clone(), dict(policy.memory)
+    bad = torch.randn(100)
+    bad[7] = float("nan")
+    with pytest.raises(ValueError, match=r"tensor 'w' contains NaN or Inf"):
+        policy.decide(1, "w", bad)
+    assert torch.equal(policy.generator.get_state(), generator) and policy.memory.keys() == memory.keys()

@@ -45,6 +45,9 @@ def test_settings_put_the_figures_in_marians_setting():
     assert marian.longer["99%"].steps == 2 * marian.ratios[0.99].steps
     with pytest.raises(ValueError, match="setting='asynchronous' is not allowed"):
         gd.gradient_dropping_runs(**args, setting="asynchronous")
+    for workers in (1, 0, 2.0):  # one node sends nothing over a network: refused, not a division by zero later
+        with pytest.raises(ValueError, match=rf"workers={workers!r} is not allowed: workers must be an int >= 2"):
+            gd.gradient_dropping_runs(**{**args, "workers": workers})
 
 
 def test_gaps_and_diagnosis_tables(runs):

@@ -58,9 +58,14 @@ def test_dropping_cuts_bytes_and_hits_the_density(tmp_path):
     assert sparse.summary["final_accuracy"] > 0.5
 
 
-def test_pull_codec_with_its_own_residual_is_refused():
-    with pytest.raises(ValueError, match="keeps a residual of its own"):
-        run(RunConfig(algorithm="sharded_ps", **{**TINY, "pull_codec": "graddrop(ratio=0.9)"}))
+@pytest.mark.parametrize("algorithm", ["sharded_ps", "plump_dp"])
+@pytest.mark.parametrize("pull_codec", ["graddrop(ratio=0.9)", "ef(topk(ratio=0.1))"])
+def test_pull_codec_with_its_own_residual_is_refused_with_the_config(algorithm, pull_codec):
+    """Delta pulls already carry what a pull left out: a pull codec with a residual of its own
+    is refused when the config is made, before any data loads."""
+    with pytest.raises(ValueError, match=r"pull_codec=.* is not allowed with pull_mode='delta': it keeps a residual"):
+        RunConfig.from_dict({**TINY, "algorithm": algorithm, "pull_codec": pull_codec})
+    RunConfig.from_dict({**TINY, "algorithm": algorithm, "pull_codec": pull_codec, "pull_mode": "params"})
 
 
 def test_ranks_import_a_papers_observer_only_for_a_run_that_names_it():

@@ -151,11 +151,16 @@ def cmd_run(args) -> int:
 
 
 def cmd_scraps(args) -> int:
-    from .scraps import read_scraps
+    from .scraps import NotExecutedError, read_scraps
     try:
         scraps = read_scraps(args.notebook)
     except OSError as exc:
         raise UserError(f"scraps {args.notebook!r}: cannot read it ({exc.strerror})")
+    except NotExecutedError:
+        raise UserError(f"scraps {args.notebook!r}: the notebook has not been executed, so it holds no scraps "
+                        "(run it first: papermill, or make reproduce)")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"scraps {args.notebook!r}: not a Jupyter notebook (not UTF-8 text: byte {exc.start})")
     except (json.JSONDecodeError, AttributeError, KeyError, TypeError) as exc:
         raise UserError(f"scraps {args.notebook!r}: not a Jupyter notebook ({exc})")
     print(json.dumps(scraps, indent=1, sort_keys=True))

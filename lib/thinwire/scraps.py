@@ -40,8 +40,18 @@ def glue_table(name: str, frame) -> None:
     glue(name, table_scrap(frame))
 
 
+class NotExecutedError(ValueError):
+    """A notebook whose code cells never ran: it holds no scraps yet."""
+
+
 def read_scraps(path: str | Path) -> dict:
-    nb = json.loads(Path(path).read_text())
+    """name -> value of every scrap an executed notebook glued; ``NotExecutedError`` for a
+    notebook none of whose code cells ran, ``UnicodeDecodeError`` or ``json.JSONDecodeError``
+    for a file that is no notebook."""
+    nb = json.loads(Path(path).read_bytes().decode("utf-8"))
+    code = [c for c in nb.get("cells", []) if c.get("cell_type") == "code"]
+    if code and not any(c.get("execution_count") or c.get("outputs") for c in code):
+        raise NotExecutedError(f"{path}: no code cell has run (execute it first, e.g. with papermill)")
     found = {}
     for cell in nb.get("cells", []):
         for out in cell.get("outputs", []):

@@ -60,6 +60,10 @@ class ParameterServerSection(Section):
         float_in("weight_decay", self.weight_decay, 0.0, 1.0)
         float_in("adagrad_eps", self.adagrad_eps, 0.0, 1.0, lo_open=True)
         one_of("pull_mode", self.pull_mode, PULL_MODES)
+        if self.pull_mode == "delta" and make_codec(self.pull_codec).memory:
+            raise ValueError(f"pull_codec={self.pull_codec!r} is not allowed with pull_mode='delta': it keeps a "
+                             "residual of its own, but the delta from the workers' copy already carries what was "
+                             "not sent; use a codec without memory (e.g. graddrop(..., residual=False))")
 
 
 class CenterAgent(ServerAgent):

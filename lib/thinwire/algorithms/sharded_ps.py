@@ -137,10 +137,6 @@ class ShardedPS(Declared):
         self.dense = ready(make_codec("fp32"))
         pull_mode = section.pull_mode
         self.push_codec, self.pull_codec = ready(make_codec(section.push_codec)), ready(make_codec(section.pull_codec))
-        if pull_mode == "delta" and self.pull_codec.memory:
-            raise ValueError(f"pull_codec={self.pull_codec.spec()!r} keeps a residual of its own, but in "
-                             "pull_mode='delta' the delta from the client copy already carries what was not "
-                             "sent; use a codec without memory (e.g. graddrop(..., residual=False))")
         self.transport, self.nodes, self.pull_mode = transport, workers, pull_mode
         self.local_workers = [k for k in range(workers) if transport.is_local(k)]
         self.replicas = self.declare("replicas", Replicas(model, max(1, len(self.local_workers)), loss=loss,

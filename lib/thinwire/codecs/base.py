@@ -181,7 +181,7 @@ class Codec(ABC):
         team.fit(tensor.numel() * tensor.element_size())  # one thread per core, more on a busy machine, one for a small tensor
         if decision is not None and not decision.send:
             raise ValueError("a decision not to send has no message: skip the encode")
-        _check_representable(tensor, key)
+        check_representable(tensor, key)
         if not (self.carries_non_finite or self.refuses_non_finite):
             check_finite(tensor, key, self)
         _check_same_size(state, key, tensor.numel())
@@ -447,10 +447,11 @@ def _within_dtype(flat: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return flat
 
 
-def _check_representable(tensor: torch.Tensor, key: str) -> None:
+def check_representable(tensor: torch.Tensor, key: str) -> None:
     """Codecs carry real values in float32 or narrower: a complex tensor, or finite float64
     values beyond float32's range (which a cast would turn into +-Inf), are an error here
-    rather than a silent Inf in the message, the threshold or the residual."""
+    rather than a silent Inf in the message, the threshold or the residual. A policy that
+    reads the tensor before its codec does (``core_explorer``) checks it first too."""
     if tensor.is_complex():
         raise ValueError(f"tensor {key!r} is complex ({tensor.dtype}): codecs send real tensors only")
     if tensor.dtype not in wire.DTYPE_CODES:

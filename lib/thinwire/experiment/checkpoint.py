@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from .result import atomic_write
+from .warning import warn
 
 KEEP = 2
 FIELDS = ("key", "step", "rows", "algorithm", "streams", "ledger")
@@ -45,8 +46,8 @@ def set_aside(path: Path, why: str) -> None:
         path.replace(target)
     except FileNotFoundError:
         return
-    warnings.warn(f"thinwire: set aside the damaged checkpoint {path} as {target.name} ({why}); "
-                  "resuming from an earlier checkpoint or from scratch", stacklevel=2)
+    warn(f"set aside the damaged checkpoint {path} as {target.name} ({why}); resuming from an earlier "
+         "checkpoint or from scratch")
 
 
 def _plain_ledger(arrays: dict) -> dict:

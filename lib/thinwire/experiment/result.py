@@ -83,7 +83,8 @@ class Result:
             raise DamagedResult(path, error) from error
         path = folder / "ledger.npz"
         try:
-            with np.load(path, allow_pickle=False) as arrays:
+            # the file opened here: numpy leaves its own open when the archive is damaged
+            with open(path, "rb") as file, np.load(file, allow_pickle=False) as arrays:
                 ledger = Ledger.from_arrays(arrays)
         except Exception as error:
             raise DamagedResult(path, error) from error

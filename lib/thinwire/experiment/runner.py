@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 import sys
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -42,6 +41,7 @@ from .device import resolve_device, synchronize
 from .memory import check_fits, check_writable
 from .result import DamagedResult, Result, remove_stale_temporaries
 from .timing import is_measured, provenance, step_medians, untimed, warmup_steps
+from .warning import warn
 
 
 def result_folder(config: RunConfig, backend: str = "inprocess", root=None) -> Path:
@@ -60,7 +60,7 @@ def cached(config: RunConfig, backend: str = "inprocess", root=None) -> Result |
     try:
         return priced(Result.load(folder), config)
     except DamagedResult as damaged:
-        warnings.warn(f"thinwire: {damaged}; the run will be recomputed", stacklevel=2)
+        warn(f"{damaged}; the run will be recomputed")
         return None
 
 

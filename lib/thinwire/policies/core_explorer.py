@@ -25,6 +25,7 @@ import math
 import numpy as np
 import torch
 
+from ..codecs.base import check_finite, check_representable
 from ..codecs.kernels.sample import sample_outside
 from .base import Decision, Policy
 
@@ -79,6 +80,9 @@ class CoreExplorer(Policy):
 
     def decide(self, round, key, tensor) -> Decision:
         flat = tensor.detach().reshape(-1)
+        # refused before the core is cached or the explorer drawn, as the codec would refuse it
+        check_representable(flat, key)
+        check_finite(flat, key, self)
         last = self.memory.get(f"{key}.round")
         refresh = last is None or round - int(last) >= self.refresh
         if refresh:
@@ -99,8 +103,6 @@ class CoreExplorer(Policy):
         n = flat.numel()
         k, _ = self.sizes(n)
         magnitude = flat.abs()
-        if not bool(torch.isfinite(magnitude).all()):
-            raise ValueError("core_explorer: the tensor holds NaN or Inf; cannot rank magnitudes")
         if k == n:
             return torch.arange(n, device=flat.device)
         if k == 0:

@@ -161,7 +161,7 @@ class BinQuantize(Codec):
     def _quantize(self, flat, lo: float, hi: float, bits: int, state: CodecState, levels: int | None = None,
                   shape: tuple = ()) -> Payload:
         state.last.bits = bits if levels is None else math.log2(levels)
-        if self.per != "tensor" and len(shape) == 2:
+        if self.per != "tensor" and len(shape) == 2 and flat.numel():  # an empty matrix: no range at all
             if levels is not None:
                 raise ValueError(f"{self.spec()}: per-{self.per} ranges take 2^bits levels, not levels={levels}")
             matrix = flat.reshape(shape).cpu()  # per-column ranges: host kernels (an explicit copy from a GPU)
@@ -209,6 +209,9 @@ class BinQuantize(Codec):
             transposed = self._decompress_columns(payload, numel, bits, None).reshape(shape[1], shape[0])
             values = transposed.t().reshape(-1)
             return values if out is None else out.copy_(values)
+        if self.per != "tensor" and len(shape) == 2 and numel:
+            raise CorruptMessageError(f"{self.spec()}: a message without per-{self.per} ranges for a tensor of shape "
+                                      f"{shape}")
         lo, hi = expect_range(payload, self.name)
         levels = payload.meta.get("levels")
         if levels is not None and not _levels_fit(levels, bits):

@@ -157,14 +157,14 @@ class ColumnQuantize(Codec):
         if not self.bits:
             raise ValueError(f"{self.spec()} takes its bit width from a policy decision: "
                              "encode(..., decision=Decision(bits=K))")
-        return self._quantize(flat, self.bits, state, shape)
+        return self._quantize(flat, self.bits, state, shape, key=key)
 
     def compress_decided(self, flat, state: CodecState, key: str, decision, shape: tuple = ()) -> Payload:
         if decision.keys is not None or decision.bits is None:
             return super().compress_decided(flat, state, key, decision, shape)
         if self.bits and decision.bits != self.bits:
             raise ValueError(f"{self.spec()} sends {self.bits} bits; a decision of {decision.bits} needs bits=0")
-        return self._quantize(flat, check_bits("bits", decision.bits), state, shape)
+        return self._quantize(flat, check_bits("bits", decision.bits), state, shape, key=key)
 
     def _quantize(self, flat: torch.Tensor, bits: int, state: CodecState, shape: tuple, checks=None,
                   key: str = "") -> Payload:
