@@ -134,7 +134,7 @@ class CodecHook:
                 "messages": self.message_kind,
                 "parameters": [(n, tuple(p.shape)) for n, p in model.module.named_parameters()]}
         every = self.transport.all_gather_object(mine)
-        for field, value in mine.items():
+        for field in mine:
             differ = [r for r, theirs in enumerate(every) if theirs[field] != every[0][field]]
             if not differ:
                 continue

@@ -36,9 +36,9 @@ class Replicas:
         other model runs its forward pass once per replica (a batched convolution adds in
         another order, about 3e-8 apart). A lossy codec (top-k's choice among near ties,
         a quantizer's rounding) turns such a last-bit difference into another message, so
-        without it one process and K ranks train apart. False batches the K replicas in
-        one product, some 15-20% faster (``benchmarks/replicas_bench.py``). ``buffers``: keep the model's
-        buffers (batch-norm running statistics) per replica in ``buffers``, updated by
+        without it one process and K ranks train apart. False batches the K replicas in one
+        product, some 12-17% faster (``benchmarks/replicas_bench.py``, K = 8). ``buffers``:
+        keep the model's buffers (batch-norm running statistics) per replica in ``buffers``, updated by
         every training pass of that replica alone; without it a model with buffers is
         refused, since the algorithm would not know how to evaluate them."""
         if loss not in LOSSES:
