@@ -5,7 +5,7 @@ float16's range."""
 import pytest
 import torch
 
-from thinwire.codecs import make_codec
+from thinwire.codecs import CorruptMessageError, make_codec
 from thinwire.codecs.state import CodecState
 
 SPECS = ["fp32", "fp16", "bf16", "topk(ratio=0.5)", "quantize(bits=8)", "qsgd(bits=8)", "binquant(bits=4)",
@@ -275,6 +275,31 @@ def test_a_message_without_the_ranges_per_row_is_refused():
     forged = wire.pack(row.codec_id, row.digest, header["dtype"], header["shape"], payload)
     with pytest.raises(CorruptMessageError, match=r"a message without per-row ranges for a tensor of shape \(3, 4\)"):
         row.decode(forged, CodecState(0), "w")
+
+
+@pytest.mark.parametrize("spec", ["binquant(bits=4)", "binquant(bits=4, coder='huffman')",
+                                  "binquant(bits=2, per='row')", "binquant(bits=8)", "quantize(bits=4)"])
+def test_a_range_narrower_than_float32s_normal_numbers_keeps_its_bins(spec):
+    """[-1.4e-45, 1.4e-45] (float32's smallest subnormals): the bins' centres, not all lo."""
+    x = torch.tensor([-1.4e-45, 0.0, 1.4e-45, 1.4e-45])
+    codec = make_codec(spec)
+    decoded = codec.decode(codec.encode(x.reshape(2, 2), CodecState(0), "w"), CodecState(0), "w").reshape(-1)
+    assert decoded[0] < 0 < decoded[2] and decoded[2] == decoded[3] and decoded[1].abs() <= 1.4e-45
+
+
+def test_a_large_message_over_a_subnormal_range_keeps_its_bins():
+    """The large host message read as it is checked (``_read_on_host``) gives the float64 centres too."""
+    x = torch.tensor([-1.4e-45, 0.0, 1.4e-45]).repeat(1 << 19)
+    codec = make_codec("binquant(bits=8)")
+    message = codec.encode(x, CodecState(0), "w")
+    out = torch.empty_like(x)
+    assert codec.decode(message, CodecState(0), "w", out=out) is out
+    assert torch.equal(out.view(torch.int32), codec.decode(message, CodecState(0), "w").view(torch.int32))
+    assert out[0] < 0 < out[2] and out[1].abs() <= 1.4e-45
+    damaged = bytearray(message)
+    damaged[len(damaged) // 2] ^= 1
+    with pytest.raises(CorruptMessageError):
+        codec.decode(bytes(damaged), CodecState(0), "w", out=out)
 
 
 def test_per_row_quantization_names_the_tensor_it_refuses():

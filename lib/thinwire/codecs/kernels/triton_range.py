@@ -140,11 +140,15 @@ if AVAILABLE:
         subnormal rescaled in float64), or with ``BINS`` each bin's centre as
         ``bin_quantize.bin_unpack_centres`` makes it (code * step + (lo + step / 2) in one
         float32 fused multiply-add, step = (hi - lo) / 2^BITS and the offset made in float64;
-        lo everywhere for an empty range)."""
+        a step below float32's normals makes the centres in float64; lo everywhere for an empty
+        range)."""
         lo32, lo, hi = _range_at(lo_bytes, hi_bytes)
         if BINS:
             step = (hi - lo) / (1 << BITS)
-            value = tl.fma(code.to(tl.float32), step.to(tl.float32), (lo + 0.5 * step).to(tl.float32))
+            if (step > 0) & (step < TINY):  # bins narrower than float32's normals: centres in float64
+                value = (lo + (code.to(tl.float64) + 0.5) * step).to(tl.float32)
+            else:
+                value = tl.fma(code.to(tl.float32), step.to(tl.float32), (lo + 0.5 * step).to(tl.float32))
             value = tl.where(hi > lo, value, lo32)
         else:
             step = (hi - lo) / ((1 << BITS) - 1)

@@ -162,7 +162,20 @@ def bin_centres(codes: np.ndarray, lo: float, hi: float, bits: int,
         out = torch.empty(codes.size, dtype=torch.float32) if out is None else out
         return out.fill_(lo)
     step = (hi - lo) / (levels or 1 << bits)
+    if step < FLOAT32_TINY:
+        return _centres_float64(codes, lo, step, out)
     return uniform.dequantize(codes, lo + 0.5 * step, step, out=out)
+
+
+# A bin narrower than float32's smallest normal number loses its width in the float32
+# kernels (the range [-1.4e-45, 1.4e-45] gave every value lo): such centres are made in
+# float64, one IEEE operation at a time, as ``triton_range._values`` makes them on a GPU.
+FLOAT32_TINY = float(np.finfo(np.float32).tiny)
+
+
+def _centres_float64(codes: np.ndarray, lo: float, step: float, out: torch.Tensor | None) -> torch.Tensor:
+    values = torch.from_numpy((lo + (codes.astype(np.float64) + 0.5) * step).astype(np.float32))
+    return values if out is None else out.copy_(values)
 
 
 def bin_unpack_centres(packed: torch.Tensor, n: int, lo: float, hi: float, bits: int,
@@ -172,6 +185,8 @@ def bin_unpack_centres(packed: torch.Tensor, n: int, lo: float, hi: float, bits:
         out = torch.empty(n, dtype=torch.float32) if out is None else out
         return out.fill_(lo)
     step = (hi - lo) / (1 << bits)
+    if step < FLOAT32_TINY:
+        return _centres_float64(bitpack.unpack(packed.cpu(), n, bits).numpy(), lo, step, out)
     return uniform.dequantize_packed(packed, n, bits, lo + 0.5 * step, step, out=out)
 
 

@@ -35,7 +35,7 @@ import torch
 
 from ..base import FLOAT32_MAX, Codec, expect_part, expect_range, plain_decision
 from ..kernels import bitpack, device, triton_range, triton_uniform, uniform
-from .bin_quantize import bin_centres, bin_codes, bin_pack_crc, bin_unpack_centres, check_bits, histogram
+from .bin_quantize import FLOAT32_TINY, bin_centres, bin_codes, bin_pack_crc, bin_unpack_centres, check_bits, histogram
 from ..errors import CorruptMessageError
 from ..payload import PartWriter, Payload
 from .minmax import device_codes, device_range, range_bytes, read_device_codes, value_range
@@ -256,10 +256,11 @@ class BinQuantize(Codec):
         """The codes read into ``out`` as their checksum is taken (``uniform.dequantize_host``),
         then judged against the message's (``wire.read_host_part``)."""
         lo, hi = expect_range(payload, self.name)
-        if hi <= lo:  # a constant tensor: no codes to read
-            settle(payload)
-            return out.fill_(lo)
         step = (hi - lo) / (1 << bits)
+        if step < FLOAT32_TINY:  # a constant tensor, or bins narrower than float32's normals
+            settle(payload)
+            packed = expect_part(payload, "codes", torch.uint8, bitpack.packed_bytes(numel, bits))
+            return bin_unpack_centres(packed, numel, lo, hi, bits, out=out)
         values = out.view(-1).numpy()
         read_host_part(payload, "codes", lambda part: uniform.dequantize_host(part, bits, lo + 0.5 * step, step, values,
                                                                              checksum=True),
