@@ -61,3 +61,20 @@ def test_the_network_is_priced_not_trained(tmp_path):
     assert again.provenance == first.provenance  # not retrained
     assert again.summary["comm_seconds"] == pytest.approx(measures.priced_seconds(first, "net_10mbs"))
     assert again.summary["comm_seconds"] > 10 * first.summary["comm_seconds"]
+
+
+def test_a_time_spent_on_some_steps_only_is_its_cost_per_busy_step_times_their_share():
+    from thinwire.experiment.timing import median_after_warmup, median_when_busy
+    every = [9.0] + [1.0, 2.0, 3.0] * 4  # the first step is the warm-up
+    assert median_after_warmup(every) == 2.0 and median_when_busy(every) == 2.0
+    third = [9.0] + [0.0, 0.0, 0.03, 0.0, 0.0, 0.05, 0.0, 0.0, 0.04]  # an exchange every 3 steps
+    assert median_after_warmup(third) == pytest.approx(0.04 / 3) and median_when_busy(third) == 0.04
+    assert median_after_warmup([0.0] * 12) == 0.0 == median_when_busy([0.0] * 12)
+    assert median_after_warmup([]) == 0.0
+
+
+def test_weight_averaging_every_third_step_reports_its_codec_time(tmp_path):
+    config = RunConfig(algorithm="weight_averaging", exchange_every=3, **{**TINY, "steps": 6})
+    summary = run(config, root=tmp_path).summary
+    assert summary["codec_seconds_per_step"] > 0 and summary["codec_seconds"] > 0
+    assert summary["codec_seconds_per_exchange"] > summary["codec_seconds_per_step"]

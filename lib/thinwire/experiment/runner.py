@@ -40,7 +40,7 @@ from .config import RunConfig
 from .device import resolve_device, synchronize
 from .memory import check_fits, check_writable
 from .result import DamagedResult, Result, remove_stale_temporaries
-from .timing import is_measured, provenance, step_medians, untimed, warmup_steps
+from .timing import is_measured, median_when_busy, provenance, step_medians, untimed, warmup_steps
 from .warning import warn
 
 
@@ -319,7 +319,10 @@ def _summarize(config: RunConfig, m: dict) -> dict:
     (``<phase>_density``, ``_tied``, ``_bits``, ``_sent``) are means over the steps that
     reported them. Times are medians after a warm-up (``timing.py``): ``<name>_per_step``,
     and the run's ``compute_seconds``, ``codec_seconds`` and ``wall_seconds`` are that
-    median times the steps; communication is the network model over the whole ledger."""
+    median times the steps (a time spent on some steps only: its median per busy step times
+    their share, ``timing.median_after_warmup``), and ``codec_seconds_per_exchange`` the
+    median of the steps that encoded or decoded anything; communication is the network
+    model over the whole ledger."""
     steps = len(m["loss"])  # the steps run: config.steps unless the algorithm ended the run early
     medians = step_medians(m)
     compute = medians["compute_seconds_per_step"] * steps
@@ -344,6 +347,7 @@ def _summarize(config: RunConfig, m: dict) -> dict:
         "timing_warmup_steps": warmup_steps(steps),
         "compute_seconds": compute,
         "codec_seconds": medians["codec_seconds_per_step"] * steps,
+        "codec_seconds_per_exchange": median_when_busy(m["codec_seconds"]),
         "comm_seconds": comm,
         "images_per_second_modelled": images / (compute + comm) if compute + comm > 0 else None,
         "wall_seconds": wall,

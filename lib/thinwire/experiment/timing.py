@@ -3,7 +3,9 @@
 One sample of a step's time says little: the first steps load compiled kernels and warm
 caches, and a busy machine adds outliers. A run's time figures are therefore the median of
 its per-step times after ``warmup_steps(steps)`` (a tenth of the run, at least one step and
-at most 20, none for a one-step run), scaled to the steps they stand for. The per-step
+at most 20, none for a one-step run), scaled to the steps they stand for. A time spent on
+some steps only (a codec's, when workers exchange every H steps) takes the median of the
+steps that spent it, times their share: its cost per exchange averaged over the steps. The per-step
 samples stay in ``Result.metrics`` for whoever wants the spread.
 
 ``provenance()`` says where and when the times were taken (thinwire version and git commit,
@@ -46,10 +48,22 @@ def warmup_steps(steps: int) -> int:
 
 
 def median_after_warmup(values, start: int = 0) -> float:
-    """Median of ``values[start:]`` after that slice's warm-up (0.0 when empty)."""
+    """Seconds per step of ``values[start:]`` after that slice's warm-up (0.0 when empty):
+    the median of the steps that spent any time, times their share of the steps. A time
+    spent every step is its median; one spent on some steps only (an exchange every H
+    steps) is its median per busy step averaged over all, not the median step's 0."""
     tail = [v for v in values[start:] if v is not None]
     tail = tail[warmup_steps(len(tail)):]
-    return float(np.median(tail)) if tail else 0.0
+    busy = [v for v in tail if v > 0]
+    return float(np.median(busy)) * len(busy) / len(tail) if busy else 0.0
+
+
+def median_when_busy(values, start: int = 0) -> float:
+    """Median seconds of the steps after the warm-up that spent any time (0.0 if none):
+    what one exchange costs, for a time spent on some steps only."""
+    tail = [v for v in values[start:] if v is not None]
+    busy = [v for v in tail[warmup_steps(len(tail)):] if v > 0]
+    return float(np.median(busy)) if busy else 0.0
 
 
 def step_medians(metrics: dict, start: int = 0) -> dict[str, float]:
