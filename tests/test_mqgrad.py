@@ -3,6 +3,8 @@ bounds, the loss and bit-width messages, the time budget, resuming, and gloo."""
 
 import math
 
+import numpy as np
+
 import pytest
 import torch
 
@@ -387,3 +389,40 @@ def test_stability_counts_collapsed_and_never_learned_runs():
     assert table.loc["a", "per seed"] == "90.0, 11.0, 10.0"
     assert mq.swing(learned) == pytest.approx(20.0) and mq.swing(dropped) == pytest.approx(59.0)  # |0.9 - 0.7|, ...
     assert table.loc["a", "swing (pts)"] == pytest.approx((20.0 + 59.0 + 0.0) / 3)
+
+
+def test_the_shuffled_control_sends_the_same_bits_in_another_order(tmp_path, sarsa_run):
+    from thinwire.papers import mqgrad as mq
+    config, result = sarsa_run
+    sent = [int(b) for b in result.metrics["sarsa_bits"] if b is not None]
+    control = run(mq.shuffled(result), root=tmp_path)
+    again = [int(b) for b in control.metrics["sarsa_bits"] if b is not None]
+    assert sorted(again) == sorted(sent) and len(set(sent)) > 1 and again != sent  # seed 0's order differs here
+    assert control.summary["push_bits"] == pytest.approx(result.summary["push_bits"])
+    assert control.summary["push_payload"] == result.summary["push_payload"]  # the same bytes, other windows
+    assert control.config.seed == config.seed and control.metrics["loss"][0] == result.metrics["loss"][0]
+
+
+def test_shuffled_bits_resumes_and_refuses_an_empty_schedule():
+    a = make_policy("shuffled_bits(bits=(2, 3, 5, 8), window=2)", seed=4)
+    first = [a.decide(r, "bits", torch.zeros(0)).bits for r in range(0, 4, 2)]
+    b = make_policy("shuffled_bits(bits=(2, 3, 5, 8), window=2)", seed=99)
+    b.load_state_dict(a.state_dict())
+    rest = [x.decide(r, "bits", torch.zeros(0)).bits for x in (a, b) for r in range(4, 10, 2)]
+    assert rest[:3] == rest[3:] and sorted(first + rest[:2]) == [2, 3, 5, 8] and rest[2] == rest[1]  # the last holds
+    with pytest.raises(ValueError, match=r"bits=\(\) is not allowed"):
+        make_policy("shuffled_bits(bits=())")
+    with pytest.raises(ValueError, match="bits"):
+        make_policy("shuffled_bits(bits=(2, 0))")
+
+
+def test_the_reward_to_q_ratio_reads_the_decisions(sarsa_run):
+    from thinwire.papers import mqgrad as mq
+    _, result = sarsa_run
+    d = mq.decisions(result)
+    m = result.metrics
+    steps = [i for i, r in enumerate(m["sarsa_reward"]) if r is not None]
+    assert list(d["iteration"]) == steps and len(steps) == len([b for b in m["sarsa_bits"] if b is not None]) - 1
+    gap = [m["sarsa_q_up"][i] - m["sarsa_q_keep"][i] for i in steps]
+    assert mq.reward_to_q_ratio(result) == pytest.approx(
+        float(np.median(np.abs([m["sarsa_reward"][i] for i in steps])) / np.median(np.abs(gap))))

@@ -10,7 +10,7 @@ from .random_send import RandomSend
 from .relative_change import RelativeChange
 from .registry import POLICIES, make_policy, register
 from .sarsa_bits import SarsaBits
-from .schedule import RandomBits
+from .schedule import RandomBits, ShuffledBits
 
-__all__ = ["Always", "Controller", "CoreExplorer", "Decision", "EntropyBits", "EventTrigger", "POLICIES", "Policy", "RandomBits", "RandomSend", "RelativeChange", "SarsaBits",
+__all__ = ["Always", "Controller", "CoreExplorer", "Decision", "EntropyBits", "EventTrigger", "POLICIES", "Policy", "RandomBits", "RandomSend", "RelativeChange", "SarsaBits", "ShuffledBits",
            "make_policy", "register"]

@@ -10,11 +10,11 @@ from .event_trigger import EventTrigger
 from .random_send import RandomSend
 from .relative_change import RelativeChange
 from .sarsa_bits import SarsaBits
-from .schedule import RandomBits
+from .schedule import RandomBits, ShuffledBits
 from ..spec_syntax import call_parts, parse
 
 POLICIES: dict[str, type[Policy]] = {cls.name: cls for cls in (Always, CoreExplorer, EntropyBits, EventTrigger, RandomBits, RandomSend,
-                                                               RelativeChange, SarsaBits)}
+                                                               RelativeChange, SarsaBits, ShuffledBits)}
 
 
 def register(cls: type[Policy]) -> type[Policy]:

@@ -198,3 +198,20 @@ def why(methods: dict, learning: dict, steps: int, dataset: str, gaps: "pd.DataF
         out["MQGrad"] += (f"; {name}: {row['collapsed']} of {row['runs']} runs collapsed, {row['never learned']} never "
                           f"learned (final {row['per seed']}%)")
     return out
+
+
+def why_time_ratio(control: "pd.DataFrame") -> str:
+    """The "why" of the headline row (time to Fix(4)'s loss): what the control of the same
+    bits shuffled shows (``analysis.control_table``), over its seeds."""
+    seeds = [name for name in control.index if name.startswith("seed ")]
+    diff = control.loc["learned - shuffled", "learned: time ratio"]
+    se = control.loc["standard error", "learned: time ratio"]
+    if diff is None or diff != diff:
+        return (f"the control (the same bits shuffled, {len(seeds)} seeds): some run never reached Fix(4)'s final loss, "
+                "so the difference is not measured")
+    if se is None or se != se:
+        return f"learned minus shuffled schedule {diff:+.3f} of Fix(4)'s time (one seed, indicative)"
+    verdict = ("the learned timing is faster" if diff < -2 * se else "the shuffled timing is faster" if diff > 2 * se
+               else "not resolved: the learned timing is not shown to matter")
+    return (f"learned minus the same bits shuffled: {diff:+.3f} of Fix(4)'s time, standard error {se:.3f} over "
+            f"{len(seeds)} seeds ({verdict})")
