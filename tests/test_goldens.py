@@ -2,6 +2,7 @@
 sources differ from its notebook is stale. Also: README tables render from table scraps."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -68,6 +69,46 @@ def test_readme_refuses_a_notebook_of_another_profile(tmp_path):
     text, problems = update_readme(readme, tmp_path)
     assert problems == [f"demo/results (the section is the default profile; {tmp_path / 'demo.ipynb'} ran at the smoke profile)"]
     assert text.count("old") == 1 and render(scrap) in text  # the smoke section took it
+
+
+def _report(path, provenance):
+    scrap = {"columns": ["accuracy"], "index": ["a"], "data": [[0.9]]}
+    outputs = [{"data": {"application/vnd.thinwire.scrap+json": {"name": "results", "value": scrap}}}]
+    if provenance is not None:
+        outputs.append({"data": {"application/vnd.thinwire.scrap+json": {"name": "provenance", "value": provenance}}})
+    path.write_text(json.dumps({"cells": [{"cell_type": "code", "source": [], "outputs": outputs}]}))
+
+
+CLEAN = "4bb94bb" + "0" * 33
+
+
+@pytest.mark.parametrize("provenance, problem", [
+    ({"executed_at": CLEAN, "runs": {CLEAN: 3}}, None),
+    ({"executed_at": CLEAN + "+dirty", "runs": {CLEAN + "+dirty": 3}}, r"executed from an uncommitted tree \(4bb94bb0+\+dirty\)"),
+    ({"executed_at": CLEAN, "runs": {CLEAN: 2, "d4e0c97" + "1" * 33: 1}}, r"its runs came from elsewhere \(1 at d4e0c9711111\)"),
+    ({"executed_at": CLEAN, "runs": {CLEAN: 2, "None": 1}}, r"came from elsewhere \(1 at None\)"),
+    (None, "records no provenance"),
+])
+def test_readme_check_refuses_a_report_not_tied_to_one_clean_commit(tmp_path, capsys, provenance, problem):
+    """``readme --check`` fails on a report executed from an uncommitted tree, or whose runs
+    were made at another commit, or that records no provenance; passes on a clean one."""
+    from thinwire.cli import main
+    from thinwire.report import provenance_problems
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    _report(reports / "demo.ipynb", provenance)
+    readme = tmp_path / "README.md"
+    from thinwire.papers import REGISTRY
+    rows = "".join(f"| `{p.notebook}` |\n" for p in REGISTRY.values())  # the notebook table it also checks
+    readme.write_text(rows + "<!-- table: demo/results -->\nold\n<!-- /table -->\n")
+    assert main(["readme", "--readme", str(readme), "--reports", str(reports)]) == 0  # writes the tables
+    rc = main(["readme", "--check", "--readme", str(readme), "--reports", str(reports)])
+    problems = provenance_problems(reports / "demo.ipynb")
+    if problem is None:
+        assert rc == 0 and problems == []
+    else:
+        assert rc == 1 and len(problems) == 1 and re.search(problem, problems[0])
+        assert problems[0] in capsys.readouterr().err
 
 
 def test_an_installed_copy_reads_data_from_the_configured_folder(tmp_path, monkeypatch):

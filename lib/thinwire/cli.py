@@ -175,7 +175,7 @@ def unlisted_notebooks(readme_text: str) -> list[str]:
 
 def cmd_readme(args) -> int:
     from .paths import reports_dir, source_checkout
-    from .report import update_readme
+    from .report import block_notebooks, provenance_problems, update_readme
     readme = Path(args.readme) if args.readme else (source_checkout() or Path.cwd()) / "README.md"
     reports = Path(args.reports) if args.reports else reports_dir()
     text, problems = update_readme(readme, reports)
@@ -192,7 +192,10 @@ def cmd_readme(args) -> int:
             print(f"not checked, no executed notebook or scrap: {', '.join(problems)}")
         same = text == readme.read_text()
         print("README tables are up to date" if same else f"README tables differ from {reports}")
-        return 0 if same else 1
+        untied = [p for path in block_notebooks(readme, reports) for p in provenance_problems(path)]
+        for problem in untied:
+            print(f"provenance: {problem}", file=sys.stderr)
+        return 0 if same and not untied else 1
     if problems:
         print(f"no executed notebook or table scrap for: {', '.join(problems)} (run make reproduce first)",
               file=sys.stderr)

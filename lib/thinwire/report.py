@@ -88,6 +88,36 @@ def source_line(path: Path, root: Path, profile: str | None) -> str:
     return f"<sub>From `{shown.as_posix()}`" + (f", {profile} profile" if profile else "") + ".</sub>\n"
 
 
+def provenance_problems(path: Path) -> list[str]:
+    """Why the executed notebook ``path`` cannot be tied to one clean commit: no
+    ``provenance`` scrap (``timing.provenance_table`` records it), executed from an
+    uncommitted tree, or runs taken at another commit (reused from elsewhere). Empty when
+    it was executed from a clean commit and every run it reads was made there."""
+    record = read_scraps(path).get("provenance")
+    if not isinstance(record, dict) or "executed_at" not in record:
+        return [f"{path}: records no provenance (executed before it was recorded: re-execute it)"]
+    at, problems = str(record["executed_at"]), []
+    if at.endswith("+dirty") or at == "None":
+        problems.append(f"{path}: executed from an uncommitted tree ({at})")
+    other = {c: n for c, n in dict(record.get("runs", {})).items() if c != at}
+    if other:
+        shown = ", ".join(f"{n} at {c[:12]}" for c, n in sorted(other.items()))
+        problems.append(f"{path}: executed at {at[:12]}, but its runs came from elsewhere ({shown}): re-execute it "
+                        "into an empty results folder")
+    return problems
+
+
+def block_notebooks(readme: Path, reports: Path, root: Path | None = None) -> list[Path]:
+    """The executed notebooks the README's blocks are read from (those that exist), once each."""
+    paths = {}
+    for m in BLOCK.finditer(readme.read_text()):
+        notebook = m.group(2)
+        path = (root or readme.parent) / f"{notebook}.ipynb" if "/" in notebook else reports / f"{notebook}.ipynb"
+        if path.exists():
+            paths.setdefault(str(path), path)
+    return list(paths.values())
+
+
 def update_readme(readme: Path, reports: Path, root: Path | None = None) -> tuple[str, list[str]]:
     """(new README text, problems: blocks that had no executed notebook or scrap, and
     notebooks executed at another profile than their section's)."""

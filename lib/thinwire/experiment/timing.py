@@ -143,8 +143,12 @@ def _results(obj):
 def provenance_table(results):
     """Where and when the times of ``results`` (a Result or nested dicts and lists of them)
     were taken: one row per distinct machine and code version, with how many runs, the
-    dates and the highest 1-minute load average at a run's start (pandas DataFrame)."""
+    dates and the highest 1-minute load average at a run's start (pandas DataFrame).
+    In a notebook it also records the scrap ``provenance``: the commit the notebook runs at
+    and each run's (``python -m thinwire readme --check`` refuses a report executed from an
+    uncommitted tree, or whose runs came from another commit)."""
     import pandas as pd
+    _glue_provenance(list(_results(results)))
     groups: dict = {}
     for r in _results(results):
         p = r.provenance or {}
@@ -161,3 +165,20 @@ def provenance_table(results):
              "runs": g["runs"], "first": min(g["dates"], default=None), "last": max(g["dates"], default=None),
              "max load at start": max(g["load"], default=None)} for k, g in groups.items()]
     return pd.DataFrame(rows)
+
+
+def _glue_provenance(results: list) -> None:
+    """The scrap ``provenance`` (``{"executed_at": commit, "runs": {commit: count}}``),
+    when a notebook's kernel runs this."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    if get_ipython() is None:
+        return
+    from ..scraps import glue
+    runs: dict[str, int] = {}
+    for r in results:
+        commit = str((r.provenance or {}).get("git_commit"))
+        runs[commit] = runs.get(commit, 0) + 1
+    glue("provenance", {"executed_at": _fixed()["git_commit"], "runs": runs})
