@@ -78,3 +78,29 @@ def test_weight_averaging_every_third_step_reports_its_codec_time(tmp_path):
     summary = run(config, root=tmp_path).summary
     assert summary["codec_seconds_per_step"] > 0 and summary["codec_seconds"] > 0
     assert summary["codec_seconds_per_exchange"] > summary["codec_seconds_per_step"]
+
+
+def test_a_commit_is_dirty_for_changed_code_not_for_executed_notebooks(tmp_path):
+    """papermill writes reports/<name>.ipynb as it runs: that must not mark its own runs
+    "+dirty"; a changed notebook or library file does."""
+    import subprocess
+
+    from thinwire.experiment.timing import _git_commit
+
+    def git(*args):
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+    git("init", "-q")
+    for name in ("reports/a.ipynb", "long-runs/b.ipynb", "notebooks/a.ipynb", "lib/x.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("0")
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c")
+    clean = _git_commit(tmp_path)
+    assert len(clean) == 40
+    (tmp_path / "reports/a.ipynb").write_text("executed")
+    (tmp_path / "long-runs/b.ipynb").write_text("executed")
+    assert _git_commit(tmp_path) == clean
+    for name in ("notebooks/a.ipynb", "lib/x.py"):
+        (tmp_path / name).write_text("changed")
+        assert _git_commit(tmp_path) == clean + "+dirty", name
+        (tmp_path / name).write_text("0")

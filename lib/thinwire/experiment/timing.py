@@ -71,8 +71,15 @@ def step_medians(metrics: dict, start: int = 0) -> dict[str, float]:
     return {f"{name}_per_step": median_after_warmup(metrics[name], start) for name in metrics if is_measured(name)}
 
 
-def _git_commit() -> str | None:
-    root = Path(__file__).resolve().parents[3]
+# Folders of executed notebooks: what an execution writes, not the code it runs (papermill
+# writes reports/<name>.ipynb as it goes, which must not mark its own runs "+dirty")
+EXECUTED = ("reports", "long-runs", "gpu-runs", "tests/golden")
+
+
+def _git_commit(root: Path | None = None) -> str | None:
+    """The checkout's commit, with "+dirty" when tracked code differs from it (``EXECUTED``
+    folders aside); None outside a checkout."""
+    root = root or Path(__file__).resolve().parents[3]
     try:
         out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
                              timeout=5)
@@ -80,7 +87,8 @@ def _git_commit() -> str | None:
         return None
     if out.returncode != 0:
         return None
-    dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+    dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no", "--", ".",
+                            *(f":!{folder}" for folder in EXECUTED)],
                            capture_output=True, text=True, timeout=5).stdout.strip()
     return out.stdout.strip() + ("+dirty" if dirty else "")
 
