@@ -119,3 +119,58 @@ def test_the_pareto_front_keeps_what_nothing_beats_on_both():
     frame = pd.DataFrame([{"method": "a", "final accuracy": 0.9, "bytes": 100}, {"method": "b", "final accuracy": 0.8, "bytes": 10},
                           {"method": "c", "final accuracy": 0.8, "bytes": 50}, {"method": "d", "final accuracy": 0.95, "bytes": 1000}])
     assert pareto(frame) == ["a", "b", "d"]
+
+
+# -- the optimizer protocol (protocol.py) -------------------------------------------------
+
+def test_the_shared_optimizer_replaces_each_papers_and_keeps_the_method():
+    from thinwire.papers.compare import optimizer_of, shared
+    table = compare_recipes()
+    for label, recipe in table.items():
+        common = shared(recipe, 0.2).apply(RunConfig(), seed=0)
+        assert optimizer_of(common) == "sgd lr 0.2", label
+        kept = [k for k in recipe.settings if k not in ("lr", "optimizer", "momentum", "weight_decay", "lr_decay", "l1")]
+        # codecs, policies, schedule and warm-up stay as the method has them
+        theirs = recipe.apply(RunConfig(), seed=0).section
+        assert {k: getattr(common.section, k) for k in kept} == {k: getattr(theirs, k) for k in kept}, label
+    drop = shared(table["gradient dropping 99%"], 0.1).apply(RunConfig()).section
+    assert (drop.optimizer, drop.lr, drop.warmup_steps, drop.schedule) == ("sgd", 0.1, 100, "async")
+    oland = shared(table["Oland & Raj (c=5, M=4)"], 0.1).apply(RunConfig()).section
+    assert (oland.lr_decay, oland.l1) == (1.0, 0.0)
+    assert optimizer_of(table["MQGrad"].apply(RunConfig())) == "sgd lr 0.2, weight decay 0.00175"
+    assert optimizer_of(table["Oland & Raj (c=5, M=4)"].apply(RunConfig())) == "sgd lr 0.1, L1 1e-05, lr x 0.95 per epoch"
+
+
+class _Done:
+    def __init__(self, accuracy):
+        self.summary = {"final_accuracy": accuracy}
+
+
+def test_the_best_lr_is_the_highest_final_accuracy_and_the_grid_doubles():
+    from thinwire.papers.compare import at_edge, best_lrs
+    from thinwire.papers.compare.protocol import check_grid
+    tuning = {("a", 0.05): _Done(0.8), ("a", 0.1): _Done(0.9), ("a", 0.2): _Done(0.9), ("a", 0.4): _Done(None),
+              ("b", 0.05): _Done(0.5), ("b", 0.1): _Done(float("nan")), ("b", 0.2): _Done(0.4), ("b", 0.4): _Done(0.6)}
+    assert best_lrs(tuning) == {"a": 0.1, "b": 0.4}  # a tie takes the smaller lr; None and NaN count as 0
+    assert at_edge({"a": 0.1, "b": 0.4}, (0.05, 0.1, 0.2, 0.4)) == ["b"]
+    for bad in ((0.1, 0.2, 0.4), (0.1, 0.2, 0.3, 0.4), (0.0, 0.0, 0.0, 0.0), (-0.1, -0.2, -0.4, -0.8)):
+        with pytest.raises(ValueError, match="lr_grid"):
+            check_grid(bad)
+
+
+def test_the_plan_tunes_on_its_own_seed_and_the_same_lr_table_shares_one_optimizer():
+    from thinwire.papers.compare import PAPERS_OWN, TUNING_SEED, compare_plan, optimizer_of
+    plan = compare_plan(profile="smoke")
+    assert FP16_ALLREDUCE in plan.recipes and len(plan.lrs) >= 4 and TUNING_SEED not in plan.seeds
+    tuning = plan.tuning()
+    assert set(tuning) == {(m, lr) for m in plan.recipes for lr in plan.lrs}
+    assert {c.seed for c in tuning.values()} == {TUNING_SEED}
+    best = {m: 0.1 for m in plan.recipes} | {FP16_ALLREDUCE: 0.2, "EventGraD": 0.05}
+    same, own = plan.evaluation(best)
+    assert {optimizer_of(c) for c in same.values()} == {"sgd lr 0.2"}
+    assert {c.seed for c in same.values()} == set(plan.seeds)
+    assert optimizer_of(own[("EventGraD", plan.seeds[0])]) == "sgd lr 0.05"
+    papers = plan.papers(best)  # EventGraD's own setting (SGD at 0.05) is its own-lr row already
+    assert {m for m, _ in papers} == {"gradient dropping 99%" + PAPERS_OWN, "MQGrad" + PAPERS_OWN}
+    with pytest.raises(ValueError, match="tuning seed"):
+        compare_plan(profile="smoke", seeds=(0, TUNING_SEED))

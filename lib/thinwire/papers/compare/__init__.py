@@ -9,13 +9,15 @@ from .analysis import (GRID, MARKS, accuracy_bytes, codec_against_saving, crosso
 from .methods import ALLGATHER, COMPOSED, FP16_ALLREDUCE, FROM_PAPERS, baseline_recipes, compare_recipes
 from .pricing import SCHEDULES, FixedCosts, StepTimes, crossover, ranks_of
 from .profiles import COMPARE
-from .runs import compare_configs
+from .protocol import PAPERS_OWN, TUNING_SEED, at_edge, best_lrs, optimizer_of, shared
+from .runs import ComparePlan, compare_configs, compare_plan
 
 PAPER = Paper(name="compare", title="Which method pays, when: every paper's methods against DDP's all-reduce and "
               "PowerSGD, priced on a network model checked on a shaped network", order=6,
               recipes=baseline_recipes())
 
-__all__ = ["ALLGATHER", "COMPARE", "COMPOSED", "FP16_ALLREDUCE", "FROM_PAPERS", "GRID", "MARKS", "PAPER", "SCHEDULES", "FixedCosts",
+__all__ = ["ALLGATHER", "COMPARE", "ComparePlan", "PAPERS_OWN", "TUNING_SEED", "at_edge", "best_lrs", "compare_plan",
+           "optimizer_of", "shared", "COMPOSED", "FP16_ALLREDUCE", "FROM_PAPERS", "GRID", "MARKS", "PAPER", "SCHEDULES", "FixedCosts",
            "StepTimes", "accuracy_bytes", "baseline_recipes", "codec_against_saving", "compare_configs",
            "compare_recipes", "crossover", "crossovers", "default_target", "mean_seconds", "nearest", "pareto",
            "ranks_of", "time_to_target", "which_when"]

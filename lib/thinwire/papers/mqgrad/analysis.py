@@ -203,16 +203,15 @@ def control_table(methods: dict, controls: dict[int, object]) -> "pd.DataFrame":
                                 "shuffled: final %": 100 * measures.final_accuracy(control),
                                 "mean bits": mean_bits(r), "shuffled mean bits": mean_bits(control)}
     table = pd.DataFrame(rows).T
+    summary = {}
     for what in ("time ratio", "final %"):
-        a, b = list(table[f"learned: {what}"]), list(table[f"shuffled: {what}"])
-        known = None not in a and None not in b and not any(v != v for v in a + b)
+        a, b = [r[f"learned: {what}"] for r in rows.values()], [r[f"shuffled: {what}"] for r in rows.values()]
+        known = None not in a and None not in b
         diff = float(np.mean(np.asarray(a, float) - np.asarray(b, float))) if known else None
-        res = resolution([float(v) for v in a], [float(v) for v in b]) if known else {"standard error": None,
-                                                                                       "resolved": None}
-        table.loc["learned - shuffled", f"learned: {what}"] = diff
-        table.loc["standard error", f"learned: {what}"] = res["standard error"]
-        table.loc["resolved (> 2 s.e.)", f"learned: {what}"] = res["resolved"]
-    return table
+        res = resolution(a, b) if known else {"standard error": None, "resolved": None}
+        summary[f"learned: {what}"] = {"learned - shuffled": diff, "standard error": res["standard error"],
+                                       "resolved (> 2 s.e.)": res["resolved"]}
+    return pd.concat([table, pd.DataFrame(summary)])
 
 
 def paper_vs_ours(methods: dict, why: dict[str, str] | None = None) -> "pd.DataFrame":
