@@ -174,3 +174,19 @@ def test_the_plan_tunes_on_its_own_seed_and_the_same_lr_table_shares_one_optimiz
     assert {m for m, _ in papers} == {"gradient dropping 99%" + PAPERS_OWN, "MQGrad" + PAPERS_OWN}
     with pytest.raises(ValueError, match="tuning seed"):
         compare_plan(profile="smoke", seeds=(0, TUNING_SEED))
+
+
+def test_paying_intervals_name_every_range_where_a_method_beats_the_baseline():
+    import pandas as pd
+    from thinwire.papers.compare import fastest_at, paying_intervals
+    grid = [1e7, 1e8, 1e9, 1e10]
+    times = {FP16_ALLREDUCE: [10, 10, 10, 10], "low": [5, 9, 11, 12], "high": [20, 12, 9, 9.95],
+             "both": [5, 11, 5, 5], "never": [10, 10, 10.5, np.inf], "always": [1, 1, 1, 1]}
+    frame = pd.DataFrame([{"method": m, "seed": s, "schedule": "overlap", "bandwidth": b, "seconds": t}
+                          for m, ts in times.items() for s in (0, 1) for b, t in zip(grid, ts)])
+    got = paying_intervals(frame)["overlap"].to_dict()
+    assert got == {"low": "10-100 MB/s", "high": "1,000 MB/s", "both": "10 MB/s; 1,000-10,000 MB/s",
+                   "never": "nowhere in 10-10,000 MB/s", "always": "all of 10-10,000 MB/s"}
+    when = pd.DataFrame({"fastest (overlap)": {"10 MB/s": "a", "10 Gb/s": "b"},
+                         "within 5% (overlap)": {"10 MB/s": "", "10 Gb/s": "c, d"}})
+    assert fastest_at(when, "10 MB/s") == "a" and fastest_at(when, "10 Gb/s") == "b (tie: c, d)"

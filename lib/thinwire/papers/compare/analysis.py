@@ -59,21 +59,66 @@ def mean_seconds(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.groupby(["schedule", "method", "bandwidth"], sort=False)["seconds"].mean().unstack("bandwidth")
 
 
-def crossovers(frame: pd.DataFrame, baseline: str = FP16_ALLREDUCE) -> pd.DataFrame:
-    """method x schedule: the bandwidth (MB/s) up to which, from the lowest, the method
-    reaches the target at least 1% sooner than ``baseline`` (inf: on the whole grid; NaN:
-    not even at the lowest, ``pricing.crossover``)."""
+def _against(frame: pd.DataFrame, baseline: str):
+    """(schedule, table of mean seconds, method, its row) for every method but ``baseline``."""
     means = mean_seconds(frame)
-    out = {}
     for schedule in means.index.get_level_values("schedule").unique():
         table = means.loc[schedule]
         if baseline not in table.index:
             raise ValueError(f"baseline={baseline!r} is not among the methods")
         for method, row in table.iterrows():
             if method != baseline:
-                x = crossover(table.columns.to_numpy(), row.to_numpy(), table.loc[baseline].to_numpy())
-                out.setdefault(method, {})[schedule] = np.nan if x is None else x / 1e6
+                yield schedule, table, method, row
+
+
+def crossovers(frame: pd.DataFrame, baseline: str = FP16_ALLREDUCE) -> pd.DataFrame:
+    """method x schedule: the bandwidth (MB/s) up to which, from the lowest, the method
+    reaches the target at least 1% sooner than ``baseline`` (inf: on the whole grid; NaN:
+    not even at the lowest, ``pricing.crossover``)."""
+    out = {}
+    for schedule, table, method, row in _against(frame, baseline):
+        x = crossover(table.columns.to_numpy(), row.to_numpy(), table.loc[baseline].to_numpy())
+        out.setdefault(method, {})[schedule] = np.nan if x is None else x / 1e6
     return pd.DataFrame(out).T
+
+
+def _num(bandwidth: float) -> str:
+    v = bandwidth / 1e6
+    return f"{v:,.0f}" if v >= 100 else f"{v:.3g}"
+
+
+def _mb(bandwidth: float) -> str:
+    return f"{_num(bandwidth)} MB/s"
+
+
+def paying_intervals(frame: pd.DataFrame, baseline: str = FP16_ALLREDUCE, margin: float = 0.01) -> pd.DataFrame:
+    """method x schedule: the bandwidth ranges of the grid in which the method reaches the
+    target at least ``margin`` sooner than ``baseline`` (means over seeds), as text: "10-125
+    MB/s", several ranges joined by "; ", "nowhere in 10-12,500 MB/s" or "all of 10-12,500
+    MB/s". A method may pay only at high bandwidth; no range is cut at the grid's ends."""
+    out = {}
+    for schedule, table, method, row in _against(frame, baseline):
+        grid = table.columns.to_numpy(dtype=float)
+        pays = row.to_numpy(dtype=float) < (1 - margin) * table.loc[baseline].to_numpy(dtype=float)
+        ranges, start = [], None
+        for i, p in enumerate([*pays, False]):
+            if p and start is None:
+                start = i
+            elif not p and start is not None:
+                ranges.append((grid[start], grid[i - 1]))
+                start = None
+        whole = f"{_num(grid[0])}-{_mb(grid[-1])}"
+        text = ("nowhere in " + whole if not ranges else "all of " + whole if pays.all() else
+                "; ".join(_mb(lo) if lo == hi else f"{_num(lo)}-{_mb(hi)}" for lo, hi in ranges))
+        out.setdefault(method, {})[schedule] = text
+    return pd.DataFrame(out).T
+
+
+def fastest_at(when: pd.DataFrame, mark: str, schedule: str = "overlap") -> str:
+    """The fastest method at ``mark`` (a row of ``which_when``), or it and those within ``TIE``
+    of it, "A (tie: B, C)": a method is "fastest" alone only where it clears the others by more."""
+    best, tied = when.loc[mark, f"fastest ({schedule})"], when.loc[mark, f"within {TIE:.0%} ({schedule})"]
+    return f"{best} (tie: {tied})" if tied else best
 
 
 def nearest(columns, bandwidth: float):
