@@ -1,5 +1,6 @@
 """The papers' analysis helpers on small real runs: the notebooks' tables come from here."""
 
+import numpy as np
 import pytest
 
 from thinwire.experiment import run
@@ -236,6 +237,20 @@ def test_epochs_to_plateau_ignores_noise_on_a_flat_top():
     result = SimpleNamespace(metrics={"test_accuracy": [None, *curve]})
     assert orr.epochs_to_peak(result) == 6 and orr.epochs_to_plateau(result) == 3
     assert orr.epochs_to_plateau(result, tolerance=0.0) == 6
+
+
+def test_epochs_to_peak_saved_has_a_standard_error_over_seeds():
+    from types import SimpleNamespace
+    from thinwire.papers.oland_raj.analysis import epochs_to_peak_error
+
+    def peaking_at(epoch, length=10):
+        return SimpleNamespace(metrics={"test_accuracy": [0.5 + 0.01 * (i == epoch - 1) for i in range(length)]})
+    runs = {("baseline", 0): peaking_at(10), ("c=6, M=4", 0): peaking_at(8),   # 0.2 saved
+            ("baseline", 1): peaking_at(5), ("c=6, M=4", 1): peaking_at(5),    # 0.0
+            ("baseline", 2): peaking_at(4), ("c=6, M=4", 2): peaking_at(5)}    # -0.25
+    saved = np.array([0.2, 0.0, -0.25])
+    assert epochs_to_peak_error(runs, [0, 1, 2]) == pytest.approx(saved.std(ddof=1) / np.sqrt(3))
+    assert epochs_to_peak_error(runs, [0]) is None
 
 
 def test_oland_raj_long_epochs_override():
