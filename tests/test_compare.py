@@ -190,3 +190,12 @@ def test_paying_intervals_name_every_range_where_a_method_beats_the_baseline():
     when = pd.DataFrame({"fastest (overlap)": {"10 MB/s": "a", "10 Gb/s": "b"},
                          "within 5% (overlap)": {"10 MB/s": "", "10 Gb/s": "c, d"}})
     assert fastest_at(when, "10 MB/s") == "a" and fastest_at(when, "10 Gb/s") == "b (tie: c, d)"
+
+
+def test_the_headline_prices_a_cited_latency_and_the_fit_is_a_variant():
+    from thinwire.comm import PRESETS
+    from thinwire.papers.compare import cited
+    tcp, ib = cited("ethernet_10g_tcp"), cited("infiniband_edr_mpi")
+    assert (tcp.latency_s, tcp.message_latency_s) == (20e-6, 20e-6) and "(cited)" in tcp.source
+    assert ib.message_latency_s == PRESETS["infiniband_edr_mpi"].message_latency_s == 1e-6
+    assert tcp.link(1e9).message_latency_s == 20e-6 and tcp.link(1e9).node_messages

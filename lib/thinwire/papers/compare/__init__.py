@@ -7,7 +7,7 @@ from ..record import Paper
 from .analysis import (GRID, MARKS, accuracy_bytes, codec_against_saving, crossovers, default_target, fastest_at,
                        mean_seconds, nearest, pareto, paying_intervals, time_to_target, which_when)
 from .methods import ALLGATHER, COMPOSED, FP16_ALLREDUCE, FROM_PAPERS, baseline_recipes, compare_recipes
-from .pricing import SCHEDULES, FixedCosts, StepTimes, crossover, ranks_of
+from .pricing import SCHEDULES, FixedCosts, StepTimes, cited, crossover, ranks_of
 from .profiles import COMPARE
 from .protocol import PAPERS_OWN, TUNING_SEED, at_edge, best_lrs, optimizer_of, shared
 from .runs import ComparePlan, compare_configs, compare_plan
@@ -17,7 +17,7 @@ PAPER = Paper(name="compare", title="Which method pays, when: every paper's meth
               recipes=baseline_recipes())
 
 __all__ = ["ALLGATHER", "COMPARE", "ComparePlan", "PAPERS_OWN", "TUNING_SEED", "at_edge", "best_lrs", "compare_plan",
-           "optimizer_of", "shared", "fastest_at", "paying_intervals", "COMPOSED", "FP16_ALLREDUCE", "FROM_PAPERS", "GRID", "MARKS", "PAPER", "SCHEDULES", "FixedCosts",
+           "optimizer_of", "shared", "fastest_at", "paying_intervals", "cited", "COMPOSED", "FP16_ALLREDUCE", "FROM_PAPERS", "GRID", "MARKS", "PAPER", "SCHEDULES", "FixedCosts",
            "StepTimes", "accuracy_bytes", "baseline_recipes", "codec_against_saving", "compare_configs",
            "compare_recipes", "crossover", "crossovers", "default_target", "mean_seconds", "nearest", "pareto",
            "ranks_of", "time_to_target", "which_when"]

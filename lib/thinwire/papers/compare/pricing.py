@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...comm import TCP_ETHERNET, NetworkModel, PhaseLoads
+from ...comm import PRESETS, TCP_ETHERNET, NetworkModel, PhaseLoads
 
 SCHEDULES = ("sequential", "overlap")
 BACKWARD_SHARE = 2 / 3
@@ -42,6 +42,16 @@ class FixedCosts:
     def link(self, bandwidth_bytes_per_s: float) -> NetworkModel:
         return NetworkModel(f"{bandwidth_bytes_per_s / 1e6:g} MB/s", bandwidth_bytes_per_s, self.latency_s,
                             self.message_latency_s, self.wire_overhead, per_peer=True, node_messages=True)
+
+
+def cited(preset: str) -> FixedCosts:
+    """The fixed costs of a network preset whose per-message latency has a published source
+    (``comm/network.py`` names it): ``"ethernet_10g_tcp"``, 20 us per message over TCP, the
+    comparison's headline; ``"infiniband_edr_mpi"``, 1 us per message; TCP/IP/Ethernet's
+    headers on both. This machine's fitted costs (``netcheck``) are mostly its emulation's (3-4
+    ranks on 2 cores): a labelled variant, not the headline."""
+    model = PRESETS[preset]
+    return FixedCosts(model.latency_s, model.message_latency_s, source=f"{model.name} (cited)")
 
 
 def ranks_of(result) -> int:
