@@ -207,7 +207,7 @@ def why_time_ratio(control: "pd.DataFrame") -> str:
     bytes, so the same modelled time) in every case."""
     seeds = [name for name in control.index if name.startswith("seed ")]
     parts = []
-    for what, unit, scale in (("time ratio", "of Fix(4)'s time", 1.0), ("final %", "points of final accuracy", 1.0)):
+    for what, unit in (("time ratio", "of Fix(4)'s time"), ("final %", "points of final accuracy")):
         diff = control.loc["learned - shuffled", f"learned: {what}"]
         se = control.loc["standard error", f"learned: {what}"]
         if diff is None or diff != diff:
@@ -218,6 +218,6 @@ def why_time_ratio(control: "pd.DataFrame") -> str:
             continue
         lower = "the learned timing is better" if (diff < 0) == (what == "time ratio") else "the shuffled timing is better"
         verdict = lower if abs(diff) > 2 * se else "not resolved"
-        parts.append(f"learned minus shuffled {diff * scale:+.3f} {unit}, standard error {se:.3f} ({verdict})")
+        parts.append(f"learned minus shuffled {diff:+.3f} {unit}, standard error {se:.3f} ({verdict})")
     return (f"the control, the same bits per window in a random order ({len(seeds)} seeds, the same bytes and "
             "iterations): " + "; ".join(parts))
