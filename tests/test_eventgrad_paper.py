@@ -34,9 +34,14 @@ def test_runs_follow_the_profile_and_the_official_setup():
     assert runs.sweep[("paper", 1.0)] is runs.headline[("EventGraD", 4, 0)]
     assert ("code", 0.9) in runs.sweep and runs.gloo.steps == 60
     assert runs.heartbeat[25].push_policy.endswith("max_gap=25)") and set(runs.topk) == {0.1, 0.5}
-    assert runs.longer == {}  # six runs' worth: the paper profile has them
-    paper_runs = eg.eventgrad_runs(profile="paper")
-    assert all(paper_runs.longer[label].steps == 2 * paper_runs.headline[(label, 4, 0)].steps for label in eg.LABELS)
+    assert runs.length == {} and runs.length_epochs == 0  # nine runs' worth: long-runs/ and the paper profile have them
+    ten = eg.eventgrad_runs(profile="default", length_epochs=10)
+    assert set(ten.length) == {(label, s) for label in eg.LABELS for s in (0, 1, 2)}
+    assert all(ten.length[(label, s)] == ten.headline[(label, 4, s)].replace(steps=10 * (60000 // 4 // 64))
+               for label in eg.LABELS for s in (0, 1, 2))
+    assert eg.eventgrad_runs(profile="paper").length_epochs == 20
+    with pytest.raises(ValueError, match="length_epochs=-1 is not allowed"):
+        eg.eventgrad_runs(profile="default", length_epochs=-1)
     assert runs.topk_every.push_policy.startswith("event(horizon=0.0") and runs.topk_every.push_codec == "topk(ratio=0.1)"
     sgd = runs.cifar_optimizer["EventGraD Top-10%"]
     assert (sgd.lr, sgd.momentum) == (0.01, 0.9) and sgd.replace(lr=0.05, momentum=0.0) == \
@@ -116,3 +121,23 @@ def test_slowed_d_psgd_takes_the_step_share_and_is_quoted(tiny, tmp_path):
     assert f"travelled {share:.2f} of its gradient steps" in why
     with pytest.raises(ValueError, match="no mean_step_share"):
         eg.step_share(type("R", (), {"metrics": {}})())
+
+
+def test_length_table_takes_gaps_per_seed_with_their_standard_error(tiny, tmp_path):
+    headline, sweep = tiny
+    short = {(label, 0): headline[(label, 4, 0)] for label in eg.LABELS}
+    long = {(label, s): run(headline[(label, 4, 0)].config.replace(steps=18, seed=s), root=tmp_path)
+            for label in eg.LABELS for s in (0, 1)}
+    table = eg.length_table(short, long)
+    assert list(table.index) == [(2, label) for label in eg.LABELS] + [(3, label) for label in eg.LABELS]
+    gaps = [eg.accuracy(long[("EventGraD", s)]) - eg.accuracy(long[("D-PSGD", s)]) for s in (0, 1)]
+    row = table.loc[(3, "EventGraD")]
+    assert row["gap to D-PSGD"] == pytest.approx(np.mean(gaps))
+    assert row["gap se"] == pytest.approx(np.std(gaps, ddof=1) / np.sqrt(2))
+    assert row["seeds"] == 2 and np.isnan(table.loc[(2, "EventGraD"), "gap se"])
+    assert table.loc[(3, "D-PSGD"), "mean step share"] == pytest.approx(1.0, abs=1e-5)
+    t1, t2 = eg.table1(headline, (4,)), eg.table2(headline, (4,))
+    comparison = eg.paper_vs_ours(t1, t2, eg.sweep_table(sweep, headline[("D-PSGD", 4, 0)]), eg.PUBLISHED, 1.0,
+                                  length=table)
+    why = comparison.loc["4 peers: accuracy gap, EventGraD - D-PSGD (Table 1, points)", "why"]
+    assert f"3 epochs {row['gap to D-PSGD']:+.2f} (se {row['gap se']:.2f}, 2 seeds)" in why

@@ -206,21 +206,53 @@ def _optimizer_evidence(optimizer, label: str) -> str:
     if optimizer is None or label not in optimizer.index:
         return ""
     names = [c[len("gap, "):] for c in optimizer.columns if c.startswith("gap, ")]
-    return "; by SGD setting (first seed): " + ", ".join(
+    return "; by SGD setting (one seed, indicative): " + ", ".join(
         f"{name} {optimizer.loc[label, f'gap, {name}']:+.2f} at {optimizer.loc[label, f'% messages, {name}']:.1f}% "
         "of messages" for name in names)
 
 
-def _topk_why(fractions, ours_msgs: float, msgs, longer=None) -> str:
+def length_table(short: dict, long: dict) -> "pd.DataFrame":
+    """The training-length study: ``{(label, seed): result}`` at the profile's length and at
+    the study's, 4 peers, the same seeds. Per (epochs, method): mean accuracy, the mean of the
+    per-seed gaps to D-PSGD and its standard error, % of D-PSGD's messages and the mean
+    model's step share (``step_share``), means over the seeds."""
+    import pandas as pd
+    rows = {}
+    for runs in (short, long):
+        seeds = sorted({s for (_, s) in runs})
+        epochs = int(round(next(iter(runs.values())).config.steps / next(iter(runs.values())).config.eval_every))
+        for label in dict.fromkeys(m for m, _ in runs):
+            pairs = [(runs[(label, s)], runs[("D-PSGD", s)]) for s in seeds]
+            gaps = np.array([accuracy(r) - accuracy(d) for r, d in pairs])
+            rows[(epochs, label)] = {
+                "seeds": len(seeds), "accuracy": float(np.mean([accuracy(r) for r, _ in pairs])),
+                "gap to D-PSGD": float(gaps.mean()),
+                "gap se": float(gaps.std(ddof=1) / np.sqrt(len(gaps))) if len(gaps) > 1 else float("nan"),
+                "% messages": float(np.mean([messages_pct(r, d) for r, d in pairs])),
+                "mean step share": float(np.mean([step_share(r) for r, _ in pairs]))}
+    frame = pd.DataFrame(rows).T
+    frame.index.names = ["epochs", "method"]
+    return frame
+
+
+def _length_why(length, label: str) -> str:
+    """What the training-length study (``length_table``) says of ``label``."""
+    if length is None or label not in length.index.get_level_values("method"):
+        return ""
+    parts = [f"{int(e)} epochs {row['gap to D-PSGD']:+.2f} (se {row['gap se']:.2f}, {int(row['seeds'])} seeds) at "
+             f"{row['% messages']:.1f}% of messages, mean step share {row['mean step share']:.2f}"
+             for (e, m), row in length.iterrows() if m == label]
+    return "; by training length, 4 peers: " + ", ".join(parts)
+
+
+def _topk_why(fractions, ours_msgs: float, msgs, length=None) -> str:
     text = f"Top-K sends {ours_msgs:.1f}% of messages (paper {msgs}), 10% of a tensor's entries per event"
     if fractions is None:
         return text + "; open: no experiment here explains the gap yet"
     steps = ", ".join(f"{label} {row['gap to D-PSGD']:+.2f}" for label, row in fractions.iloc[1:].iterrows())
-    text += f"; first seed, gap to D-PSGD without the trigger and as each event carries more of the tensor: {steps}"
-    column = "gap EventGraD Top-10%"
-    if longer is not None and column in longer:
-        text += "; twice as long, by epoch: " + ", ".join(f"{g:+.2f}" for g in longer[column])
-    return text
+    text += (f"; gap to D-PSGD without the trigger and as each event carries more of the tensor (one seed, "
+             f"indicative): {steps}")
+    return text + _length_why(length, "EventGraD Top-10%")
 
 
 def _slowed_why(slowed, label: str) -> str:
@@ -231,17 +263,16 @@ def _slowed_why(slowed, label: str) -> str:
     return (f"; its copies lag, so the averaging pulls the peers' mean back: the mean model travelled "
             f"{row['mean step share']:.2f} of its gradient steps, and D-PSGD run at lr x {row['mean step share']:.2f} "
             f"trails full-step D-PSGD by {row['gap, D-PSGD at lr x share']:+.2f} where {label} trails by "
-            f"{row['gap to D-PSGD']:+.2f} (first seed)")
+            f"{row['gap to D-PSGD']:+.2f} (one seed, indicative)")
 
 
 def paper_vs_ours(t1, t2, sweep_frame, published: dict, horizon: float, trigger=None,
-                  by_epoch=None, longer=None, fractions=None, heartbeat=None,
+                  length=None, fractions=None, heartbeat=None,
                   dataset: str = "mnist", optimizer=None, slowed=None) -> "pd.DataFrame":
     """The notebook's "paper vs ours" table: Table 1-2 at each ring size we ran, and the
     official MNIST claim; the "why" column quotes the sweep, the trigger ablation
-    (``trigger_table``: the last row is the random trigger), the gap by epoch and in the
-    longer runs (a frame with ``gap EventGraD`` and ``gap EventGraD Top-10%`` columns) and
-    the Top-K runs (``trigger_table`` rows D-PSGD, EventGraD, then Top-K without a trigger
+    (``trigger_table``: the last row is the random trigger), the training-length study
+    (``length_table``, over seeds) and the Top-K runs (``trigger_table`` rows D-PSGD, EventGraD, then Top-K without a trigger
     and by growing fraction) and the heartbeat runs (``trigger_table`` rows D-PSGD,
     EventGraD, then each max_gap), the methods under two SGD settings
     (``optimizer_table``) and D-PSGD slowed to each method's mean step share
@@ -252,14 +283,11 @@ def paper_vs_ours(t1, t2, sweep_frame, published: dict, horizon: float, trigger=
     if trigger is not None:
         evidence += (f"; a random trigger at EventGraD's share ({trigger['% messages'].iloc[-1]:.1f}% of messages) "
                      f"trails by {trigger['gap to D-PSGD'].iloc[-1]:+.2f}, EventGraD by "
-                     f"{trigger['gap to D-PSGD'].iloc[1]:+.2f} (first seed)")
-    if by_epoch is not None and "gap EventGraD" in by_epoch:
-        evidence += "; gap by epoch at 4 peers: " + ", ".join(f"{g:+.2f}" for g in by_epoch["gap EventGraD"])
+                     f"{trigger['gap to D-PSGD'].iloc[1]:+.2f} (one seed, indicative)")
     if heartbeat is not None:
-        evidence += "; with a heartbeat (first seed): " + ", ".join(
+        evidence += "; with a heartbeat (one seed, indicative): " + ", ".join(
             f"{label} {row['gap to D-PSGD']:+.2f} at {row['% messages']:.1f}%" for label, row in heartbeat.iloc[2:].iterrows())
-    if longer is not None:
-        evidence += "; twice as long (first seed): " + ", ".join(f"{g:+.2f}" for g in longer["gap EventGraD"])
+    evidence += _length_why(length, "EventGraD")
     span = (f"the horizon sets the share: across the sweep {sweep_frame['% messages'].min():.1f}-"
             f"{sweep_frame['% messages'].max():.1f}% of messages with gaps {sweep_frame['gap to D-PSGD'].min():+.2f} to "
             f"{sweep_frame['gap to D-PSGD'].max():+.2f} points; the paper's horizon was lost in extraction (we run "
@@ -287,7 +315,7 @@ def paper_vs_ours(t1, t2, sweep_frame, published: dict, horizon: float, trigger=
                             f"nothing); the wire with framing: {t2.loc[k, '% communication (wire bytes)']:.2f}%"})
         rows.append({"quantity": f"{k} peers: accuracy gap, Top-10% - D-PSGD (Table 2, points)",
                      "paper": None if acc is None else acc - regular, "ours": t2.loc[k, "gap to D-PSGD"],
-                     "why": _topk_why(fractions, ours_msgs, msgs, longer)
+                     "why": _topk_why(fractions, ours_msgs, msgs, length)
                             + _optimizer_evidence(optimizer, "EventGraD Top-10%")
                             + _slowed_why(slowed, "EventGraD Top-10%")})
     rows.append({"quantity": "MNIST: % of messages saved at 4 peers (official README)",

@@ -77,7 +77,8 @@ class EventGradRuns:
     epochs: int = 0
     forced: int = 0                       # the forced iterations of every EventGraD run
     gloo: RunConfig | None = None         # a short EventGraD run, 4 peers: in-process vs one gloo rank per peer
-    longer: dict[str, RunConfig] = field(default_factory=dict)  # each method, 4 peers, 1st seed, twice as long; not at default
+    length: dict[tuple[str, int], RunConfig] = field(default_factory=dict)  # (label, seed): 4 peers, length_epochs
+    length_epochs: int = 0                # epochs of the training-length study (0: none)
     topk: dict[float, RunConfig] = field(default_factory=dict)    # Top-K fraction -> EventGraD Top-K, 4 peers, 1st seed
     topk_every: RunConfig | None = None   # Top-10% whenever a norm moves at all (horizon 0): no trigger, 4 peers, 1st seed
     cifar_optimizer: dict[str, RunConfig] = field(default_factory=dict)  # each method with the CIFAR-10 SGD, 4 peers, 1st seed
@@ -85,7 +86,7 @@ class EventGradRuns:
 
     def all(self) -> list[RunConfig]:
         seen = {}
-        for config in [*self.headline.values(), *self.sweep.values(), *self.longer.values(),
+        for config in [*self.headline.values(), *self.sweep.values(), *self.length.values(),
                        *self.topk.values(), *self.heartbeat.values(), *filter(None, [self.topk_every]),
                        *self.cifar_optimizer.values()]:
             seen.setdefault(config.key(), config)
@@ -93,10 +94,12 @@ class EventGradRuns:
 
 
 def eventgrad_runs(*, profile: str, dataset: str = "mnist", horizon: float = HORIZON, lr: float = 0.0,
-                   seed: int = 0, device: str = "auto", steps: int = 0, model: str = "") -> EventGradRuns:
+                   seed: int = 0, device: str = "auto", steps: int = 0, model: str = "",
+                   length_epochs: int = 0) -> EventGradRuns:
     """Validated configs of every table and figure; ``ValueError`` names a bad parameter.
     ``lr`` 0 and ``model`` "" take the official code's for ``dataset`` (``SETUPS``);
-    ``steps`` > 0 caps every run at that many steps (time-capped GPU runs)."""
+    ``steps`` > 0 caps every run at that many steps (time-capped GPU runs); ``length_epochs``
+    > 0 runs the training-length study at that many epochs (0: the profile's)."""
     check_profile(profile)
     if dataset not in SETUPS:
         raise ValueError(f"dataset={dataset!r} is not allowed: dataset must be one of {list(SETUPS)}")
@@ -109,12 +112,16 @@ def eventgrad_runs(*, profile: str, dataset: str = "mnist", horizon: float = HOR
         raise ValueError(f"lr={lr!r} is not allowed: lr must be a number > 0, or 0 for the official code's")
     if not isinstance(model, str):
         raise ValueError(f"model={model!r} is not allowed: model must be a model spec, or '' for the official code's")
+    if not isinstance(length_epochs, int) or isinstance(length_epochs, bool) or length_epochs < 0:
+        raise ValueError(f"length_epochs={length_epochs!r} is not allowed: length_epochs must be an int >= 0 "
+                         "(0: the profile's)")
+    length_epochs = length_epochs or size["length_epochs"]
     samples = size["train_samples"] or TRAIN_SIZES[dataset]
 
-    def config(settings: dict, peers: int, s: int) -> RunConfig:
+    def config(settings: dict, peers: int, s: int, epochs: int = size["epochs"]) -> RunConfig:
         batch = setup["global_batch"] // peers if "global_batch" in setup else setup["batch"]
         per_epoch = samples // peers // batch
-        length = per_epoch * size["epochs"]
+        length = per_epoch * epochs
         return RunConfig("eventgrad", dataset=dataset, model=model or setup["model"], workers=peers,
                          batch_size=batch, steps=min(steps, length) if steps else length, eval_every=per_epoch,
                          train_samples=size["train_samples"], eval_samples=size["eval_samples"], seed=seed + s,
@@ -122,7 +129,7 @@ def eventgrad_runs(*, profile: str, dataset: str = "mnist", horizon: float = HOR
                          lr=lr or setup["lr"], momentum=setup["momentum"], **settings)
 
     runs = EventGradRuns(seeds=size["seeds"], scale_seeds=size["scale_seeds"], peers=size["peers"],
-                         epochs=size["epochs"], forced=size["forced"])
+                         epochs=size["epochs"], forced=size["forced"], length_epochs=length_epochs)
     for peers in size["peers"]:
         for s in size["seeds"] if peers == 4 else size["scale_seeds"]:
             for label, settings in methods(horizon, forced=size["forced"]).items():
@@ -140,8 +147,9 @@ def eventgrad_runs(*, profile: str, dataset: str = "mnist", horizon: float = HOR
     for label in LABELS:
         config4 = runs.headline[(label, 4, first)]
         runs.cifar_optimizer[label] = config4.replace(lr=cifar["lr"], momentum=cifar["momentum"])
-        if size["longer"]:
-            runs.longer[label] = config4.replace(steps=2 * config4.steps)
+        if length_epochs:
+            for s in size["seeds"]:
+                runs.length[(label, s)] = config(methods(horizon, forced=size["forced"])[label], 4, s, length_epochs)
     runs.gloo = event4.replace(steps=min(event4.steps, GLOO_STEPS), eval_every=min(event4.steps, GLOO_STEPS))
     runs.sweep[("paper", horizon)] = runs.headline[("EventGraD", 4, first)]
     for rule, horizons in size["sweep"].items():
