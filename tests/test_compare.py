@@ -79,6 +79,15 @@ def test_step_times_take_medians_apart_for_steps_that_talk_and_price_both_schedu
         times.step_seconds(costs, 1000.0, "eager")
 
 
+def test_step_times_leave_the_workbenchs_framing_out_unless_asked():
+    fake = _Fake()
+    fake.metrics = {**fake.metrics, "frame_seconds": [0, 0, 1.0, 0, 0, 1.0]}
+    times, framed = StepTimes(fake, warmup=1), StepTimes(fake, warmup=1, framing=True)
+    assert times.compute.tolist() == [1.0, 1.0, 3.0, 1.0, 1.0, 3.0] and times.codec.tolist() == [0, 0, 2.0, 0, 0, 2.0]
+    assert framed.compute.tolist() == [1.0, 1.0, 4.0, 1.0, 1.0, 4.0] and framed.codec.tolist() == [0, 0, 3.0, 0, 0, 3.0]
+    assert times.frame.tolist() == framed.frame.tolist() == [0, 0, 1.0, 0, 0, 1.0]
+
+
 def test_the_crossover_is_where_the_ratio_first_reaches_one_on_log_axes():
     grid = np.geomspace(1e6, 1e10, 9)
     baseline = np.ones_like(grid)
@@ -184,12 +193,56 @@ def test_paying_intervals_name_every_range_where_a_method_beats_the_baseline():
              "both": [5, 11, 5, 5], "never": [10, 10, 10.5, np.inf], "always": [1, 1, 1, 1]}
     frame = pd.DataFrame([{"method": m, "seed": s, "schedule": "overlap", "bandwidth": b, "seconds": t}
                           for m, ts in times.items() for s in (0, 1) for b, t in zip(grid, ts)])
-    got = paying_intervals(frame)["overlap"].to_dict()
+    got = paying_intervals(frame)["overlap, modelled only"].to_dict()  # nothing checked: all of it modelled
     assert got == {"low": "10-100 MB/s", "high": "1,000 MB/s", "both": "10 MB/s; 1,000-10,000 MB/s",
                    "never": "nowhere in 10-10,000 MB/s", "always": "all of 10-10,000 MB/s"}
+    assert set(paying_intervals(frame)["overlap, checked"]) == {""}
+    split = paying_intervals(frame, validated=2e8)  # checked up to 200 MB/s: 10 and 100 MB/s
+    assert split.loc["both", "overlap, checked"] == "10 MB/s" and split.loc["both", "overlap, modelled only"] == \
+        "all of 1,000-10,000 MB/s"
+    assert split.loc["high", "overlap, checked"] == "nowhere in 10-100 MB/s"
+    assert split.loc["low", "overlap, modelled only"] == "nowhere in 1,000-10,000 MB/s"
     when = pd.DataFrame({"fastest (overlap)": {"10 MB/s": "a", "10 Gb/s": "b"},
-                         "within 5% (overlap)": {"10 MB/s": "", "10 Gb/s": "c, d"}})
+                         "ties (overlap)": {"10 MB/s": "", "10 Gb/s": "c, d"}})
     assert fastest_at(when, "10 MB/s") == "a" and fastest_at(when, "10 Gb/s") == "b (tie: c, d)"
+
+
+def test_a_method_is_fastest_only_where_its_interval_clears_the_others():
+    import pandas as pd
+    from thinwire.papers.compare import ties, which_when
+    means = pd.Series({"a": 10.0, "b": 10.4, "c": 12.0, "d": 14.0, "e": np.inf})
+    ses = pd.Series({"a": 0.5, "b": 0.1, "c": 1.6, "d": 0.5, "e": 0.0})
+    # b: within 5%; c: 12.0 - 1.6 reaches 10.5; d: 13.5 does not; e never reaches the target
+    assert ties(means, ses) == ("a", ["b", "c"])
+    assert ties(pd.Series({"a": np.inf}), pd.Series({"a": 0.0})) == ("none reaches the target", [])
+    rows = [{"method": m, "seed": s, "schedule": sch, "bandwidth": 1e7, "seconds": t}
+            for m, ts in {FP16_ALLREDUCE: (20, 22, 24), "x": (8, 10, 12), "y": (10, 11.5, 13), "z": (15, 15, 15)}.items()
+            for s, t in enumerate(ts) for sch in ("sequential", "overlap")]
+    when = which_when(pd.DataFrame(rows), marks={"10 MB/s": 1e7}, validated=5e7)
+    # x: 10 +- 1.15; y: 11.5 - 0.87 reaches 11.15: a tie; z: 15 does not
+    assert when.loc["10 MB/s", "fastest (overlap)"] == "x" and when.loc["10 MB/s", "ties (overlap)"] == "y"
+    assert when.loc["10 MB/s", f"speed-up over {FP16_ALLREDUCE} (overlap)"] == pytest.approx(22 / 10)
+    assert when.loc["10 MB/s", "range"] == "checked"
+    assert which_when(pd.DataFrame(rows), marks={"10 MB/s": 1e7}).loc["10 MB/s", "range"] == "modelled only"
+
+
+def test_the_map_prices_measured_steps_to_target_at_any_compute_time():
+    from thinwire.papers.compare import map_fastest, near_best_target, time_map
+    import pandas as pd
+    times = StepTimes(_Fake(), warmup=1)
+    costs = FixedCosts(latency_s=0.5, message_latency_s=0.25, wire_overhead=0.0)
+    frame = time_map({("m", 0): times}, 0.8, costs, grid=[1000.0], computes=(0.1, 10.0), schedule="sequential")
+    # 4 steps to 0.8 (step 3 evaluates it); gradient 0.1 s a step, codec 3 s on the talking step, comm 1.75 s there
+    assert frame.set_index("compute").loc[0.1, "seconds"] == pytest.approx(4 * 0.1 + 3.0 + 1.75)
+    assert frame.set_index("compute").loc[10.0, "seconds"] == pytest.approx(4 * 10.0 + 3.0 + 1.75)
+    overlap = time_map({("m", 0): times}, 0.8, costs, grid=[1000.0], computes=(10.0,))
+    assert overlap["seconds"].iloc[0] == pytest.approx(4 * 10.0 + 3.0)  # 1.75 s hides under 6.7 s of backward
+    rows = pd.DataFrame([{"method": m, "seed": s, "compute": c, "bandwidth": 1e7, "seconds": t * c}
+                         for m, t in {FP16_ALLREDUCE: 2.0, "x": 1.0}.items() for s in (0, 1) for c in (1.0, 2.0)])
+    best = map_fastest(rows)
+    assert best.loc[(1.0, 1e7), "fastest"] == "x" and best.loc[(2.0, 1e7), "speed-up"] == pytest.approx(2.0)
+    accuracy = pd.DataFrame({"method": ["a", "a", "b"], "final accuracy": [0.9, 0.8, 0.95]})
+    assert near_best_target(accuracy) == pytest.approx(0.995 * 0.95)
 
 
 def test_the_headline_prices_a_cited_latency_and_the_fit_is_a_variant():

@@ -270,3 +270,22 @@ def test_lagging_copies_pull_the_mean_model_back_and_full_copies_do_not(tmp_path
                root=tmp_path)
     assert dpsgd.metrics["mean_step_share"][-1] == pytest.approx(1.0, abs=1e-5)
     assert topk.metrics["mean_step_share"][-1] < 0.9
+
+
+def test_top_k_events_record_the_tensors_norm_or_the_receivers_copys():
+    x0 = torch.zeros(10)
+    x1 = torch.arange(1.0, 11.0)  # the change: 1..10; top-20% sends the entries 9 and 10
+    for norm_of, recorded in (("tensor", float(torch.linalg.vector_norm(x1))), ("copy", math.hypot(9.0, 10.0))):
+        policy = EventTrigger(horizon=1.0, forced=1, topk=0.2, norm_of=norm_of)
+        first = policy.decide(0, "w", x0)
+        policy.sent(0, "w", x0, first)
+        decision = policy.decide(1, "w", x1)
+        assert decision.send and sorted(decision.keys.tolist()) == [8, 9]
+        policy.sent(1, "w", x1, decision)
+        assert float(policy.memory["w/state"][0]) == pytest.approx(recorded)
+    assert "norm_of" not in EventTrigger(topk=0.1).spec() and EventTrigger(topk=0.1, norm_of="copy").spec().endswith(
+        "norm_of='copy')")
+    with pytest.raises(ValueError, match="norm_of='sent' is not allowed"):
+        make_policy("event(topk=0.1, norm_of='sent')")
+    with pytest.raises(ValueError, match="norm_of='copy' is not allowed with topk=0"):
+        make_policy("event(norm_of='copy')")

@@ -40,6 +40,8 @@ def test_runs_follow_the_profile_and_the_official_setup():
     assert all(ten.length[(label, s)] == ten.headline[(label, 4, s)].replace(steps=10 * (60000 // 4 // 64))
                for label in eg.LABELS for s in (0, 1, 2))
     assert eg.eventgrad_runs(profile="paper").length_epochs == 20
+    assert set(runs.topk_copy) == {0, 1, 2} and runs.topk_copy[1] == runs.headline[("EventGraD Top-10%", 4, 1)].replace(
+        push_policy=eg.event(topk=0.1, norm_of="copy"))
     with pytest.raises(ValueError, match="length_epochs=-1 is not allowed"):
         eg.eventgrad_runs(profile="default", length_epochs=-1)
     assert runs.topk_every.push_policy.startswith("event(horizon=0.0") and runs.topk_every.push_codec == "topk(ratio=0.1)"
@@ -141,3 +143,21 @@ def test_length_table_takes_gaps_per_seed_with_their_standard_error(tiny, tmp_pa
                                   length=table)
     why = comparison.loc["4 peers: accuracy gap, EventGraD - D-PSGD (Table 1, points)", "why"]
     assert f"3 epochs {row['gap to D-PSGD']:+.2f} (se {row['gap se']:.2f}, 2 seeds)" in why
+
+
+def test_a_notebook_quotes_the_length_study_a_long_run_recorded(tmp_path):
+    import json
+
+    import pandas as pd
+
+    from thinwire.scraps import MIME, table_scrap
+    frame = pd.DataFrame({"seeds": [3.0, 3.0], "gap to D-PSGD": [-1.5, -3.25]},
+                         index=pd.MultiIndex.from_tuples([(10, "D-PSGD"), (10, "EventGraD")], names=["epochs", "method"]))
+    cell = {"cell_type": "code", "execution_count": 1, "metadata": {}, "source": "",
+            "outputs": [{"output_type": "display_data", "metadata": {},
+                         "data": {MIME: {"name": "length", "value": table_scrap(frame)}}}]}
+    path = tmp_path / "long.ipynb"
+    path.write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    quoted = eg.quoted_length(path)
+    assert quoted.loc[(10, "EventGraD"), "gap to D-PSGD"] == -3.25 and list(quoted.index.names) == ["epochs", "method"]
+    assert eg.quoted_length(tmp_path / "missing.ipynb") is None

@@ -52,6 +52,40 @@ def test_times_accuracy_and_time_to_target(result):
         measures.measured_seconds(result, "comm_seconds")
 
 
+def test_the_framing_and_checksum_are_measured_apart_inside_the_codec_time(result):
+    m = result.metrics
+    parts = ("select", "encode", "decode", "frame")
+    for step in range(result.steps):  # every step encodes (push and pull): framing on both sides
+        assert m["worker_frame_seconds"][step] > 0 and m["server_frame_seconds"][step] > 0
+        assert m["frame_seconds"][step] == pytest.approx(m["worker_frame_seconds"][step] + m["server_frame_seconds"][step])
+        for side in ("worker", "server"):
+            assert m[f"{side}_codec_seconds"][step] == pytest.approx(sum(m[f"{side}_{p}_seconds"][step] for p in parts))
+    assert 0 < result.summary["frame_seconds"] < result.summary["codec_seconds"]
+
+
+def test_the_wire_clock_counts_packing_and_checking_not_a_writers_work():
+    import time
+
+    import torch
+
+    from thinwire.codecs import wire
+    from thinwire.codecs.payload import PartWriter, Payload
+
+    def slow(out):
+        time.sleep(0.05)  # the codec's own work, written into the frame
+        out.zero_()
+
+    before = wire.clock.spent()
+    message = wire.pack(1, 2, torch.float32, (4,), Payload(parts={"values": torch.ones(4)}))
+    packed = wire.clock.spent() - before
+    assert 0 < packed < 0.05
+    wire.unpack(message)
+    assert wire.clock.spent() - before > packed
+    before = wire.clock.spent()
+    wire.pack(1, 2, torch.float32, (4,), Payload(parts={"values": PartWriter(torch.float32, 4, slow)}))
+    assert 0 < wire.clock.spent() - before < 0.02  # the writer's 50 ms are not framing
+
+
 def test_the_network_is_priced_not_trained(tmp_path):
     first = run(RunConfig(algorithm="plump_dp", network="ethernet_10g", **TINY), root=tmp_path)
     other = RunConfig(algorithm="plump_dp", network="net_10mbs", **TINY)

@@ -256,3 +256,15 @@ def test_torchrun_on_two_hosts_matches_one_process():
     assert report["ranks"] == 4 and report["messages"] == 4 * 2 * 3 * 20  # 4 workers, 2 (K - 1) hops, 20 steps
     assert report["same_ledger"] and report["same_accuracy"]
     assert report["max_loss_gap"] < 1e-4
+
+
+def test_the_validated_range_ends_below_the_first_bandwidth_any_topology_misses():
+    from thinwire.netcheck import validated_max
+    row = lambda rate, error, name="star", delay=0.0: {"topology": name, "rate_bytes_per_s": rate, "delay_s": delay,
+                                                       "error_pct": error}
+    report = {"rows": [row(10e6, -5.0), row(10e6, 12.0, "ring_allreduce", 0.005), row(50e6, -19.0),
+                       row(50e6, 3.0, "eventgrad_ring"), row(200e6, 2.0), row(200e6, -31.0, "ring_allreduce"),
+                       row(800e6, 1.0)]}
+    assert validated_max(report) == 50e6      # 200 MB/s: the ring misses by 31%, so 800 MB/s does not count either
+    assert validated_max(report, tolerance_pct=10.0) is None  # the lowest bandwidth misses by 12%
+    assert validated_max({"rows": [row(10e6, 0.0), row(50e6, 0.0)]}) == 50e6

@@ -140,6 +140,18 @@ def boxes(groups: dict, ax=None, ylabel: str | None = None, xlabel: str | None =
     return ax
 
 
+def shade_modelled(ax, checked_to: float | None, unit: float = 1e6) -> None:
+    """Grey out the part of a bandwidth axis (in ``unit`` bytes/s) above ``checked_to``
+    bytes/s, where a time is the network model's alone (all of it when nothing was checked on
+    a shaped network)."""
+    lo, hi = ax.get_xlim()
+    start = lo if not checked_to else checked_to / unit
+    if start < hi:
+        ax.axvspan(start, hi, color="0.85", alpha=0.5, zorder=0, lw=0,
+                   label="modelled only" if checked_to else "modelled only (nothing checked)")
+        ax.set_xlim(lo, hi)
+
+
 def figure_folder(profile: str) -> Path:
     """Where a notebook run at ``profile`` saves its figures: ``$THINWIRE_FIGURES`` when
     set; a fresh temporary folder at the smoke profile (CI and nbval runs leave nothing in

@@ -75,7 +75,7 @@ class Tally(dict):
         return out
 
 
-CODEC_PARTS = ("select", "encode", "decode")
+CODEC_PARTS = ("select", "encode", "decode", "frame")
 
 
 @dataclass
@@ -83,18 +83,19 @@ class CodecTimes:
     """Codec seconds of one side (workers or servers) of one step, by part."""
 
     select: float = 0.0   # choosing what to send: policy decisions, core/explorer keys, top-k, drop thresholds
-    encode: float = 0.0   # compressing and framing (encode's time less the selection it reported)
-    decode: float = 0.0   # decoding, merging, accumulating received messages
+    encode: float = 0.0   # compressing (encode's time less the selection it reported and the framing)
+    decode: float = 0.0   # decoding, merging, accumulating received messages (less the framing)
+    frame: float = 0.0    # the workbench's framing and checksum, out and in (``codecs/wire/clock.py``)
 
     @property
     def total(self) -> float:
-        return self.select + self.encode + self.decode
+        return self.select + self.encode + self.decode + self.frame
 
     def add(self, part: str, seconds: float) -> None:
         setattr(self, part, getattr(self, part) + seconds)
 
     def scaled(self, factor: float) -> CodecTimes:
-        return CodecTimes(self.select * factor, self.encode * factor, self.decode * factor)
+        return CodecTimes(self.select * factor, self.encode * factor, self.decode * factor, self.frame * factor)
 
 
 @dataclass

@@ -12,7 +12,9 @@ A ``Round`` is opened at the start of a step and closed into its ``StepReport``:
 - ``exchange(phase)``: the outbox goes through the transport; the seconds spent there are
   kept per phase (``StepReport.exchange_seconds``, a metric per step beside the ledger);
 - ``decode`` / ``merge`` / ``accumulate``: a received message decoded with the receiver's
-  state, timed as decode; ``timed(part)`` times any other codec work (a server's sum);
+  state, timed as decode; ``timed(part)`` times any other codec work (a server's sum); the
+  framing and checksum inside an encode or decode (``codecs/wire/clock.py``) is its own part,
+  ``frame``;
 - ``as_server()`` / ``as_worker()``: which side the time since the last switch belongs to.
   Measured time outside the transport is charged to the current side: ``worker_seconds``
   and ``server_seconds`` of the report, the codec seconds inside them split by part.
@@ -29,7 +31,7 @@ from typing import Iterable
 
 import torch
 
-from ..codecs import Codec, CodecState
+from ..codecs import Codec, CodecState, wire
 from ..codecs.kernels import device
 from ..comm import Envelope, Transport
 from ..policies import Decision, Policy
@@ -99,12 +101,15 @@ class Round:
 
     @contextmanager
     def timed(self, part: str):
-        """Codec work of the current side (``select``, ``encode`` or ``decode``)."""
-        t0 = time.perf_counter()
+        """Codec work of the current side (``select``, ``encode`` or ``decode``), the
+        framing inside it (``wire.clock``) apart, as ``frame``."""
+        t0, f0 = time.perf_counter(), wire.clock.spent()
         try:
             yield
         finally:
-            self.codec[self.side].add(part, time.perf_counter() - t0)
+            framing = wire.clock.spent() - f0
+            self.codec[self.side].add(part, time.perf_counter() - t0 - framing)
+            self.codec[self.side].add("frame", framing)
 
     # -- sending ---------------------------------------------------------------------------
     def decide(self, policy: Policy | None, key: str, tensor: torch.Tensor) -> Decision | None:
@@ -124,15 +129,16 @@ class Round:
         if decision is not None and not decision.send:
             self.tally.skip(phase)
             return None
-        t0 = time.perf_counter()
+        t0, f0 = time.perf_counter(), wire.clock.spent()
         out = None
         if self.transport.tensor_messages and device.on_device(tensor) and codec.reads_device_messages:
             # a GPU tensor's message stays there (a codec that decodes on the host keeps host messages)
             out = torch.empty(0, dtype=torch.uint8, device=tensor.device)
         message = codec.encode(tensor, state, key, decision, out=out)
-        spent, chose = time.perf_counter() - t0, state.last.select_seconds
+        spent, chose, framing = time.perf_counter() - t0, state.last.select_seconds, wire.clock.spent() - f0
         self.codec[self.side].add("select", chose)
-        self.codec[self.side].add("encode", spent - chose)
+        self.codec[self.side].add("encode", spent - chose - framing)
+        self.codec[self.side].add("frame", framing)
         self.tally.add(phase, state.last)
         if policy is not None:
             policy.sent(self.step, key, tensor, decision)

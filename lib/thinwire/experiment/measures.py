@@ -68,7 +68,7 @@ def measured_seconds(result, name: str = "compute_seconds", start: int = 0) -> f
 
 def codec_seconds(result, side: str | None = None, part: str | None = None, start: int = 0) -> float:
     """Measured codec seconds: all, or of one ``side`` (``worker``/``server``) and ``part``
-    (``select``/``encode``/``decode``)."""
+    (``select``/``encode``/``decode``/``frame``)."""
     if side is None and part is None:
         return measured_seconds(result, "codec_seconds", start)
     sides = (side,) if side else ("worker", "server")

@@ -286,6 +286,7 @@ def _combine(step: int, parts: list[StepReport], batches_per_epoch: int) -> dict
         "test_accuracy": test.extra["test_accuracy"] if test else None,
         "compute_seconds": compute,
         "codec_seconds": sides["worker_codec_seconds"] + sides["server_codec_seconds"],
+        "frame_seconds": codec["worker_frame_seconds"] + codec["server_frame_seconds"],  # inside codec_seconds
         **sides,
         **codec,
         **exchange,
@@ -321,8 +322,9 @@ def _summarize(config: RunConfig, m: dict) -> dict:
     and the run's ``compute_seconds``, ``codec_seconds`` and ``wall_seconds`` are that
     median times the steps (a time spent on some steps only: its median per busy step times
     their share, ``timing.median_after_warmup``), and ``codec_seconds_per_exchange`` the
-    median of the steps that encoded or decoded anything; communication is the network
-    model over the whole ledger."""
+    median of the steps that encoded or decoded anything; ``frame_seconds``, the part of the
+    codec time spent framing and checksumming messages (``codecs/wire/clock.py``), alike;
+    communication is the network model over the whole ledger."""
     steps = len(m["loss"])  # the steps run: config.steps unless the algorithm ended the run early
     medians = step_medians(m)
     compute = medians["compute_seconds_per_step"] * steps
@@ -348,6 +350,7 @@ def _summarize(config: RunConfig, m: dict) -> dict:
         "compute_seconds": compute,
         "codec_seconds": medians["codec_seconds_per_step"] * steps,
         "codec_seconds_per_exchange": median_when_busy(m["codec_seconds"]),
+        "frame_seconds": medians.get("frame_seconds_per_step", 0.0) * steps,
         "comm_seconds": comm,
         "images_per_second_modelled": images / (compute + comm) if compute + comm > 0 else None,
         "wall_seconds": wall,

@@ -28,10 +28,12 @@ from __future__ import annotations
 
 import math
 import struct
+import time
 
 import numpy as np
 import torch
 
+from . import clock
 from .buffers import message_buffer
 from .checksum import checksum, fill_and_checksum
 from ..errors import CorruptMessageError
@@ -159,6 +161,7 @@ def pack(codec_id: int, digest: int, dtype: torch.dtype, shape: tuple[int, ...],
     if isinstance(out, torch.Tensor):
         from . import tensor_message
         return tensor_message.pack(codec_id, digest, dtype, shape, payload, out, steady)
+    start, filling = time.perf_counter(), 0.0
     head, parts, offsets, total = plan(dtype, shape, payload, codec_id, digest)
     message = _sized(out, total + TRAILER.size)
     message[:len(head)] = head
@@ -170,7 +173,9 @@ def pack(codec_id: int, digest: int, dtype: torch.dtype, shape: tuple[int, ...],
         if not nbytes:
             continue
         if isinstance(t, PartWriter):
+            t0 = time.perf_counter()
             part_crc = t.fill(torch.frombuffer(message, dtype=t.dtype, count=t.numel, offset=off))
+            filling += time.perf_counter() - t0  # the codec's work: it computes the part into the frame
             if t.checksummed and part_crc is not None:  # the writer checksummed its bytes as it wrote them
                 known.append((off, nbytes, part_crc))
         else:
@@ -180,6 +185,7 @@ def pack(codec_id: int, digest: int, dtype: torch.dtype, shape: tuple[int, ...],
             else:
                 copies.append((off, src.numpy()))
     TRAILER.pack_into(message, total, fill_and_checksum(message, total, copies, known))
+    clock.add(time.perf_counter() - start - filling)
     return message
 
 
@@ -309,6 +315,7 @@ def unpack(message, verify: bool = True) -> tuple[dict, Payload]:
     if isinstance(message, torch.Tensor):
         from . import tensor_message
         return tensor_message.unpack(message, verify)
+    start = time.perf_counter()
     if not isinstance(message, bytearray):
         message = bytearray(message)
     end = _body_end(message)
@@ -321,6 +328,7 @@ def unpack(message, verify: bool = True) -> tuple[dict, Payload]:
             raise CorruptMessageError(f"part {name!r} appears twice")
         payload.parts[name] = (torch.frombuffer(message, dtype=part_dtype, count=numel, offset=off) if numel
                                else torch.empty(0, dtype=part_dtype))
+    clock.add(time.perf_counter() - start)
     return {"codec_id": codec_id, "digest": digest, "dtype": dtype, "shape": shape}, payload
 
 
@@ -330,7 +338,9 @@ def verify(message) -> None:
     if isinstance(message, torch.Tensor):
         from . import tensor_message
         return tensor_message.verify(message)
+    start = time.perf_counter()
     _verify(message, _body_end(message))
+    clock.add(time.perf_counter() - start)
 
 
 def _body_end(message) -> int:

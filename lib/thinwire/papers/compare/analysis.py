@@ -14,7 +14,7 @@ from .methods import FP16_ALLREDUCE
 from .pricing import SCHEDULES, FixedCosts, StepTimes, crossover
 
 GRID = np.geomspace(1e7, 12.5e9, 31)  # 10 MB/s to 100 Gb/s, bytes/s
-TIE = 0.05  # methods this close to the fastest are named beside it: codec times move by more between runs
+TIE = 0.05  # methods this close to the fastest tie with it: measured step times move by this much between reruns
 MARKS = {"10 MB/s": 1e7, "100 MB/s": 1e8, "1 Gb/s": 1.25e8, "10 Gb/s": 1.25e9, "100 Gb/s": 1.25e10}
 
 
@@ -91,33 +91,49 @@ def _mb(bandwidth: float) -> str:
     return f"{_num(bandwidth)} MB/s"
 
 
-def paying_intervals(frame: pd.DataFrame, baseline: str = FP16_ALLREDUCE, margin: float = 0.01) -> pd.DataFrame:
-    """method x schedule: the bandwidth ranges of the grid in which the method reaches the
-    target at least ``margin`` sooner than ``baseline`` (means over seeds), as text: "10-125
-    MB/s", several ranges joined by "; ", "nowhere in 10-12,500 MB/s" or "all of 10-12,500
-    MB/s". A method may pay only at high bandwidth; no range is cut at the grid's ends."""
+def _ranges(grid: np.ndarray, pays: np.ndarray) -> list[tuple[float, float]]:
+    ranges, start = [], None
+    for i, p in enumerate([*pays, False]):
+        if p and start is None:
+            start = i
+        elif not p and start is not None:
+            ranges.append((grid[start], grid[i - 1]))
+            start = None
+    return ranges
+
+
+def _range_text(grid: np.ndarray, pays: np.ndarray) -> str:
+    if not len(grid):
+        return ""
+    whole = f"{_num(grid[0])}-{_mb(grid[-1])}" if len(grid) > 1 else _mb(grid[0])
+    ranges = _ranges(grid, pays)
+    return ("nowhere in " + whole if not ranges else "all of " + whole if pays.all() else
+            "; ".join(_mb(lo) if lo == hi else f"{_num(lo)}-{_mb(hi)}" for lo, hi in ranges))
+
+
+def paying_intervals(frame: pd.DataFrame, baseline: str = FP16_ALLREDUCE, margin: float = 0.01,
+                     validated: float | None = None) -> pd.DataFrame:
+    """method x (schedule, range): the bandwidth ranges of the grid in which the method
+    reaches the target at least ``margin`` sooner than ``baseline`` (means over seeds), as
+    text: "10-125 MB/s", several ranges joined by "; ", "nowhere in ..." or "all of ...". A
+    method may pay only at high bandwidth; no range is cut at the grid's ends. Two columns per
+    schedule: the part of the grid the network model was checked on a shaped network (up to
+    ``validated`` bytes/s, ``netcheck.validated_max``; empty when nothing was checked) and
+    the part priced by the model alone."""
     out = {}
     for schedule, table, method, row in _against(frame, baseline):
         grid = table.columns.to_numpy(dtype=float)
         pays = row.to_numpy(dtype=float) < (1 - margin) * table.loc[baseline].to_numpy(dtype=float)
-        ranges, start = [], None
-        for i, p in enumerate([*pays, False]):
-            if p and start is None:
-                start = i
-            elif not p and start is not None:
-                ranges.append((grid[start], grid[i - 1]))
-                start = None
-        whole = f"{_num(grid[0])}-{_mb(grid[-1])}"
-        text = ("nowhere in " + whole if not ranges else "all of " + whole if pays.all() else
-                "; ".join(_mb(lo) if lo == hi else f"{_num(lo)}-{_mb(hi)}" for lo, hi in ranges))
-        out.setdefault(method, {})[schedule] = text
+        checked = grid <= validated if validated else np.zeros(len(grid), dtype=bool)
+        out.setdefault(method, {})[f"{schedule}, checked"] = _range_text(grid[checked], pays[checked])
+        out[method][f"{schedule}, modelled only"] = _range_text(grid[~checked], pays[~checked])
     return pd.DataFrame(out).T
 
 
 def fastest_at(when: pd.DataFrame, mark: str, schedule: str = "overlap") -> str:
-    """The fastest method at ``mark`` (a row of ``which_when``), or it and those within ``TIE``
-    of it, "A (tie: B, C)": a method is "fastest" alone only where it clears the others by more."""
-    best, tied = when.loc[mark, f"fastest ({schedule})"], when.loc[mark, f"within {TIE:.0%} ({schedule})"]
+    """The fastest method at ``mark`` (a row of ``which_when``), or it and those it does not
+    clear (``ties``), "A (tie: B, C)"."""
+    best, tied = when.loc[mark, f"fastest ({schedule})"], when.loc[mark, f"ties ({schedule})"]
     return f"{best} (tie: {tied})" if tied else best
 
 
@@ -127,43 +143,107 @@ def nearest(columns, bandwidth: float):
     return columns[int(np.argmin(np.abs(np.log(values / bandwidth))))]
 
 
+def spread(frame: pd.DataFrame) -> pd.DataFrame:
+    """(schedule, method, bandwidth) -> mean seconds over seeds and its standard error (inf
+    mean where a seed missed the target; se 0 for one seed)."""
+    grouped = frame.groupby(["schedule", "method", "bandwidth"], sort=False)["seconds"]
+    out = pd.DataFrame({"mean": grouped.mean(), "se": grouped.std(ddof=1) / np.sqrt(grouped.count())})
+    out["se"] = out["se"].fillna(0.0)
+    return out
+
+
+def ties(means: pd.Series, ses: pd.Series) -> tuple[str, list[str]]:
+    """(fastest, the methods it does not clear): a method ties with the fastest when its
+    interval, mean - se, reaches the fastest's mean + se, or its mean is within ``TIE`` of
+    it (measured step times move by that much between reruns of one config)."""
+    best = means.idxmin()
+    if not np.isfinite(means[best]):
+        return "none reaches the target", []
+    top = max(means[best] + ses[best], (1 + TIE) * means[best])
+    return best, [m for m in means.index if m != best and np.isfinite(means[m]) and means[m] - ses[m] <= top]
+
+
 def which_when(frame: pd.DataFrame, baseline: str = FP16_ALLREDUCE, marks: dict = MARKS,
-               without: tuple[str, ...] = ()) -> pd.DataFrame:
+               without: tuple[str, ...] = (), validated: float | None = None) -> pd.DataFrame:
     """Per bandwidth and schedule: the fastest method to the target, its speed-up over
-    ``baseline`` and the methods within ``TIE`` of it; with ``without``, the same for the
-    other methods."""
-    means = mean_seconds(frame)
+    ``baseline`` and the methods it does not clear over the seeds (``ties``); with
+    ``without``, the same for the other methods. ``range``: whether the bandwidth is in the
+    range checked on a shaped network (up to ``validated`` bytes/s) or priced by the model alone."""
+    stats = spread(frame)
     rows = {}
     for name, b in marks.items():
         row = {}
         for schedule in SCHEDULES:
-            table = means.loc[schedule]
-            column = nearest(table.columns, b)
-            choices = {"": table[column]}
+            table = stats.loc[schedule]
+            column = nearest(table.index.get_level_values("bandwidth").unique(), b)
+            at = table.xs(column, level="bandwidth")
+            choices = {"": at}
             if without:
-                choices[" without " + ", ".join(without)] = table[column].drop(list(without), errors="ignore")
+                choices[" without " + ", ".join(without)] = at.drop(list(without), errors="ignore")
             for suffix, times in choices.items():
-                best = times.idxmin()
+                best, tied = ties(times["mean"], times["se"])
                 row[f"fastest{suffix} ({schedule})"] = best
-                row[f"speed-up over {baseline}{suffix} ({schedule})"] = table[column][baseline] / times[best]
-                row[f"within {TIE:.0%}{suffix} ({schedule})"] = ", ".join(
-                    m for m, t in times.items() if m != best and t <= (1 + TIE) * times[best])
+                row[f"speed-up over {baseline}{suffix} ({schedule})"] = (
+                    at.loc[baseline, "mean"] / times.loc[best, "mean"] if best in times.index else float("nan"))
+                row[f"ties{suffix} ({schedule})"] = ", ".join(tied)
+        row["range"] = "checked" if validated and b <= validated else "modelled only"
         rows[name] = row
     return pd.DataFrame(rows).T
 
 
+def near_best_target(frame: pd.DataFrame, fraction: float = 0.995) -> float:
+    """``fraction`` of the best method's mean final accuracy: a target only the methods that
+    train as well as the best reach within the run."""
+    return float(fraction * frame.groupby("method")["final accuracy"].mean().max())
+
+
+COMPUTES = (1e-4, 1e-3, 1e-2, 1e-1)  # seconds of gradient computation a step: 0.1 to 100 ms
+
+
+def time_map(step_times: dict[tuple[str, int], StepTimes], target: float, costs: FixedCosts, grid=GRID,
+             computes=COMPUTES, schedule: str = "overlap") -> pd.DataFrame:
+    """Long frame: method, seed, compute (seconds a step), bandwidth, seconds to ``target``:
+    each run's measured steps to the target, its measured codec work and its priced
+    communication, with a gradient computation of ``compute`` seconds a step in place of
+    this machine's (``StepTimes.step_seconds``)."""
+    rows = [{"method": method, "seed": seed, "compute": float(c), "bandwidth": float(b),
+             "seconds": st.time_to(target, costs, float(b), schedule, gradient_s=float(c))}
+            for (method, seed), st in step_times.items() for c in computes for b in grid]
+    return pd.DataFrame(rows)
+
+
+def map_fastest(frame: pd.DataFrame, baseline: str = FP16_ALLREDUCE) -> pd.DataFrame:
+    """(compute, bandwidth) of ``time_map``'s frame -> the fastest method (``ties``), the
+    methods it does not clear and its speed-up over ``baseline``."""
+    grouped = frame.groupby(["compute", "bandwidth", "method"], sort=False)["seconds"]
+    stats = pd.DataFrame({"mean": grouped.mean(), "se": (grouped.std(ddof=1) / np.sqrt(grouped.count())).fillna(0.0)})
+    rows = {}
+    for (c, b), at in stats.groupby(level=["compute", "bandwidth"], sort=False):
+        at = at.droplevel(["compute", "bandwidth"])
+        best, tied = ties(at["mean"], at["se"])
+        rows[(c, b)] = {"fastest": best, "ties": ", ".join(tied),
+                        "speed-up": at.loc[baseline, "mean"] / at.loc[best, "mean"] if best in at.index else float("nan")}
+    out = pd.DataFrame(rows).T
+    out.index.names = ["compute", "bandwidth"]
+    return out
+
+
 def codec_against_saving(step_times: dict[tuple[str, int], StepTimes], costs: FixedCosts,
                          baseline: str = FP16_ALLREDUCE, marks: dict = MARKS) -> pd.DataFrame:
-    """method: codec ms per step and, per bandwidth, the communication ms per step it saves
-    against ``baseline`` (negative: it costs more), means over steps and seeds."""
+    """method: codec ms per step (the method's own work), the workbench's framing and
+    checksum ms per step (measured, left out of every price: ``StepTimes``) and, per
+    bandwidth, the communication ms per step it saves against ``baseline`` (negative: it
+    costs more), means over steps and seeds."""
     rows: dict[str, dict[str, list]] = {}
     base = [st for (m, _), st in step_times.items() if m == baseline]
     if not base:
         raise ValueError(f"baseline={baseline!r} is not among the methods")
     base_comm = {b: np.mean([st.comm(costs, b).mean() for st in base]) for b in marks.values()}
     for (method, _), st in step_times.items():
-        row = rows.setdefault(method, {"codec ms/step": []} | {f"saved at {n}": [] for n in marks})
+        row = rows.setdefault(method, {"codec ms/step": [], "framing ms/step (left out)": []}
+                              | {f"saved at {n}": [] for n in marks})
         row["codec ms/step"].append(1e3 * st.codec.mean())
+        row["framing ms/step (left out)"].append(1e3 * st.frame.mean())
         for name, b in marks.items():
             row[f"saved at {name}"].append(1e3 * (base_comm[b] - st.comm(costs, b).mean()))
     return pd.DataFrame({m: {k: float(np.mean(v)) for k, v in row.items()} for m, row in rows.items()}).T

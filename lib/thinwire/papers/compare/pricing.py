@@ -8,7 +8,8 @@ to or receives from in a phase costs ``message_latency_s``, out and in added
 
 A step's time is built from the run's measured times (``experiment/timing.py``): its
 compute (gradients and codec work of one worker, the simulated workers running in parallel)
-and, inside it, its codec time. The median of each is taken over the steps that communicate
+and, inside it, its codec time, both less the workbench's framing and checksum of the
+messages (``frame_seconds``, measured apart: no peer system pays it). The median of each is taken over the steps that communicate
 and over those that do not, apart, so a method that exchanges once an epoch (Oland & Raj)
 pays its codec work on those steps. Two schedules:
 
@@ -61,16 +62,23 @@ def ranks_of(result) -> int:
 
 
 class StepTimes:
-    """One run's per-step compute, codec and (priced) communication times."""
+    """One run's per-step compute, codec and (priced) communication times. The workbench's
+    framing and checksum (``frame_seconds``, measured inside the codec time) is left out of
+    both unless ``framing``: no peer system pays it (DDP sends a tensor's own bytes);
+    ``frame`` keeps it per step."""
 
-    def __init__(self, result, warmup: int = 5):
+    def __init__(self, result, warmup: int = 5, framing: bool = False):
         self.result, self.steps = result, result.steps
         self.loads = PhaseLoads(result.ledger, per_peer=True)
         self.ranks = ranks_of(result)
         talks = np.zeros(self.steps, dtype=bool)
         talks[np.unique(self.loads.steps)] = True
-        self.compute = self._median_by_class(result.metrics["compute_seconds"], talks, warmup)
-        self.codec = np.minimum(self._median_by_class(result.metrics["codec_seconds"], talks, warmup), self.compute)
+        compute = self._median_by_class(result.metrics["compute_seconds"], talks, warmup)
+        codec = np.minimum(self._median_by_class(result.metrics["codec_seconds"], talks, warmup), compute)
+        frames = result.metrics.get("frame_seconds") or [0.0] * self.steps  # runs from before it was measured: 0
+        self.frame = np.minimum(self._median_by_class(frames, talks, warmup), codec)
+        left_out = 0.0 if framing else self.frame
+        self.compute, self.codec = compute - left_out, codec - left_out
         self.accuracy = result.metrics["test_accuracy"]
 
     def _median_by_class(self, values, talks: np.ndarray, warmup: int) -> np.ndarray:
@@ -87,22 +95,36 @@ class StepTimes:
     def comm(self, costs: FixedCosts, bandwidth: float) -> np.ndarray:
         return costs.link(bandwidth).price(self.loads, self.steps)
 
-    def step_seconds(self, costs: FixedCosts, bandwidth: float, schedule: str) -> np.ndarray:
+    def step_seconds(self, costs: FixedCosts, bandwidth: float, schedule: str,
+                     gradient_s: float | None = None) -> np.ndarray:
+        """Each step's modelled seconds; ``gradient_s``: a gradient computation of that many
+        seconds a step in place of the measured one (the codec work stays as measured), for
+        a reader whose model or accelerator computes faster or slower (``time_map``)."""
         if schedule not in SCHEDULES:
             raise ValueError(f"schedule={schedule!r} is not allowed: it must be one of {list(SCHEDULES)}")
         comm = self.comm(costs, bandwidth)
-        if schedule == "sequential":
+        if schedule == "sequential" and gradient_s is None:
             return self.compute + comm
-        gradient = self.compute - self.codec
+        gradient = self.compute - self.codec if gradient_s is None else np.full(self.steps, float(gradient_s))
+        if schedule == "sequential":
+            return gradient + self.codec + comm
         backward = BACKWARD_SHARE * gradient
         return gradient - backward + np.maximum(backward, comm) + self.codec
 
-    def time_to(self, target: float, costs: FixedCosts, bandwidth: float, schedule: str) -> float:
-        """Modelled seconds until the first evaluation at or above ``target``; inf if none."""
+    def steps_to(self, target: float) -> int | None:
+        """Steps until the first evaluation at or above ``target`` (None if none)."""
         for step, accuracy in enumerate(self.accuracy[:self.steps]):
             if accuracy is not None and accuracy >= target:
-                return float(self.step_seconds(costs, bandwidth, schedule)[:step + 1].sum())
-        return float("inf")
+                return step + 1
+        return None
+
+    def time_to(self, target: float, costs: FixedCosts, bandwidth: float, schedule: str,
+                gradient_s: float | None = None) -> float:
+        """Modelled seconds until the first evaluation at or above ``target``; inf if none."""
+        steps = self.steps_to(target)
+        if steps is None:
+            return float("inf")
+        return float(self.step_seconds(costs, bandwidth, schedule, gradient_s)[:steps].sum())
 
 
 def crossover(bandwidths, method: np.ndarray, baseline: np.ndarray, margin: float = 0.01) -> float | None:

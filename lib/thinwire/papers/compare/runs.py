@@ -18,13 +18,16 @@ from .profiles import COMPARE
 @dataclass(frozen=True)
 class ComparePlan:
     """What the comparison runs: ``common`` fields, the ``recipes``, the ``lrs`` of the grid,
-    the evaluation ``seeds`` and the ``tuning_seed``."""
+    the evaluation ``seeds``, the ``tuning_seed``, how many of the seeds the papers' own
+    settings run on (``paper_seeds``) and the bandwidths the network model is checked at."""
 
     common: dict
     recipes: dict[str, Recipe]
     lrs: tuple[float, ...]
     seeds: tuple[int, ...]
     tuning_seed: int = protocol.TUNING_SEED
+    paper_seeds: int = 3
+    netcheck_rates: tuple[float, ...] = ()
 
     def tuning(self) -> dict[tuple[str, float], RunConfig]:
         """(method, lr) -> config on the tuning seed."""
@@ -35,8 +38,9 @@ class ComparePlan:
         return protocol.evaluation_configs(self.recipes, self.common, best, self.seeds)
 
     def papers(self, best: dict[str, float]) -> dict[tuple[str, int], RunConfig]:
-        """The papers' own settings, where they are not evaluated already."""
-        return protocol.paper_configs(self.recipes, self.common, best, self.seeds)
+        """The papers' own settings, where they are not evaluated already, on the first
+        ``paper_seeds`` seeds."""
+        return protocol.paper_configs(self.recipes, self.common, best, self.seeds[:self.paper_seeds])
 
 
 def compare_plan(*, profile: str, dataset: str = "mnist", model: str = "", workers: int = 4,
@@ -46,6 +50,7 @@ def compare_plan(*, profile: str, dataset: str = "mnist", model: str = "", worke
     (the fp16 all-reduce is always in); ``steps`` > 0 caps every run's length."""
     size = dict(COMPARE[check_profile(profile)])
     size.pop("netcheck")
+    paper_seeds, rates = size.pop("paper_seeds"), tuple(size.pop("netcheck_rates"))
     lrs = protocol.check_grid(size.pop("lr_grid"))
     methods = tuple(methods) or size.pop("methods")
     size.pop("methods", None)
@@ -62,7 +67,8 @@ def compare_plan(*, profile: str, dataset: str = "mnist", model: str = "", worke
     size["model"] = model or size["model"]
     common = dict(dataset=dataset, workers=workers, batch_size=32, device=device, **size)
     RunConfig(**common)  # a bad common field fails here, naming it
-    return ComparePlan(common, compare_recipes(methods), lrs, seeds)
+    return ComparePlan(common, compare_recipes(methods), lrs, seeds, paper_seeds=min(paper_seeds, len(seeds)),
+                       netcheck_rates=rates)
 
 
 def compare_configs(**kwargs) -> dict[tuple[str, int], RunConfig]:

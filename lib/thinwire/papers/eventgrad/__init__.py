@@ -2,8 +2,8 @@
 Learning (Neurocomputing)."""
 
 from .analysis import (accuracy, accuracy_by_epoch, communication_pct, epoch_losses, framing_table,
-                      iteration_seconds, last_events, length_table, mean_accuracy, messages, messages_pct, network_notes,
-                      optimizer_table, paper_vs_ours, per_tensor_messages, share_after_forced, slowed_lr, slowed_table,
+                      iteration_seconds, last_events, length_table, LONG_RUN, quoted_length, mean_accuracy, messages, messages_pct, network_notes,
+                      optimizer_table, paired_table, paper_vs_ours, per_tensor_messages, share_after_forced, slowed_lr, slowed_table,
                       step_share, sweep_table, table1, table2, tensor_sizes, time_table, traces, trigger_table)
 from .profiles import EVENTGRAD, EVENTGRAD_CIFAR10
 from .published import PUBLISHED
@@ -16,7 +16,7 @@ PAPER = Paper(name="eventgrad", title="Ghosh, Aquino & Gupta 2021, EventGraD: Ev
 
 __all__ = ["BATCH", "EVENTGRAD", "EVENTGRAD_CIFAR10", "EventGradRuns", "FORCED", "HORIZON", "LABELS", "LR", "MODEL", "PAPER",
            "PUBLISHED", "SETUPS", "TOPK", "accuracy", "accuracy_by_epoch", "communication_pct", "epoch_losses", "event",
-           "eventgrad_recipes", "eventgrad_runs", "framing_table", "iteration_seconds", "last_events", "length_table",
-           "mean_accuracy", "messages", "messages_pct", "methods", "network_notes", "optimizer_table", "paper_vs_ours",
+           "eventgrad_recipes", "eventgrad_runs", "framing_table", "iteration_seconds", "last_events", "length_table", "LONG_RUN", "quoted_length",
+           "mean_accuracy", "messages", "messages_pct", "methods", "network_notes", "optimizer_table", "paired_table", "paper_vs_ours",
            "per_tensor_messages", "share_after_forced", "slowed_lr", "slowed_table", "step_share", "sweep_table",
            "table1", "table2", "tensor_sizes", "time_table", "traces", "trigger_table"]

@@ -235,6 +235,52 @@ def length_table(short: dict, long: dict) -> "pd.DataFrame":
     return frame
 
 
+def paired_table(groups: dict, dpsgd: dict) -> "pd.DataFrame":
+    """{label: {seed: result}} against ``dpsgd`` ({seed: D-PSGD result}, same seeds and
+    length): per label, the mean accuracy, the mean of the per-seed gaps to D-PSGD and its
+    standard error, and % of D-PSGD's messages, over the seeds."""
+    import pandas as pd
+    rows = {}
+    for label, runs in groups.items():
+        seeds = sorted(runs)
+        gaps = np.array([accuracy(runs[s]) - accuracy(dpsgd[s]) for s in seeds])
+        rows[label] = {"seeds": len(seeds), "accuracy": float(np.mean([accuracy(runs[s]) for s in seeds])),
+                       "gap to D-PSGD": float(gaps.mean()),
+                       "gap se": float(gaps.std(ddof=1) / np.sqrt(len(gaps))) if len(gaps) > 1 else float("nan"),
+                       "% messages": float(np.mean([messages_pct(runs[s], dpsgd[s]) for s in seeds]))}
+    return pd.DataFrame(rows).T
+
+
+def _norm_of_why(norm_of) -> str:
+    """What the norm-recorded test (``paired_table`` of the two Top-10% runs) says."""
+    if norm_of is None or len(norm_of) < 2:
+        return ""
+    (code, a), (copy, b) = list(norm_of.iterrows())[:2]
+    return (f"; recording the receivers' copy's norm at an event in place of the tensor's: gap {b['gap to D-PSGD']:+.2f} "
+            f"(se {b['gap se']:.2f}) at {b['% messages']:.1f}% of messages against {a['gap to D-PSGD']:+.2f} "
+            f"(se {a['gap se']:.2f}) at {a['% messages']:.1f}%, {int(a['seeds'])} seeds")
+
+
+LONG_RUN = "long-runs/eventgrad_epochs10.ipynb"  # the default profile with the official code's 10 epochs
+
+
+def quoted_length(path) -> "pd.DataFrame | None":
+    """The ``length_table`` a committed long run recorded (its ``length`` scrap), for a
+    notebook that does not run the study itself; None when the file or the scrap is missing."""
+    import pandas as pd
+
+    from ...scraps import read_scraps
+    try:
+        table = read_scraps(path).get("length")
+    except FileNotFoundError:
+        return None
+    if table is None:
+        return None
+    index = pd.MultiIndex.from_tuples([(int(i.split(" / ")[0]), i.split(" / ", 1)[1]) for i in table["index"]],
+                                      names=["epochs", "method"])
+    return pd.DataFrame(table["data"], index=index, columns=table["columns"]).astype(float)
+
+
 def _length_why(length, label: str) -> str:
     """What the training-length study (``length_table``) says of ``label``."""
     if length is None or label not in length.index.get_level_values("method"):
@@ -245,14 +291,14 @@ def _length_why(length, label: str) -> str:
     return "; by training length, 4 peers: " + ", ".join(parts)
 
 
-def _topk_why(fractions, ours_msgs: float, msgs, length=None) -> str:
+def _topk_why(fractions, ours_msgs: float, msgs, length=None, norm_of=None) -> str:
     text = f"Top-K sends {ours_msgs:.1f}% of messages (paper {msgs}), 10% of a tensor's entries per event"
     if fractions is None:
         return text + "; open: no experiment here explains the gap yet"
     steps = ", ".join(f"{label} {row['gap to D-PSGD']:+.2f}" for label, row in fractions.iloc[1:].iterrows())
     text += (f"; gap to D-PSGD without the trigger and as each event carries more of the tensor (one seed, "
              f"indicative): {steps}")
-    return text + _length_why(length, "EventGraD Top-10%")
+    return text + _norm_of_why(norm_of) + _length_why(length, "EventGraD Top-10%")
 
 
 def _slowed_why(slowed, label: str) -> str:
@@ -268,12 +314,13 @@ def _slowed_why(slowed, label: str) -> str:
 
 def paper_vs_ours(t1, t2, sweep_frame, published: dict, horizon: float, trigger=None,
                   length=None, fractions=None, heartbeat=None,
-                  dataset: str = "mnist", optimizer=None, slowed=None) -> "pd.DataFrame":
+                  dataset: str = "mnist", optimizer=None, slowed=None, norm_of=None) -> "pd.DataFrame":
     """The notebook's "paper vs ours" table: Table 1-2 at each ring size we ran, and the
     official MNIST claim; the "why" column quotes the sweep, the trigger ablation
     (``trigger_table``: the last row is the random trigger), the training-length study
     (``length_table``, over seeds) and the Top-K runs (``trigger_table`` rows D-PSGD, EventGraD, then Top-K without a trigger
-    and by growing fraction) and the heartbeat runs (``trigger_table`` rows D-PSGD,
+    and by growing fraction), the Top-10% runs recording each norm (``paired_table``: the
+    code's, then the copy's) and the heartbeat runs (``trigger_table`` rows D-PSGD,
     EventGraD, then each max_gap), the methods under two SGD settings
     (``optimizer_table``) and D-PSGD slowed to each method's mean step share
     (``slowed_table``)."""
@@ -315,7 +362,7 @@ def paper_vs_ours(t1, t2, sweep_frame, published: dict, horizon: float, trigger=
                             f"nothing); the wire with framing: {t2.loc[k, '% communication (wire bytes)']:.2f}%"})
         rows.append({"quantity": f"{k} peers: accuracy gap, Top-10% - D-PSGD (Table 2, points)",
                      "paper": None if acc is None else acc - regular, "ours": t2.loc[k, "gap to D-PSGD"],
-                     "why": _topk_why(fractions, ours_msgs, msgs, length)
+                     "why": _topk_why(fractions, ours_msgs, msgs, length, norm_of)
                             + _optimizer_evidence(optimizer, "EventGraD Top-10%")
                             + _slowed_why(slowed, "EventGraD Top-10%")})
     rows.append({"quantity": "MNIST: % of messages saved at 4 peers (official README)",

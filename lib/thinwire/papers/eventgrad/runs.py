@@ -48,10 +48,12 @@ LABELS = ("D-PSGD", "EventGraD", "EventGraD Top-10%")
 
 
 def event(horizon: float = HORIZON, rule: str = "paper", topk: float = 0.0, forced: int = FORCED,
-          max_gap: int = 0) -> str:
+          max_gap: int = 0, norm_of: str = "tensor") -> str:
     """The event policy's spec (``policies/event_trigger.py``)."""
     heartbeat = f", max_gap={max_gap}" if max_gap else ""
-    return f"event(horizon={float(horizon)!r}, rule={rule!r}, topk={float(topk)!r}, forced={forced}{heartbeat})"
+    copy = f", norm_of={norm_of!r}" if norm_of != "tensor" else ""
+    return (f"event(horizon={float(horizon)!r}, rule={rule!r}, topk={float(topk)!r}, forced={forced}"
+            f"{heartbeat}{copy})")
 
 
 def methods(horizon: float = HORIZON, rule: str = "paper", forced: int = FORCED) -> dict[str, dict]:
@@ -83,11 +85,13 @@ class EventGradRuns:
     topk_every: RunConfig | None = None   # Top-10% whenever a norm moves at all (horizon 0): no trigger, 4 peers, 1st seed
     cifar_optimizer: dict[str, RunConfig] = field(default_factory=dict)  # each method with the CIFAR-10 SGD, 4 peers, 1st seed
     heartbeat: dict[int, RunConfig] = field(default_factory=dict)  # max_gap -> EventGraD with a heartbeat, 4 peers, 1st seed
+    topk_copy: dict[int, RunConfig] = field(default_factory=dict)  # seed -> Top-10% recording the copy's norm, 4 peers
 
     def all(self) -> list[RunConfig]:
         seen = {}
         for config in [*self.headline.values(), *self.sweep.values(), *self.length.values(),
                        *self.topk.values(), *self.heartbeat.values(), *filter(None, [self.topk_every]),
+                       *self.topk_copy.values(),
                        *self.cifar_optimizer.values()]:
             seen.setdefault(config.key(), config)
         return list(seen.values())
@@ -143,6 +147,9 @@ def eventgrad_runs(*, profile: str, dataset: str = "mnist", horizon: float = HOR
     for gap in size["max_gaps"]:
         runs.heartbeat[gap] = event4.replace(push_policy=event(horizon, forced=size["forced"], max_gap=gap))
     runs.topk_every = runs.topk[TOPK].replace(push_policy=event(0.0, topk=TOPK, forced=size["forced"]))
+    for s in size["seeds"]:
+        runs.topk_copy[s] = runs.headline[("EventGraD Top-10%", 4, s)].replace(
+            push_policy=event(horizon, topk=TOPK, forced=size["forced"], norm_of="copy"))
     cifar = SETUPS["cifar10"]
     for label in LABELS:
         config4 = runs.headline[(label, 4, first)]
