@@ -146,7 +146,11 @@ def nearest(columns, bandwidth: float):
 def spread(frame: pd.DataFrame) -> pd.DataFrame:
     """(schedule, method, bandwidth) -> mean seconds over seeds and its standard error (inf
     mean where a seed missed the target; se 0 for one seed)."""
-    grouped = frame.groupby(["schedule", "method", "bandwidth"], sort=False)["seconds"]
+    return _mean_se(frame, ["schedule", "method", "bandwidth"])
+
+
+def _mean_se(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    grouped = frame.groupby(by, sort=False)["seconds"]
     out = pd.DataFrame({"mean": grouped.mean(), "se": grouped.std(ddof=1) / np.sqrt(grouped.count())})
     out["se"] = out["se"].fillna(0.0)
     return out
@@ -215,8 +219,7 @@ def time_map(step_times: dict[tuple[str, int], StepTimes], target: float, costs:
 def map_fastest(frame: pd.DataFrame, baseline: str = FP16_ALLREDUCE) -> pd.DataFrame:
     """(compute, bandwidth) of ``time_map``'s frame -> the fastest method (``ties``), the
     methods it does not clear and its speed-up over ``baseline``."""
-    grouped = frame.groupby(["compute", "bandwidth", "method"], sort=False)["seconds"]
-    stats = pd.DataFrame({"mean": grouped.mean(), "se": (grouped.std(ddof=1) / np.sqrt(grouped.count())).fillna(0.0)})
+    stats = _mean_se(frame, ["compute", "bandwidth", "method"])
     rows = {}
     for (c, b), at in stats.groupby(level=["compute", "bandwidth"], sort=False):
         at = at.droplevel(["compute", "bandwidth"])
