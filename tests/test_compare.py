@@ -252,3 +252,25 @@ def test_the_headline_prices_a_cited_latency_and_the_fit_is_a_variant():
     assert (tcp.latency_s, tcp.message_latency_s) == (20e-6, 20e-6) and "(cited)" in tcp.source
     assert ib.message_latency_s == PRESETS["infiniband_edr_mpi"].message_latency_s == 1e-6
     assert tcp.link(1e9).message_latency_s == 20e-6 and tcp.link(1e9).node_messages
+
+
+def test_a_committed_network_check_is_quoted_back_only_at_its_number_of_workers(tmp_path):
+    import json
+
+    from thinwire.netcheck import validated_max
+    from thinwire.papers.compare import quoted_netcheck, report_scrap
+    from thinwire.scraps import MIME
+    rows = [{"topology": t, "rate_bytes_per_s": rate, "delay_s": 0.0, "error_pct": error, "phases": [{"x": 1}]}
+            for t, rate, error in (("star", 10e6, 3.0), ("ring_allreduce", 50e6, -12.0), ("star", 200e6, 25.0))]
+    report = {"latency_s": 0.0, "message_latency_s": 2e-3, "calibration": {"star": object()}, "rows": rows}
+    scrap = report_scrap(report, workers=4)
+    assert "calibration" not in scrap and all("phases" not in r for r in scrap["rows"]) and scrap["workers"] == 4
+    cell = {"cell_type": "code", "execution_count": 1, "source": "", "metadata": {},
+            "outputs": [{"output_type": "display_data", "metadata": {},
+                         "data": {MIME: {"name": "netcheck_report", "value": scrap}}}]}
+    path = tmp_path / "check.ipynb"
+    path.write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    quoted = quoted_netcheck(path, workers=4)
+    assert quoted["message_latency_s"] == 2e-3 and validated_max(quoted) == 50e6
+    assert quoted_netcheck(path, workers=3) is None  # checked with other rank counts: not this comparison's
+    assert quoted_netcheck(tmp_path / "missing.ipynb", workers=4) is None

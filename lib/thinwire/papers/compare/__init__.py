@@ -7,6 +7,7 @@ from ..record import Paper
 from .analysis import (COMPUTES, GRID, MARKS, accuracy_bytes, codec_against_saving, crossovers, default_target,
                        fastest_at, map_fastest, mean_seconds, near_best_target, nearest, pareto, paying_intervals,
                        spread, ties, time_map, time_to_target, which_when)
+from .checked import FIXED_COSTS, NETCHECK_RUN, quoted_netcheck, report_scrap
 from .methods import ALLGATHER, COMPOSED, FP16_ALLREDUCE, FROM_PAPERS, baseline_recipes, compare_recipes
 from .pricing import SCHEDULES, FixedCosts, StepTimes, cited, crossover, ranks_of
 from .profiles import COMPARE
@@ -17,7 +18,7 @@ PAPER = Paper(name="compare", title="Which method pays, when: every paper's meth
               "PowerSGD, priced on a network model checked on a shaped network", order=6,
               recipes=baseline_recipes())
 
-__all__ = ["COMPUTES", "map_fastest", "near_best_target", "spread", "ties", "time_map", "ALLGATHER", "COMPARE", "ComparePlan", "PAPERS_OWN", "TUNING_SEED", "at_edge", "best_lrs", "compare_plan",
+__all__ = ["FIXED_COSTS", "NETCHECK_RUN", "quoted_netcheck", "report_scrap", "COMPUTES", "map_fastest", "near_best_target", "spread", "ties", "time_map", "ALLGATHER", "COMPARE", "ComparePlan", "PAPERS_OWN", "TUNING_SEED", "at_edge", "best_lrs", "compare_plan",
            "optimizer_of", "shared", "fastest_at", "paying_intervals", "cited", "COMPOSED", "FP16_ALLREDUCE", "FROM_PAPERS", "GRID", "MARKS", "PAPER", "SCHEDULES", "FixedCosts",
            "StepTimes", "accuracy_bytes", "baseline_recipes", "codec_against_saving", "compare_configs",
            "compare_recipes", "crossover", "crossovers", "default_target", "mean_seconds", "nearest", "pareto",
