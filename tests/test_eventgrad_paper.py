@@ -54,6 +54,17 @@ def test_runs_follow_the_profile_and_the_official_setup():
     with pytest.raises(ValueError, match="horizon=-1.0 is not allowed"):
         eg.eventgrad_runs(profile="smoke", horizon=-1.0)
     assert set(paper("eventgrad").recipes) == set(eg.LABELS)
+    assert not runs.causes and runs.heartbeat_seeds == {} and runs.momentum == {}  # long-runs/eventgrad_causes
+    causes = eg.eventgrad_runs(profile="default", causes=True)
+    assert set(causes.heartbeat_seeds) == {0, 1, 2} and causes.max_gap == 25
+    assert causes.heartbeat_seeds[2] == runs.headline[("EventGraD", 4, 2)].replace(push_policy=eg.event(max_gap=25))
+    assert causes.momentum[("D-PSGD", 1)] == runs.headline[("D-PSGD", 4, 1)].replace(lr=0.01, momentum=0.9)
+    assert set(causes.momentum_search) == {2.0, 4.0, 8.0} and causes.momentum_at(3.0, 1) == causes.momentum[("EventGraD", 1)].replace(
+        push_policy=eg.event(3.0))
+    assert causes.random_at(1, 0.25) == runs.headline[("D-PSGD", 4, 1)].replace(push_policy="random_send(p=0.25, forced=29)")
+    assert eg.eventgrad_runs(profile="smoke").causes
+    with pytest.raises(ValueError, match="causes='yes' is not allowed"):
+        eg.eventgrad_runs(profile="default", causes="yes")
 
 
 def test_tables_count_messages_and_elements_from_the_ledgers(tiny):
@@ -161,3 +172,58 @@ def test_a_notebook_quotes_the_length_study_a_long_run_recorded(tmp_path):
     quoted = eg.quoted_length(path)
     assert quoted.loc[(10, "EventGraD"), "gap to D-PSGD"] == -3.25 and list(quoted.index.names) == ["epochs", "method"]
     assert eg.quoted_length(tmp_path / "missing.ipynb") is None
+
+
+def test_the_causes_set_each_trigger_against_a_random_one_at_its_share_seed_by_seed(tiny, tmp_path):
+    headline, sweep = tiny
+    base = {label: headline[(label, 4, 0)].config for label in eg.LABELS}
+    seeds = (0, 1)
+    at = lambda label, s, **change: run(base[label].replace(seed=s, **change), root=tmp_path)
+    dpsgd = {s: at("D-PSGD", s) for s in seeds}
+    event = {s: at("EventGraD", s) for s in seeds}
+    beat = {s: at("EventGraD", s, push_policy=eg.event(forced=3, max_gap=2)) for s in seeds}
+    share = lambda r: round(eg.share_after_forced(r, 3), 3)
+    random_at = lambda r, s: at("D-PSGD", s, push_policy=f"random_send(p={share(r)}, forced=3)")
+    event_random = {s: random_at(event[s], s) for s in seeds}
+    beat_random = {s: random_at(beat[s], s) for s in seeds}
+    table = eg.pinning_table(event, event_random, beat, beat_random, dpsgd, 2)
+    worth = [eg.accuracy(event[s]) - eg.accuracy(event_random[s]) for s in seeds]
+    assert table.loc["EventGraD", "choice worth"] == pytest.approx(np.mean(worth))
+    assert table.loc["EventGraD", "choice se"] == pytest.approx(np.std(worth, ddof=1) / np.sqrt(2))
+    effect = [eg.accuracy(beat[s]) - eg.accuracy(beat_random[s]) - w for s, w in zip(seeds, worth)]
+    assert table.loc["heartbeat's effect", "choice worth"] == pytest.approx(np.mean(effect))
+    assert table.loc["EventGraD + heartbeat every 2", "% messages"] >= table.loc["EventGraD", "% messages"]
+    # momentum: the matched horizon interpolates the searched shares in log horizon
+    momentum = {label: {s: at(label, s, lr=0.01, momentum=0.9) for s in seeds} for label in eg.LABELS[:2]}
+    search = {h: at("EventGraD", 0, lr=0.01, momentum=0.9, push_policy=eg.event(h, forced=3)) for h in (1.0, 4.0)}
+    shares = {h: eg.messages_pct(r, momentum["D-PSGD"][0]) for h, r in search.items()}
+    target = (shares[1.0] + shares[4.0]) / 2
+    h = eg.matched_horizon(search, momentum["D-PSGD"][0], target)
+    assert (1.0 <= h <= 4.0) if shares[1.0] != shares[4.0] else h in (1.0, 4.0)
+    assert eg.matched_horizon(search, momentum["D-PSGD"][0], 1000.0) == min(shares, key=lambda k: -shares[k])
+    matched = eg.momentum_table(event, dpsgd, momentum["EventGraD"], momentum["EventGraD"], momentum["D-PSGD"], 2.5)
+    assert list(matched.index) == ["no momentum, horizon 1", "momentum 0.9, horizon 1",
+                                   "momentum 0.9, horizon 2.5 (matched share)"]
+    t1, t2 = eg.table1(headline, (4,)), eg.table2(headline, (4,))
+    why = eg.paper_vs_ours(t1, t2, eg.sweep_table(sweep, headline[("D-PSGD", 4, 0)]), eg.PUBLISHED, 1.0,
+                           pinning=table, matched=matched).loc[
+        "4 peers: accuracy gap, EventGraD - D-PSGD (Table 1, points)", "why"]
+    assert "pinning (stale copies hold" in why and "over 2 seeds" in why and "2 seed(s), indicative" in why
+    assert f"the heartbeat changes what the trigger's choice is worth by {np.mean(effect):+.2f}" in why
+    assert "momentum against share, each against its own D-PSGD over 2 seeds (indicative): " in why
+
+
+def test_a_notebook_quotes_the_causes_a_long_run_recorded(tmp_path):
+    import json
+
+    import pandas as pd
+
+    from thinwire.scraps import MIME, table_scrap
+    frame = pd.DataFrame({"gap to D-PSGD": [-2.5, -1.0]}, index=["EventGraD", "heartbeat's effect"])
+    cell = {"cell_type": "code", "execution_count": 1, "source": "", "metadata": {},
+            "outputs": [{"output_type": "display_data", "metadata": {},
+                         "data": {MIME: {"name": "pinning", "value": table_scrap(frame)}}}]}
+    path = tmp_path / "causes.ipynb"
+    path.write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    assert eg.quoted_table(path, "pinning").loc["heartbeat's effect", "gap to D-PSGD"] == -1.0
+    assert eg.quoted_table(path, "momentum_matched") is None and eg.quoted_table(tmp_path / "no.ipynb", "x") is None

@@ -312,9 +312,43 @@ def _slowed_why(slowed, label: str) -> str:
             f"{row['gap to D-PSGD']:+.2f} (one seed, indicative)")
 
 
+def _pinning_why(pinning) -> str:
+    """What the pinning test (``causes.pinning_table``) says."""
+    if pinning is None or "heartbeat's effect" not in pinning.index:
+        return ""
+    rows = [(label, row) for label, row in pinning.iterrows() if label != "heartbeat's effect"]
+    effect = pinning.loc["heartbeat's effect"]
+    (event, e), (_, er), (beat, b), (_, br) = rows[:4]
+    if effect["seeds"] < 3:
+        verdict = f"{int(effect['seeds'])} seed(s), indicative"
+    elif abs(effect["choice worth"]) > 2 * effect["choice se"]:
+        verdict = "more than two standard errors from 0"
+    else:
+        verdict = "within two standard errors of 0: pinning is not shown to cost accuracy"
+    return (f"; pinning (stale copies hold a tensor near its neighbours', so its norm stops moving and the trigger "
+            f"stops firing), tested over {int(effect['seeds'])} seeds against a random trigger at each run's share: "
+            f"{event} {e['gap to D-PSGD']:+.2f} (se {e['gap se']:.2f}) at {e['% messages']:.1f}% of messages, random "
+            f"{er['gap to D-PSGD']:+.2f} (se {er['gap se']:.2f}); {beat} {b['gap to D-PSGD']:+.2f} (se "
+            f"{b['gap se']:.2f}) at {b['% messages']:.1f}%, random {br['gap to D-PSGD']:+.2f} (se {br['gap se']:.2f}); "
+            f"the heartbeat changes what the trigger's choice is worth by {effect['choice worth']:+.2f} points "
+            f"(se {effect['choice se']:.2f}), {verdict}")
+
+
+def _momentum_why(matched) -> str:
+    """What the momentum test at a matched share (``causes.momentum_table``) says."""
+    if matched is None or len(matched) < 3:
+        return ""
+    parts = [f"{label} {row['gap to D-PSGD']:+.2f} (se {row['gap se']:.2f}) at {row['% messages']:.1f}% of messages"
+             for label, row in matched.iterrows()]
+    seeds = int(matched["seeds"].iloc[0])
+    return (f"; momentum against share, each against its own D-PSGD over {seeds} seeds"
+            + (" (indicative)" if seeds < 3 else "") + ": " + ", ".join(parts))
+
+
 def paper_vs_ours(t1, t2, sweep_frame, published: dict, horizon: float, trigger=None,
                   length=None, fractions=None, heartbeat=None,
-                  dataset: str = "mnist", optimizer=None, slowed=None, norm_of=None) -> "pd.DataFrame":
+                  dataset: str = "mnist", optimizer=None, slowed=None, norm_of=None, pinning=None,
+                  matched=None) -> "pd.DataFrame":
     """The notebook's "paper vs ours" table: Table 1-2 at each ring size we ran, and the
     official MNIST claim; the "why" column quotes the sweep, the trigger ablation
     (``trigger_table``: the last row is the random trigger), the training-length study
@@ -322,8 +356,9 @@ def paper_vs_ours(t1, t2, sweep_frame, published: dict, horizon: float, trigger=
     and by growing fraction), the Top-10% runs recording each norm (``paired_table``: the
     code's, then the copy's) and the heartbeat runs (``trigger_table`` rows D-PSGD,
     EventGraD, then each max_gap), the methods under two SGD settings
-    (``optimizer_table``) and D-PSGD slowed to each method's mean step share
-    (``slowed_table``)."""
+    (``optimizer_table``), D-PSGD slowed to each method's mean step share
+    (``slowed_table``), and the causes over seeds (``causes.pinning_table``,
+    ``causes.momentum_table``)."""
     import pandas as pd
     rows = []
     evidence = ""
@@ -334,7 +369,7 @@ def paper_vs_ours(t1, t2, sweep_frame, published: dict, horizon: float, trigger=
     if heartbeat is not None:
         evidence += "; with a heartbeat (one seed, indicative): " + ", ".join(
             f"{label} {row['gap to D-PSGD']:+.2f} at {row['% messages']:.1f}%" for label, row in heartbeat.iloc[2:].iterrows())
-    evidence += _length_why(length, "EventGraD")
+    evidence += _length_why(length, "EventGraD") + _pinning_why(pinning)
     span = (f"the horizon sets the share: across the sweep {sweep_frame['% messages'].min():.1f}-"
             f"{sweep_frame['% messages'].max():.1f}% of messages with gaps {sweep_frame['gap to D-PSGD'].min():+.2f} to "
             f"{sweep_frame['gap to D-PSGD'].max():+.2f} points; the paper's horizon was lost in extraction (we run "
@@ -349,7 +384,8 @@ def paper_vs_ours(t1, t2, sweep_frame, published: dict, horizon: float, trigger=
                      "ours": t1.loc[k, "gap (EventGraD - D-PSGD)"],
                      "why": f"messages buy accuracy along the sweep; closest to the paper's share: "
                             f"{_closest(sweep_frame, pct or 43.0)}" + evidence
-                            + _optimizer_evidence(optimizer, "EventGraD") + _slowed_why(slowed, "EventGraD")})
+                            + _optimizer_evidence(optimizer, "EventGraD") + _momentum_why(matched)
+                            + _slowed_why(slowed, "EventGraD")})
     for k in t2.index:
         acc, msgs, comm = published["table2"].get(int(k), (None, None, None))
         regular = published["table1"].get(int(k), (None,))[0]

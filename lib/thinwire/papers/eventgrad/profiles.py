@@ -12,19 +12,27 @@ many iterations is sent; not in the paper), 4 peers, first seed. ``length_epochs
 training-length study, each method at 4 peers on every seed of ``seeds`` for that many epochs
 (0: none; nine runs' worth, left out of the default profile to keep it under 10 minutes, as is
 the code rule's horizon 0.5; ``long-runs/eventgrad_epochs10.ipynb`` runs the default profile
-with the official code's 10).
+with the official code's 10). ``causes``: the causes of EventGraD's gap over every seed of
+``seeds`` (``EventGradRuns.heartbeat_seeds``, ``momentum``): pinning, EventGraD with the
+heartbeat ``max_gaps[0]`` and a random trigger at each run's share; momentum, D-PSGD and
+EventGraD with the CIFAR-10 SGD (lr 0.01, momentum 0.9), and EventGraD with it at the
+horizon that sends the share EventGraD sends without it, found on the first seed from the
+``momentum_horizons`` (about 20 runs: left out of the default profile,
+``long-runs/eventgrad_causes.ipynb`` runs the default profile with ``-p causes True``).
 """
 
 EVENTGRAD = {
     "smoke": dict(train_samples=3072, epochs=2, eval_samples=1000, seeds=(0,), peers=(4, 8), scale_seeds=(0,),
                   sweep={"paper": (0.5,), "code": (0.9,)}, forced=5, topk_sweep=(0.3,),
-                  max_gaps=(4,), length_epochs=4),
+                  max_gaps=(4,), length_epochs=4, causes=True, momentum_horizons=(2.0, 8.0)),
     "default": dict(train_samples=0, epochs=3, eval_samples=10000, seeds=(0, 1, 2), peers=(4, 8, 16),
                     scale_seeds=(0,), sweep={"paper": (0.5, 2.0), "code": (0.9, 0.99)}, forced=29,
-                    topk_sweep=(0.5,), max_gaps=(25,), length_epochs=0),
+                    topk_sweep=(0.5,), max_gaps=(25,), length_epochs=0, causes=False,
+                    momentum_horizons=(2.0, 4.0, 8.0)),
     "paper": dict(train_samples=0, epochs=10, eval_samples=10000, seeds=(0, 1, 2), peers=(4, 8, 16),
                   scale_seeds=(0, 1, 2), sweep={"paper": (0.25, 0.5, 2.0, 4.0), "code": (0.5, 0.9, 0.95, 0.99)}, forced=29,
-                  topk_sweep=(0.3, 0.5), max_gaps=(25, 100), length_epochs=20),
+                  topk_sweep=(0.3, 0.5), max_gaps=(25, 100), length_epochs=20, causes=True,
+                  momentum_horizons=(2.0, 4.0, 8.0)),
 }
 
 # CIFAR-10 (when data/cifar10 is present): the paper's Tables 1-2 setting, 20 epochs at
@@ -32,11 +40,11 @@ EVENTGRAD = {
 EVENTGRAD_CIFAR10 = {
     "smoke": dict(train_samples=2048, epochs=2, eval_samples=500, seeds=(0,), peers=(4, 8), scale_seeds=(0,),
                   sweep={"paper": (0.5,), "code": (0.9,)}, forced=3, topk_sweep=(0.3,), max_gaps=(4,),
-                  length_epochs=4),
+                  length_epochs=4, causes=False, momentum_horizons=()),
     "default": dict(train_samples=0, epochs=3, eval_samples=10000, seeds=(0,), peers=(4, 8), scale_seeds=(0,),
                     sweep={"paper": (0.5, 2.0), "code": (0.9,)}, forced=29, topk_sweep=(0.3,), max_gaps=(100,),
-                    length_epochs=0),
+                    length_epochs=0, causes=False, momentum_horizons=()),
     "paper": dict(train_samples=0, epochs=20, eval_samples=10000, seeds=(0, 1, 2), peers=(4, 8, 16, 32),
                   scale_seeds=(0,), sweep={"paper": (0.5, 2.0), "code": (0.9, 0.99)}, forced=29,
-                  topk_sweep=(0.3,), max_gaps=(100,), length_epochs=40),
+                  topk_sweep=(0.3,), max_gaps=(100,), length_epochs=40, causes=False, momentum_horizons=()),
 }

@@ -86,24 +86,41 @@ class EventGradRuns:
     cifar_optimizer: dict[str, RunConfig] = field(default_factory=dict)  # each method with the CIFAR-10 SGD, 4 peers, 1st seed
     heartbeat: dict[int, RunConfig] = field(default_factory=dict)  # max_gap -> EventGraD with a heartbeat, 4 peers, 1st seed
     topk_copy: dict[int, RunConfig] = field(default_factory=dict)  # seed -> Top-10% recording the copy's norm, 4 peers
+    # the causes over seeds (profile key ``causes``): 4 peers, every seed of ``seeds``
+    heartbeat_seeds: dict[int, RunConfig] = field(default_factory=dict)  # seed -> EventGraD, heartbeat ``max_gaps[0]``
+    momentum: dict[tuple[str, int], RunConfig] = field(default_factory=dict)  # (label, seed): D-PSGD, EventGraD, SGD m 0.9
+    momentum_search: dict[float, RunConfig] = field(default_factory=dict)  # horizon -> EventGraD with momentum, 1st seed
+    max_gap: int = 0                      # the heartbeat of ``heartbeat_seeds``
+    causes: bool = False                  # whether the causes over seeds run
+
+    def random_at(self, seed: int, p: float) -> RunConfig:
+        """D-PSGD of ``seed`` (4 peers) with a random trigger that sends a tensor with
+        probability ``p`` after the forced iterations: the share of an event run without its
+        choice of moments."""
+        return self.headline[("D-PSGD", 4, seed)].replace(push_policy=f"random_send(p={p}, forced={self.forced})")
+
+    def momentum_at(self, horizon: float, seed: int) -> RunConfig:
+        """EventGraD with momentum (``momentum``'s SGD) at ``horizon``, 4 peers, ``seed``."""
+        return self.momentum[("EventGraD", seed)].replace(push_policy=event(horizon, forced=self.forced))
 
     def all(self) -> list[RunConfig]:
         seen = {}
         for config in [*self.headline.values(), *self.sweep.values(), *self.length.values(),
                        *self.topk.values(), *self.heartbeat.values(), *filter(None, [self.topk_every]),
-                       *self.topk_copy.values(),
-                       *self.cifar_optimizer.values()]:
+                       *self.topk_copy.values(), *self.heartbeat_seeds.values(), *self.momentum.values(),
+                       *self.momentum_search.values(), *self.cifar_optimizer.values()]:
             seen.setdefault(config.key(), config)
         return list(seen.values())
 
 
 def eventgrad_runs(*, profile: str, dataset: str = "mnist", horizon: float = HORIZON, lr: float = 0.0,
                    seed: int = 0, device: str = "auto", steps: int = 0, model: str = "",
-                   length_epochs: int = 0) -> EventGradRuns:
+                   length_epochs: int = 0, causes: bool = False) -> EventGradRuns:
     """Validated configs of every table and figure; ``ValueError`` names a bad parameter.
     ``lr`` 0 and ``model`` "" take the official code's for ``dataset`` (``SETUPS``);
     ``steps`` > 0 caps every run at that many steps (time-capped GPU runs); ``length_epochs``
-    > 0 runs the training-length study at that many epochs (0: the profile's)."""
+    > 0 runs the training-length study at that many epochs (0: the profile's); ``causes``
+    True runs the causes over seeds where the profile does not (``profiles.py``)."""
     check_profile(profile)
     if dataset not in SETUPS:
         raise ValueError(f"dataset={dataset!r} is not allowed: dataset must be one of {list(SETUPS)}")
@@ -120,6 +137,12 @@ def eventgrad_runs(*, profile: str, dataset: str = "mnist", horizon: float = HOR
         raise ValueError(f"length_epochs={length_epochs!r} is not allowed: length_epochs must be an int >= 0 "
                          "(0: the profile's)")
     length_epochs = length_epochs or size["length_epochs"]
+    if not isinstance(causes, bool):
+        raise ValueError(f"causes={causes!r} is not allowed: causes must be True or False")
+    size = {**size, "causes": causes or size["causes"]}
+    if size["causes"] and not size["momentum_horizons"]:
+        raise ValueError(f"causes=True is not allowed for {dataset} at the {profile} profile: it has no "
+                         "momentum_horizons (its SGD already has momentum)")
     samples = size["train_samples"] or TRAIN_SIZES[dataset]
 
     def config(settings: dict, peers: int, s: int, epochs: int = size["epochs"]) -> RunConfig:
@@ -133,7 +156,8 @@ def eventgrad_runs(*, profile: str, dataset: str = "mnist", horizon: float = HOR
                          lr=lr or setup["lr"], momentum=setup["momentum"], **settings)
 
     runs = EventGradRuns(seeds=size["seeds"], scale_seeds=size["scale_seeds"], peers=size["peers"],
-                         epochs=size["epochs"], forced=size["forced"], length_epochs=length_epochs)
+                         epochs=size["epochs"], forced=size["forced"], length_epochs=length_epochs,
+                         causes=size["causes"])
     for peers in size["peers"]:
         for s in size["seeds"] if peers == 4 else size["scale_seeds"]:
             for label, settings in methods(horizon, forced=size["forced"]).items():
@@ -151,6 +175,16 @@ def eventgrad_runs(*, profile: str, dataset: str = "mnist", horizon: float = HOR
         runs.topk_copy[s] = runs.headline[("EventGraD Top-10%", 4, s)].replace(
             push_policy=event(horizon, topk=TOPK, forced=size["forced"], norm_of="copy"))
     cifar = SETUPS["cifar10"]
+    if size["causes"]:  # pinning against a heartbeat, momentum at a matched share: every seed
+        runs.max_gap = size["max_gaps"][0]
+        for s in size["seeds"]:
+            runs.heartbeat_seeds[s] = runs.headline[("EventGraD", 4, s)].replace(
+                push_policy=event(horizon, forced=size["forced"], max_gap=runs.max_gap))
+            for label in LABELS[:2]:
+                runs.momentum[(label, s)] = runs.headline[(label, 4, s)].replace(lr=cifar["lr"],
+                                                                                 momentum=cifar["momentum"])
+        for h in size["momentum_horizons"]:
+            runs.momentum_search[h] = runs.momentum_at(h, first)
     for label in LABELS:
         config4 = runs.headline[(label, 4, first)]
         runs.cifar_optimizer[label] = config4.replace(lr=cifar["lr"], momentum=cifar["momentum"])
