@@ -131,6 +131,9 @@ def test_paper_vs_ours_puts_the_published_numbers_beside_ours(runs):
     why = with_width.loc["accuracy baseline", "why"]
     assert "is not the cause: the wider network is no better here" in why and "(same 12 steps and seed)" in why
     assert why.endswith("one seed, indicative)")
+    quoted = gd.paper_vs_ours(dense, drop, index, gaps, "pcie3_x16", gd.PUBLISHED, diagnosis, marian, length,
+                              "marian", w, seeds, wide, gd.WIDTH_RUN).loc["accuracy baseline", "why"]
+    assert quoted.endswith(f"one seed, indicative; from {gd.WIDTH_RUN})")  # a committed run's width table
 
 
 def test_seed_runs_keep_the_warm_up_a_small_share():

@@ -62,3 +62,21 @@ def read_scraps(path: str | Path) -> dict:
                     scrap = json.loads(scrap)
                 found[scrap["name"]] = scrap["value"]
     return found
+
+
+def quoted_table(path: str | Path, name: str):
+    """The one-level table (a DataFrame) a committed executed notebook recorded under
+    ``name`` (``glue_table``), for a notebook that quotes a longer run instead of making it;
+    None when the file or the scrap is missing."""
+    import pandas as pd
+    try:
+        table = read_scraps(path).get(name)
+    except FileNotFoundError:
+        return None
+    if not isinstance(table, dict) or "columns" not in table:
+        return None
+    frame = pd.DataFrame(table["data"], index=table["index"], columns=table["columns"])
+    for column in frame.columns:  # numbers (null for NaN) back to floats
+        if all(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in frame[column]):
+            frame[column] = frame[column].astype(float)
+    return frame

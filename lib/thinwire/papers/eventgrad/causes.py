@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...scraps import quoted_table  # noqa: F401  (the notebook quotes CAUSES_RUN with it)
 from .analysis import accuracy, messages_pct, paired_table
 
 CAUSES_RUN = "long-runs/eventgrad_causes.ipynb"  # the default profile with -p causes True
@@ -87,18 +88,3 @@ def momentum_table(plain: dict, plain_dpsgd: dict, at_base: dict, matched: dict,
     return pd.concat([paired_table({f"no momentum, horizon {base:g}": plain}, plain_dpsgd),
                       paired_table({f"momentum 0.9, horizon {base:g}": at_base,
                                     f"momentum 0.9, horizon {horizon:g} (matched share)": matched}, momentum_dpsgd)])
-
-
-def quoted_table(path, name: str) -> "pd.DataFrame | None":
-    """A one-level table a committed run recorded under ``name``; None when the file or the
-    scrap is missing."""
-    import pandas as pd
-
-    from ...scraps import read_scraps
-    try:
-        table = read_scraps(path).get(name)
-    except FileNotFoundError:
-        return None
-    if table is None:
-        return None
-    return pd.DataFrame(table["data"], index=table["index"], columns=table["columns"]).astype(float)

@@ -1,6 +1,6 @@
 """Aji & Heafield 2017, Sparse Communication for Distributed Gradient Descent (EMNLP)."""
 
-from .analysis import (LAST, accuracy_gaps, data_reduction, density_error, diagnosis_table, epochs, length_table,
+from .analysis import (LAST, WIDTH_RUN, accuracy_gaps, data_reduction, density_error, diagnosis_table, epochs, length_table,
                        marian_table, paper_vs_ours, seeds_table, width_table)
 from .profiles import GRADIENT_DROPPING
 from .published import PUBLISHED
@@ -11,5 +11,5 @@ from .runs import (LEVEL_NAMES, MARIAN_EPS, QUANTIZED, RATIOS, SETTINGS, Gradien
 PAPER = Paper(name="gradient_dropping", title="Aji & Heafield 2017, Sparse Communication for Distributed Gradient "
               "Descent", order=5, recipes=gradient_dropping_recipes())
 
-__all__ = ["PAPER", "gradient_dropping_recipes", "accuracy_gaps", "diagnosis_table", "marian_table", "paper_vs_ours", "MARIAN_EPS", "GRADIENT_DROPPING", "GradientDroppingRuns", "LEVEL_NAMES", "PUBLISHED", "QUANTIZED", "SETTINGS", "setting_options",
+__all__ = ["WIDTH_RUN", "PAPER", "gradient_dropping_recipes", "accuracy_gaps", "diagnosis_table", "marian_table", "paper_vs_ours", "MARIAN_EPS", "GRADIENT_DROPPING", "GradientDroppingRuns", "LEVEL_NAMES", "PUBLISHED", "QUANTIZED", "SETTINGS", "setting_options",
            "LAST", "RATIOS", "epochs", "paper_warmup_share", "seeds_table", "width_table", "data_reduction", "density_error", "drop_codecs", "length_table", "gradient_dropping_runs"]

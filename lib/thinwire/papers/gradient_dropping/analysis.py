@@ -143,9 +143,13 @@ def seed_gap_why(seeds: pd.DataFrame) -> str:
             f"between seeds")
 
 
-def baseline_why(dense, seeds: pd.DataFrame, width: pd.DataFrame | None) -> str:
+WIDTH_RUN = "long-runs/gradient_dropping_width.ipynb"  # the default profile with -p paper_width True
+
+
+def baseline_why(dense, seeds: pd.DataFrame, width: pd.DataFrame | None, quoted: str = "") -> str:
     """The baseline accuracy row's explanation: length and width, each from a run that
-    tests it, or said to be untested here."""
+    tests it (``quoted``: the committed notebook a ``width`` table was read from), or said
+    to be untested here."""
     mean = seeds.loc["mean"]
     text = f"{epochs(dense.config):.2f} epochs here vs 20 in the paper"
     if mean["steps"] > dense.config.steps:
@@ -158,20 +162,20 @@ def baseline_why(dense, seeds: pd.DataFrame, width: pd.DataFrame | None) -> str:
         text += (f". Width (hidden {narrow['hidden']:.0f} here, 4096 in the paper) is {verdict}: at hidden "
                  f"{wide['hidden']:.0f} (same {wide['steps']:.0f} steps and seed) the dense run reaches "
                  f"{wide['mean of last 3 evaluations']:.4f} against {narrow['mean of last 3 evaluations']:.4f} at "
-                 f"{narrow['hidden']:.0f} (last 3; one seed, indicative)")
+                 f"{narrow['hidden']:.0f} (last 3; one seed, indicative" + (f"; from {quoted}" if quoted else "") + ")")
     else:
         text += (f". Width (hidden {dense.config.model_spec.hidden[0]} here, 4096 in the paper): not run in this "
-                 "execution (paper_width=True runs the paper's; long-runs/gradient_dropping_width.ipynb)")
+                 f"execution (paper_width=True runs the paper's; {WIDTH_RUN})")
     return text
 
 
 def paper_vs_ours(dense, drop99, drop99_index, gaps, network: str, published: dict, diagnosis: pd.DataFrame,
                   marian: pd.DataFrame, length: pd.DataFrame, setting: str, warmup: int, seeds: pd.DataFrame,
-                  width: pd.DataFrame | None = None) -> pd.DataFrame:
+                  width: pd.DataFrame | None = None, width_from: str = "") -> pd.DataFrame:
     """The notebook's "paper vs ours" table: paper, ours, gap, and why. Each cause is measured
     by a run named in it: ``diagnosis_table`` and ``marian_table`` for accuracy,
     ``length_table`` for training length, ``seeds_table`` for the gap over seeds,
-    ``width_table`` (when it ran) for width, the two encodings for bytes, the network model for
+    ``width_table`` (when it ran, or as ``width_from``, a committed run, recorded it) for width, the two encodings for bytes, the network model for
     speed. ``dense``/``drop99`` ran in ``setting``; bytes and speed count the steps after the
     ``warmup`` dense steps (what dropping itself does)."""
     import pandas as pd
@@ -214,7 +218,7 @@ def paper_vs_ours(dense, drop99, drop99_index, gaps, network: str, published: di
                     + f" (Marian table). Trained twice as long the gap goes from {short['gap (last 3)']:+.4f} to "
                     f"{long['gap (last 3)']:+.4f} (training length)")
     why = {
-        "accuracy baseline": baseline_why(dense, seeds, width),
+        "accuracy baseline": baseline_why(dense, seeds, width, width_from),
         "accuracy 99% drop": f"{setting} setting. " + accuracy_why,
         "accuracy gap no dropping - 99%, over seeds": f"{setting} setting, " + seed_gap_why(seeds),
         other[0]: f"{gap(other[1])} behind the dense run of its own setting (last 3)",
