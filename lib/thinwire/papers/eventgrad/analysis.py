@@ -213,24 +213,19 @@ def _optimizer_evidence(optimizer, label: str) -> str:
 
 def length_table(short: dict, long: dict) -> "pd.DataFrame":
     """The training-length study: ``{(label, seed): result}`` at the profile's length and at
-    the study's, 4 peers, the same seeds. Per (epochs, method): mean accuracy, the mean of the
-    per-seed gaps to D-PSGD and its standard error, % of D-PSGD's messages and the mean
-    model's step share (``step_share``), means over the seeds."""
+    the study's, 4 peers, the same seeds. Per (epochs, method): ``paired_table``'s mean
+    accuracy, mean of the per-seed gaps to D-PSGD with its standard error and % of D-PSGD's
+    messages, and the mean model's step share (``step_share``), means over the seeds."""
     import pandas as pd
-    rows = {}
+    frames = {}
     for runs in (short, long):
         seeds = sorted({s for (_, s) in runs})
         epochs = int(round(next(iter(runs.values())).config.steps / next(iter(runs.values())).config.eval_every))
-        for label in dict.fromkeys(m for m, _ in runs):
-            pairs = [(runs[(label, s)], runs[("D-PSGD", s)]) for s in seeds]
-            gaps = np.array([accuracy(r) - accuracy(d) for r, d in pairs])
-            rows[(epochs, label)] = {
-                "seeds": len(seeds), "accuracy": float(np.mean([accuracy(r) for r, _ in pairs])),
-                "gap to D-PSGD": float(gaps.mean()),
-                "gap se": float(gaps.std(ddof=1) / np.sqrt(len(gaps))) if len(gaps) > 1 else float("nan"),
-                "% messages": float(np.mean([messages_pct(r, d) for r, d in pairs])),
-                "mean step share": float(np.mean([step_share(r) for r, _ in pairs]))}
-    frame = pd.DataFrame(rows).T
+        groups = {label: {s: runs[(label, s)] for s in seeds} for label in dict.fromkeys(m for m, _ in runs)}
+        frame = paired_table(groups, {s: runs[("D-PSGD", s)] for s in seeds})
+        frame["mean step share"] = [float(np.mean([step_share(r) for r in group.values()])) for group in groups.values()]
+        frames[epochs] = frame
+    frame = pd.concat(frames)
     frame.index.names = ["epochs", "method"]
     return frame
 
