@@ -227,3 +227,19 @@ def test_a_notebook_quotes_the_causes_a_long_run_recorded(tmp_path):
     path.write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
     assert eg.quoted_table(path, "pinning").loc["heartbeat's effect", "gap to D-PSGD"] == -1.0
     assert eg.quoted_table(path, "momentum_matched") is None and eg.quoted_table(tmp_path / "no.ipynb", "x") is None
+
+
+def test_the_pinning_why_reads_the_heartbeats_effect_by_its_sign_and_standard_error():
+    import pandas as pd
+    from thinwire.papers.eventgrad.analysis import _pinning_why
+
+    def table(effect, se, seeds=3):
+        rows = {label: {"seeds": seeds, "gap to D-PSGD": -2.0, "gap se": 0.3, "% messages": 30.0}
+                for label in ("EventGraD", "random", "EventGraD + heartbeat every 25", "random at its share")}
+        frame = pd.DataFrame(rows).T
+        frame.loc["heartbeat's effect", ["seeds", "choice worth", "choice se"]] = [seeds, effect, se]
+        return frame
+    assert "a rise of more than two standard errors, as pinning predicts" in _pinning_why(table(0.5, 0.1))
+    assert "a fall of more than two standard errors" in _pinning_why(table(-0.29, 0.125))
+    assert "within two standard errors of 0" in _pinning_why(table(0.1, 0.1))
+    assert "2 seed(s), indicative" in _pinning_why(table(0.5, 0.1, seeds=2))

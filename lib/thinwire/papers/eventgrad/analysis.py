@@ -316,8 +316,11 @@ def _pinning_why(pinning) -> str:
     (event, e), (_, er), (beat, b), (_, br) = rows[:4]
     if effect["seeds"] < 3:
         verdict = f"{int(effect['seeds'])} seed(s), indicative"
-    elif abs(effect["choice worth"]) > 2 * effect["choice se"]:
-        verdict = "more than two standard errors from 0"
+    elif effect["choice worth"] > 2 * effect["choice se"]:
+        verdict = "a rise of more than two standard errors, as pinning predicts"
+    elif effect["choice worth"] < -2 * effect["choice se"]:
+        verdict = ("a fall of more than two standard errors: the heartbeat buys no more than its extra messages buy "
+                   "a random trigger, so pinning is not shown to cost accuracy")
     else:
         verdict = "within two standard errors of 0: pinning is not shown to cost accuracy"
     return (f"; pinning (stale copies hold a tensor near its neighbours', so its norm stops moving and the trigger "
