@@ -230,6 +230,13 @@ def length_table(short: dict, long: dict) -> "pd.DataFrame":
     return frame
 
 
+def mean_se(values) -> tuple[float, float]:
+    """(mean, standard error) of per-seed values; the error is NaN for one seed."""
+    values = np.asarray(values, dtype=float)
+    se = float(values.std(ddof=1) / np.sqrt(len(values))) if len(values) > 1 else float("nan")
+    return float(values.mean()), se
+
+
 def paired_table(groups: dict, dpsgd: dict) -> "pd.DataFrame":
     """{label: {seed: result}} against ``dpsgd`` ({seed: D-PSGD result}, same seeds and
     length): per label, the mean accuracy, the mean of the per-seed gaps to D-PSGD and its
@@ -238,10 +245,9 @@ def paired_table(groups: dict, dpsgd: dict) -> "pd.DataFrame":
     rows = {}
     for label, runs in groups.items():
         seeds = sorted(runs)
-        gaps = np.array([accuracy(runs[s]) - accuracy(dpsgd[s]) for s in seeds])
+        gap, se = mean_se([accuracy(runs[s]) - accuracy(dpsgd[s]) for s in seeds])
         rows[label] = {"seeds": len(seeds), "accuracy": float(np.mean([accuracy(runs[s]) for s in seeds])),
-                       "gap to D-PSGD": float(gaps.mean()),
-                       "gap se": float(gaps.std(ddof=1) / np.sqrt(len(gaps))) if len(gaps) > 1 else float("nan"),
+                       "gap to D-PSGD": gap, "gap se": se,
                        "% messages": float(np.mean([messages_pct(runs[s], dpsgd[s]) for s in seeds]))}
     return pd.DataFrame(rows).T
 
@@ -264,16 +270,13 @@ def quoted_length(path) -> "pd.DataFrame | None":
     notebook that does not run the study itself; None when the file or the scrap is missing."""
     import pandas as pd
 
-    from ...scraps import read_scraps
-    try:
-        table = read_scraps(path).get("length")
-    except FileNotFoundError:
-        return None
+    from ...scraps import quoted_table
+    table = quoted_table(path, "length")
     if table is None:
         return None
-    index = pd.MultiIndex.from_tuples([(int(i.split(" / ")[0]), i.split(" / ", 1)[1]) for i in table["index"]],
-                                      names=["epochs", "method"])
-    return pd.DataFrame(table["data"], index=index, columns=table["columns"]).astype(float)
+    table.index = pd.MultiIndex.from_tuples([(int(i.split(" / ")[0]), i.split(" / ", 1)[1]) for i in table.index],
+                                            names=["epochs", "method"])
+    return table.astype(float)
 
 
 def _length_why(length, label: str) -> str:

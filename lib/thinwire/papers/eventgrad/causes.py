@@ -23,21 +23,15 @@ from __future__ import annotations
 import numpy as np
 
 from ...scraps import quoted_table  # noqa: F401  (the notebook quotes CAUSES_RUN with it)
-from .analysis import accuracy, messages_pct, paired_table
+from .analysis import accuracy, mean_se, messages_pct, paired_table
 
 CAUSES_RUN = "long-runs/eventgrad_causes.ipynb"  # the default profile with -p causes True
-
-
-def _mean_se(values) -> tuple[float, float]:
-    values = np.asarray(values, dtype=float)
-    se = float(values.std(ddof=1) / np.sqrt(len(values))) if len(values) > 1 else float("nan")
-    return float(values.mean()), se
 
 
 def worth(trigger: dict, random: dict) -> tuple[float, float]:
     """(mean, standard error) over the seeds of a trigger's accuracy less that of a random
     trigger at its share: what its choice of moments is worth, in points."""
-    return _mean_se([accuracy(trigger[s]) - accuracy(random[s]) for s in sorted(trigger)])
+    return mean_se([accuracy(trigger[s]) - accuracy(random[s]) for s in sorted(trigger)])
 
 
 def pinning_table(event: dict, event_random: dict, beat: dict, beat_random: dict, dpsgd: dict,
@@ -57,7 +51,7 @@ def pinning_table(event: dict, event_random: dict, beat: dict, beat_random: dict
     seeds = sorted(event)
     effect = [(accuracy(beat[s]) - accuracy(beat_random[s]) - accuracy(event[s]) + accuracy(event_random[s]))
               for s in seeds]
-    mean, se = _mean_se(effect)
+    mean, se = mean_se(effect)
     row = pd.DataFrame({"seeds": [len(seeds)], "choice worth": [mean], "choice se": [se]}, index=["heartbeat's effect"])
     return pd.concat([frame, row])
 
