@@ -1,6 +1,8 @@
 """The EventGraD paper package: its runs and the numbers its notebook reports, from real
 (tiny) runs."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -25,8 +27,16 @@ def tiny(tmp_path_factory):
 
 
 def test_runs_follow_the_profile_and_the_official_setup():
-    runs = eg.eventgrad_runs(profile="default")
+    runs = eg.eventgrad_runs(profile="default", studies=True)
     assert runs.peers == (4, 8, 16) and runs.seeds == (0, 1, 2)
+    headline_only = eg.eventgrad_runs(profile="default")  # the 15-minute budget: the studies are quoted
+    assert headline_only.peers == (4, 8) and not headline_only.studies and len(headline_only.all()) == 12
+    assert headline_only.sweep == {("paper", 1.0): headline_only.headline[("EventGraD", 4, 0)]}
+    assert headline_only.heartbeat == {} and headline_only.topk_every is None and headline_only.cifar_optimizer == {}
+    assert set(headline_only.topk) == {0.1} and headline_only.topk_copy == {} and headline_only.gloo.steps == 60
+    assert eg.eventgrad_runs(profile="smoke").studies and eg.eventgrad_runs(profile="default", dataset="cifar10").studies
+    with pytest.raises(ValueError, match="studies=1 is not allowed"):
+        eg.eventgrad_runs(profile="default", studies=1)
     c = runs.headline[("EventGraD", 8, 0)]
     assert (c.model, c.batch_size, c.lr, c.sampling, c.workers) == ("eventgrad_mnist_cnn", 64, 0.05, "sequential", 8)
     assert c.steps == 60000 // 8 // 64 * 3 and c.eval_every == 60000 // 8 // 64
@@ -35,7 +45,7 @@ def test_runs_follow_the_profile_and_the_official_setup():
     assert ("code", 0.9) in runs.sweep and runs.gloo.steps == 60
     assert runs.heartbeat[25].push_policy.endswith("max_gap=25)") and set(runs.topk) == {0.1, 0.5}
     assert runs.length == {} and runs.length_epochs == 0  # nine runs' worth: long-runs/ and the paper profile have them
-    ten = eg.eventgrad_runs(profile="default", length_epochs=10)
+    ten = eg.eventgrad_runs(profile="default", length_epochs=10)  # long-runs/eventgrad_epochs10: headline + length
     assert set(ten.length) == {(label, s) for label in eg.LABELS for s in (0, 1, 2)}
     assert all(ten.length[(label, s)] == ten.headline[(label, 4, s)].replace(steps=10 * (60000 // 4 // 64))
                for label in eg.LABELS for s in (0, 1, 2))
@@ -48,7 +58,7 @@ def test_runs_follow_the_profile_and_the_official_setup():
     sgd = runs.cifar_optimizer["EventGraD Top-10%"]
     assert (sgd.lr, sgd.momentum) == (0.01, 0.9) and sgd.replace(lr=0.05, momentum=0.0) == \
         runs.headline[("EventGraD Top-10%", 4, 0)]
-    assert eg.eventgrad_runs(profile="default", steps=100).headline[("D-PSGD", 16, 0)].steps == 100
+    assert eg.eventgrad_runs(profile="default", steps=100).headline[("D-PSGD", 8, 0)].steps == 100
     with pytest.raises(ValueError, match="profile='huge' is not allowed"):
         eg.eventgrad_runs(profile="huge")
     with pytest.raises(ValueError, match="horizon=-1.0 is not allowed"):
@@ -225,8 +235,25 @@ def test_a_notebook_quotes_the_causes_a_long_run_recorded(tmp_path):
                          "data": {MIME: {"name": "pinning", "value": table_scrap(frame)}}}]}
     path = tmp_path / "causes.ipynb"
     path.write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
-    assert eg.quoted_table(path, "pinning").loc["heartbeat's effect", "gap to D-PSGD"] == -1.0
-    assert eg.quoted_table(path, "momentum_matched") is None and eg.quoted_table(tmp_path / "no.ipynb", "x") is None
+    quoted = eg.quoted_studies(path)
+    assert list(quoted) == ["pinning"] and quoted["pinning"].loc["heartbeat's effect", "gap to D-PSGD"] == -1.0
+    assert eg.quoted_studies(tmp_path / "no.ipynb") == {}
+    made = []
+    assert eg.study("pinning", lambda: made.append(1), False, quoted) is quoted["pinning"] and made == []
+    assert eg.study("momentum_matched", lambda: made.append(1), False, quoted) is None and made == []
+
+
+def test_the_committed_long_run_holds_every_study_the_default_notebook_quotes():
+    from thinwire.paths import source_checkout
+    quoted = eg.quoted_studies((source_checkout() or Path.cwd()) / eg.CAUSES_RUN)
+    assert set(quoted) == {"table1", "table2", "sweep", "trigger", "heartbeat", "optimizer", "topk_fractions",
+                           "topk_norm_of", "slowed", "pinning", "momentum_matched"}
+    assert list(quoted["table1"].index) == [4, 8, 16] and ("code", 0.99) in quoted["sweep"].index
+    t1, t2 = quoted["table1"], quoted["table2"]
+    why = eg.paper_vs_ours(t1, t2, quoted["sweep"], eg.PUBLISHED, 1.0, quoted["trigger"], None, quoted["topk_fractions"],
+                           quoted["heartbeat"], "mnist", quoted["optimizer"], quoted["slowed"], quoted["topk_norm_of"],
+                           quoted["pinning"], quoted["momentum_matched"])
+    assert "the heartbeat changes what the trigger's choice is worth" in " ".join(why["why"])
 
 
 def test_the_pinning_why_reads_the_heartbeats_effect_by_its_sign_and_standard_error():

@@ -371,10 +371,11 @@ def paper_vs_ours(t1, t2, sweep_frame, published: dict, horizon: float, trigger=
         evidence += "; with a heartbeat (one seed, indicative): " + ", ".join(
             f"{label} {row['gap to D-PSGD']:+.2f} at {row['% messages']:.1f}%" for label, row in heartbeat.iloc[2:].iterrows())
     evidence += _length_why(length, "EventGraD") + _pinning_why(pinning)
-    span = (f"the horizon sets the share: across the sweep {sweep_frame['% messages'].min():.1f}-"
-            f"{sweep_frame['% messages'].max():.1f}% of messages with gaps {sweep_frame['gap to D-PSGD'].min():+.2f} to "
-            f"{sweep_frame['gap to D-PSGD'].max():+.2f} points; the paper's horizon was lost in extraction (we run "
-            f"{horizon:g}); " + ("the paper's CIFAR-10 setting, synchronous delivery" if dataset == "cifar10" else
+    span = ((f"the horizon sets the share: across the sweep (one seed, indicative) {sweep_frame['% messages'].min():.1f}-"
+             f"{sweep_frame['% messages'].max():.1f}% of messages with gaps {sweep_frame['gap to D-PSGD'].min():+.2f} "
+             f"to {sweep_frame['gap to D-PSGD'].max():+.2f} points; " if sweep_frame is not None else
+             "the horizon sweep was not run at this profile; ")
+            + f"the paper's horizon was lost in extraction (we run {horizon:g}); " + ("the paper's CIFAR-10 setting, synchronous delivery" if dataset == "cifar10" else
                                  "CIFAR-10 / ResNet-18 is not run here, so model and data remain open as causes"))
     for k in t1.index:
         regular, event, pct = published["table1"].get(int(k), (None, None, None))
@@ -383,8 +384,9 @@ def paper_vs_ours(t1, t2, sweep_frame, published: dict, horizon: float, trigger=
         rows.append({"quantity": f"{k} peers: accuracy gap, EventGraD - D-PSGD (Table 1, points)",
                      "paper": None if regular is None else event - regular,
                      "ours": t1.loc[k, "gap (EventGraD - D-PSGD)"],
-                     "why": f"messages buy accuracy along the sweep; closest to the paper's share: "
-                            f"{_closest(sweep_frame, pct or 43.0)}" + evidence
+                     "why": (f"messages buy accuracy along the sweep; closest to the paper's share: "
+                             f"{_closest(sweep_frame, pct or 43.0)}" if sweep_frame is not None else "no sweep run")
+                            + evidence
                             + _optimizer_evidence(optimizer, "EventGraD") + _momentum_why(matched)
                             + _slowed_why(slowed, "EventGraD")})
     for k in t2.index:

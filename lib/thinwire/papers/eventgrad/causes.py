@@ -1,5 +1,5 @@
 """EventGraD's gap to D-PSGD, two named causes tested over seeds (4 peers, profile key
-``causes``; the default notebook quotes ``CAUSES_RUN``).
+``causes``; the default notebook quotes ``quoted.CAUSES_RUN``).
 
 **Pinning.** A peer averages its tensor with its neighbours' copies, and a copy changes only
 when its owner sends. Once the copies go stale, the average pulls a tensor back towards them
@@ -22,10 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...scraps import quoted_table  # noqa: F401  (the notebook quotes CAUSES_RUN with it)
 from .analysis import accuracy, mean_se, messages_pct, paired_table
-
-CAUSES_RUN = "long-runs/eventgrad_causes.ipynb"  # the default profile with -p causes True
 
 
 def worth(trigger: dict, random: dict) -> tuple[float, float]:

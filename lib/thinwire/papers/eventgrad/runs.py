@@ -92,6 +92,7 @@ class EventGradRuns:
     momentum_search: dict[float, RunConfig] = field(default_factory=dict)  # horizon -> EventGraD with momentum, 1st seed
     max_gap: int = 0                      # the heartbeat of ``heartbeat_seeds``
     causes: bool = False                  # whether the causes over seeds run
+    studies: bool = False                 # whether the one-seed ablations (sweep, Top-K, heartbeat, ...) run
 
     def random_at(self, seed: int, p: float) -> RunConfig:
         """D-PSGD of ``seed`` (4 peers) with a random trigger that sends a tensor with
@@ -115,12 +116,13 @@ class EventGradRuns:
 
 def eventgrad_runs(*, profile: str, dataset: str = "mnist", horizon: float = HORIZON, lr: float = 0.0,
                    seed: int = 0, device: str = "auto", steps: int = 0, model: str = "",
-                   length_epochs: int = 0, causes: bool = False) -> EventGradRuns:
+                   length_epochs: int = 0, causes: bool = False, studies: bool = False) -> EventGradRuns:
     """Validated configs of every table and figure; ``ValueError`` names a bad parameter.
     ``lr`` 0 and ``model`` "" take the official code's for ``dataset`` (``SETUPS``);
     ``steps`` > 0 caps every run at that many steps (time-capped GPU runs); ``length_epochs``
     > 0 runs the training-length study at that many epochs (0: the profile's); ``causes``
-    True runs the causes over seeds where the profile does not (``profiles.py``)."""
+    True runs the causes over seeds, and ``studies`` True the one-seed ablations and the
+    ``study_peers``, where the profile does not (``profiles.py``)."""
     check_profile(profile)
     if dataset not in SETUPS:
         raise ValueError(f"dataset={dataset!r} is not allowed: dataset must be one of {list(SETUPS)}")
@@ -139,7 +141,9 @@ def eventgrad_runs(*, profile: str, dataset: str = "mnist", horizon: float = HOR
     length_epochs = length_epochs or size["length_epochs"]
     if not isinstance(causes, bool):
         raise ValueError(f"causes={causes!r} is not allowed: causes must be True or False")
-    size = {**size, "causes": causes or size["causes"]}
+    if not isinstance(studies, bool):
+        raise ValueError(f"studies={studies!r} is not allowed: studies must be True or False")
+    size = {**size, "causes": causes or size["causes"], "studies": studies or size["studies"]}
     if size["causes"] and not size["momentum_horizons"]:
         raise ValueError(f"causes=True is not allowed for {dataset} at the {profile} profile: it has no "
                          "momentum_horizons (its SGD already has momentum)")
@@ -155,26 +159,41 @@ def eventgrad_runs(*, profile: str, dataset: str = "mnist", horizon: float = HOR
                          device=device, sampling=setup["sampling"], augment=setup["augment"],
                          lr=lr or setup["lr"], momentum=setup["momentum"], **settings)
 
-    runs = EventGradRuns(seeds=size["seeds"], scale_seeds=size["scale_seeds"], peers=size["peers"],
+    studies = size["studies"]
+    peers_run = size["peers"] + (size["study_peers"] if studies else ())
+    runs = EventGradRuns(seeds=size["seeds"], scale_seeds=size["scale_seeds"], peers=peers_run,
                          epochs=size["epochs"], forced=size["forced"], length_epochs=length_epochs,
-                         causes=size["causes"])
-    for peers in size["peers"]:
+                         causes=size["causes"], studies=studies)
+    for peers in peers_run:
         for s in size["seeds"] if peers == 4 else size["scale_seeds"]:
             for label, settings in methods(horizon, forced=size["forced"]).items():
                 runs.headline[(label, peers, s)] = config(settings, peers, s)
     first = size["seeds"][0]
     event4 = runs.headline[("EventGraD", 4, first)]
     runs.topk[TOPK] = runs.headline[("EventGraD Top-10%", 4, first)]
-    for fraction in size["topk_sweep"]:
-        runs.topk[fraction] = runs.topk[TOPK].replace(push_policy=event(horizon, topk=fraction, forced=size["forced"]),
-                                                      push_codec=f"topk(ratio={fraction})")
-    for gap in size["max_gaps"]:
-        runs.heartbeat[gap] = event4.replace(push_policy=event(horizon, forced=size["forced"], max_gap=gap))
-    runs.topk_every = runs.topk[TOPK].replace(push_policy=event(0.0, topk=TOPK, forced=size["forced"]))
-    for s in size["seeds"]:
-        runs.topk_copy[s] = runs.headline[("EventGraD Top-10%", 4, s)].replace(
-            push_policy=event(horizon, topk=TOPK, forced=size["forced"], norm_of="copy"))
+    runs.gloo = event4.replace(steps=min(event4.steps, GLOO_STEPS), eval_every=min(event4.steps, GLOO_STEPS))
+    runs.sweep[("paper", horizon)] = event4
+    if length_epochs:
+        for label, settings in methods(horizon, forced=size["forced"]).items():
+            for s in size["seeds"]:
+                runs.length[(label, s)] = config(settings, 4, s, length_epochs)
     cifar = SETUPS["cifar10"]
+    if studies:  # the one-seed ablations the "why" column cites
+        for fraction in size["topk_sweep"]:
+            runs.topk[fraction] = runs.topk[TOPK].replace(
+                push_policy=event(horizon, topk=fraction, forced=size["forced"]), push_codec=f"topk(ratio={fraction})")
+        for gap in size["max_gaps"]:
+            runs.heartbeat[gap] = event4.replace(push_policy=event(horizon, forced=size["forced"], max_gap=gap))
+        runs.topk_every = runs.topk[TOPK].replace(push_policy=event(0.0, topk=TOPK, forced=size["forced"]))
+        for s in size["seeds"]:
+            runs.topk_copy[s] = runs.headline[("EventGraD Top-10%", 4, s)].replace(
+                push_policy=event(horizon, topk=TOPK, forced=size["forced"], norm_of="copy"))
+        for label in LABELS:
+            runs.cifar_optimizer[label] = runs.headline[(label, 4, first)].replace(lr=cifar["lr"],
+                                                                                   momentum=cifar["momentum"])
+        for rule, horizons in size["sweep"].items():
+            for h in horizons:
+                runs.sweep[(rule, h)] = config(methods(h, rule, size["forced"])["EventGraD"], 4, first)
     if size["causes"]:  # pinning against a heartbeat, momentum at a matched share: every seed
         runs.max_gap = size["max_gaps"][0]
         for s in size["seeds"]:
@@ -185,15 +204,4 @@ def eventgrad_runs(*, profile: str, dataset: str = "mnist", horizon: float = HOR
                                                                                  momentum=cifar["momentum"])
         for h in size["momentum_horizons"]:
             runs.momentum_search[h] = runs.momentum_at(h, first)
-    for label in LABELS:
-        config4 = runs.headline[(label, 4, first)]
-        runs.cifar_optimizer[label] = config4.replace(lr=cifar["lr"], momentum=cifar["momentum"])
-        if length_epochs:
-            for s in size["seeds"]:
-                runs.length[(label, s)] = config(methods(horizon, forced=size["forced"])[label], 4, s, length_epochs)
-    runs.gloo = event4.replace(steps=min(event4.steps, GLOO_STEPS), eval_every=min(event4.steps, GLOO_STEPS))
-    runs.sweep[("paper", horizon)] = runs.headline[("EventGraD", 4, first)]
-    for rule, horizons in size["sweep"].items():
-        for h in horizons:
-            runs.sweep[(rule, h)] = config(methods(h, rule, size["forced"])["EventGraD"], 4, first)
     return runs
