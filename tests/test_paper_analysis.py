@@ -1,5 +1,7 @@
 """The papers' analysis helpers on small real runs: the notebooks' tables come from here."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -134,6 +136,29 @@ def test_paper_vs_ours_puts_the_published_numbers_beside_ours(runs):
     quoted = gd.paper_vs_ours(dense, drop, index, gaps, "pcie3_x16", gd.PUBLISHED, diagnosis, marian, length,
                               "marian", w, seeds, wide, gd.WIDTH_RUN).loc["accuracy baseline", "why"]
     assert quoted.endswith(f"one seed, indicative; from {gd.WIDTH_RUN})")  # a committed run's width table
+    assert "(Marian table, one seed, indicative)" in table.loc["accuracy 99% drop", "why"]
+    alone = gd.paper_vs_ours(dense, drop, index, gaps, "pcie3_x16", gd.PUBLISHED, None, None, None, "marian", w, seeds)
+    assert "accuracy 99% drop, synchronous" not in alone.index  # no study ran or was quoted: its parts are left out
+    assert "diagnosis" not in alone.loc["accuracy 99% drop", "why"] and len(alone) == len(table) - 1
+
+
+def test_the_default_profile_quotes_the_studies_from_the_committed_long_run():
+    """The default profile runs the figures, tables and seeds only; the one-seed studies come
+    from ``STUDIES_RUN``, and only where nothing but ``ALLOWED`` parameters was set."""
+    from thinwire.notebook_parameters import quotes_apply
+    from thinwire.paths import source_checkout
+    plain, studied = gd.gradient_dropping_runs(profile="default"), gd.gradient_dropping_runs(profile="default", studies=True)
+    assert not plain.studies and plain.diagnosis == plain.marian == plain.longer == {}
+    assert studied.studies and len(studied.marian) == 7 and set(studied.longer) == {"no dropping", "99%"}
+    assert plain.ratios == studied.ratios and gd.gradient_dropping_runs(profile="smoke").studies
+    with pytest.raises(ValueError, match="studies='yes' is not allowed"):
+        gd.gradient_dropping_runs(profile="default", studies="yes")
+    quoted = gd.quoted_studies((source_checkout() or Path.cwd()) / gd.STUDIES_RUN)
+    assert set(quoted) == {"diagnosis", "marian", "length"}
+    assert quoted["marian"].loc[("async", "99%, all three (Marian)"), "gap to no dropping (last 3)"] < 0.05
+    injected = "# Parameters\nprofile = \"default\"\ngloo = False\n"
+    assert quotes_apply("default", [injected], gd.ALLOWED) and not quotes_apply("smoke", [], gd.ALLOWED)
+    assert not quotes_apply("default", [injected + "setting = \"sync\"\n"], gd.ALLOWED)
 
 
 def test_seed_runs_keep_the_warm_up_a_small_share():

@@ -51,3 +51,21 @@ def check_parameters(namespace: dict, inputs: list[str] = ()) -> dict:
             raise ValueError(f"{name}={value!r} is not allowed: parameter {name} is a "
                              f"{getattr(kind, '__name__', kind)}")
     return values
+
+
+def injected(inputs: list[str] = ()) -> dict:
+    """{name: value} that papermill injected (``-p name value``), from IPython's ``In``; {}
+    for a kernel that keeps no history. A notebook quotes a committed long run only where
+    nothing beyond the names that run allows was set (``quotes_apply``)."""
+    found = {}
+    for source in inputs:
+        if source.lstrip().startswith(INJECTED_HEADER):
+            found.update(_assigned(source))
+    return found
+
+
+def quotes_apply(profile: str, inputs: list[str], allowed: set[str]) -> bool:
+    """Whether a notebook at ``profile`` may quote a long run executed at the default profile
+    with the notebook's default parameters: only at the default profile, with no parameter
+    set beyond ``allowed`` (those that select which runs are made, not how)."""
+    return profile == "default" and set(injected(inputs)) <= set(allowed) | {"profile"}

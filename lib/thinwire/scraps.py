@@ -64,9 +64,10 @@ def read_scraps(path: str | Path) -> dict:
     return found
 
 
-def quoted_table(path: str | Path, name: str):
-    """The one-level table (a DataFrame) a committed executed notebook recorded under
-    ``name`` (``glue_table``), for a notebook that quotes a longer run instead of making it;
+def quoted_table(path: str | Path, name: str, levels: int = 1):
+    """The table (a DataFrame) a committed executed notebook recorded under ``name``
+    (``glue_table``), for a notebook that quotes a longer run instead of making it; a row
+    index of ``levels`` > 1 levels is restored from its " / "-joined labels (as strings);
     None when the file or the scrap is missing."""
     import pandas as pd
     try:
@@ -75,8 +76,25 @@ def quoted_table(path: str | Path, name: str):
         return None
     if not isinstance(table, dict) or "columns" not in table:
         return None
-    frame = pd.DataFrame(table["data"], index=table["index"], columns=table["columns"])
+    index = table["index"]
+    if levels > 1:
+        index = pd.MultiIndex.from_tuples([tuple(label.split(" / ", levels - 1)) for label in index])
+    frame = pd.DataFrame(table["data"], index=index, columns=table["columns"])
     for column in frame.columns:  # numbers (null for NaN) back to floats
         if all(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in frame[column]):
             frame[column] = frame[column].astype(float)
     return frame
+
+
+def made_or_quoted(name: str, make, ran: bool, quoted: dict, source: str, flag: str = "studies"):
+    """The table ``make()`` builds from a notebook's own runs when ``ran`` (recorded under
+    ``name``), else ``quoted[name]`` (a committed long run's, ``quoted_table``) or None;
+    prints which, naming ``source`` and the notebook parameter ``flag`` that runs it here."""
+    if ran:
+        table = make()
+        glue_table(name, table)
+        return table
+    table = quoted.get(name)
+    print(f"{name}: quoted from {source}" if table is not None
+          else f"{name}: not run at this profile; -p {flag} True runs it")
+    return table

@@ -8,7 +8,7 @@ from .analysis import (accuracy, accuracy_by_epoch, communication_pct, epoch_los
 from .causes import matched_horizon, momentum_table, pinning_table, worth
 from .profiles import EVENTGRAD, EVENTGRAD_CIFAR10
 from .published import PUBLISHED
-from .quoted import CAUSES_RUN, quoted_studies, study
+from .quoted import ALLOWED, CAUSES_RUN, quoted_studies, study
 from ..record import Paper
 from .runs import (BATCH, FORCED, HORIZON, LABELS, LR, MODEL, SETUPS, TOPK, EventGradRuns, event, eventgrad_recipes,
                    eventgrad_runs, methods)
@@ -16,7 +16,7 @@ from .runs import (BATCH, FORCED, HORIZON, LABELS, LR, MODEL, SETUPS, TOPK, Even
 PAPER = Paper(name="eventgrad", title="Ghosh, Aquino & Gupta 2021, EventGraD: Event-Triggered Communication in "
               "Parallel Machine Learning", order=2, recipes=eventgrad_recipes())
 
-__all__ = ["CAUSES_RUN", "matched_horizon", "momentum_table", "pinning_table", "quoted_studies", "study", "worth", "BATCH", "EVENTGRAD", "EVENTGRAD_CIFAR10", "EventGradRuns", "FORCED", "HORIZON", "LABELS", "LR", "MODEL", "PAPER",
+__all__ = ["ALLOWED", "CAUSES_RUN", "matched_horizon", "momentum_table", "pinning_table", "quoted_studies", "study", "worth", "BATCH", "EVENTGRAD", "EVENTGRAD_CIFAR10", "EventGradRuns", "FORCED", "HORIZON", "LABELS", "LR", "MODEL", "PAPER",
            "PUBLISHED", "SETUPS", "TOPK", "accuracy", "accuracy_by_epoch", "communication_pct", "epoch_losses", "event",
            "eventgrad_recipes", "eventgrad_runs", "framing_table", "iteration_seconds", "last_events", "length_table", "LONG_RUN", "quoted_length",
            "mean_accuracy", "messages", "messages_pct", "methods", "network_notes", "optimizer_table", "paired_table", "paper_vs_ours",

@@ -5,16 +5,18 @@ ablations (horizon sweep, random trigger, Top-K fractions, heartbeat, optimizer,
 D-PSGD), the causes over seeds (``causes.py``) and 16 peers come from ``CAUSES_RUN``, the
 same notebook executed at the default profile with ``-p studies True -p causes True`` from a
 clean commit. ``study`` makes a table from this notebook's runs when they ran, and quotes
-the long run's otherwise, saying which.
+the long run's otherwise, saying which; a notebook quotes only at the default profile with
+no parameter set beyond ``ALLOWED`` (``notebook_parameters.quotes_apply``).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ...scraps import glue_table, quoted_table
+from ...scraps import made_or_quoted, quoted_table
 
 CAUSES_RUN = "long-runs/eventgrad_causes.ipynb"  # the default profile with -p studies True -p causes True
+ALLOWED = {"gloo", "studies", "causes", "length_epochs"}  # parameters that leave the quoted runs as they were
 
 
 def quoted_studies(path: str | Path) -> dict:
@@ -38,13 +40,6 @@ def quoted_studies(path: str | Path) -> dict:
 
 
 def study(name: str, make, ran: bool, quoted: dict, flag: str = "studies"):
-    """The table ``make()`` builds from this notebook's runs when ``ran`` (recorded under
-    ``name``), else the long run's (``quoted_studies``) or None; prints which."""
-    if ran:
-        table = make()
-        glue_table(name, table)
-        return table
-    table = quoted.get(name)
-    print(f"{name}: quoted from {CAUSES_RUN} (this notebook at the default profile with -p studies True -p causes True)"
-          if table is not None else f"{name}: not run at this profile; -p {flag} True runs it")
-    return table
+    """``scraps.made_or_quoted`` with ``CAUSES_RUN`` as the source."""
+    return made_or_quoted(name, make, ran, quoted, f"{CAUSES_RUN} (this notebook at the default profile with "
+                          "-p studies True -p causes True)", flag)

@@ -169,25 +169,28 @@ def baseline_why(dense, seeds: pd.DataFrame, width: pd.DataFrame | None, quoted:
     return text
 
 
-def paper_vs_ours(dense, drop99, drop99_index, gaps, network: str, published: dict, diagnosis: pd.DataFrame,
-                  marian: pd.DataFrame, length: pd.DataFrame, setting: str, warmup: int, seeds: pd.DataFrame,
+def paper_vs_ours(dense, drop99, drop99_index, gaps, network: str, published: dict, diagnosis: pd.DataFrame | None,
+                  marian: pd.DataFrame | None, length: pd.DataFrame | None, setting: str, warmup: int, seeds: pd.DataFrame,
                   width: pd.DataFrame | None = None, width_from: str = "") -> pd.DataFrame:
     """The notebook's "paper vs ours" table: paper, ours, gap, and why. Each cause is measured
     by a run named in it: ``diagnosis_table`` and ``marian_table`` for accuracy,
     ``length_table`` for training length, ``seeds_table`` for the gap over seeds,
     ``width_table`` (when it ran, or as ``width_from``, a committed run, recorded it) for width, the two encodings for bytes, the network model for
-    speed. ``dense``/``drop99`` ran in ``setting``; bytes and speed count the steps after the
-    ``warmup`` dense steps (what dropping itself does)."""
+    speed (a study that neither ran nor was quoted, None, leaves its part out). ``dense``/``drop99``
+    ran in ``setting``; bytes and speed count the steps after the ``warmup`` dense steps (what
+    dropping itself does)."""
     import pandas as pd
     config = dense.config
-    synchronous, full = marian.loc[("sync", "99%")], marian.loc[("async", "99%, all three (Marian)")]
-    other = ("accuracy 99% drop, synchronous", synchronous) if setting == "marian" else \
-        ("accuracy 99% drop, Marian's setting", full)
+    synchronous = full = other = None
+    if marian is not None:
+        synchronous, full = marian.loc[("sync", "99%")], marian.loc[("async", "99%, all three (Marian)")]
+        other = ("accuracy 99% drop, synchronous", synchronous) if setting == "marian" else \
+            ("accuracy 99% drop, Marian's setting", full)
     ours = {
         "accuracy baseline": dense.summary["final_accuracy"],
         "accuracy 99% drop": drop99.summary["final_accuracy"],
         "accuracy gap no dropping - 99%, over seeds": seeds.loc["mean", "gap (last 3)"],
-        other[0]: other[1]["final accuracy"],
+        **({other[0]: other[1]["final accuracy"]} if other else {}),
         "data reduction 99% (offset-value)": data_reduction(dense, drop99, warmup),
         "data reduction 99% (index-value, 8 bytes per survivor)": data_reduction(dense, drop99_index, warmup),
         "speed-up 99% vs 0%": measures.images_per_second(drop99, network, warmup)
@@ -197,31 +200,36 @@ def paper_vs_ours(dense, drop99, drop99_index, gaps, network: str, published: di
         "accuracy baseline": published["accuracy_baseline"],
         "accuracy 99% drop": published["accuracy_drop99"],
         "accuracy gap no dropping - 99%, over seeds": published["accuracy_baseline"] - published["accuracy_drop99"],
-        other[0]: published["accuracy_drop99"],
+        **({other[0]: published["accuracy_drop99"]} if other else {}),
         "data reduction 99% (offset-value)": published["data_reduction_99_offset_value"],
         "data reduction 99% (index-value, 8 bytes per survivor)": published["data_reduction_99_offset_value"],
         "speed-up 99% vs 0%": published["images_per_second"][0.99] / published["images_per_second"][0.0],
     }
-    ties = diagnosis.loc[("adagrad", "99% pushes and pulls")]
     gap = lambda row: f"{row['gap to no dropping (last 3)']:+.4f}"  # noqa: E731
-    alone = {name: gap(row) for (schedule, name), row in marian.iterrows() if name != "no dropping"}
     per_survivor = 8 * measures.payload(drop99, start=warmup) / measures.payload(drop99_index, start=warmup)
-    short, long = length.loc["profile length"], length.loc["twice as long"]
     accuracy_why = (f"{epochs(config):.2f} epochs here vs 20 in the paper. Gap to our baseline (last 3 evaluations): "
                     f"{measures.final_accuracy(dense, LAST) - measures.final_accuracy(drop99, LAST):+.4f} after {warmup} dense "
                     f"warm-up steps ({warmup / config.steps:.0%} of the run; with {seeds.loc['mean', 'dense warm-up steps']:.0f} "
-                    f"({seeds.loc['mean', 'warm-up share']:.1%}) over seeds: {seeds.loc['mean', 'gap (last 3)']:+.4f}). Synchronous with torch's eps "
-                    f"it is {gap(synchronous)}: {ties['pull tied']:.1%} of the pull deltas tie at the threshold "
-                    f"(+-lr, AdaGrad's first step), the strict test drops them and pulls carry "
-                    f"{ties['pull density']:.2%} of the values (diagnosis). One at a time: "
-                    + "; ".join(f"{k} {v}" for k, v in alone.items())
-                    + f" (Marian table). Trained twice as long the gap goes from {short['gap (last 3)']:+.4f} to "
-                    f"{long['gap (last 3)']:+.4f} (training length)")
+                    f"({seeds.loc['mean', 'warm-up share']:.1%}) over seeds: {seeds.loc['mean', 'gap (last 3)']:+.4f})")
+    if diagnosis is not None and synchronous is not None:
+        ties = diagnosis.loc[("adagrad", "99% pushes and pulls")]
+        accuracy_why += (f". Synchronous with torch's eps it is {gap(synchronous)}: {ties['pull tied']:.1%} of the pull "
+                         f"deltas tie at the threshold (+-lr, AdaGrad's first step), the strict test drops them and "
+                         f"pulls carry {ties['pull density']:.2%} of the values (diagnosis, one seed, indicative)")
+    if marian is not None:
+        alone = {name: gap(row) for (schedule, name), row in marian.iterrows() if name != "no dropping"}
+        accuracy_why += ". One at a time: " + "; ".join(f"{k} {v}" for k, v in alone.items()) + \
+            " (Marian table, one seed, indicative)"
+    if length is not None:
+        short, long = length.loc["profile length"], length.loc["twice as long"]
+        accuracy_why += (f". Trained twice as long the gap goes from {short['gap (last 3)']:+.4f} to "
+                         f"{long['gap (last 3)']:+.4f} (training length, one seed, indicative)")
     why = {
         "accuracy baseline": baseline_why(dense, seeds, width, width_from),
         "accuracy 99% drop": f"{setting} setting. " + accuracy_why,
         "accuracy gap no dropping - 99%, over seeds": f"{setting} setting, " + seed_gap_why(seeds),
-        other[0]: f"{gap(other[1])} behind the dense run of its own setting (last 3)",
+        **({other[0]: f"{gap(other[1])} behind the dense run of its own setting (last 3; one seed, indicative)"}
+           if other else {}),
         "data reduction 99% (offset-value)": f"after the {warmup} dense warm-up steps "
                                              f"({data_reduction(dense, drop99):.1f}x over the whole run); our offsets "
                                              "take about one byte per survivor plus escapes for long gaps, so a "

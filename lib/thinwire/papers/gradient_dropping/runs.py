@@ -90,6 +90,7 @@ class GradientDroppingRuns:
     width: dict[str, RunConfig] = field(default_factory=dict)          # dense at the profile's and the paper's width
     setting: str = "marian"
     warmup_steps: int = 0                                             # of the dropping runs in ``ratios``
+    studies: bool = False                                             # whether diagnosis, marian, longer ran
 
     def in_process(self) -> dict[str, dict]:
         return {"ratios": self.ratios, "index_value": self.index_value, "scope": self.scope,
@@ -100,13 +101,17 @@ class GradientDroppingRuns:
 def gradient_dropping_runs(*, profile: str, dataset: str = "mnist", workers: int = 4, layer_norm: bool = True,
                            sampling: str = "random", network: str = "ethernet_10g", seed: int = 0,
                            device: str = "auto", steps: int = 0, setting: str = "marian", seed_steps: int = 0,
-                           seed_warmup: int = -1, paper_width: bool = False) -> GradientDroppingRuns:
+                           seed_warmup: int = -1, paper_width: bool = False,
+                           studies: bool = False) -> GradientDroppingRuns:
     """Validated configs for every figure and table; ``ValueError`` names a bad parameter.
     ``steps`` > 0 caps every run's length (time-capped runs of a large profile); ``setting``
     is one of ``SETTINGS`` (module docstring). The gap over seeds runs ``seed_steps`` steps (0:
     the profile's) with ``seed_warmup`` dense steps first (-1: ``paper_warmup_share`` of the
-    run); ``paper_width`` adds the dense run at the paper's width."""
+    run); ``paper_width`` adds the dense run at the paper's width; ``studies`` True runs the
+    one-seed studies (diagnosis, Marian's settings, training length) where the profile does not."""
     size = dict(GRADIENT_DROPPING[check_profile(profile)])
+    check("studies", studies, isinstance(studies, bool), "True or False")
+    studies = size.pop("studies") or studies
     # one node pushes to and pulls from itself: nothing crosses a network, no reduction to show
     check("workers", workers, isinstance(workers, int) and not isinstance(workers, bool) and workers >= 2,
           "an int >= 2 (each node sends its shards to the others)")
@@ -130,7 +135,7 @@ def gradient_dropping_runs(*, profile: str, dataset: str = "mnist", workers: int
         config = config.replace(push_codec=push, pull_codec=pull)
         return config.replace(**extra) if extra and kwargs.get("ratio") else config
 
-    runs = GradientDroppingRuns(setting=setting, warmup_steps=dropping.get("warmup_steps", 0))
+    runs = GradientDroppingRuns(setting=setting, warmup_steps=dropping.get("warmup_steps", 0), studies=studies)
     for ratio in RATIOS:
         runs.ratios[ratio] = with_codecs(base, dropping, ratio=ratio)
         # the speed runs drop from their first step: they are shorter than the warm-up
@@ -144,26 +149,27 @@ def gradient_dropping_runs(*, profile: str, dataset: str = "mnist", workers: int
     for bits, levels in (q for q in QUANTIZED if q[0] in widths):
         runs.quantized[f"{bits}-bit, {LEVEL_NAMES[levels]}"] = with_codecs(base, dropping, ratio=0.99, bits=bits,
                                                                            levels=levels)
-    # the pull diagnosis of the synchronous gap (AdaGrad, the paper's optimizer)
-    drop99 = with_codecs(sync, ratio=0.99)
-    runs.diagnosis[("adagrad", "no dropping")] = sync
-    runs.diagnosis[("adagrad", "99% pushes and pulls")] = drop99
-    runs.diagnosis[("adagrad", "99% pushes, dense pulls")] = drop99.replace(pull_codec="fp32")
-    runs.diagnosis[("adagrad", "99% pushes and pulls, ties kept")] = with_codecs(sync, ratio=0.99, pull_ties="keep")
-    # Marian's three settings at 99%, one at a time and together; each gap is taken to the
-    # dense run with the same schedule (asynchronous: with Marian's epsilon as well).
-    marian, _ = setting_options("marian", warmup)
-    runs.marian[("sync", "no dropping")] = sync
-    runs.marian[("sync", "99%")] = drop99
-    runs.marian[("sync", "99%, AdaGrad eps 1e-8")] = drop99.replace(adagrad_eps=MARIAN_EPS)
-    runs.marian[("sync", f"99%, {warmup} dense warm-up steps")] = drop99.replace(warmup_steps=warmup)
-    runs.marian[("async", "no dropping")] = sync.replace(**marian)
-    runs.marian[("async", "99%, asynchronous alone")] = drop99.replace(schedule="async")
-    runs.marian[("async", "99%, all three (Marian)")] = drop99.replace(**marian, warmup_steps=warmup)
-    # training length: the dense run and 99% of this setting, twice as many steps
-    for label, ratio in (("no dropping", 0.0), ("99%", 0.99)):
-        config = runs.ratios[ratio]
-        runs.longer[label] = config.replace(steps=2 * config.steps)
+    if studies:  # the one-seed studies of the accuracy gap
+        # the pull diagnosis of the synchronous gap (AdaGrad, the paper's optimizer)
+        drop99 = with_codecs(sync, ratio=0.99)
+        runs.diagnosis[("adagrad", "no dropping")] = sync
+        runs.diagnosis[("adagrad", "99% pushes and pulls")] = drop99
+        runs.diagnosis[("adagrad", "99% pushes, dense pulls")] = drop99.replace(pull_codec="fp32")
+        runs.diagnosis[("adagrad", "99% pushes and pulls, ties kept")] = with_codecs(sync, ratio=0.99, pull_ties="keep")
+        # Marian's three settings at 99%, one at a time and together; each gap is taken to the
+        # dense run with the same schedule (asynchronous: with Marian's epsilon as well).
+        marian, _ = setting_options("marian", warmup)
+        runs.marian[("sync", "no dropping")] = sync
+        runs.marian[("sync", "99%")] = drop99
+        runs.marian[("sync", "99%, AdaGrad eps 1e-8")] = drop99.replace(adagrad_eps=MARIAN_EPS)
+        runs.marian[("sync", f"99%, {warmup} dense warm-up steps")] = drop99.replace(warmup_steps=warmup)
+        runs.marian[("async", "no dropping")] = sync.replace(**marian)
+        runs.marian[("async", "99%, asynchronous alone")] = drop99.replace(schedule="async")
+        runs.marian[("async", "99%, all three (Marian)")] = drop99.replace(**marian, warmup_steps=warmup)
+        # training length: the dense run and 99% of this setting, twice as many steps
+        for label, ratio in (("no dropping", 0.0), ("99%", 0.99)):
+            config = runs.ratios[ratio]
+            runs.longer[label] = config.replace(steps=2 * config.steps)
     # the gap over seeds, with a warm-up that is a small share of the run
     length = check_seed_steps(seed_steps)
     length = min(length or size["steps"], steps or length or size["steps"])
