@@ -426,3 +426,28 @@ def test_the_reward_to_q_ratio_reads_the_decisions(sarsa_run):
     gap = [m["sarsa_q_up"][i] - m["sarsa_q_keep"][i] for i in steps]
     assert mq.reward_to_q_ratio(result) == pytest.approx(
         float(np.median(np.abs([m["sarsa_reward"][i] for i in steps])) / np.median(np.abs(gap))))
+
+
+def test_the_default_profile_leaves_the_studies_to_the_long_run_and_one_lr_serves_every_method():
+    """The default profile runs every method on every seed; the agent's variants, the paper's
+    lr and the lr grid run with ``studies`` (on the tuning seed, every method at every lr)."""
+    from thinwire.papers import mqgrad as mq
+    plain, studied = mq.mqgrad_runs(profile="default"), mq.mqgrad_runs(profile="default", studies=True)
+    assert not plain.studies and plain.learning == plain.paper_lr == plain.lr_grid == {} and len(plain.all()) == 15
+    assert studied.methods == plain.methods and set(studied.learning) and set(studied.paper_lr) == {0}
+    assert set(studied.lr_grid) == {(label, lr) for label in mq.LABELS for lr in (0.05, 0.1, 0.2, 0.4)}
+    tuned = studied.lr_grid[("Fix(4)", 0.2)]
+    assert tuned.seed == mq.TUNING_SEED and tuned == plain.methods[("Fix(4)", 0)].replace(seed=mq.TUNING_SEED, lr=0.2)
+    with pytest.raises(ValueError, match="studies=1 is not allowed"):
+        mq.mqgrad_runs(profile="default", studies=1)
+    chosen = mq.mqgrad_runs(profile="default", studies=True, lr=0.05)  # the notebook passes the grid's choice
+    assert {c.lr for c in chosen.methods.values()} | {c.lr for c in chosen.learning.values()} == {0.05}
+    assert chosen.lr_grid == studied.lr_grid and {c.lr for c in chosen.paper_lr.values()} == {mq.LR}
+    with pytest.raises(ValueError, match="lr=-1 is not allowed"):
+        mq.mqgrad_runs(profile="default", lr=-1)
+    grid = {(label, lr): _Fake(0, 1.0, [0.1, acc], 4) for label in mq.LABELS
+            for lr, acc in ((0.1, 0.8 if label == "MQGrad" else 0.5), (0.2, 0.6))}
+    table = mq.lr_table(grid)
+    assert list(table.index) == [0.1, 0.2] and table.loc[0.1, "MQGrad"] == pytest.approx(80.0)
+    assert table.loc[0.1, "mean over methods"] == pytest.approx(56.0) and table.loc[0.2, "mean over methods"] == 60.0
+    assert mq.chosen_lr(table) == 0.2 and mq.at_edge(table)  # the mean decides, not MQGrad's own best

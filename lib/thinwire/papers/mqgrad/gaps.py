@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .analysis import FRACTIONS, _mean, accuracy_at, budgets, by_label, elapsed, learning_table, relative_table
+from .analysis import FRACTIONS, _mean, accuracy_at, budgets, by_label, elapsed, relative_table
 from .runs import LABELS
 
 if TYPE_CHECKING:
@@ -161,10 +161,11 @@ def stability(groups: dict[str, list]) -> "pd.DataFrame":
     return pd.DataFrame(rows).T
 
 
-def why(methods: dict, learning: dict, steps: int, dataset: str, gaps: "pd.DataFrame",
-        stable: "pd.DataFrame") -> dict[str, str]:
+def why(methods: dict, learn: "pd.DataFrame | None", steps: int, dataset: str, gaps: "pd.DataFrame",
+        stable: "pd.DataFrame | None") -> dict[str, str]:
     """The "why" column of ``paper_vs_ours``: for each method what the notebook's runs show,
-    from the tables above it (``budget_gaps``, ``stability``, ``learning_table``)."""
+    from the tables above it (``budget_gaps``, ``stability``, ``learning_table``; the last two
+    made here or quoted, None when neither)."""
     rel = relative_table(methods)
     level = (f"level: the paper trains CIFAR-10 with 16.2 M parameters for 40 h; here {dataset} with the profile's "
              f"CNN for {steps} iterations (CIFAR-10 at the paper's scale needs data/cifar10 and a GPU: not run here, "
@@ -183,10 +184,13 @@ def why(methods: dict, learning: dict, steps: int, dataset: str, gaps: "pd.DataF
                  f"{row['baseline iterations']:.0f}; MQGrad's mean bits {row['MQGrad mean bits so far']:.1f})"
                  f" {row['per iteration']:+.1f} per iteration")
         parts.append(f"at {budget}, MQGrad - {row['best baseline']} {row['MQGrad - baseline']:+.1f}{split} ({noise})")
-    learn = learning_table(learning)
-    rows = "; ".join(f"{name}: mean bits {row['mean bits']:.2f}, final {row['final accuracy %']:.1f}%"
-                     for name, row in learn.iterrows())
-    out["MQGrad"] += "; " + "; ".join(parts) + f"; what the learning does (first seed): {rows}"
+    out["MQGrad"] += "; " + "; ".join(parts)
+    if learn is not None:
+        rows = "; ".join(f"{name}: mean bits {row['mean bits']:.2f}, final {row['final accuracy %']:.1f}%"
+                         for name, row in learn.iterrows())
+        out["MQGrad"] += f"; what the learning does (first seed; one seed, indicative): {rows}"
+    if stable is None:
+        return out
     methods_rows = [name for name in stable.index if name.split(",")[0] in LABELS and "(the paper's)" not in name]
     if methods_rows:
         swings = stable.loc[methods_rows, "swing (pts)"].astype(float)
@@ -195,8 +199,8 @@ def why(methods: dict, learning: dict, steps: int, dataset: str, gaps: "pd.DataF
     paper_rows = [name for name in stable.index if "(the paper's)" in name]
     for name in paper_rows:
         row = stable.loc[name]
-        out["MQGrad"] += (f"; {name}: {row['collapsed']} of {row['runs']} runs collapsed, {row['never learned']} never "
-                          f"learned (final {row['per seed']}%)")
+        out["MQGrad"] += (f"; {name}: {int(row['collapsed'])} of {int(row['runs'])} runs collapsed, "
+                          f"{int(row['never learned'])} never learned (final {row['per seed']}%)")
     return out
 
 

@@ -82,12 +82,15 @@ class MQGradRuns:
     methods: dict[tuple[str, int], RunConfig] = field(default_factory=dict)   # (label, seed): every method, every seed
     learning: dict[str, RunConfig] = field(default_factory=dict)  # what the learning does: MQGrad variants, 1st seed
     paper_lr: dict[int, RunConfig] = field(default_factory=dict)  # seed -> MQGrad at the paper's lr (when the profile's differs)
+    lr_grid: dict[tuple[str, float], RunConfig] = field(default_factory=dict)  # (label, lr): the tuning seed
     seeds: tuple[int, ...] = ()
     gloo: RunConfig | None = None   # a short MQGrad run: in-process vs gloo ranks
+    studies: bool = False           # whether learning, paper_lr and lr_grid ran
 
     def all(self) -> list[RunConfig]:
         seen = {}
-        for config in [*self.methods.values(), *self.learning.values(), *self.paper_lr.values()]:
+        for config in [*self.methods.values(), *self.learning.values(), *self.paper_lr.values(),
+                       *self.lr_grid.values()]:
             seen.setdefault(config.key(), config)
         return list(seen.values())
 
@@ -112,17 +115,25 @@ def shuffled(mqgrad) -> RunConfig:
     sent = tuple(int(b) for b in mqgrad.metrics["sarsa_bits"] if b is not None)
     return mqgrad.config.replace(bits_policy=f"shuffled_bits(bits={sent}, window={WINDOW})")
 GLOO_STEPS = 20
+TUNING_SEED = 1000  # the lr grid's seed (after the first seed), apart from the seeds of the tables
 
 
 def mqgrad_runs(*, profile: str, dataset: str = "mnist", seed: int = 0, device: str = "auto", steps: int = 0,
-                model: str = "", network: str = NETWORK) -> MQGradRuns:
+                model: str = "", network: str = NETWORK, studies: bool = False, lr: float = 0.0) -> MQGradRuns:
     """Validated configs of every table and figure; ``ValueError`` names a bad parameter.
-    ``model`` "" takes the profile's; ``steps`` > 0 caps every run (time-capped GPU runs)."""
+    ``model`` "" takes the profile's; ``steps`` > 0 caps every run (time-capped GPU runs);
+    ``studies`` True runs the learning variants, the paper's lr and the lr grid where the
+    profile does not (``profiles.py``); ``lr`` > 0 replaces the profile's lr in every run but
+    the grid's (the notebook passes the grid's choice, ``lr_grid.chosen_lr``)."""
     check_profile(profile)
     check_steps(steps)
+    if not isinstance(studies, bool):
+        raise ValueError(f"studies={studies!r} is not allowed: studies must be True or False")
+    if not isinstance(lr, (int, float)) or isinstance(lr, bool) or lr < 0:
+        raise ValueError(f"lr={lr!r} is not allowed: lr must be a number > 0, or 0 for the profile's")
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise ValueError(f"seed={seed!r} is not allowed: seed must be an int >= 0")
-    size = MQGRAD[profile]
+    size = {**MQGRAD[profile], "lr": lr or MQGRAD[profile]["lr"]}
     length = min(steps, size["steps"]) if steps else size["steps"]
 
     def config(settings: dict, s: int) -> RunConfig:
@@ -131,16 +142,22 @@ def mqgrad_runs(*, profile: str, dataset: str = "mnist", seed: int = 0, device: 
                          train_samples=size["train_samples"], eval_samples=size["eval_samples"], seed=seed + s,
                          device=device, network=network, lr=size["lr"], init=CODE_INIT, **INPUTS, **settings)
 
-    runs = MQGradRuns(seeds=size["seeds"])
+    studies = studies or size["studies"]
+    runs = MQGradRuns(seeds=size["seeds"], studies=studies)
     first = size["seeds"][0]
     for label, settings in methods().items():
         for s in size["seeds"]:
             runs.methods[(label, s)] = config(settings, s)
     mq = runs.methods[("MQGrad", first)]
+    runs.gloo = mq.replace(steps=min(length, GLOO_STEPS), eval_every=min(length, GLOO_STEPS))
+    if not studies:
+        return runs
     for label in size["learning"]:
         runs.learning[label] = mq.replace(bits_policy=LEARNING[label])
     if size["lr"] != LR:
         for s in size["paper_lr_seeds"]:
             runs.paper_lr[s] = config(methods()["MQGrad"], s).replace(lr=LR)
-    runs.gloo = mq.replace(steps=min(length, GLOO_STEPS), eval_every=min(length, GLOO_STEPS))
+    for lr in size["lr_grid"]:  # one lr for every method: the grid on a seed the tables do not use
+        for label, settings in methods().items():
+            runs.lr_grid[(label, lr)] = config(settings, TUNING_SEED).replace(lr=lr)
     return runs
