@@ -234,7 +234,7 @@ def test_oland_raj_tables_from_smoke_runs(tmp_path):
 
 def test_oland_raj_runs_scale_l1_to_the_paper_shrinkage():
     from thinwire.papers import oland_raj as orr
-    runs = orr.oland_raj_runs(profile="default")
+    runs = orr.oland_raj_runs(profile="default", studies=True)
     long = runs.longer[("c=5, M=4", 0)]
     assert long.steps == 26 * runs.headline[("c=5, M=4", 0)].eval_every
     paper = orr.shrinkage(60000, 100, 5, 20, 0.95)
@@ -288,3 +288,21 @@ def test_oland_raj_long_epochs_override():
     for bad in (-1, 2.5, True):
         with pytest.raises(ValueError, match="long_epochs="):
             orr.oland_raj_runs(profile="smoke", long_epochs=bad)
+
+
+def test_oland_raj_default_runs_the_headline_and_sweeps_and_quotes_the_studies():
+    """The default profile's 20 runs (the table and Figs. 1, 4-5) stay inside the budget; the L1
+    ablation, the settings and the longer runs run with ``studies``, the longer runs alone
+    with ``long_epochs``/``long_seeds`` (the epochs-to-peak long run)."""
+    from thinwire.papers import oland_raj as orr
+    plain, studied = orr.oland_raj_runs(profile="default"), orr.oland_raj_runs(profile="default", studies=True)
+    assert not plain.studies and plain.l1 == plain.settings == plain.longer == {}
+    assert len(plain.all()) == 20 and sum(c.steps for c in plain.all()) == 48_000
+    assert plain.headline == studied.headline and plain.fixed == studied.fixed and len(studied.all()) == 45
+    long = orr.oland_raj_runs(profile="default", long_epochs=100, long_seeds=5)
+    assert long.l1 == long.settings == {} and sorted({s for _, s in long.longer}) == [0, 1, 2, 3, 4]
+    assert {c.steps for c in long.longer.values()} == {100 * 300} and len(long.longer) == 11
+    for bad in ({"long_seeds": -1}, {"studies": "yes"}):
+        with pytest.raises(ValueError, match=f"{next(iter(bad))}="):
+            orr.oland_raj_runs(profile="default", **bad)
+

@@ -66,6 +66,7 @@ class OlandRajRuns:
     settings: dict[tuple[str, str], RunConfig] = field(default_factory=dict)
     longer: dict[tuple[str, int], RunConfig] = field(default_factory=dict)      # (label, seed): epochs to peak
     l1_scaled: float = 0.0                                                     # the L1 strength of ``longer``
+    studies: bool = False                                                      # whether l1 and settings ran
 
     def all(self) -> list[RunConfig]:
         seen = {}
@@ -77,14 +78,22 @@ class OlandRajRuns:
 
 def oland_raj_runs(*, profile: str, dataset: str = "mnist", workers: int = 5, batch_size: int = 20, lr: float = 0.1,
                    lr_decay: float = 0.95, l1: float = 1e-5, seed: int = 0, device: str = "auto",
-                   long_epochs: int = 0) -> OlandRajRuns:
+                   long_epochs: int = 0, long_seeds: int = 0, studies: bool = False) -> OlandRajRuns:
     """Validated configs for every figure and the table; ``ValueError`` names a bad parameter.
-    ``long_epochs`` > 0 replaces the profile's length of the longer runs (epochs to peak)."""
+    ``long_epochs`` > 0 replaces the profile's length of the longer runs (epochs to peak), and
+    ``long_seeds`` > 0 their seeds (the first ``long_seeds``); either runs the longer runs
+    where the profile does not. ``studies`` True runs the L1 ablation, the settings and the
+    longer runs where the profile does not (``profiles.py``)."""
     size = dict(OLAND_RAJ[check_profile(profile)])
-    if not isinstance(long_epochs, int) or isinstance(long_epochs, bool) or long_epochs < 0:
-        raise ValueError(f"long_epochs={long_epochs!r} is not allowed: long_epochs must be 0 (the profile's) or a "
-                         "positive int")
+    for name, value in (("long_epochs", long_epochs), ("long_seeds", long_seeds)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ValueError(f"{name}={value!r} is not allowed: {name} must be 0 (the profile's) or a positive int")
+    if not isinstance(studies, bool):
+        raise ValueError(f"studies={studies!r} is not allowed: studies must be True or False")
+    studies = studies or size["studies"]
+    longer_runs = studies or bool(long_epochs or long_seeds)
     size["long_epochs"] = long_epochs or size["long_epochs"]
+    size["long_seeds"] = tuple(range(long_seeds)) if long_seeds else size["long_seeds"]
     if not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed={seed!r} is not allowed: seed must be an int >= 0")
     probe = RunConfig(algorithm="weight_averaging", dataset=dataset, model=MODEL,
@@ -98,7 +107,7 @@ def oland_raj_runs(*, profile: str, dataset: str = "mnist", workers: int = 5, ba
     def config(transmission: dict, s: int, **extra) -> RunConfig:
         return base.replace(**transmission, seed=seed + s, **extra)
 
-    runs = OlandRajRuns()
+    runs = OlandRajRuns(studies=studies)
     for s in size["seeds"]:
         for label, transmission in HEADLINE.items():
             runs.headline[(label, s)] = config(transmission, s, observe=PROBES_GRID if label == "baseline" else PROBES)
@@ -112,18 +121,21 @@ def oland_raj_runs(*, profile: str, dataset: str = "mnist", workers: int = 5, ba
         runs.ceiling10[(f"{CEILING}:{CEILING}", s)] = config(fixed(CEILING), s)
         for c in size["floors_m4"]:
             runs.m4[(c + 4, s)] = config(adaptive(c, 4), s)
+    runs.l1_scaled = l1 * shrinkage(PAPER_SAMPLES, PAPER_EPOCHS, workers, batch_size, lr_decay) / shrinkage(
+        samples, size["long_epochs"], workers, batch_size, lr_decay)
+    if longer_runs:  # epochs to peak compares c=6 with the baseline over the seeds; c=5 runs once, for the table
+        for label in TRIPLE:
+            for s in size["long_seeds"] if label != "c=5, M=4" else size["long_seeds"][:1]:
+                runs.longer[(label, s)] = config(HEADLINE[label], s).replace(
+                    steps=steps_per_epoch * size["long_epochs"], l1=runs.l1_scaled)
+    if not studies:
+        return runs
     for strength in sorted({l1, *size["l1_ablation"]}):
         for label in TRIPLE:
             runs.l1[(label, strength)] = config(HEADLINE[label], 0).replace(l1=strength)
     # the bit-rate experiments, one setting at a time, first seed, each with its own baseline
-    runs.l1_scaled = l1 * shrinkage(PAPER_SAMPLES, PAPER_EPOCHS, workers, batch_size, lr_decay) / shrinkage(
-        samples, size["long_epochs"], workers, batch_size, lr_decay)
     for label in TRIPLE:
         runs.settings[("as above", label)] = runs.headline[(label, 0)]
-        # epochs to peak compares c=6 with the baseline over the seeds; c=5 runs once, for the table
-        for s in size["long_seeds"] if label != "c=5, M=4" else size["long_seeds"][:1]:
-            runs.longer[(label, s)] = config(HEADLINE[label], s).replace(
-                steps=steps_per_epoch * size["long_epochs"], l1=runs.l1_scaled)
         runs.settings[(f"{size['long_epochs']} epochs, L1 scaled", label)] = runs.longer[(label, 0)]
         for init in size["inits"]:
             runs.settings[(f"init {init}", label)] = config(HEADLINE[label], 0, init=init)
