@@ -1,8 +1,8 @@
 """The studies beside MQGrad's headline, made here or quoted from a committed long run.
 
-The default profile runs every method on every seed and MQGrad's shuffled controls
-(``profiles.py``); the agent's learning variants, MQGrad at the paper's lr and the lr grid
-over every method come from ``STUDIES_RUN``, the notebook executed at the default profile
+The default profile runs every method on every seed (``profiles.py``); MQGrad's shuffled
+controls, the agent's learning variants, MQGrad at the paper's lr and the lr grid over every
+method come from ``STUDIES_RUN``, the notebook executed at the default profile
 with ``-p studies True`` from a clean commit. They are quoted only at the default profile
 with no parameter set beyond ``ALLOWED`` (``notebook_parameters.quotes_apply``).
 """
@@ -19,9 +19,9 @@ SCALARS = ("paper_text_agent_reward_to_q_ratio", "mean_bits_mqgrad_eps0", "lr_ch
 
 
 def quoted_studies(path: str | Path) -> dict:
-    """name -> the table (``learning``, ``stability``, ``lr_grid``, its lrs as floats) or
+    """name -> the table (``learning``, ``stability``, ``control``, ``lr_grid``, its lrs as floats) or
     number (``SCALARS``) ``path`` recorded; {} when the file is missing."""
-    found = {name: quoted_table(path, name) for name in ("learning", "stability", "lr_grid")}
+    found = {name: quoted_table(path, name) for name in ("learning", "stability", "lr_grid", "control")}
     found = {name: table for name, table in found.items() if table is not None}
     if "lr_grid" in found:
         found["lr_grid"].index = found["lr_grid"].index.astype(float)
