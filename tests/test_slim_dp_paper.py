@@ -24,8 +24,9 @@ def test_runs_share_configs_and_cover_every_figure():
     assert quant.pull_mode == "delta" and quant.workers == 8
     [(slim, plump)] = runs.ablation["sum at the center; Plump-DP at lr x K"]
     assert slim.section.server_scale == "sum" and plump.lr == pytest.approx(0.4)
-    [(slim, plump)] = runs.ablation[f"{sd.LONGER}x the rounds"]
-    assert slim.steps == plump.steps == sd.LONGER * first.steps
+    longer = runs.ablation[f"{sd.LONGER}x the rounds"]
+    assert [(s.seed, p.seed) for s, p in longer] == [(5, 5), (6, 6), (7, 7)][:sd.LENGTH_SEEDS]
+    assert all(s.steps == p.steps == sd.LONGER * first.steps for s, p in longer)
     assert runs.gloo.steps <= first.steps and runs.gloo.workers == 4
     elias = runs.elias[8]
     assert elias.push_codec == elias.pull_codec == "qsgd(bits=8, bucket=512, norm='l2', coding='elias')"
@@ -34,12 +35,18 @@ def test_runs_share_configs_and_cover_every_figure():
     assert elias.steps == 10 and runs.in_process()["elias"] is runs.elias and runs.scale_sizes == ()
     capped = sd.slim_dp_runs(profile="default", steps=7)
     assert all(c.steps == 7 for c in capped.headline.values())
+    # the default profile runs the headline and Fig. 4; the studies only when asked
+    assert not capped.studies and capped.epsilon and not (capped.refresh or capped.ablation or capped.scale_sizes)
+    asked = sd.slim_dp_runs(profile="default", studies=True)
+    assert asked.studies and asked.refresh and asked.ablation and 13_000_000 in asked.scale_sizes
+    assert runs.studies and runs.refresh and runs.ablation  # smoke runs them all
     longest = sd.slim_dp_runs(profile="smoke", seed=5, length=16, length_seeds=3).ablation["16x the rounds"]
     assert [(s.seed, p.seed) for s, p in longest] == [(5, 5), (6, 6), (7, 7)]
     assert all(s.steps == p.steps == 16 * first.steps for s, p in longest)
     for bad, match in ((dict(quant_bits=1), "quant_bits"), (dict(refresh=0), "refresh"), (dict(length=1), "length"),
                        (dict(length_seeds=4), "length_seeds"),
-                       (dict(selection="fast"), "selection"), (dict(scope="row"), "scope")):
+                       (dict(selection="fast"), "selection"), (dict(scope="row"), "scope"),
+                       (dict(studies="yes"), "studies")):
         with pytest.raises(ValueError, match=match):
             sd.slim_dp_runs(profile="smoke", **bad)
     with pytest.raises(ValueError, match="profile"):
@@ -120,15 +127,27 @@ def test_tables_and_paper_vs_ours(done):
     assert ablation.loc[f"{sd.LONGER}x the rounds", "rounds"] == sd.LONGER * TINY["steps"]
     refresh = sd.refresh_table(done["refresh"], plump)
     even = {4: sd.break_even_codec_ms(headline, 4, (0,), sd.slim_label(0.2, 0.1), "ethernet_10g")}
-    comparison = sd.paper_vs_ours(table, refresh, ablation, epsilon, sd.PUBLISHED, "ethernet_10g", 10, even)
+    comparison = sd.paper_vs_ours(table, refresh, ablation, epsilon, sd.PUBLISHED, "ethernet_10g", 10, even, None,
+                                  TINY["steps"])
     row = comparison.loc[f"saved comm. time, {SLIM} (GoogLeNet's setting), K = 4"]
     assert row["paper"] == sd.PUBLISHED["saved_time"][("GoogLeNet", "Slim-DP", 4)]
     assert row["ours"] == pytest.approx(table.loc[(4, SLIM), "saved time ethernet_10g"])
     assert comparison.loc[f"words per round / N, {SLIM}", "paper"] == pytest.approx(0.45)
     assert all(isinstance(w, str) and w for w in comparison["why"])
+    # each cause says how many seeds measured it: the standard error from three, else "indicative"
+    longer = ablation.loc[f"{sd.LONGER}x the rounds"]
+    assert longer["seeds"] == sd.LENGTH_SEEDS and not pd_isna(longer["gap se"]) and pd_isna(ablation.loc["as run", "gap se"])
+    gap_why = comparison.loc[f"accuracy, {SLIM} minus Plump-DP (points), K = 4", "why"]
+    assert f"as run: {100 * ablation.loc['as run', 'gap']:+.2f} (one seed, indicative)" in gap_why
+    assert f"(se {100 * longer['gap se']:.2f}, 3 seeds)" in gap_why
+    assert "one seed, indicative" in comparison.loc["epsilon = 0: accuracy minus Plump-DP (points)", "why"]
+    # studies that neither ran nor were quoted leave their part out, and say so
+    bare = sd.paper_vs_ours(table, None, None, epsilon, sd.PUBLISHED, "ethernet_10g", 10, even, None, TINY["steps"])
+    assert "gap ablation did not run" in bare.loc[f"accuracy, {SLIM} minus Plump-DP (points), K = 4", "why"]
+    assert bare.loc[f"words per round / N, {SLIM}", "ours"] == pytest.approx(1 - table.loc[(4, SLIM), "saved bytes"])
     assert pd_isna(comparison.loc["epsilon = alpha = 0.3: accuracy minus Plump-DP (points)", "ours"])  # not in the tiny sweep
     full = sd.sweep_table({**done["epsilon"], 0.3: done["epsilon"][0.15]}, plump, "epsilon")
-    again = sd.paper_vs_ours(table, refresh, ablation, full, sd.PUBLISHED, "ethernet_10g", 10, even)
+    again = sd.paper_vs_ours(table, refresh, ablation, full, sd.PUBLISHED, "ethernet_10g", 10, even, None, TINY["steps"])
     assert again.loc["epsilon = alpha = 0.3: accuracy minus Plump-DP (points)", "ours"] == pytest.approx(
         100 * full.loc[0.3, "gap to Plump-DP"])
     vgg = sd.slim_label(0.2, 0.1)

@@ -205,7 +205,8 @@ def refresh_table(results: dict, plump) -> pd.DataFrame:
 def ablation_table(results: dict) -> pd.DataFrame:
     """The gap ablation from ``{(label, "slim" | "plump", i): Result}``: each Slim-DP run
     against the Plump-DP run trained alike (same rounds, seed and reading of the learning
-    rate); a label run on several seeds (i) reports means over them."""
+    rate); a label run on several seeds (i) reports means over them and the standard error
+    of the per-seed gaps (``gap se``)."""
     import pandas as pd
     rows = {}
     for label in dict.fromkeys(key[0] for key in results):
@@ -213,9 +214,11 @@ def ablation_table(results: dict) -> pd.DataFrame:
                  if key[0] == label and key[1] == "slim"]
         slim = [final_accuracy(s) for s, _ in pairs]
         plump = [final_accuracy(p) for _, p in pairs]
+        gaps = np.subtract(slim, plump)
         rows[label] = {"rounds": pairs[0][0].config.steps, "seeds": len(pairs),
                        "Slim-DP accuracy": float(np.mean(slim)), "Plump-DP accuracy": float(np.mean(plump)),
-                       "gap": float(np.mean(np.subtract(slim, plump))),
+                       "gap": float(np.mean(gaps)),
+                       "gap se": float(np.std(gaps, ddof=1) / np.sqrt(len(gaps))) if len(gaps) > 1 else float("nan"),
                        "saved bytes": float(np.mean([saved_bytes(s, p) for s, p in pairs]))}
     table = pd.DataFrame(rows).T
     table.index.name = "Slim-DP (0.3, 0.15), K = 4"
@@ -262,14 +265,32 @@ def scale_why(scale: pd.DataFrame | None, method: str, k: int, network: str) -> 
     return "Codec work alone on this CPU at other sizes (scale table), K = " + str(k) + ": " + "; ".join(parts)
 
 
-def paper_vs_ours(table, refresh: pd.DataFrame, ablation: pd.DataFrame, epsilon: pd.DataFrame, published: dict,
-                  network: str, q: int, break_even: dict[int, float], scale: pd.DataFrame | None = None) -> pd.DataFrame:
+def ablation_why(ablation: pd.DataFrame | None) -> str:
+    """The gap ablation's rows in points, each with its standard error over seeds, or
+    labelled indicative where it ran on fewer than three."""
+    if ablation is None:
+        return "The gap ablation did not run at this profile (-p studies True runs it)"
+    parts = []
+    for label, row in ablation.iterrows():
+        seeds = int(row["seeds"])
+        spread = (f"se {100 * row['gap se']:.2f}, {seeds} seeds" if seeds >= 3
+                  else "one seed, indicative" if seeds == 1 else f"{seeds} seeds, indicative")
+        parts.append(f"{label}: {100 * row['gap']:+.2f} ({spread})")
+    return "Gap ablation in points at K = 4: " + "; ".join(parts)
+
+
+def paper_vs_ours(table, refresh: pd.DataFrame | None, ablation: pd.DataFrame | None, epsilon: pd.DataFrame,
+                  published: dict, network: str, q: int, break_even: dict[int, float],
+                  scale: pd.DataFrame | None, rounds: int) -> pd.DataFrame:
     """The notebook's "paper vs ours" table: paper, ours, gap and why. Saved time is Table 1's
     (codec time counted) on ``network``; each "why" cites the run that measures the cause:
     the bytes (``refresh_table``), the measured codec time (``table1``), the codec time at
     which Quant-DP would fall behind Slim-DP (0.2, 0.1) (``break_even``: K -> ms per round,
     ``break_even_codec_ms``), the gap ablation (``ablation_table``) and the epsilon sweep
-    (``sweep_table``), and the codec work at the paper's sizes (``scale``, optional)."""
+    (``sweep_table``), and the codec work at the paper's sizes (``scale``); ``rounds``: the
+    headline runs' length. The studies
+    (``refresh``, ``ablation``, ``scale``) are None where they neither ran nor were quoted;
+    a cause measured on fewer than three seeds says so."""
     import pandas as pd
     from .runs import HEADLINE, slim_label
     paper, ours, why = {}, {}, {}
@@ -306,33 +327,34 @@ def paper_vs_ours(table, refresh: pd.DataFrame, ablation: pd.DataFrame, epsilon:
                      f"above {break_even[k]:.2f} ms/round; it measured {table.loc[(k, QUANT), 'codec ms/round']:.2f} "
                      "(one fused compiled pass here)")
     headline = slim_label(*HEADLINE)
-    gaps = ablation["gap"]
-    cause = "; ".join(f"{label}: {100 * gap:+.2f}" for label, gap in gaps.items())
     for k in plump_ms:
         name = f"accuracy, {headline} minus Plump-DP (points), K = {k}"
         paper[name] = published["top5"][("GoogLeNet", "Slim-DP", k)] - published["top5"][("GoogLeNet", "Plump-DP", k)]
         ours[name] = 100 * float(table.loc[(k, headline), "gap to Plump-DP"])
-        why[name] = (f"top-1 on MNIST after {int(ablation['rounds'].iloc[0])} rounds here, top-5 on ImageNet at "
-                     f"convergence there. Gap ablation in points at K = 4 (first seed unless the table says more): "
-                     f"{cause}")
+        why[name] = (f"top-1 on MNIST after {rounds} rounds here, top-5 on ImageNet at convergence there. "
+                     + ablation_why(ablation))
     name = f"words per round / N, {headline}"
     paper[name] = HEADLINE[0] + HEADLINE[1]
-    ours[name] = 1 - float(refresh.loc[q, "saved bytes"])
+    if refresh is not None and q in refresh.index:
+        ours[name] = 1 - float(refresh.loc[q, "saved bytes"])
+        at_one = f"; at q = 1 the ratio is {1 - float(refresh.loc[min(refresh.index), 'saved bytes']):.3f}"
+    else:  # the refresh sweep neither ran nor was quoted: the headline run's bytes
+        ours[name], at_one = 1 - float(table.loc[(min(plump_ms), headline), "saved bytes"]), ""
     why[name] = (f"the paper leaves out the core's keys, sent again every q = {q} rounds: "
-                 f"(alpha - epsilon) / q = {(HEADLINE[0] - HEADLINE[1]) / q:.3f} N more; at q = 1 the ratio is "
-                 f"{1 - float(refresh.loc[min(refresh.index), 'saved bytes']):.3f}")
+                 f"(alpha - epsilon) / q = {(HEADLINE[0] - HEADLINE[1]) / q:.3f} N more" + at_one)
     name = "epsilon = 0: accuracy minus Plump-DP (points)"
     paper[name], ours[name] = None, 100 * float(epsilon.loc[0.0, "gap to Plump-DP"])
     best = epsilon["accuracy"].idxmax()
     why[name] = (f"the paper: fails to converge. Here it trains, {'the worst' if epsilon['accuracy'].idxmin() == 0.0 else 'not the worst'} "
-                 f"of the sweep; best epsilon {best:g} ({100 * float(epsilon.loc[best, 'gap to Plump-DP']):+.2f} points)")
+                 f"of the sweep; best epsilon {best:g} ({100 * float(epsilon.loc[best, 'gap to Plump-DP']):+.2f} points; "
+                 "one seed, indicative)")
     alpha = HEADLINE[0]  # the sweep runs at the headline alpha (Fig. 4: 0.3)
     name = f"epsilon = alpha = {alpha:g}: accuracy minus Plump-DP (points)"
     paper[name] = None
     ours[name] = 100 * float(epsilon.loc[alpha, "gap to Plump-DP"]) if alpha in epsilon.index else None
     why[name] = ("not run" if ours[name] is None else None) or ("the paper: \"slightly improves the performance of Plump-DP\" (Sec. 4.3.4, DropConnect as a "
                  f"regularizer, no number). Here it is {'above' if ours[name] > 0 else 'below'} Plump-DP, at the "
-                 "epsilon sweep's rounds and seed")
+                 "epsilon sweep's rounds (one seed, indicative)")
     out = pd.DataFrame({"paper": pd.Series(paper, dtype=float), "ours": pd.Series(ours, dtype=float)})
     out["gap (ours - paper)"] = out["ours"] - out["paper"]
     out["why"] = pd.Series(why)

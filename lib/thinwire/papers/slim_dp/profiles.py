@@ -15,9 +15,9 @@ run's own model.
 
 SLIM_DP = {
     "smoke": dict(model="mlp(hidden=(64,))", steps=40, train_samples=4096, eval_every=10, eval_samples=1000, gloo_steps=10,
-                  elias_steps=10, scale_sizes=()),
+                  elias_steps=10, scale_sizes=(), studies=True),
     "default": dict(model="mlp(hidden=(256, 256))", steps=600, train_samples=0, eval_every=50, eval_samples=10000, gloo_steps=30,
-                    elias_steps=100, scale_sizes=(1_863_690, 13_000_000, 140_000_000)),
+                    elias_steps=100, scale_sizes=(1_863_690, 13_000_000, 140_000_000), studies=False),
     "paper": dict(model="mlp", steps=10000, train_samples=0, eval_every=500, eval_samples=10000,
-                  gloo_steps=100, elias_steps=10000, scale_sizes=(1_863_690, 13_000_000, 140_000_000)),
+                  gloo_steps=100, elias_steps=10000, scale_sizes=(1_863_690, 13_000_000, 140_000_000), studies=True),
 }

@@ -11,11 +11,14 @@ Fashion-MNIST, K local agents with 32 samples each, synchronous SGD lr 0.1, p = 
 - Slim-DP: (alpha, epsilon) = (0.2, 0.1) (VGG-16's), (0.3, 0.15) (GoogLeNet's) and
   (0.5, 0.25) (Fig. 5), the core refreshed every q rounds (``refresh``, 10 by default:
   the paper does not give q).
-Headline runs: each method at K = 4 and 8 over three seeds. Sweeps at K = 4, first seed:
-epsilon at alpha = 0.3 (Fig. 4), the refresh period q (key-cache cost), and an ablation of
-the gap to Plump-DP: q = 1, ``length`` x the rounds, the center's sum (against Plump-DP at lr x K,
-the same reading for both), no local update. Configs shared between groups are equal, so
-they run once.
+Headline runs: each method at K = 4 and 8 over three seeds, and the epsilon sweep at
+alpha = 0.3 (Fig. 4; K = 4, first seed). The studies (``studies``; the smoke and paper
+profiles run them, the default profile quotes them from ``quoted.STUDIES_RUN``): the
+refresh period q (key-cache cost) and an ablation of the gap to Plump-DP, at K = 4 on the
+first seed: q = 1, ``length`` x the rounds (on ``length_seeds`` seeds), the center's sum
+(against Plump-DP at lr x K, the same reading for both), no local update; and the codec
+work alone at the paper's sizes (``scale_sizes``). Configs shared between groups are
+equal, so they run once.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ REFRESHES = (1, 10, 50)                              # q: rounds between core se
 WORKERS = (4, 8)
 SEEDS = 3
 LONGER = 4                                           # the training-length ablation's default: 4x the rounds
+LENGTH_SEEDS = 3                                     # ... on the three seeds
 
 
 def slim_label(alpha: float, epsilon: float) -> str:
@@ -57,6 +61,7 @@ class SlimDPRuns:
     scale_sizes: tuple[int, ...] = ()                                               # N of the codec-only measurement
     workers: tuple[int, ...] = WORKERS
     seeds: tuple[int, ...] = ()
+    studies: bool = False                                                           # refresh, ablation, scale ran
 
     def in_process(self) -> dict[str, dict]:
         pairs = {(label, role, i): c for label, seeded in self.ablation.items() for i, pair in enumerate(seeded)
@@ -87,14 +92,18 @@ def slim_dp_recipes(*, refresh: int = 10, selection: str = "exact", scope: str =
 def slim_dp_runs(*, profile: str, dataset: str = "mnist", network: str = "ethernet_10g", seed: int = 0,
                  device: str = "auto", steps: int = 0, refresh: int = 10, selection: str = "exact", scope: str = "global", local_update: bool = True,
                  server_scale: str = "mean", quant_bits: int = 8, length: int = LONGER,
-                 length_seeds: int = 1) -> SlimDPRuns:
+                 length_seeds: int = LENGTH_SEEDS, studies: bool = False) -> SlimDPRuns:
     """Validated configs for every figure and table; ``ValueError`` names a bad parameter
     before anything runs. ``steps`` > 0 caps every run's length (time-capped runs of a
     large profile); ``length``: how many times the profile's rounds the training-length
-    ablation runs, on ``length_seeds`` of the three seeds; the other options are Slim-DP's and Quant-DP's (``SlimDPSection``,
+    ablation runs, on ``length_seeds`` of the three seeds; ``studies`` True runs the
+    refresh sweep, the gap ablation and the codec work at the paper's sizes (the profile's
+    ``studies`` also does); the other options are Slim-DP's and Quant-DP's (``SlimDPSection``,
     ``qsgd``)."""
     size = dict(SLIM_DP[check_profile(profile)])
     gloo_steps, elias_steps, scale_sizes = size.pop("gloo_steps"), size.pop("elias_steps"), size.pop("scale_sizes")
+    check("studies", studies, isinstance(studies, bool), "True or False")
+    studies = size.pop("studies") or studies
     if check_steps(steps):
         size["steps"], size["eval_every"] = min(size["steps"], steps), min(size["eval_every"], steps)
     methods = slim_dp_recipes(refresh=refresh, selection=selection, scope=scope, local_update=local_update,
@@ -104,7 +113,7 @@ def slim_dp_runs(*, profile: str, dataset: str = "mnist", network: str = "ethern
     check("length_seeds", length_seeds, isinstance(length_seeds, int) and not isinstance(length_seeds, bool)
           and 1 <= length_seeds <= SEEDS, f"an int in 1..{SEEDS}")
     common = dict(dataset=dataset, batch_size=32, network=network, device=device, **size)
-    runs = SlimDPRuns(seeds=tuple(seed + i for i in range(SEEDS)))
+    runs = SlimDPRuns(seeds=tuple(seed + i for i in range(SEEDS)), studies=studies)
     for k in WORKERS:
         for s in runs.seeds:
             for label, recipe in methods.items():
@@ -112,20 +121,22 @@ def slim_dp_runs(*, profile: str, dataset: str = "mnist", network: str = "ethern
     first = runs.headline[(WORKERS[0], slim_label(*HEADLINE), seed)]
     for epsilon in EPSILONS:
         runs.epsilon[epsilon] = first.replace(epsilon=epsilon)
-    for q in REFRESHES:
-        runs.refresh[q] = first.replace(refresh=q)
-    # why Slim-DP trails Plump-DP: each setting the paper leaves open, changed one at a time
-    plump = runs.headline[(WORKERS[0], PLUMP, seed)]
-    longer = dict(steps=length * first.steps, eval_every=length * first.eval_every)
-    runs.ablation = {
-        "as run": [(first, plump)],
-        "core refreshed every round (q = 1)": [(first.replace(refresh=1), plump)],
-        f"{length}x the rounds": [(first.replace(seed=s, **longer), plump.replace(seed=s, **longer))
-                                  for s in runs.seeds[:length_seeds]],
-        "sum at the center; Plump-DP at lr x K": [(first.replace(server_scale="sum"),
-                                                    plump.replace(lr=plump.lr * plump.workers))],
-        "no local update": [(first.replace(local_update=False), plump)],
-    }
+    if studies:
+        for q in REFRESHES:
+            runs.refresh[q] = first.replace(refresh=q)
+        # why Slim-DP trails Plump-DP: each setting the paper leaves open, changed one at a time
+        plump = runs.headline[(WORKERS[0], PLUMP, seed)]
+        longer = dict(steps=length * first.steps, eval_every=length * first.eval_every)
+        runs.ablation = {
+            "as run": [(first, plump)],
+            "core refreshed every round (q = 1)": [(first.replace(refresh=1), plump)],
+            f"{length}x the rounds": [(first.replace(seed=s, **longer), plump.replace(seed=s, **longer))
+                                      for s in runs.seeds[:length_seeds]],
+            "sum at the center; Plump-DP at lr x K": [(first.replace(server_scale="sum"),
+                                                        plump.replace(lr=plump.lr * plump.workers))],
+            "no local update": [(first.replace(local_update=False), plump)],
+        }
+        runs.scale_sizes = scale_sizes
     n = min(gloo_steps, first.steps)
     runs.gloo = first.replace(steps=n, eval_every=n, eval_samples=min(1000, first.eval_samples))
     # QSGD's own coding of Quant-DP's messages: the first rounds of the first seed again
@@ -134,7 +145,6 @@ def slim_dp_runs(*, profile: str, dataset: str = "mnist", network: str = "ethern
         quant = runs.headline[(k, QUANT, seed)]
         runs.elias[k] = quant.replace(steps=elias_steps, eval_every=elias_steps, push_codec=elias_coded(quant.push_codec),
                                       pull_codec=elias_coded(quant.pull_codec))
-    runs.scale_sizes = scale_sizes
     return runs
 
 
