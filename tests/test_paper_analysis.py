@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from thinwire.experiment import run
@@ -203,6 +204,12 @@ def test_oland_raj_tables_from_smoke_runs(tmp_path):
     shrink = dict(train_samples=500, steps=10, eval_every=5, eval_samples=200)
     headline = {k: run(c.replace(**shrink), root=tmp_path) for k, c in runs.headline.items()}
     table = orr.paper_vs_ours(headline, [0], orr.PUBLISHED)
+    # epochs to peak needs runs that stop climbing: only the longer runs measure it
+    assert pd.isna(table.loc["fewer epochs to peak, c=6 M=4", "ours"])
+    assert not any(name.startswith("fewer epochs to peak, c=6 M=4: standard error") for name in table.index)
+    longer = orr.paper_vs_ours(headline, [0], orr.PUBLISHED, longer=headline)
+    assert longer.loc["fewer epochs to peak, c=6 M=4", "ours"] == pytest.approx(
+        1 - orr.epochs_to_peak(headline[("c=6, M=4", 0)]) / orr.epochs_to_peak(headline[("baseline", 0)]))
     assert table.loc["bits/param Huffman, c=5 M=4", "paper"] == orr.PUBLISHED["bits_huffman_c5m4"]
     rates = orr.mean_bit_rates(headline, "c=5, M=4", [0])
     assert table.loc["bits/param Huffman, c=5 M=4", "ours"] == pytest.approx(rates["sent"].mean())
