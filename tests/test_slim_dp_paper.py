@@ -15,7 +15,9 @@ SLIM = sd.slim_label(*sd.HEADLINE)
 def test_runs_share_configs_and_cover_every_figure():
     runs = sd.slim_dp_runs(profile="smoke", seed=5)
     assert runs.seeds == (5, 6, 7)
-    assert len(runs.headline) == len(sd.WORKERS) * len(runs.seeds) * len(sd.METHODS)
+    # every method at K = 4, Table 1's at K = 8
+    assert len(runs.headline) == len(runs.seeds) * (len(sd.METHODS) + len(sd.TABLE1))
+    assert runs.methods(4) == sd.METHODS and runs.methods(8) == sd.TABLE1 and sd.slim_label(0.5, 0.25) not in sd.TABLE1
     first = runs.headline[(4, SLIM, 5)]
     assert runs.epsilon[0.15].key() == first.key() and runs.refresh[10].key() == first.key()
     assert [c.section.epsilon for c in runs.epsilon.values()] == list(sd.EPSILONS)
@@ -36,9 +38,11 @@ def test_runs_share_configs_and_cover_every_figure():
     capped = sd.slim_dp_runs(profile="default", steps=7)
     assert all(c.steps == 7 for c in capped.headline.values())
     # the default profile runs the headline and Fig. 4; the studies only when asked
-    assert not capped.studies and capped.epsilon and not (capped.refresh or capped.ablation or capped.scale_sizes)
+    assert not capped.studies and not (capped.epsilon or capped.refresh or capped.ablation or capped.elias
+                                       or capped.scale_sizes)
     asked = sd.slim_dp_runs(profile="default", studies=True)
-    assert asked.studies and asked.refresh and asked.ablation and 13_000_000 in asked.scale_sizes
+    assert asked.studies and asked.epsilon and asked.refresh and asked.ablation and asked.elias
+    assert 13_000_000 in asked.scale_sizes
     assert runs.studies and runs.refresh and runs.ablation  # smoke runs them all
     longest = sd.slim_dp_runs(profile="smoke", seed=5, length=16, length_seeds=3).ablation["16x the rounds"]
     assert [(s.seed, p.seed) for s, p in longest] == [(5, 5), (6, 6), (7, 7)]

@@ -72,6 +72,11 @@ def _spread(values) -> tuple[float, float]:
     return float(values.mean()), float(values.std(ddof=1)) if values.size > 1 else 0.0
 
 
+def ran_at(results: dict, k: int, seeds, methods) -> list[str]:
+    """The methods of ``methods`` that ran at K = ``k`` (``runs.methods_at``)."""
+    return [m for m in methods if (k, m, seeds[0]) in results]
+
+
 def table1(results: dict, workers, seeds, methods, networks) -> pd.DataFrame:
     """Table 1 analogue from ``{(K, method, seed): Result}``: per (K, method) the final
     accuracy (mean and standard deviation over seeds; the gap to Plump-DP is the mean of the
@@ -81,7 +86,7 @@ def table1(results: dict, workers, seeds, methods, networks) -> pd.DataFrame:
     import pandas as pd
     rows = {}
     for k in workers:
-        for method in methods:
+        for method in ran_at(results, k, seeds, methods):
             runs = [results[(k, method, s)] for s in seeds]
             plumps = [results[(k, PLUMP, s)] for s in seeds]
             accuracy, spread = _spread([final_accuracy(r) for r in runs])
@@ -109,7 +114,7 @@ def speed_table(results: dict, workers, seeds, methods, networks) -> pd.DataFram
     import pandas as pd
     rows = {}
     for k in workers:
-        for method in methods:
+        for method in ran_at(results, k, seeds, methods):
             rows[(k, method)] = {network: float(np.mean([
                 measures.images_per_second(results[(k, method, s)], network)
                 / measures.images_per_second(results[(k, PLUMP, s)], network)
@@ -279,7 +284,7 @@ def ablation_why(ablation: pd.DataFrame | None) -> str:
     return "Gap ablation in points at K = 4: " + "; ".join(parts)
 
 
-def paper_vs_ours(table, refresh: pd.DataFrame | None, ablation: pd.DataFrame | None, epsilon: pd.DataFrame,
+def paper_vs_ours(table, refresh: pd.DataFrame | None, ablation: pd.DataFrame | None, epsilon: pd.DataFrame | None,
                   published: dict, network: str, q: int, break_even: dict[int, float],
                   scale: pd.DataFrame | None, rounds: int) -> pd.DataFrame:
     """The notebook's "paper vs ours" table: paper, ours, gap and why. Saved time is Table 1's
@@ -289,7 +294,7 @@ def paper_vs_ours(table, refresh: pd.DataFrame | None, ablation: pd.DataFrame | 
     ``break_even_codec_ms``), the gap ablation (``ablation_table``) and the epsilon sweep
     (``sweep_table``), and the codec work at the paper's sizes (``scale``); ``rounds``: the
     headline runs' length. The studies
-    (``refresh``, ``ablation``, ``scale``) are None where they neither ran nor were quoted;
+    (``refresh``, ``ablation``, ``epsilon``, ``scale``) are None where they neither ran nor were quoted;
     a cause measured on fewer than three seeds says so."""
     import pandas as pd
     from .runs import HEADLINE, slim_label
@@ -342,19 +347,22 @@ def paper_vs_ours(table, refresh: pd.DataFrame | None, ablation: pd.DataFrame | 
         ours[name], at_one = 1 - float(table.loc[(min(plump_ms), headline), "saved bytes"]), ""
     why[name] = (f"the paper leaves out the core's keys, sent again every q = {q} rounds: "
                  f"(alpha - epsilon) / q = {(HEADLINE[0] - HEADLINE[1]) / q:.3f} N more" + at_one)
-    name = "epsilon = 0: accuracy minus Plump-DP (points)"
-    paper[name], ours[name] = None, 100 * float(epsilon.loc[0.0, "gap to Plump-DP"])
-    best = epsilon["accuracy"].idxmax()
-    why[name] = (f"the paper: fails to converge. Here it trains, {'the worst' if epsilon['accuracy'].idxmin() == 0.0 else 'not the worst'} "
-                 f"of the sweep; best epsilon {best:g} ({100 * float(epsilon.loc[best, 'gap to Plump-DP']):+.2f} points; "
-                 "one seed, indicative)")
-    alpha = HEADLINE[0]  # the sweep runs at the headline alpha (Fig. 4: 0.3)
-    name = f"epsilon = alpha = {alpha:g}: accuracy minus Plump-DP (points)"
-    paper[name] = None
-    ours[name] = 100 * float(epsilon.loc[alpha, "gap to Plump-DP"]) if alpha in epsilon.index else None
-    why[name] = ("not run" if ours[name] is None else None) or ("the paper: \"slightly improves the performance of Plump-DP\" (Sec. 4.3.4, DropConnect as a "
-                 f"regularizer, no number). Here it is {'above' if ours[name] > 0 else 'below'} Plump-DP, at the "
-                 "epsilon sweep's rounds (one seed, indicative)")
+    if epsilon is not None:
+        name = "epsilon = 0: accuracy minus Plump-DP (points)"
+        paper[name], ours[name] = None, 100 * float(epsilon.loc[0.0, "gap to Plump-DP"])
+        best = epsilon["accuracy"].idxmax()
+        why[name] = (f"the paper: fails to converge. Here it trains, "
+                     f"{'the worst' if epsilon['accuracy'].idxmin() == 0.0 else 'not the worst'} of the sweep; best "
+                     f"epsilon {best:g} ({100 * float(epsilon.loc[best, 'gap to Plump-DP']):+.2f} points; one seed, "
+                     "indicative)")
+        alpha = HEADLINE[0]  # the sweep runs at the headline alpha (Fig. 4: 0.3)
+        name = f"epsilon = alpha = {alpha:g}: accuracy minus Plump-DP (points)"
+        paper[name] = None
+        ours[name] = 100 * float(epsilon.loc[alpha, "gap to Plump-DP"]) if alpha in epsilon.index else None
+        why[name] = ("not run" if ours[name] is None else
+                     "the paper: \"slightly improves the performance of Plump-DP\" (Sec. 4.3.4, DropConnect as a "
+                     f"regularizer, no number). Here it is {'above' if ours[name] > 0 else 'below'} Plump-DP, at the "
+                     "epsilon sweep's rounds (one seed, indicative)")
     out = pd.DataFrame({"paper": pd.Series(paper, dtype=float), "ours": pd.Series(ours, dtype=float)})
     out["gap (ours - paper)"] = out["ours"] - out["paper"]
     out["why"] = pd.Series(why)

@@ -1,8 +1,8 @@
 """The Slim-DP studies, made here or quoted from a committed long run.
 
-The default profile runs the headline (Table 1, Figs. 2, 3 and 5) and the epsilon sweep
-(Fig. 4); the refresh sweep, the gap ablation and the codec work at the paper's sizes come
-from ``STUDIES_RUN``, the notebook executed at the default profile with ``-p studies True``
+The default profile runs the headline (Table 1, Figs. 2, 3 and 5); the epsilon sweep
+(Fig. 4), the refresh sweep, the gap ablation, the Elias coding and the codec work at the
+paper's sizes come from ``STUDIES_RUN``, the notebook executed at the default profile with ``-p studies True``
 from a clean commit. They are quoted only at the default profile with no parameter set
 beyond ``ALLOWED`` (``notebook_parameters.quotes_apply``).
 """
@@ -18,14 +18,16 @@ ALLOWED = {"gloo", "studies"}                     # parameters that leave the qu
 
 
 def quoted_studies(path: str | Path) -> dict:
-    """name -> the table ``path`` recorded (``refresh`` with q as ints, ``ablation``,
-    ``scale`` with its (size, method) rows); {} when the file is missing."""
-    found = {"refresh": quoted_table(path, "refresh"), "ablation": quoted_table(path, "ablation"),
-             "scale": quoted_table(path, "scale", levels=2)}
+    """name -> the table ``path`` recorded (``refresh`` with q as ints, ``epsilon`` as floats,
+    ``ablation``, ``elias`` with K as ints, ``scale`` with its (size, method) rows); {} when
+    the file is missing."""
+    found = {name: quoted_table(path, name) for name in ("refresh", "epsilon", "ablation", "elias")}
+    found["scale"] = quoted_table(path, "scale", levels=2)
     found = {name: table for name, table in found.items() if table is not None}
-    if "refresh" in found:
-        found["refresh"].index = found["refresh"].index.astype(int)
-        found["refresh"].index.name = "q"
+    for name, kind, label in (("refresh", int, "q"), ("epsilon", float, "epsilon"), ("elias", int, "K")):
+        if name in found:
+            found[name].index = found[name].index.astype(kind)
+            found[name].index.name = label
     if "ablation" in found:
         found["ablation"].index.name = "Slim-DP (0.3, 0.15), K = 4"
     if "scale" in found:

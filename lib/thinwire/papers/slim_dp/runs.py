@@ -11,14 +11,15 @@ Fashion-MNIST, K local agents with 32 samples each, synchronous SGD lr 0.1, p = 
 - Slim-DP: (alpha, epsilon) = (0.2, 0.1) (VGG-16's), (0.3, 0.15) (GoogLeNet's) and
   (0.5, 0.25) (Fig. 5), the core refreshed every q rounds (``refresh``, 10 by default:
   the paper does not give q).
-Headline runs: each method at K = 4 and 8 over three seeds, and the epsilon sweep at
-alpha = 0.3 (Fig. 4; K = 4, first seed). The studies (``studies``; the smoke and paper
-profiles run them, the default profile quotes them from ``quoted.STUDIES_RUN``): the
-refresh period q (key-cache cost) and an ablation of the gap to Plump-DP, at K = 4 on the
-first seed: q = 1, ``length`` x the rounds (on ``length_seeds`` seeds), the center's sum
-(against Plump-DP at lr x K, the same reading for both), no local update; and the codec
-work alone at the paper's sizes (``scale_sizes``). Configs shared between groups are
-equal, so they run once.
+Headline runs over three seeds: every method at K = 4, and Table 1's (Plump-DP, Quant-DP
+and the paper's two Slim-DP settings) at K = 8; (0.5, 0.25) is Fig. 5's, at K = 4. The
+studies (``studies``; the smoke and paper profiles run them, the default profile quotes
+them from ``quoted.STUDIES_RUN``), at K = 4 on the first seed: the epsilon sweep at alpha =
+0.3 (Fig. 4), the refresh period q (key-cache cost), an ablation of the gap to Plump-DP
+(q = 1, ``length`` x the rounds on ``length_seeds`` seeds, the center's sum against
+Plump-DP at lr x K (the same reading for both), no local update), Quant-DP in QSGD's own
+Elias coding, and the codec work alone at the paper's sizes (``scale_sizes``). Configs
+shared between groups are equal, so they run once.
 """
 
 from __future__ import annotations
@@ -48,6 +49,12 @@ def slim_label(alpha: float, epsilon: float) -> str:
 
 
 METHODS = (PLUMP, QUANT, *(slim_label(a, e) for a, e in SETTINGS))
+TABLE1 = METHODS[:4]                                 # Plump-DP, Quant-DP, the VGG-16 and GoogLeNet settings
+
+
+def methods_at(k: int) -> tuple[str, ...]:
+    """The methods the headline runs at K = ``k``: all at 4, Table 1's at 8."""
+    return METHODS if k == WORKERS[0] else TABLE1
 
 
 @dataclass
@@ -68,6 +75,9 @@ class SlimDPRuns:
                  for role, c in zip(("slim", "plump"), pair)}
         return {"headline": self.headline, "epsilon": self.epsilon, "refresh": self.refresh, "ablation": pairs,
                 "elias": self.elias}
+
+    def methods(self, k: int) -> tuple[str, ...]:
+        return methods_at(k)
 
     def results_of(self, done: dict, k: int, method: str) -> list:
         """The headline results of ``method`` at K = ``k``, one per seed."""
@@ -116,12 +126,12 @@ def slim_dp_runs(*, profile: str, dataset: str = "mnist", network: str = "ethern
     runs = SlimDPRuns(seeds=tuple(seed + i for i in range(SEEDS)), studies=studies)
     for k in WORKERS:
         for s in runs.seeds:
-            for label, recipe in methods.items():
-                runs.headline[(k, label, s)] = recipe.apply(common, workers=k, seed=s)
+            for label in methods_at(k):
+                runs.headline[(k, label, s)] = methods[label].apply(common, workers=k, seed=s)
     first = runs.headline[(WORKERS[0], slim_label(*HEADLINE), seed)]
-    for epsilon in EPSILONS:
-        runs.epsilon[epsilon] = first.replace(epsilon=epsilon)
     if studies:
+        for epsilon in EPSILONS:
+            runs.epsilon[epsilon] = first.replace(epsilon=epsilon)
         for q in REFRESHES:
             runs.refresh[q] = first.replace(refresh=q)
         # why Slim-DP trails Plump-DP: each setting the paper leaves open, changed one at a time
@@ -139,12 +149,12 @@ def slim_dp_runs(*, profile: str, dataset: str = "mnist", network: str = "ethern
         runs.scale_sizes = scale_sizes
     n = min(gloo_steps, first.steps)
     runs.gloo = first.replace(steps=n, eval_every=n, eval_samples=min(1000, first.eval_samples))
-    # QSGD's own coding of Quant-DP's messages: the first rounds of the first seed again
-    elias_steps = min(elias_steps, first.steps)
-    for k in runs.workers:
-        quant = runs.headline[(k, QUANT, seed)]
-        runs.elias[k] = quant.replace(steps=elias_steps, eval_every=elias_steps, push_codec=elias_coded(quant.push_codec),
-                                      pull_codec=elias_coded(quant.pull_codec))
+    if studies:  # QSGD's own coding of Quant-DP's messages: the first rounds of the first seed again
+        elias_steps = min(elias_steps, first.steps)
+        for k in runs.workers:
+            quant = runs.headline[(k, QUANT, seed)]
+            runs.elias[k] = quant.replace(steps=elias_steps, eval_every=elias_steps,
+                                          push_codec=elias_coded(quant.push_codec), pull_codec=elias_coded(quant.pull_codec))
     return runs
 
 
