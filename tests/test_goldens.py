@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from thinwire.report import render, update_readme
+from thinwire.report import documents, render, update_readme
 from thinwire.papers import PAPERS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -158,15 +158,24 @@ def test_every_notebook_names_the_one_kernel(name):
     assert spec == {"display_name": "thinwire (.venv)", "language": "python", "name": "thinwire"}
 
 
-def test_readme_tables_are_the_committed_executed_notebooks():
-    """Every results block of the README is what its committed executed notebook gives
-    (reports/, long-runs/, gpu-runs/), and names that notebook."""
+@pytest.mark.parametrize("readme", documents(ROOT), ids=lambda p: str(p.relative_to(ROOT)))
+def test_readme_tables_are_the_committed_executed_notebooks(readme):
+    """Every results block of the README and of each paper package's README is what its
+    committed executed notebook gives (reports/, long-runs/, gpu-runs/), and names that
+    notebook."""
     from thinwire.report import BLOCK
-    readme = ROOT / "README.md"
     text, problems = update_readme(readme, ROOT / "reports", root=ROOT)
     assert problems == [] and text == readme.read_text()
     blocks = BLOCK.findall(text)
-    assert blocks and all("<sub>From `" in body for *_, body, _ in blocks)
+    assert all("<sub>From `" in body for *_, body, _ in blocks)
+
+
+def test_every_paper_package_readme_holds_its_results():
+    """The results tables live beside each paper's code: every package README but the
+    front one holds at least one block."""
+    from thinwire.report import BLOCK
+    packages = documents(ROOT)[1:]
+    assert packages and all(BLOCK.search(p.read_text()) for p in packages)
 
 
 def test_tidy_keeps_results_and_drops_widgets(tmp_path):

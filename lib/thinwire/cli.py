@@ -175,14 +175,16 @@ def unlisted_notebooks(readme_text: str) -> list[str]:
 
 def cmd_readme(args) -> int:
     from .paths import reports_dir, source_checkout
-    from .report import block_notebooks, provenance_problems, update_readme
-    readme = Path(args.readme) if args.readme else (source_checkout() or Path.cwd()) / "README.md"
+    from .report import block_notebooks, documents, provenance_problems, update_readme
+    root = source_checkout() or Path.cwd()
+    files = [Path(args.readme)] if args.readme else documents(root)
     reports = Path(args.reports) if args.reports else reports_dir()
-    text, problems = update_readme(readme, reports)
-    if unlisted := unlisted_notebooks(text):
+    written = {readme: update_readme(readme, reports, None if args.readme else root) for readme in files}
+    if unlisted := unlisted_notebooks(written[files[0]][0]):
         print(f"the README's notebook table lists no row for {', '.join(unlisted)} (thinwire.papers.PAPERS)",
               file=sys.stderr)
         return 1
+    problems = [p for _, found in written.values() for p in found]
     wrong = [p for p in problems if "profile" in p]
     if wrong:
         print(f"refused, executed at another profile: {'; '.join(wrong)}", file=sys.stderr)
@@ -190,18 +192,21 @@ def cmd_readme(args) -> int:
     if args.check:  # what has no executed notebook here (a fresh clone has no reports/) is not checked
         if problems:
             print(f"not checked, no executed notebook or scrap: {', '.join(problems)}")
-        same = text == readme.read_text()
-        print("README tables are up to date" if same else f"README tables differ from {reports}")
-        untied = [p for path in block_notebooks(readme, reports) for p in provenance_problems(path)]
+        stale = [str(readme) for readme, (text, _) in written.items() if text != readme.read_text()]
+        print(f"README tables differ from {reports}: {', '.join(stale)}" if stale else "README tables are up to date")
+        untied = {p: None for readme in files
+                  for path in block_notebooks(readme, reports, None if args.readme else root)
+                  for p in provenance_problems(path)}
         for problem in untied:
             print(f"provenance: {problem}", file=sys.stderr)
-        return 0 if same and not untied else 1
+        return 0 if not stale and not untied else 1
     if problems:
         print(f"no executed notebook or table scrap for: {', '.join(problems)} (run make reproduce first)",
               file=sys.stderr)
         return 1
-    readme.write_text(text)
-    print(f"README tables written from {reports}")
+    for readme, (text, _) in written.items():
+        readme.write_text(text)
+    print(f"README tables written from {reports}: {', '.join(str(f.relative_to(root)) if f.is_relative_to(root) else str(f) for f in files)}")
     return 0
 
 
@@ -331,7 +336,7 @@ def _main(argv=None) -> int:
     p = sub.add_parser("scraps", help="print the numbers an executed notebook recorded, as JSON")
     p.add_argument("notebook")
     p.set_defaults(func=cmd_scraps)
-    p = sub.add_parser("readme", help="write the README's results tables from executed notebooks (reports/)")
+    p = sub.add_parser("readme", help="write the results tables of the README and the paper packages' READMEs from executed notebooks")
     p.add_argument("--reports", default=None, help="folder of executed notebooks (default reports/)")
     p.add_argument("--readme", default=None, help="README to update (default the repository's)")
     p.add_argument("--check", action="store_true", help="only report whether the tables are up to date")

@@ -7,7 +7,8 @@ A block in README.md such as
     <!-- /table -->
 
 is replaced by the markdown rendering of the table scrap ``paper_vs_ours`` that
-``reports/gradient_dropping.ipynb`` recorded (``scraps.glue_table``). A block under a
+``reports/gradient_dropping.ipynb`` recorded (``scraps.glue_table``), in the front README and
+in each paper package's README, where its results live (``documents``). A block under a
 heading that names a profile ("## Results (default profile, ...)") takes only a notebook
 executed at that profile: a smoke run in reports/ is refused, naming it. A notebook named with
 a folder (``gpu-runs/quickstart_paper_gpu``) is read from the repository instead: executed
@@ -105,6 +106,12 @@ def provenance_problems(path: Path) -> list[str]:
         problems.append(f"{path}: executed at {at[:12]}, but its runs came from elsewhere ({shown}): re-execute it "
                         "into an empty results folder")
     return problems
+
+
+def documents(root: Path) -> list[Path]:
+    """The files whose table blocks ``python -m thinwire readme`` writes: the front README and
+    each paper package's README (its results tables)."""
+    return [root / "README.md", *sorted((root / "lib" / "thinwire" / "papers").glob("*/README.md"))]
 
 
 def block_notebooks(readme: Path, reports: Path, root: Path | None = None) -> list[Path]:
