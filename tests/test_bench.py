@@ -46,7 +46,7 @@ def test_every_readme_block_is_written_from_a_run(small_doc):
               **run.wait_policy_table(json.loads(run.WAIT_POLICY_RESULTS.read_text())),
               **run.audit_table(json.loads(run.AUDIT_RESULTS.read_text())),
               **run.registers_table(json.loads(run.REGISTERS_RESULTS.read_text()))}
-    readme = (ROOT / "README.md").read_text()
+    readme = run.README.read_text()
     names = re.findall(r"<!-- bench: (\w+) -->", readme)
     assert sorted(names) == sorted(blocks)
     text = run.update_readme(readme, blocks)

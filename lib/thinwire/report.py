@@ -109,9 +109,10 @@ def provenance_problems(path: Path) -> list[str]:
 
 
 def documents(root: Path) -> list[Path]:
-    """The files whose table blocks ``python -m thinwire readme`` writes: the front README and
-    each paper package's README (its results tables)."""
-    return [root / "README.md", *sorted((root / "lib" / "thinwire" / "papers").glob("*/README.md"))]
+    """The files whose table blocks ``python -m thinwire readme`` writes: the front README,
+    each paper package's README (its results tables) and the codec engine's (speed)."""
+    library = root / "lib" / "thinwire"
+    return [root / "README.md", *sorted((library / "papers").glob("*/README.md")), library / "codecs" / "README.md"]
 
 
 def block_notebooks(readme: Path, reports: Path, root: Path | None = None) -> list[Path]:
