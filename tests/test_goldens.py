@@ -217,3 +217,11 @@ def test_tidy_keeps_results_and_drops_widgets(tmp_path):
     with Image.open(io.BytesIO(small)) as image, Image.open(io.BytesIO(buf.getvalue())) as original:
         assert image.size == original.size and image.mode == "P"
     assert tidy(path)[1] == after  # tidying twice changes nothing
+
+
+def test_the_front_readme_stays_a_front_door():
+    """The front README holds what a newcomer needs (at most 400 lines); results live in the
+    paper packages' READMEs and speed in the codec engine's."""
+    text = (ROOT / "README.md").read_text()
+    assert len(text.splitlines()) <= 400
+    assert "make reproduce" in text.split("\n## ")[0] and "make test" in text.split("\n## ")[0]
