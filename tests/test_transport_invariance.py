@@ -95,3 +95,18 @@ def test_one_process_and_gloo_ranks_give_the_same_run(tmp_path):
     finally:
         torch.set_num_threads(threads)
     assert not differ, f"one process and gloo differ: {differ}"
+
+
+def test_rank_threads_gives_the_block_a_launched_ranks_thread_count(monkeypatch):
+    """An in-process reference computes at the ranks' thread count (``launch`` starts each
+    rank with ``$OMP_NUM_THREADS`` or one thread), and the caller's count comes back."""
+    from thinwire.experiment.launch import rank_threads, torchrun_env
+    before = torch.get_num_threads()
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    with rank_threads():
+        assert torch.get_num_threads() == 1 == int(torchrun_env()["OMP_NUM_THREADS"])
+    assert torch.get_num_threads() == before
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    with rank_threads():
+        assert torch.get_num_threads() == 2 == int(torchrun_env()["OMP_NUM_THREADS"])
+    assert torch.get_num_threads() == before

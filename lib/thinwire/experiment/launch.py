@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..comm import DEFAULT_TIMEOUT_S, check_timeout
@@ -42,6 +43,26 @@ def torchrun_command(config_file: Path, nprocs: int, backend: str = "gloo", root
     return cmd
 
 
+def rank_threads_count() -> int:
+    """The OpenMP (torch) threads each rank ``launch`` starts gets: ``$OMP_NUM_THREADS``, else 1."""
+    return int(os.environ.get("OMP_NUM_THREADS", "1"))
+
+
+@contextmanager
+def rank_threads():
+    """For the block, torch computes with a launched rank's thread count: an in-process
+    reference then computes every product as the ranks do (MKL splits a large product over
+    its threads and rounds it otherwise than on one, so a run at another thread count can
+    part from the ranks' after a lossy codec's choice flips)."""
+    import torch
+    before = torch.get_num_threads()
+    torch.set_num_threads(rank_threads_count())
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def torchrun_env(config: RunConfig | None = None) -> dict:
     """The ranks' environment: one OpenMP thread each, no progress bars, and the plug-in
     modules registered in this process (``THINWIRE_IMPORT``), so a user's codecs reach them,
@@ -49,7 +70,7 @@ def torchrun_env(config: RunConfig | None = None) -> dict:
     from ..plugins import ENV, observer_modules, registering_modules
     modules = [m for m in os.environ.get(ENV, "").split(",") if m] + registering_modules()
     modules += observer_modules(config) if config is not None else []
-    return dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"), THINWIRE_PROGRESS="0",
+    return dict(os.environ, OMP_NUM_THREADS=str(rank_threads_count()), THINWIRE_PROGRESS="0",
                 **{ENV: ",".join(dict.fromkeys(modules))})
 
 
