@@ -68,7 +68,7 @@ class SlimDPRuns:
     scale_sizes: tuple[int, ...] = ()                                               # N of the codec-only measurement
     workers: tuple[int, ...] = WORKERS
     seeds: tuple[int, ...] = ()
-    studies: bool = False                                                           # refresh, ablation, scale ran
+    studies: bool = False                                                           # the studies ran (not quoted)
 
     def in_process(self) -> dict[str, dict]:
         pairs = {(label, role, i): c for label, seeded in self.ablation.items() for i, pair in enumerate(seeded)
@@ -107,8 +107,8 @@ def slim_dp_runs(*, profile: str, dataset: str = "mnist", network: str = "ethern
     before anything runs. ``steps`` > 0 caps every run's length (time-capped runs of a
     large profile); ``length``: how many times the profile's rounds the training-length
     ablation runs, on ``length_seeds`` of the three seeds; ``studies`` True runs the
-    refresh sweep, the gap ablation and the codec work at the paper's sizes (the profile's
-    ``studies`` also does); the other options are Slim-DP's and Quant-DP's (``SlimDPSection``,
+    epsilon sweep, the refresh sweep, the gap ablation, the Elias coding and the codec work
+    at the paper's sizes (the profile's ``studies`` also does); the other options are Slim-DP's and Quant-DP's (``SlimDPSection``,
     ``qsgd``)."""
     size = dict(SLIM_DP[check_profile(profile)])
     gloo_steps, elias_steps, scale_sizes = size.pop("gloo_steps"), size.pop("elias_steps"), size.pop("scale_sizes")
