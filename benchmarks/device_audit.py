@@ -9,12 +9,10 @@ before it. ``gpu_bench``'s ``message_overhead`` times that on a GPU; this counts
 every codec of ``gpu_bench.SPECS``, with each codec's device path run on CPU tensors
 (``kernels/device.py``'s ``forced``, message tensors treated as device ones) and the
 Triton kernels run by Triton's interpreter (``TRITON_INTERPRET=1``, so in a process of its
-own), three times: with torch's operations and the library's device CRC kernel, with the
-Triton codec kernels and the ``"words"`` CRC kernel, and with those and the blocks' CRCs
-joined in the block kernel (``triton_crc.JOIN = "fold"``: one launch per CRC); on that
-last path the encode and the decode are counted again inside one ``wire.deferred_checks``
-block ("encode_deferred", "decode_deferred"), with the block's end, which judges the
-checksums (and a range an encode left on the device), apart ("block_end").
+own), as the library runs them on a GPU (its one path: ``PATH``); the encode and the
+decode are counted again inside one ``wire.deferred_checks`` block ("encode_deferred",
+"decode_deferred"), with the block's end, which judges the checksums (and a range an encode
+left on the device), apart ("block_end").
 
 What is counted, per encode and per decode, after one message of warm-up, of the tensors
 that would live on the device (``Audit`` says which):
@@ -62,18 +60,12 @@ sys.path.insert(0, str(Path(__file__).parent))
 SPECS = ["fp32", "fp16", "bf16", "quantize(bits=8)", "quantize(bits=4)", "quantize(bits=1)", "topk(ratio=0.01)",
          "qsgd(bits=8, bucket=512)", "graddrop(ratio=0.99)", "graddrop(ratio=0.99, bits=1)", "binquant(bits=8)",
          "colquant(bits=8)"]  # gpu_bench.SPECS (not imported: it imports triton before the interpreter is set)
-# values per message, and the smallest part read as its message is checked: ("small") a
-# message small enough that what is counted is what the host does, with the library's
-# thresholds; ("large") one treated as a large message is (``COPY_CHECKED_BYTES`` set to 0,
-# so that a large ``out`` is read as its message is checked), of several CRC blocks, kept
-# small so that the interpreter runs it in seconds
-SIZES = {"small": (4_096, None), "large": (32_768, 0), "larger": (65_536, 0)}
-# "larger" is there for the bytes moved per value: the difference between it and "large",
-# over the values between them, leaves out what does not grow with the tensor (tables, a
-# sample, the header)
-PATHS = {"torch": ("torch", "slicing", "tree"), "triton": ("triton", "words", "tree"),
-         "folded": ("triton", "words", "fold")}  # codec kernels, device CRC kernel, how its blocks' CRCs are joined
-DEFERRED = "folded"  # the path whose decode is counted inside ``wire.deferred_checks`` too
+# values per message: ("small") a message small enough that what is counted is what the host
+# does; ("large") one of several CRC blocks; "larger" is there for the bytes moved per value:
+# the difference between it and "large", over the values between them, leaves out what does
+# not grow with the tensor (tables, a sample, the header)
+SIZES = {"small": 4_096, "large": 32_768, "larger": 65_536}
+PATH = "library"  # the name of the counted path in a row: the Triton codec kernels and the device CRC
 OUT = Path(__file__).with_name("out") / "device_audit.json"
 
 # aten operations that only make a new view of a tensor's storage, or read its metadata
@@ -315,24 +307,17 @@ def counted(audit: Audit):
 
 
 @contextmanager
-def path(codec_kernel: str, crc_kernel: str, join: str = "tree"):
-    """The device path with the given codec kernels and device CRC kernel (its blocks' CRCs
-    joined by ``join``, ``triton_crc.JOIN``), on CPU tensors."""
-    from thinwire.codecs.kernels import device, triton_crc, triton_drop, triton_qsgd, triton_uniform
+def path():
+    """The device path, on CPU tensors: message tensors on the CPU taken as device ones."""
+    from thinwire.codecs.kernels import device
     from thinwire.codecs.wire import tensor_message
-    modules = (triton_uniform, triton_qsgd, triton_drop)
-    before = ([m.KERNEL for m in modules], triton_crc.KERNEL, triton_crc.JOIN, tensor_message._on_device)
-    for m in modules:
-        m.KERNEL = codec_kernel
-    triton_crc.KERNEL, triton_crc.JOIN = crc_kernel, join
+    before = tensor_message._on_device
     tensor_message._on_device = lambda t: True
     try:
         with device.forced():
             yield
     finally:
-        for m, k in zip(modules, before[0]):
-            m.KERNEL = k
-        triton_crc.KERNEL, triton_crc.JOIN, tensor_message._on_device = before[1:]
+        tensor_message._on_device = before
 
 
 def _deferred_round_trip(audit: Audit, encode, decode) -> dict:
@@ -356,50 +341,40 @@ def _deferred_round_trip(audit: Audit, encode, decode) -> dict:
             "block_end": {k: end[k] for k in ("ops", "triton", "reads")}}
 
 
-def audit_codec(spec: str, size: str, paths: tuple[str, ...] = tuple(PATHS)) -> dict:
-    """One row per path of ``paths``: the counts of one encode and one decode of a message of
-    ``size``."""
+def audit_codec(spec: str, size: str) -> dict:
+    """The counts of one encode and one decode of a message of ``size`` on the device path,
+    and of both inside a ``wire.deferred_checks`` block."""
     from thinwire.codecs import CodecState, make_codec
-    from thinwire.codecs.wire import tensor_message
-    n, checked = SIZES[size]
+    n = SIZES[size]
     x = torch.randn(n, generator=torch.Generator().manual_seed(0))
     out = torch.empty_like(x)
     row = {"codec": spec, "size": size, "values": n}
-    before = tensor_message.COPY_CHECKED_BYTES
-    if checked is not None:
-        tensor_message.COPY_CHECKED_BYTES = checked
-    try:
-        for name in paths:
-            with path(*PATHS[name]), counting(Audit()) as audit:
-                codec, state = make_codec(spec), CodecState(0)
-                message = torch.empty(0, dtype=torch.uint8)
-                audit.mark(x, out, message)
-                message = codec.encode(x, state, "x", out=message)
-                codec.decode(message, state, "x", out=out)
-                with counted(audit):
-                    codec.encode(x, state, "x", out=message)
-                encode = audit.as_row()
-                with counted(audit):
-                    codec.decode(message, state, "x", out=out)
-                decode = audit.as_row()
-                row[name] = {"encode": encode, "decode": decode}
-                if name == DEFERRED:
-                    row[name].update(_deferred_round_trip(audit, lambda: codec.encode(x, state, "x", out=message),
-                                                          lambda: codec.decode(message, state, "x", out=out)))
-    finally:
-        tensor_message.COPY_CHECKED_BYTES = before
+    with path(), counting(Audit()) as audit:
+        codec, state = make_codec(spec), CodecState(0)
+        message = torch.empty(0, dtype=torch.uint8)
+        audit.mark(x, out, message)
+        message = codec.encode(x, state, "x", out=message)
+        codec.decode(message, state, "x", out=out)
+        with counted(audit):
+            codec.encode(x, state, "x", out=message)
+        encode = audit.as_row()
+        with counted(audit):
+            codec.decode(message, state, "x", out=out)
+        decode = audit.as_row()
+        row[PATH] = {"encode": encode, "decode": decode}
+        row[PATH].update(_deferred_round_trip(audit, lambda: codec.encode(x, state, "x", out=message),
+                                              lambda: codec.decode(message, state, "x", out=out)))
     return row
 
 
 def table(rows: list[dict]) -> str:
-    """Markdown: per codec and path, launches (torch operations + Triton kernels) and host reads."""
-    lines = ["| codec | values | path | encode: torch ops + Triton kernels | encode: host reads | "
-             "decode: torch ops + Triton kernels | decode: host reads |", "|---|---|---|---|---|---|---|"]
+    """Markdown: per codec, launches (torch operations + Triton kernels) and host reads."""
+    lines = ["| codec | values | encode: torch ops + Triton kernels | encode: host reads | "
+             "decode: torch ops + Triton kernels | decode: host reads |", "|---|---|---|---|---|---|"]
     for r in rows:
-        for name in PATHS:
-            e, d = r[name]["encode"], r[name]["decode"]
-            lines.append(f"| {r['codec']} | {r['values']:,} ({r['size']}) | {name} | {e['ops']} + {e['triton']} | {e['reads']} | "
-                         f"{d['ops']} + {d['triton']} | {d['reads']} |")
+        e, d = r[PATH]["encode"], r[PATH]["decode"]
+        lines.append(f"| {r['codec']} | {r['values']:,} ({r['size']}) | {e['ops']} + {e['triton']} | {e['reads']} | "
+                     f"{d['ops']} + {d['triton']} | {d['reads']} |")
     return "\n".join(lines)
 
 
@@ -409,7 +384,7 @@ def main(argv: list[str]) -> int:
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_suffix(".tmp")
     from wait_policy import commit
-    tmp.write_text(json.dumps({"date": datetime.date.today().isoformat(), "commit": commit(), "sizes": SIZES, "paths": PATHS, "rows": rows}, indent=1))
+    tmp.write_text(json.dumps({"date": datetime.date.today().isoformat(), "commit": commit(), "sizes": SIZES, "path": PATH, "rows": rows}, indent=1))
     tmp.replace(target)
     print(table(rows))
     return 0

@@ -18,77 +18,44 @@ paper profiles' speed on one GPU, and the DDP hook under NCCL.
 3. **DDP hook under NCCL** (item 4): ``examples/ddp_mnist.py`` under torchrun with the
    NCCL backend, one process per GPU.
 4. **Device CRC-32C** (``kernels/triton_crc.py``): the checksum of a buffer the size of
-   the fp32 message of 25M and 250M values, computed on the GPU by each of its block
-   kernels (``KERNELS``), each with the blocks' CRCs joined by each of ``JOINS`` (launches
-   of their own, or folded into the block kernel), as a fraction of the add pass (the
-   first figure a message kept in device memory would depend on), and compared with the
-   host's value for the same bytes.
-
+   the fp32 message of 25M and 250M values, computed on the GPU, as a fraction of the add
+   pass (the first figure a message kept in device memory would depend on), and compared
+   with the host's value for the same bytes.
 5. **Messages kept on the device** (``wire/tensor_message.py``): the codecs of part 1
    encoding into a uint8 tensor on the GPU and decoding from it, as a fraction of the add
    pass, with no host copy of the message; each message is also compared byte for byte
-   with the host message of the same tensor and state. Once with each device CRC kernel.
-6. **CRC variants** (``crc_variants.py``): the device CRC's block kernel beside variants
-   that tell what bounds it, over the bytes of the fp32 message of 25M values.
+   with the host message of the same tensor and state.
 7. **Message overhead**: encode and decode of small message tensors (4,096 and 1M values),
    seconds per call and the CUDA runtime calls and kernels each makes.
-8. **Codec kernels** (``kernels/triton_uniform.py``, ``triton_qsgd.py``, ``triton_drop.py``):
-   min-max quantization's, QSGD's, top-k's, gradient dropping's and the bin quantizers'
-   (Oland & Raj's, MQGrad's per row) messages kept on the device, as
-   in part 5, with torch's operations and with the Triton kernels, each with the library's
-   device CRC kernel and with ``"words"`` (``--crc-joins=tree;fold``: each with both of the
-   CRC's joins), each message compared with the host's.
 9. **Step profile**: the quickstart paper profile's steps (each method) under
    ``torch.profiler``: the operators that take the host's and the device's time per step,
    and the CUDA runtime's synchronizations and copies per step.
-10. **Paper profiles with the kernels** (``paper_kernels``): part 2 again with the Triton
-   codec kernels and the ``"words"`` device CRC switched on (``fast_kernels``), beside
-   part 2's library defaults.
-11. **Codec profile** (``codec_profile``): part 8's codecs at 25M values (other sizes with
-   ``--profile-values=``) under ``torch.profiler``, with the library's kernels and with
-   ``fast_kernels``: the kernels that take an encode's and a decode's device time, the wall
-   time beside it, the CUDA runtime's calls and the Python functions that take the host's
-   time.
+11. **Codec profile** (``codec_profile``): ``KERNEL_SPECS`` at 25M values (other sizes with
+   ``--profile-values=``) under ``torch.profiler``: the kernels that take an encode's and a
+   decode's device time, the wall time beside it, the CUDA runtime's calls and the Python
+   functions that take the host's time.
 12. **Host profile** (``host_profile``): encode and decode of a 4,096-value message kept on
-   the device, fp32's and part 8's codecs', where the call's time is the host's:
-   ``cProfile``'s functions by own time and with their callees, with both sets of kernels.
+   the device, fp32's and ``KERNEL_SPECS``', where the call's time is the host's:
+   ``cProfile``'s functions by own time and with their callees.
 13. **Graphed round trips** (``graphed``): the round trips of part 5 of ``GRAPH_SPECS``
    with the decode in a ``wire.deferred_checks`` block, called and captured in a CUDA
    graph and replayed, as fractions of the add pass.
-14. **Drop-pass variants** (``drop_variants.py``): the drop pass's count and compaction
-   kernels timed one at a time over 250M values, beside the earlier compaction and other
-   chunk sizes, at top-k's and gradient dropping's densities; and the j-th smallest of
-   top-k's candidates and of gradient dropping's sample by each way of selecting it
-   (its runs before part 17 also timed the sample draws, drawn ahead in the caller's
-   thread; ``benchmarks/run.py`` shows those rows until part 17 has run).
-15. **QSGD's program shapes** (``qsgd_variants.py``): its kernels with programs of one,
-   two and four buckets, over 250M values.
-16. **One pass or two** (``one_passes``, ``one_passes.py``): QSGD's, 8-bit bin
-   quantization's and 8-bit row quantization's round trips at 25M and 250M values with
-   their codes written and read as the message is checksummed (``triton_qsgd.ONE_PASS``,
-   ``binquant.ONE_PASS``, ``column_minmax.ONE_PASS``) and in two passes, alternated in one
-   process.
-17. **Gradient dropping's sample draws** (``sample_draws``, ``drop_variants.sample_draws``):
-   the round trip at 250M values with the sample drawn ahead on a thread of its own (the
-   library's), ahead in the caller's thread, and at each message's start, alternated in
-   one process.
-18. **Sparse writes** (``scatters``, ``scatter_variants.py``): a sparse message written into
-   250M zeros by torch's fill and index operations and by one Triton kernel
-   (``triton_scatter.KERNEL``), alone at two densities and in top-k's and gradient
-   dropping's decodes, alternated in one process.
 
-``python benchmarks/gpu_bench.py [FILE] [--only=PART,...] [--codec-kernels=KERNEL,...]
-[--kernel-specs=SPEC;...] [--kernel-crcs=CRC;...] [--crc-joins=JOIN;...] [--profile-values=N,...]
-[--graph-crcs=CRC;...]``
+The numbers skip what earlier versions measured and no longer run (variants of the device
+CRC, the codec kernels against torch's operations, one-pass writers, program shapes, sparse
+writes, sample draws): their kept rows are summarised in the engine's README's record of
+variants (``benchmarks/run.py``'s ``variants_record``).
+
+``python benchmarks/gpu_bench.py [FILE] [--only=PART,...] [--kernel-specs=SPEC;...]
+[--profile-values=N,...]``
 updates ``FILE``
 (``gpu-runs/bench_gpu.json``) with the parts it runs; ``THINWIRE_COMMIT`` names the code
 measured in each part's stamp.
 
 Every time is the best of several runs after a warm-up, each ended by
 ``torch.cuda.synchronize()`` (the CPU benchmarks report the median: ``roofline``): ``REPEATS``
-runs for the add pass and for each codec of 25M values, half as many of 250M (rows
-measured at commit 6cb7df7 or before had 5 and 3 against the add pass's 20); parts 1, 5
-and 8 keep the median beside the best.
+runs for the add pass and for each codec of 25M values, half as many of 250M; parts 1
+and 5 keep the median beside the best.
 """
 
 from __future__ import annotations
@@ -238,8 +205,6 @@ def codecs(sizes=SIZES, specs=SPECS, kept_on_device: bool = False, done=None) ->
                    "target": TARGET, "repeats": repeats, "encode_median_s": statistics.median(encodes),
                    "decode_median_s": statistics.median(decodes)}
             if kept_on_device:  # the same bytes as the host message of the same tensor and state
-                from thinwire.codecs.wire import tensor_message
-                row["device_crc_failure"] = tensor_message.DEVICE_CRC_FAILURE
                 again, host_state = make_codec(spec), CodecState(0)
                 with device.forced() if DEVICE == "cpu" else nullcontext():
                     moved = codec.encode(x, CodecState(0), "x", out=message)
@@ -252,7 +217,7 @@ def codecs(sizes=SIZES, specs=SPECS, kept_on_device: bool = False, done=None) ->
             rows.append(row)
             if done is not None:  # the rows so far, kept should the run stop here
                 done(rows)
-            where = f" (message on the device, CRC by {_crc_kernel()})" if kept_on_device else ""
+            where = " (message on the device)" if kept_on_device else ""
             print(f"gpu codec {spec} n={n:,}{where}: encode "
                   f"{encode * 1e3:.2f} ms, decode {decode * 1e3:.2f} ms, add pass {roof * 1e3:.3f} ms", flush=True)
             del message, held
@@ -263,7 +228,7 @@ def codecs(sizes=SIZES, specs=SPECS, kept_on_device: bool = False, done=None) ->
 
 
 def device_crc(sizes=SIZES) -> list[dict]:
-    """Part 4, with each of ``triton_crc.KERNELS``."""
+    """Part 4: the device CRC of each size's fp32 bytes against the add pass."""
     import crc32c
 
     from thinwire.codecs.kernels import triton_crc
@@ -276,62 +241,19 @@ def device_crc(sizes=SIZES) -> list[dict]:
         roof = add_pass(a)
         buffer = a.view(torch.uint8)
         want = crc32c.crc32c(buffer.cpu().numpy().tobytes())
-        for kernel, join in ((k, j) for k in triton_crc.KERNELS for j in triton_crc.JOINS):
-            try:
-                with crc_kernel(kernel, join):
-                    crc = device_seconds(lambda: triton_crc.crc32c(buffer), 5, 2)
-                    equal = triton_crc.crc32c(buffer) == want
-            except Exception as exc:  # a kernel this Triton cannot compile is reported, the other still runs
-                rows.append({"kernel": kernel, "join": join, "bytes": buffer.numel(),
-                             "error": f"{type(exc).__name__}: {exc}"[-600:]})
-                print(f"device crc32c ({kernel}, {join}) failed: {rows[-1]['error']}", flush=True)
-                continue
-            rows.append({"kernel": kernel, "join": join, "bytes": buffer.numel(), "crc_s": crc, "add_pass_s": roof,
-                         "gb_per_s": buffer.numel() / crc / 1e9, "fraction_of_add_pass": roof / crc,
-                         "equal_to_host": equal})
-            print(f"device crc32c ({kernel}, {join}) of {buffer.numel():,} bytes: {crc * 1e3:.3f} ms "
-                  f"({rows[-1]['gb_per_s']:.0f} GB/s), add pass {roof * 1e3:.3f} ms, equal to the host's: {equal}",
-                  flush=True)
+        crc = device_seconds(lambda: triton_crc.crc32c(buffer), 5, 2)
+        equal = triton_crc.crc32c(buffer) == want
+        rows.append({"bytes": buffer.numel(), "crc_s": crc, "add_pass_s": roof, "gb_per_s": buffer.numel() / crc / 1e9,
+                     "fraction_of_add_pass": roof / crc, "equal_to_host": equal})
+        print(f"device crc32c of {buffer.numel():,} bytes: {crc * 1e3:.3f} ms ({rows[-1]['gb_per_s']:.0f} GB/s), "
+              f"add pass {roof * 1e3:.3f} ms, equal to the host's: {equal}", flush=True)
         del a, buffer
     return rows
 
 
-def _crc_kernel() -> str:
-    from thinwire.codecs.kernels import triton_crc
-    return triton_crc.KERNEL
-
-
-class crc_kernel:
-    """``triton_crc.KERNEL`` set to ``kernel`` (and ``JOIN`` to ``join``, where given) within
-    the block, with the messages' fallback to the host CRC cleared, so that one kernel's
-    failure does not carry over to the next."""
-
-    def __init__(self, kernel: str, join: str | None = None):
-        self.kernel, self.join = kernel, join
-
-    def __enter__(self):
-        from thinwire.codecs.kernels import triton_crc
-        from thinwire.codecs.wire import tensor_message
-        self.original = triton_crc.KERNEL, triton_crc.JOIN
-        triton_crc.KERNEL, triton_crc.JOIN = self.kernel, self.join or triton_crc.JOIN
-        tensor_message.DEVICE_CRC_FAILURE = None
-
-    def __exit__(self, *exc):
-        from thinwire.codecs.kernels import triton_crc
-        from thinwire.codecs.wire import tensor_message
-        triton_crc.KERNEL, triton_crc.JOIN = self.original
-        tensor_message.DEVICE_CRC_FAILURE = None
-
-
 def device_messages(sizes=SIZES) -> list[dict]:
-    """Part 5 with each of ``triton_crc.KERNELS`` checksumming the messages, the library's
-    own ``KERNEL`` last (so a run cut short keeps the others')."""
-    from thinwire.codecs.kernels import triton_crc
-    rows = []
-    for kernel in sorted(triton_crc.KERNELS, key=lambda k: k == triton_crc.KERNEL):
-        with crc_kernel(kernel):
-            rows += [{**r, "crc_kernel": kernel} for r in codecs(sizes, kept_on_device=True)]
-    return rows
+    """Part 5: part 1's codecs with their messages kept on the device."""
+    return codecs(sizes, kept_on_device=True)
 
 
 def _speed(result, networks: tuple[str, ...]) -> dict:
@@ -497,35 +419,32 @@ def python_profile(fn, calls: int, top: int) -> dict:
             for label, column in (("own", 2), ("with_callees", 3))}
 
 
-def both_kernel_sets(x: torch.Tensor, out: torch.Tensor, specs):
-    """(kernel set's label, spec, ``Held``) for each of ``specs`` with the library's kernels
-    and then with ``fast_kernels``, its messages kept on the device: the kernels (and, in a
-    dry run, the forced device path) stay chosen while the caller works on each."""
+def held_messages(x: torch.Tensor, out: torch.Tensor, specs):
+    """(spec, ``Held``) for each of ``specs``, its messages kept on the device: in a dry run
+    the forced device path stays chosen while the caller works on each."""
     from thinwire.codecs import CodecState, make_codec
     from thinwire.codecs.kernels import device
-    for label, kernels in (("library", nullcontext), ("triton, words", fast_kernels)):
-        for spec in specs:
-            with kernels(), device.forced() if DEVICE == "cpu" else nullcontext():
-                yield label, spec, Held(make_codec(spec), CodecState(0), x, out,
-                                        torch.empty(0, dtype=torch.uint8, device=DEVICE))
+    for spec in specs:
+        with device.forced() if DEVICE == "cpu" else nullcontext():
+            yield spec, Held(make_codec(spec), CodecState(0), x, out, torch.empty(0, dtype=torch.uint8, device=DEVICE))
 
 
 def host_profile(n: int = 4_096, specs=None, calls: int = 200, top: int = 25) -> list[dict]:
     """Part 12: where the host's time goes in one encode and one decode of a small message
     kept on the device (``n`` values: the device's work is negligible, so the call's time is
-    the host's), with the library's kernels and with ``fast_kernels``: the wall time per call
-    (best of ``calls``) and ``python_profile`` over ``calls`` calls."""
+    the host's): the wall time per call (best of ``calls``) and ``python_profile`` over
+    ``calls`` calls."""
     specs = specs or ("fp32", *KERNEL_SPECS)
     x = torch.randn(n, device=DEVICE, generator=torch.Generator(DEVICE).manual_seed(0))
     out = torch.empty_like(x)
     rows = []
-    for label, spec, held in both_kernel_sets(x, out, specs):
-        row = {"codec": spec, "values": n, "kernels": label, "calls": calls}
+    for spec, held in held_messages(x, out, specs):
+        row = {"codec": spec, "values": n, "calls": calls}
         for name, fn in (("encode", held.encode), ("decode", held.decode)):
             row[f"{name}_wall_us"] = round(device_seconds(fn, calls, 5) * 1e6, 1)
             row[f"{name}_python_us"] = python_profile(fn, calls, top)
         rows.append(row)
-        print(f"host {spec} ({label}): encode {row['encode_wall_us']} us, "
+        print(f"host {spec}: encode {row['encode_wall_us']} us, "
               f"{list(row['encode_python_us']['own'].items())[:6]}; decode {row['decode_wall_us']} us, "
               f"{list(row['decode_python_us']['own'].items())[:6]}", flush=True)
     return rows
@@ -533,8 +452,7 @@ def host_profile(n: int = 4_096, specs=None, calls: int = 200, top: int = 25) ->
 
 def codec_profile(n: int = 25_000_000, specs=None, calls: int = 10, top: int = 8) -> list[dict]:
     """Part 11: where one encode and one decode of ``n`` values spend their time, per codec
-    of part 8, messages kept on the device, with the library's kernels and with the Triton
-    codec kernels and the words CRC (``fast_kernels``). For each, after a warm-up:
+    of ``KERNEL_SPECS``, messages kept on the device. For each, after a warm-up:
 
     - ``torch.profiler`` over ``calls`` calls: the ``top`` events by device time
       (microseconds per call), the device's time per call (``kernel_us``: the kernels' and
@@ -558,8 +476,8 @@ def codec_profile(n: int = 25_000_000, specs=None, calls: int = 10, top: int = 8
         return getattr(e, "self_device_time_total", getattr(e, "self_cuda_time_total", 0.0))
 
     rows = []
-    for label, spec, held in both_kernel_sets(x, out, specs):
-        row = {"codec": spec, "values": n, "kernels": label}
+    for spec, held in held_messages(x, out, specs):
+        row = {"codec": spec, "values": n}
         for name, fn in (("encode", held.encode), ("decode", held.decode)):
             row[f"{name}_wall_us"] = round(device_seconds(fn, calls, 1) * 1e6, 1)
             row[f"{name}_host_return_us"] = round(host_seconds(fn, calls) * 1e6, 1)
@@ -582,59 +500,10 @@ def codec_profile(n: int = 25_000_000, specs=None, calls: int = 10, top: int = 8
                                             if e.key.startswith(("cuda", "cu")) and e.count}
             row[f"{name}_python_us"] = python_profile(fn, calls, top)["own"]
         rows.append(row)
-        print(f"profile {spec} ({label}): encode wall {row['encode_wall_us']} us, device {row['encode_device_us']} "
+        print(f"profile {spec}: encode wall {row['encode_wall_us']} us, device {row['encode_device_us']} "
               f"us, {list(row['encode_kernels'].items())[:3]}; runtime {row['encode_runtime_calls']}; python "
               f"{list(row['encode_python_us'].items())[:4]}; decode wall {row['decode_wall_us']} us, device "
               f"{row['decode_device_us']} us, runtime {row['decode_runtime_calls']}", flush=True)
-    return rows
-
-
-KERNEL_CRCS = ("slicing", "words")  # the device CRC kernels part 8 pairs each codec kernel with
-CRC_JOINS = ("tree",)  # ``--crc-joins=tree;fold``: part 8 with each of these (``triton_crc.JOIN``) too
-CODEC_KERNELS: tuple[str, ...] = ()  # ``--codec-kernels=triton``: part 8 with these only (all when empty)
-
-
-class fast_kernels:
-    """The Triton codec kernels (``triton_uniform``, ``triton_qsgd``, ``triton_drop``) and the
-    ``"words"`` device CRC switched on within the block, the library's choices restored after."""
-
-    def __enter__(self):
-        from thinwire.codecs.kernels import triton_drop, triton_qsgd, triton_uniform
-        self.modules = (triton_uniform, triton_qsgd, triton_drop)
-        self.before = [m.KERNEL for m in self.modules]
-        for m in self.modules:
-            m.KERNEL = "triton"
-        self.crc = crc_kernel("words")
-        self.crc.__enter__()
-        return self
-
-    def __exit__(self, *exc):
-        self.crc.__exit__(*exc)
-        for m, k in zip(self.modules, self.before):
-            m.KERNEL = k
-
-
-def codec_kernels(sizes=SIZES) -> list[dict]:
-    """Part 8: ``KERNEL_SPECS``' messages kept on the device with torch's operations and with
-    the Triton kernels (``triton_uniform``, ``triton_qsgd``, ``triton_drop``: their ``KERNEL``
-    switched together), each checksummed by each of ``KERNEL_CRCS`` with each of ``CRC_JOINS``."""
-    from thinwire.codecs.kernels import triton_drop, triton_qsgd, triton_uniform
-    modules = (triton_uniform, triton_qsgd, triton_drop)
-    rows = []
-    for kernel in CODEC_KERNELS or triton_uniform.KERNELS:
-        before = [m.KERNEL for m in modules]
-        for m in modules:
-            m.KERNEL = kernel
-        try:
-            for crc, join in ((c, j) for c in KERNEL_CRCS for j in CRC_JOINS):
-                label, measured = {"codec_kernel": kernel, "crc_kernel": crc, "crc_join": join}, list(rows)
-                with crc_kernel(crc, join):
-                    rows += [{**r, **label} for r in codecs(
-                        sizes, KERNEL_SPECS, kept_on_device=True,
-                        done=lambda part: checkpoint(measured + [{**r, **label} for r in part]))]
-        finally:
-            for m, k in zip(modules, before):
-                m.KERNEL = k
     return rows
 
 
@@ -643,7 +512,6 @@ def codec_kernels(sizes=SIZES) -> list[dict]:
 # key drawn at the capture (``graphed``)
 GRAPH_SPECS = ("fp32", "fp16", "bf16", "quantize(bits=8)", "quantize(bits=4)", "binquant(bits=8)", "colquant(bits=8)",
                "qsgd(bits=8, bucket=512)")
-GRAPH_CRCS: tuple[str, ...] = ()  # ``--graph-crcs=shifted;words``: part 13 with each (the library's when empty)
 
 
 def graphed(sizes=SIZES, specs=GRAPH_SPECS) -> list[dict]:
@@ -659,10 +527,7 @@ def graphed(sizes=SIZES, specs=GRAPH_SPECS) -> list[dict]:
     the key drawn at its capture, so every replay sends the same rounding noise. That does
     not change the work timed, but such a graph is for timing, not training; its message is
     compared with the host's made with the same key (the generator as it was before the
-    last call, which is the capture).
-
-    Each round trip once with each device CRC kernel of ``GRAPH_CRCS`` (``crc_kernel``; the
-    library's ``triton_crc.KERNEL`` when it is empty)."""
+    last call, which is the capture)."""
     from thinwire.codecs import CodecState, make_codec
     from thinwire.codecs.kernels import device
     from thinwire.codecs.wire import deferred
@@ -671,10 +536,10 @@ def graphed(sizes=SIZES, specs=GRAPH_SPECS) -> list[dict]:
         x = torch.randn(n, device=DEVICE, generator=torch.Generator(DEVICE).manual_seed(0))
         roof = add_pass(x)
         out, repeats = torch.empty_like(x), _repeats(n)
-        for crc, spec in ((c, s) for c in GRAPH_CRCS or (_crc_kernel(),) for s in specs):
+        for spec in specs:
             codec = make_codec(spec)
             codec.warm_up()
-            with device.forced() if DEVICE == "cpu" else nullcontext(), _device_messages(), crc_kernel(crc):
+            with device.forced() if DEVICE == "cpu" else nullcontext(), _device_messages():
                 held = Held(codec, CodecState(0), x, out, torch.empty(0, dtype=torch.uint8, device=DEVICE))
 
                 def round_trip(into=None):
@@ -683,7 +548,7 @@ def graphed(sizes=SIZES, specs=GRAPH_SPECS) -> list[dict]:
                         held.encode()
                         held.decode()
                 called = device_seconds(round_trip, repeats, 1)
-                row = {"codec": spec, "values": n, "crc_kernel": crc, "bytes": held.message.numel(),
+                row = {"codec": spec, "values": n, "bytes": held.message.numel(),
                        "add_pass_s": roof, "called_s": called, "fraction_called": roof / called, "graph_s": None,
                        "target": TARGET}
                 if DEVICE == "cuda":
@@ -696,7 +561,7 @@ def graphed(sizes=SIZES, specs=GRAPH_SPECS) -> list[dict]:
             rows.append(row)
             checkpoint(rows)
             graph = "-" if row["graph_s"] is None else f"{row['graph_s'] * 1e3:.3f}"
-            print(f"gpu graphed {spec} n={n:,} (CRC {crc}): called {called * 1e3:.3f} ms, graph {graph} ms, add pass "
+            print(f"gpu graphed {spec} n={n:,}: called {called * 1e3:.3f} ms, graph {graph} ms, add pass "
                   f"{roof * 1e3:.3f} ms {row.get('graph_failure', '')}", flush=True)
             del held
         del x, out
@@ -746,59 +611,8 @@ def _replayed(round_trip, repeats: int, roof: float) -> dict:
         return {"graph_failure": f"{type(exc).__name__}: {exc}"[:500]}
 
 
-def crc_variant_rows(nbytes: int) -> list[dict]:
-    """``crc_variants.py``'s block kernels side by side over ``nbytes`` bytes."""
-    sys.path.insert(0, str(Path(__file__).parent))
-    import crc_variants
-    return crc_variants.variants(nbytes, lambda fn: device_seconds(fn, 10, 2), DEVICE)
-
-
-def drop_variant_rows(n: int) -> dict:
-    """``drop_variants.py``'s kernels side by side over ``n`` values and its selections of
-    the j-th smallest."""
-    sys.path.insert(0, str(Path(__file__).parent))
-    import drop_variants
-    timer = lambda fn: device_seconds(fn, 10, 2)  # noqa: E731
-    return {"kernels": drop_variants.variants(n, timer, DEVICE), "kth": drop_variants.selections(n, timer, DEVICE)}
-
-
-def sample_draw_rows(n: int) -> list[dict]:
-    """``drop_variants.sample_draws``: gradient dropping's round trip with its sample drawn
-    ahead on a thread, ahead in the caller's thread, and at each message's start."""
-    sys.path.insert(0, str(Path(__file__).parent))
-    import drop_variants
-    return drop_variants.sample_draws(n, lambda fn: device_seconds(fn, 10, 2), DEVICE)
-
-
-def scatter_rows(n: int) -> list[dict]:
-    """``scatter_variants.py``: the sparse write alone and in the sparse codecs' decodes, by
-    each ``triton_scatter.KERNEL``."""
-    sys.path.insert(0, str(Path(__file__).parent))
-    import scatter_variants
-    timer = lambda fn: device_seconds(fn, 10, 2)  # noqa: E731
-    return scatter_variants.scatters(n, timer, DEVICE) + scatter_variants.decodes(n, timer, DEVICE)
-
-
-def one_pass_rows(sizes) -> list[dict]:
-    """``one_passes.py``: QSGD's, bin and row quantization's round trips in one pass and in
-    two, at each size."""
-    sys.path.insert(0, str(Path(__file__).parent))
-    import one_passes
-    return [r for n in sizes for r in one_passes.passes(n, lambda fn: device_seconds(fn, 10, 2), DEVICE)]
-
-
-def qsgd_variant_rows(n: int) -> list[dict]:
-    """``qsgd_variants.py``'s program shapes side by side over ``n`` values."""
-    sys.path.insert(0, str(Path(__file__).parent))
-    import qsgd_variants
-    return qsgd_variants.variants(n, lambda fn: device_seconds(fn, 10, 2), DEVICE)
-
-
-PARTS = ("same_bytes", "hook_nccl", "codecs", "paper", "device_crc", "device_messages", "crc_variants",
-         "message_overhead", "codec_kernels", "step_profile", "paper_kernels", "codec_profile", "host_profile",
-         "graphed", "drop_variants", "qsgd_variants", "one_passes", "sample_draws",
-         "scatters")
-NOT_YET_RUN = ("one_passes", "sample_draws", "scatters")  # parts no GPU has run yet: gpu-runs/bench_gpu.json lacks them
+PARTS = ("same_bytes", "hook_nccl", "codecs", "paper", "device_crc", "device_messages", "message_overhead",
+         "step_profile", "codec_profile", "host_profile", "graphed")
 
 
 CHECKPOINT = None  # set by ``run`` for a part of ``ROW_KEYS``: keeps the rows measured so far
@@ -812,15 +626,14 @@ def checkpoint(rows: list[dict]) -> None:
         CHECKPOINT(rows)
 
 
-ROW_KEYS = {"codec_kernels": ("codec_kernel", "crc_kernel", "crc_join", "codec", "values"),  # what tells a part's
-            "codec_profile": ("kernels", "codec", "values"),                                # rows apart
+ROW_KEYS = {"codec_profile": ("kernels", "codec", "values"),  # what tells a part's rows apart
             "graphed": ("crc_kernel", "codec", "values")}
-ROW_DEFAULTS = {"crc_join": "tree"}  # what rows measured before a key existed had
+ROW_DEFAULTS = {"kernels": "library", "crc_kernel": "shifted"}  # what rows measured now have (earlier runs named them)
 
 
 def merged_rows(before: list[dict], measured: list[dict], stamp: dict, key: tuple[str, ...]) -> list[dict]:
-    """The rows of part 8 or 11 after a run that may have measured only some of them
-    (``--codec-kernels``, ``--kernel-specs``, ``--kernel-crcs``): the rows measured now, each
+    """The rows of part 11 or 13 after a run that may have measured only some of them
+    (``--kernel-specs``): the rows measured now, each
     with its commit, date and GPU, replacing the earlier rows they match on ``key``; the other
     earlier rows kept: an earlier row without a commit keeps the part's earlier stamp
     (``earlier_stamp``)."""
@@ -852,25 +665,18 @@ def run(save, doc: dict, parts=PARTS, steps: int = 30, hook_steps: int = 600, si
     jobs = {"same_bytes": lambda: {spec: same_bytes(spec) for spec in [*SPECS, *SAME_BYTES_ALSO]},
             "hook_nccl": lambda: hook_nccl(hook_steps), "codecs": lambda: codecs(sizes),
             "device_crc": lambda: device_crc(sizes), "device_messages": lambda: device_messages(sizes),
-            "crc_variants": lambda: crc_variant_rows(sizes[0] * 4 if DEVICE == "cuda" else 20_000),
             "message_overhead": lambda: message_overhead((4_096, min(1_000_000, sizes[0]))),
-            "codec_kernels": lambda: codec_kernels(sizes),
             "step_profile": lambda: step_profile(min(steps, 10), profile),
             "codec_profile": lambda: [r for n in (PROFILE_VALUES if DEVICE == "cuda" else sizes[:1])
                                       for r in codec_profile(n)],
             "host_profile": lambda: host_profile(calls=200 if DEVICE == "cuda" else 5),
-            "graphed": lambda: graphed(sizes),
-            "drop_variants": lambda: drop_variant_rows(sizes[-1] if DEVICE == "cuda" else 20_000),
-            "qsgd_variants": lambda: qsgd_variant_rows(sizes[-1] if DEVICE == "cuda" else 20_000),
-            "one_passes": lambda: one_pass_rows(sizes if DEVICE == "cuda" else (20_000,)),
-            "sample_draws": lambda: sample_draw_rows(sizes[-1] if DEVICE == "cuda" else 20_000),
-            "scatters": lambda: scatter_rows(sizes[-1] if DEVICE == "cuda" else 20_000)}
+            "graphed": lambda: graphed(sizes),}
     # the parts that run torch.profiler go last: no other part is timed in a process that has run it
     parts = sorted(parts, key=lambda part: part in ("message_overhead", "step_profile", "codec_profile", "host_profile"))
     for part in parts:
         try:
-            if part in ("paper", "paper_kernels"):
-                with tempfile.TemporaryDirectory() as root, fast_kernels() if part == "paper_kernels" else nullcontext():
+            if part == "paper":
+                with tempfile.TemporaryDirectory() as root:
                     doc[part] = paper_profiles(steps, Path(root), profile)
             elif part in ROW_KEYS:
                 before = doc.get(part, [])
@@ -904,13 +710,27 @@ def run(save, doc: dict, parts=PARTS, steps: int = 30, hook_steps: int = 600, si
     return doc
 
 
+@contextmanager
+def settings(device: str | None = None, kernel_specs: list[str] | None = None,
+             profile_values: tuple[int, ...] | None = None):
+    """Within the block, the parts run on ``device`` (``"cpu"``: a dry run, the device paths
+    forced on CPU tensors, tiny sizes), part 11 and 12 with ``kernel_specs`` and part 11 at
+    ``profile_values``; this module's defaults come back after (``main``'s options)."""
+    global DEVICE, KERNEL_SPECS, PROFILE_VALUES
+    before = DEVICE, KERNEL_SPECS, PROFILE_VALUES
+    DEVICE = device or DEVICE
+    KERNEL_SPECS = kernel_specs or KERNEL_SPECS
+    PROFILE_VALUES = profile_values or PROFILE_VALUES
+    try:
+        yield
+    finally:
+        DEVICE, KERNEL_SPECS, PROFILE_VALUES = before
+
+
 def main(argv: list[str]) -> int:
-    global DEVICE, CODEC_KERNELS, PROFILE_VALUES  # --kernel-specs=, --kernel-crcs=, --crc-joins= (";"-separated):
-    # parts 8 and 11 (--kernel-specs= part 12 too)
     dry = "--dry-run" in argv
     argv = [a for a in argv if a != "--dry-run"]
     if dry:
-        DEVICE = "cpu"
         os.environ.setdefault("TRITON_INTERPRET", "1")  # the device CRC's kernels on the CPU
     elif not available():
         print("gpu_bench: no GPU here, nothing measured")
@@ -919,34 +739,26 @@ def main(argv: list[str]) -> int:
     if any(part not in PARTS for part in only):
         raise SystemExit(f"--only={','.join(only)} is not allowed: parts are {','.join(PARTS)}")
     argv = [a for a in argv if not a.startswith("--only=")]
-    CODEC_KERNELS = next((tuple(a.split("=", 1)[1].split(",")) for a in argv if a.startswith("--codec-kernels=")), ())
     values = next((a.split("=", 1)[1] for a in argv if a.startswith("--profile-values=")), None)
-    if values is not None:
-        if not all(v.isdigit() and int(v) > 0 for v in values.split(",")):
-            raise SystemExit(f"--profile-values={values} is not allowed: give positive integers, comma-separated")
-        PROFILE_VALUES = tuple(int(v) for v in values.split(","))
-    for option, name, allowed in (("--kernel-specs=", "KERNEL_SPECS", KERNEL_SPECS),
-                                  ("--kernel-crcs=", "KERNEL_CRCS", ("slicing", "shifted", "words")),
-                                  ("--crc-joins=", "CRC_JOINS", ("tree", "fold")),
-                                  ("--graph-crcs=", "GRAPH_CRCS", ("slicing", "shifted", "words"))):
-        chosen = next((a.split("=", 1)[1].split(";") for a in argv if a.startswith(option)), None)
-        if chosen is not None:
-            if not chosen or any(c not in allowed for c in chosen):
-                raise SystemExit(f"{option}{';'.join(chosen)} is not allowed: choose among {';'.join(allowed)}")
-            globals()[name] = type(globals()[name])(chosen)
-    argv = [a for a in argv if not a.startswith(("--codec-kernels=", "--kernel-specs=", "--kernel-crcs=",
-                                                  "--crc-joins=", "--profile-values=", "--graph-crcs="))]
+    if values is not None and not all(v.isdigit() and int(v) > 0 for v in values.split(",")):
+        raise SystemExit(f"--profile-values={values} is not allowed: give positive integers, comma-separated")
+    chosen = next((a.split("=", 1)[1].split(";") for a in argv if a.startswith("--kernel-specs=")), None)
+    if chosen is not None and (not chosen or any(c not in KERNEL_SPECS for c in chosen)):
+        raise SystemExit(f"--kernel-specs={';'.join(chosen)} is not allowed: choose among {';'.join(KERNEL_SPECS)}")
+    argv = [a for a in argv if not a.startswith(("--kernel-specs=", "--profile-values="))]
     target = Path(argv[0]) if argv else ROOT / "gpu-runs" / "bench_gpu.json"
     target.parent.mkdir(parents=True, exist_ok=True)
     doc = json.loads(target.read_text()) if target.exists() else {}
+
     def save(doc: dict) -> None:  # whole or not at all: a run stopped while writing keeps the last file
         partial = target.with_name(target.name + ".partial")
         partial.write_text(json.dumps(doc, indent=1))
         os.replace(partial, target)
-    if dry:
-        run(save, doc, only, steps=3, hook_steps=20, sizes=(100_000,), profile="smoke")
-    else:
-        run(save, doc, only)
+    with settings("cpu" if dry else None, chosen, tuple(int(v) for v in values.split(",")) if values else None):
+        if dry:
+            run(save, doc, only, steps=3, hook_steps=20, sizes=(100_000,), profile="smoke")
+        else:
+            run(save, doc, only)
     print(f"written {target}")
     return 0
 

@@ -16,11 +16,8 @@ whose float32 values are read or written 16 bytes per thread moves four in one a
 
 ``python benchmarks/kernel_registers.py [ARCH] [--json=FILE]`` prints the table (``make
 bench`` keeps it in ``kernel_registers.json`` for the README); ``tests`` check that no
-kernel spills to local memory, and that every kernel but the CRC's lookup trees (the
-``"slicing"`` and ``"shifted"`` block kernels, folded or not, and the join: compiled by
-Triton 3.6, the GPU runs' version, 255, 216 and 255 registers) and the 16-bit casts with
-their CRC (``UNROLLED``) holds at most ``REGISTERS`` registers per
-thread, so that at least four programs of 4 warps fit on a multiprocessor, and that every
+kernel spills to local memory, and that every kernel but the CRC's lookups (its block
+kernel and its join, ``TREES``) holds at most ``REGISTERS`` registers per thread, so that at least four programs of 4 warps fit on a multiprocessor, and that every
 streaming kernel (``STREAMING``) reads or writes its values 16 bytes at a time.
 """
 
@@ -35,14 +32,12 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-TREES = {"triton_crc slicing", "triton_crc shifted", "triton_crc shifted, folded", "triton_crc join"}  # register-
-# heavy lookup trees
-UNROLLED = {"triton_halves narrowing", "triton_halves widening"}  # their steps unrolled: compiled as launched (16-byte
-# aligned pointers), 161 and 165 registers by Triton 3.9, 96 each without that specialization
+TREES = {"triton_crc block", "triton_crc join"}  # register-heavy lookups
+UNROLLED: set[str] = set()  # kernels whose steps are unrolled (none now)
 REGISTERS = 128
 RESULTS = Path(__file__).with_name("kernel_registers.json")  # kept: the README's table (``run.py``)
 STREAMING = ("triton_uniform quantize", "triton_uniform dequantize", "triton_uniform bin codes", "triton_qsgd",
-             "triton_rows", "triton_drop count", "triton_drop top-k count", "triton_scatter")  # a value per element
+             "triton_rows", "triton_drop count", "triton_drop top-k count")  # a value per element
 SIZES = frozenset({"n", "nbytes", "numel", "padw", "nfull", "cols"})  # sizes: multiples of 16 in the benchmarks
 INSTRUCTION = r"^\s+/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?"  # a line of cuobjdump -sass: address, predicate
 WIDTHS = {"128": 16, "64": 8, "U16": 2, "S16": 2, "U8": 1, "S8": 1}  # a global access's modifier: bytes per thread
@@ -52,38 +47,18 @@ def _kernels():
     """(name, kernel, signature, constexprs, warps) of each launch configuration."""
     from thinwire.codecs.kernels import triton_crc as crc
     from thinwire.codecs.kernels import triton_drop as drop
-    from thinwire.codecs.kernels import triton_halves
     from thinwire.codecs.kernels import triton_qsgd as qsgd
+    from thinwire.codecs.kernels import triton_range as ranged
     from thinwire.codecs.kernels import triton_rows as row_kernels
-    from thinwire.codecs.kernels import triton_scatter as scatter
     from thinwire.codecs.kernels import triton_uniform as uniform
-    final = {"FINAL": True, "STORE": True, "SCALED": True, "FOLD": False}
-    folded = {"FINAL": False, "STORE": True, "SCALED": True, "FOLD": True}  # step 2 in the block kernel (JOIN)
-    block = {"message": "*u8", "n": "i64", "pad": "i64", "slicing": "*i32", "products": "*i32", "out": "*i32",
-             "fold": "*i32", "scale": "i32", "ones": "i32", "trailer": "*u8"}
-    words = {"words": "*i32", "tail_bytes": "*u8", "nfull": "i64", "tail": "i32", "padw": "i64", "product": "*i32",
-             "shifts": "*i32", "out": "*i32", "fold": "*i32", "scale": "i32", "ones": "i32", "trailer": "*u8",
-             "target_words": "*i32", "target_tail": "*u8"}
-    halves = {"src": "*fp32", "numel": "i64", "padw": "i64", "product": "*i32", "shifts": "*i32", "out": "*i32",
-              "fold": "*i32", "scale": "i32", "ones": "i32", "trailer": "*u8", "dst": "*i16"}
+    final = {"FINAL": True, "STORE": True, "SCALED": True}
+    block = {"message": "*u8", "n": "i64", "pad": "i64", "slicing": "*i32", "shifts": "*i32", "out": "*i32",
+             "scale": "i32", "ones": "i32", "trailer": "*u8"}
     lanes = {"LANES": crc.WORD_LANES, "STEPS": crc.WORD_STEPS}
-    yield ("triton_crc slicing", crc._block_crcs, block,
-           {"LANES": crc.LANES, "SEG": crc.SEG, "LEVELS": crc.LANE_LEVELS, "SHIFTED": False, **final}, 4)
-    yield ("triton_crc shifted", crc._block_crcs, block,
-           {"LANES": crc.LANES, "SEG": crc.SEG, "LEVELS": crc.LANE_LEVELS, "SHIFTED": True, **final}, 4)
-    yield ("triton_crc shifted, folded", crc._block_crcs, block,
-           {"LANES": crc.LANES, "SEG": crc.SEG, "LEVELS": crc.LANE_LEVELS, "SHIFTED": True, **folded}, 4)
+    yield ("triton_crc block", crc._block_crcs, block, {"LANES": crc.LANES, "SEG": crc.SEG, **final}, 4)
     yield ("triton_crc join", crc._join, {"crcs": "*i32", "m": "i32", "pad": "i32", "products": "*i32", "out": "*i32",
                                           "ones": "i32", "trailer": "*u8", "scale": "i32"},
            {"GROUP": 1 << crc.JOIN_LEVELS, "LEVELS": crc.JOIN_LEVELS, "FINAL": True, "STORE": True, "SCALED": True}, 4)
-    for copy in (False, True):
-        yield (f"triton_crc words{', copying' if copy else ''}", crc._block_words, words, {**lanes, **final, "COPY": copy},
-               crc.WORD_WARPS)
-    yield ("triton_crc words, folded", crc._block_words, words, {**lanes, **folded, "COPY": False}, crc.WORD_WARPS)
-    for widen in (False, True):
-        sig = dict(halves, src="*i16", dst="*fp32") if widen else halves
-        yield (f"triton_halves {'widening' if widen else 'narrowing'}", triton_halves._block_halves, sig,
-               {**lanes, **final, "WIDEN": widen, "BF16": False}, crc.WORD_WARPS)
     for bits in (1, 4, 8):
         yield (f"triton_uniform quantize {bits}", uniform._quantize,
                {"x": "*fp32", "n": "i64", "lo": "fp32", "scale": "fp32", "offset": "fp32", "out": "*u8", "nbytes": "i64"},
@@ -91,16 +66,11 @@ def _kernels():
         yield (f"triton_uniform dequantize {bits}", uniform._dequantize,
                {"packed": "*u8", "n": "i64", "nbytes": "i64", "lo": "fp32", "step": "fp32", "out": "*fp32"},
                {"BITS": bits, "GROUPS": uniform.GROUPS}, 4)
-    quantize8 = {"x": "*fp32", "n": "i64", "lo": "fp32", "scale": "fp32", "offset": "fp32", "padw": "i64",
-                 "product": "*i32", "shifts": "*i32", "out": "*i32", "fold": "*i32", "crc_scale": "i32", "ones": "i32",
-                 "trailer": "*u8", "codes": "*u8"}
-    yield ("triton_uniform quantize 8, checksummed", uniform._quantize_words, quantize8, {**lanes, **final, "FUSED": True},
-           crc.WORD_WARPS)
-    dequantize8 = {"codes": "*u8", "n": "i64", "lo": "fp32", "step": "fp32", "padw": "i64", "product": "*i32",
-                   "shifts": "*i32", "out": "*i32", "fold": "*i32", "crc_scale": "i32", "ones": "i32", "trailer": "*u8",
-                   "values": "*fp32"}
-    yield ("triton_uniform dequantize 8, checked", uniform._dequantize_words, dequantize8, {**lanes, **final},
-           crc.WORD_WARPS)
+    checked = {"padw": "i64", "product": "*i32", "shifts": "*i32", "out": "*i32", "crc_scale": "i32", "ones": "i32",
+               "trailer": "*u8"}
+    yield ("triton_range values 8, checked", ranged._dequantize_ranged_words,
+           {"codes": "*u8", "n": "i64", "lo_bytes": "*u8", "hi_bytes": "*u8", **checked, "values": "*fp32"},
+           {**lanes, **final, "BINS": False}, crc.WORD_WARPS)
     for bits in (2, 4, 8):
         rows = qsgd.VALUES // 512
         yield (f"triton_qsgd quantize {bits}", qsgd._quantize,
@@ -109,22 +79,6 @@ def _kernels():
         yield (f"triton_qsgd dequantize {bits}", qsgd._dequantize,
                {"packed": "*u8", "n": "i64", "nbytes": "i64", "norms": "*fp32", "out": "*fp32"},
                {"LEVELS": (1 << (bits - 1)) - 1, "BUCKET": 512, "ROWS": rows, "BITS": bits}, qsgd.WARPS)
-        for values, warps in ((2048, 4), (1024, 2)):  # qsgd_variants.py's program shapes
-            yield (f"triton_qsgd quantize {bits}, {values} values, {warps} warp{'s' * (warps > 1)}", qsgd._quantize,
-                   {"x": "*fp32", "n": "i64", "k1": "i64", "k2": "i64", "norms": "*fp32", "out": "*u8",
-                    "nbytes": "i64"},
-                   {"LEVELS": (1 << (bits - 1)) - 1, "BUCKET": 512, "ROWS": values // 512, "BITS": bits,
-                    "USE_MAX": False}, warps)
-        words = qsgd.words_constants(bits, 512)
-        warps = words.pop("warps")
-        yield (f"triton_qsgd quantize {bits}, checksummed", qsgd._quantize_words,
-               {"x": "*fp32", "n": "i64", "k1": "i64", "k2": "i64", "norms": "*fp32", "padw": "i64", "product": "*i32",
-                "shifts": "*i32", "out": "*i32", "fold": "*i32", "crc_scale": "i32", "ones": "i32", "trailer": "*u8",
-                "codes": "*u8", "nbytes": "i64"}, {**lanes, **final, **words, "USE_MAX": False}, warps)
-        yield (f"triton_qsgd dequantize {bits}, checked", qsgd._dequantize_words,
-               {"codes": "*u8", "nbytes": "i64", "n": "i64", "norms": "*fp32", "padw": "i64", "product": "*i32",
-                "shifts": "*i32", "out": "*i32", "fold": "*i32", "crc_scale": "i32", "ones": "i32", "trailer": "*u8",
-                "values": "*fp32"}, {**lanes, **final, **words}, warps)
     for bits in (1, 8):
         yield (f"triton_uniform bin codes {bits}", uniform._bin_quantize,
                {"x": "*fp32", "n": "i64", "bins": "*fp64", "out": "*u8", "nbytes": "i64"},
@@ -135,13 +89,8 @@ def _kernels():
         yield (f"triton_rows row values {bits}", row_kernels._row_dequantize,
                {"packed": "*u8", "n": "i64", "cols": "i64", "bins": "*fp64", "out": "*fp32", "nbytes": "i64"},
                {"BITS": bits, "GROUPS": uniform.GROUPS, "WIDE": False}, 4)
-    row_crc = {"padw": "i64", "product": "*i32", "shifts": "*i32", "out": "*i32", "fold": "*i32", "crc_scale": "i32",
-               "ones": "i32", "trailer": "*u8"}
-    yield ("triton_rows row codes 8, checksummed", row_kernels._row_quantize_words,
-           {"x": "*fp32", "n": "i64", "cols": "i64", "bins": "*fp64", **row_crc, "codes": "*u8"},
-           {**lanes, **final, "WIDE": False}, crc.WORD_WARPS)
     yield ("triton_rows row values 8, checked", row_kernels._row_dequantize_words,
-           {"codes": "*u8", "n": "i64", "cols": "i64", "bins": "*fp64", **row_crc, "values": "*fp32"},
+           {"codes": "*u8", "n": "i64", "cols": "i64", "bins": "*fp64", **checked, "values": "*fp32"},
            {**lanes, **final, "WIDE": False}, crc.WORD_WARPS)
     chunk = {"src": "*fp32", "grad": "*fp32", "starts": "*i64", "stops": "*i64", "segment": "*i32", "thresholds": "*fp32"}
     for aligned in (True, False):  # graddrop's, as found; over chunks at multiples of 16 values (the benchmarks'), or not
@@ -164,10 +113,6 @@ def _kernels():
         yield (f"triton_drop top-k {name}", kernel,
                {"src": "*fp32", "starts": "*i64", "words": "*i32", "ends": "*i64", "index": "*i64", "values": "*fp32",
                 "residual": "*fp32", "lo": "i64", "hi": "i64"}, {"ZERO": False, "BLOCK": drop.TOPK_BLOCK}, warps)
-    for index in ("*i64", "*i32"):  # gradient dropping's indices, top-k's
-        yield (f"triton_scatter zeros with {index[1:]}", scatter._zeros_with,
-               {"out": "*fp32", "n": "i64", "index": index, "values": "*fp32", "bounds": "*i64"},
-               {"BLOCK": scatter.BLOCK, "PIECE": scatter.PIECE}, scatter.WARPS)
 
 
 CONVERSIONS = ("F2F", "F2FP", "I2F", "I2FP", "F2I", "FRND")  # SASS's conversions

@@ -189,11 +189,20 @@ EARLIER_PAPER_RUNS = (("paper_previous", "GPU outs decoded on the host"),
                       ("paper_host_messages", "decoded on the GPU, messages in host memory"))
 
 
-def _kept_table(rows: list[dict], column: str, value) -> list[str]:
-    """Markdown rows of messages kept on the device, with ``column`` (``value(row)``)."""
-    return ["| codec | values | " + column + " | payload bytes | encode ms | decode ms | add pass ms "
-            "| fraction of the add pass |", "|---|---|---|---|---|---|---|---|",
-            *(f"| {r['codec']} | {r['values']:,} | {value(r)} | {r['payload']:,} | {r['encode_s'] * 1e3:.2f} | "
+def library(r: dict) -> bool:
+    """Whether a kept GPU row measured the library's one implementation (the device CRC's
+    shifted block kernel, its blocks joined by a tree, the library's codec kernels), not a
+    variant that earlier versions switched to (``variants_record``)."""
+    return (r.get("kernel", "shifted") == "shifted" and r.get("crc_kernel", "shifted") == "shifted"
+            and r.get("join", "tree") == "tree" and r.get("crc_join", "tree") == "tree"
+            and r.get("kernels", "library") == "library" and "codec_kernel" not in r)
+
+
+def _kept_table(rows: list[dict]) -> list[str]:
+    """Markdown rows of messages kept on the device."""
+    return ["| codec | values | payload bytes | encode ms | decode ms | add pass ms "
+            "| fraction of the add pass |", "|---|---|---|---|---|---|---|",
+            *(f"| {r['codec']} | {r['values']:,} | {r['payload']:,} | {r['encode_s'] * 1e3:.2f} | "
               f"{r['decode_s'] * 1e3:.2f} | {r['add_pass_s'] * 1e3:.3f} | "
               f"{_target(r['fraction_of_add_pass'], r['target'])} |" for r in rows)]
 
@@ -238,168 +247,128 @@ def _row_commits(doc: dict, part: str):
 def _graphed_lines(doc: dict, stamp) -> list[str]:
     """``gpu_bench``'s graphed round trips (part 13), once a GPU has run them: each called
     (its checks read at each round trip's end) and replayed from a CUDA graph."""
-    found = doc.get("graphed")
+    found = [r for r in doc.get("graphed", []) if library(r)]
     if not found:
         return []
     lines = ["", "Round trips inside a `wire.deferred_checks` block, which judges their checksums (and a range "
              "left on the device) at its end, called and replayed from a CUDA graph (`gpu_bench`'s part 13, "
              f"{stamp('graphed')}; the host's message and decoded values for the same tensor; a QSGD graph replays "
              "the noise key drawn on the host at its capture, so it is timed here, not trained with):\n",
-             "| codec | values | CRC kernel | called ms | fraction of the add pass | graph ms | fraction of the add pass"
-             " | host's bytes | host's values |", "|---|---|---|---|---|---|---|---|---|"]
+             "| codec | values | called ms | fraction of the add pass | graph ms | fraction of the add pass"
+             " | host's bytes | host's values |", "|---|---|---|---|---|---|---|---|"]
     for r in found:
         graph = (f"{r['graph_s'] * 1e3:.3f} | {_target(r['fraction_graph'], r['target'])}" if r.get("graph_s")
                  else f"failed: {r['graph_failure']} |" if "graph_failure" in r else "- | -")
-        lines.append(f"| {r['codec']} | {r['values']:,} | {r['crc_kernel']} | {r['called_s'] * 1e3:.3f} | "
+        lines.append(f"| {r['codec']} | {r['values']:,} | {r['called_s'] * 1e3:.3f} | "
                      f"{_target(r['fraction_called'], r['target'])} | {graph} | {r.get('same_bytes', '-')} | "
                      f"{r['equal']} |")
     return lines
 
 
-def _drop_variant_lines(doc: dict, stamp) -> list[str]:
-    """``gpu_bench``'s drop-pass variants (part 14, ``drop_variants.py``), once a GPU has run
-    them: each kernel's best time by variant, launch and density, and each selection's."""
-    found = doc.get("drop_variants")
-    if not found:
-        return []
-    kernels, kth = found["kernels"], found["kth"]
-    lines = ["", f"The drop pass's kernels one at a time (`benchmarks/drop_variants.py`, {stamp('drop_variants')}), "
-             f"{kernels[0]['values']:,} values, top-k's candidates (no gradient) and gradient dropping's pass (with "
-             "a gradient, survivors zeroed in the residual):\n",
-             "| variant | launch | density | survivors | count ms | compact ms | equal to the library's |",
-             "|---|---|---|---|---|---|---|"]
-    lines += [f"| {r['variant']} | {r['launch']} | {r['density']:g} | {r['survivors']:,} | {r['count_s'] * 1e3:.3f} | "
-              f"{r['compact_s'] * 1e3:.3f} | {r['equal_to_library']} |" for r in kernels]
-    lines += ["", "The j-th smallest selected by each way (`torch_select.kth_smallest`), in the same run:\n",
-              "| among | values | j | by | ms | equal to the sort's |", "|---|---|---|---|---|---|"]
-    lines += [f"| {r['what']} | {r['values']:,} | {r['j']:,} | {r['by']} | {r['seconds'] * 1e3:.3f} | "
-              f"{r['equal_to_sort']} |" for r in kth]
-    return lines
+def _median(values) -> float:
+    values = sorted(values)
+    return values[len(values) // 2] if values else float("nan")
 
 
-def _sample_draw_lines(doc: dict, stamp) -> list[str]:
-    """Gradient dropping's round trip by where its sample is drawn (``gpu_bench`` part 17,
-    ``sample_draws``; before it, part 14's rows, drawn ahead only in the caller's thread)."""
-    rows, where = doc.get("sample_draws"), "sample_draws"
-    if not rows:
-        rows, where = doc.get("drop_variants", {}).get("sample_draws"), "drop_variants"
-    if not rows:
-        return []
-
-    def times(r: dict) -> str:
-        ahead = [r["ahead_s"], r["ahead_inline_s"]] if "ahead_inline_s" in r else [None, r["ahead_s"]]  # part 14's
-        return " | ".join("–" if t is None else f"{t * 1e3:.3f}" for t in [*ahead, r["at_start_s"]])
-    lines = ["", "Gradient dropping's encode + decode, the message kept on the device, with its sample drawn one "
-             "message ahead on a thread of its own (`draws_ahead.THREAD`, the library's), drawn ahead in the caller's "
-             "thread while the drop pass runs, and drawn at each message's start (`graddrop.DRAW_AHEAD = False`: the "
-             f"add on its own while the host draws), alternated in the same run ({stamp(where)}; median of "
-             f"{rows[0]['rounds']} rounds of each one's best; – where the run predates the setting):\n",
-             "| codec | values | ahead, own thread ms | ahead, caller's thread ms | at the start ms | "
-             "messages that took the draws ahead | same messages |", "|---|---|---|---|---|---|---|"]
-    lines += [f"| {r['codec']} | {r['values']:,} | {times(r)} | {r['taken']:,} | {r['same_messages']} |" for r in rows]
-    return lines
+def _at(doc: dict, part: str, rows: list[dict] = ()) -> str:
+    """Where a kept part (or its rows) was measured: commits and GPUs."""
+    stamp = doc.get("earlier_stamp", {}).get(part) or doc.get("measured", {}).get(part, {})
+    commits = sorted({r.get("commit", stamp.get("commit") or "?") for r in rows} or {stamp.get("commit") or "?"})
+    devices = sorted({r.get("device", stamp.get("device", doc["device"]["name"])) for r in rows}
+                     or {stamp.get("device", doc["device"]["name"])})
+    return f"{', '.join(commits)}; {', '.join(devices)}"
 
 
-def _scatter_lines(doc: dict, stamp) -> list[str]:
-    """``gpu_bench``'s sparse writes (part 18, ``scatter_variants.py``), once a GPU has run them."""
-    rows = doc.get("scatters")
-    if not rows:
-        return []
-    lines = ["", "A sparse message written into zeros on the device (`scatter.zeros_with`) by torch's fill and index "
-             "operations and by one Triton kernel (`triton_scatter.KERNEL`), alone and in the sparse codecs' whole "
-             f"decodes, alternated in one process (`benchmarks/scatter_variants.py`, {stamp('scatters')}; median of "
-             f"{rows[0]['rounds']} rounds of each one's best):\n",
-             "| what | values | survivors | torch ms | Triton ms | equal |", "|---|---|---|---|---|---|"]
-    lines += [f"| {r['what']} | {r['values']:,} | {r['survivors']:,} | {r['torch_s'] * 1e3:.3f} | "
-              f"{r['triton_s'] * 1e3:.3f} | {r['equal']} |" for r in rows]
-    return lines
+def variants_record(doc: dict) -> str:
+    """The record of the variants earlier versions of the engine switched between and that
+    were deleted (git keeps their code): each variant's figure beside the library's in the
+    same kept run, with the commit and GPU that measured it (``gpu-runs/bench_gpu.json``)."""
+    rows = []  # (study, variant, measure, its figure, the library's figure, where)
 
-
-def _qsgd_variant_lines(doc: dict, stamp) -> list[str]:
-    """``gpu_bench``'s QSGD program shapes (part 15, ``qsgd_variants.py``), once a GPU has run them."""
-    rows = doc.get("qsgd_variants")
-    if not rows:
-        return []
-    lines = ["", f"QSGD's kernels with other program shapes (`benchmarks/qsgd_variants.py`, {stamp('qsgd_variants')}), "
-             f"{rows[0]['values']:,} values, buckets of {rows[0]['bucket']}:\n",
-             "| variant | values per program | warps | bits | norm | quantize ms | dequantize ms | "
-             "equal to the library's |", "|---|---|---|---|---|---|---|---|"]
-    lines += [f"| {r['variant']} | {r['values_per_program']:,} | {r['warps']} | {r['bits']} | {r['norm']} | "
-              f"{r['quantize_s'] * 1e3:.3f} | {r['dequantize_s'] * 1e3:.3f} | {r['equal_to_library']} |" for r in rows]
-    return lines
-
-
-def _one_pass_lines(doc: dict, stamp) -> list[str]:
-    """``gpu_bench``'s round trips in one pass and in two (part 16, ``one_passes``), once a
-    GPU has run them."""
-    rows = doc.get("one_passes")
-    if not rows:
-        return []
-    lines = ["", "QSGD's, bin quantization's and row quantization's encode + decode, the message kept on the device "
-             "(words CRC, folded), with their codes written and read as the message is checksummed "
-             "(`triton_qsgd.ONE_PASS`, `binquant.ONE_PASS`, `column_minmax.ONE_PASS`; colquant's tensor a matrix of "
-             "rows of 1,000 values) and in two passes, alternated in one process (`benchmarks/one_passes.py`, "
-             f"{stamp('one_passes')}; median of {rows[0]['rounds']} rounds of each one's best):\n",
-             "| codec | values | one pass ms | two passes ms | one pass's kernel calls | same messages | same values |",
-             "|---|---|---|---|---|---|---|"]
-    lines += [f"| {r['codec']} | {r['values']:,} | {r['one_pass_s'] * 1e3:.3f} | {r['two_passes_s'] * 1e3:.3f} | "
-              f"{r['one_pass_calls']:,} | {r['same_messages']} | {r['same_values']} |" for r in rows]
-    return lines
-
-
-def _qsgd_one_pass_lines(doc: dict) -> list[str]:
-    """QSGD's codes written and read in one pass with the words CRC (``triton_qsgd.ONE_PASS``,
-    part 8's rows measured with it on: ``qsgd_one_pass``) beside part 8's rows of the same
-    codec and size with two passes, each with its commit and GPU."""
-    rows = doc.get("qsgd_one_pass")
-    if not rows:
-        return []
-    two = {(r["codec"], r["values"]): r for r in doc.get("codec_kernels", [])
-           if r.get("codec_kernel") == "triton" and r.get("crc_kernel") == "words" and r.get("crc_join") == "fold"}
-
-    def cells(r: dict | None) -> str:
-        return (f"{r['encode_s'] * 1e3:.2f} | {r['decode_s'] * 1e3:.2f} | {r['fraction_of_add_pass']:.3f} | "
-                f"{r['commit']}, {r['device']}" if r else "- | - | - | not measured")
-    lines = ["", "QSGD's codes written, and read, as the message is checksummed, in one pass "
-             "(`triton_qsgd.quantize_crc`, `dequantize_crc`, `ONE_PASS`), beside the two passes of the rows above "
-             "(Triton kernels, words CRC folded; runs on machines of their own):\n",
-             "| codec | values | one pass: encode ms | decode ms | fraction of the add pass | at | "
-             "two passes: encode ms | decode ms | fraction of the add pass | at |", "|---|---|---|---|---|---|---|---|---|---|"]
-    lines += [f"| {r['codec']} | {r['values']:,} | {cells(r)} | {cells(two.get((r['codec'], r['values'])))} |"
-              for r in rows]
-    return lines
-
-
-def _sparse_run_lines(doc: dict) -> list[str]:
-    """Top-k's and gradient dropping's rows of part 8 with the Triton kernels and the words
-    CRC folded, from every run kept (``codec_kernels`` and ``codec_kernels_earlier``), one
-    column per run: how far one run's figure moves from the next."""
-    def sparse(r: dict) -> bool:
-        return (r["codec"].startswith(("topk", "graddrop")) and r.get("codec_kernel") == "triton"
-                and r.get("crc_kernel") == "words" and r.get("crc_join") == "fold" and "commit" in r)
-    rows = [r for r in doc.get("codec_kernels", []) + doc.get("codec_kernels_earlier", []) if sparse(r)]
-    if not rows:
-        return []
-    runs = sorted({(r["date"], r["commit"], r["device"]) for r in rows})
-    cells = {(r["codec"], r["values"], r["commit"]): r for r in rows}
-    lines = ["", "The sparse codecs' rows above (Triton kernels, words CRC folded) in every run kept, each run on "
-             "a machine of its own, encode + decode ms (fraction of that run's add pass):\n",
-             "| codec | values | " + " | ".join(f"{date} at {commit}, {device}" for date, commit, device in runs) + " |",
-             "|---|---|" + "---|" * len(runs)]
-    for codec, values in sorted({(r["codec"], r["values"]) for r in rows}, key=lambda cv: (cv[1], cv[0])):
-        found = [cells.get((codec, values, commit)) for _, commit, _ in runs]
-        lines.append(f"| {codec} | {values:,} | " + " | ".join(
-            f"{(r['encode_s'] + r['decode_s']) * 1e3:.2f} ({r['fraction_of_add_pass']:.3f})" if r else ""
-            for r in found) + " |")
-    return lines
+    def add(study, variant, measure, value, library_value, where):
+        rows.append(f"| {study} | {variant} | {measure} | {value:.3g} | "
+                    f"{'' if library_value != library_value else f'{library_value:.3g}'} | {where} |")
+    crc = [r for r in doc.get("device_crc", []) if "crc_s" in r]
+    lib = {r["bytes"]: r["fraction_of_add_pass"] for r in crc if library(r)}
+    for r in crc:
+        if not library(r):
+            add("device CRC", f"{r['kernel']} block kernel, {r['join']} join", f"fraction of the add pass, "
+                f"{r['bytes']:,} bytes", r["fraction_of_add_pass"], lib.get(r["bytes"], float("nan")),
+                _at(doc, "device_crc"))
+    variants = [r for r in doc.get("crc_variants", []) if "seconds" in r]
+    base = next((r["gb_per_s"] for r in variants if r["variant"].startswith("library")), float("nan"))
+    for r in variants:
+        if not r["variant"].startswith("library"):
+            add("device CRC's block kernel", r["variant"], f"GB/s, {r['bytes']:,} bytes", r["gb_per_s"], base,
+                _at(doc, "crc_variants"))
+    kept = doc.get("device_messages", [])
+    lib = _median(r["fraction_of_add_pass"] for r in kept if library(r))
+    for kernel in sorted({r["crc_kernel"] for r in kept if not library(r)}):
+        found = [r for r in kept if r["crc_kernel"] == kernel]
+        add("messages kept on the device", f"{kernel} CRC kernel", f"median fraction of the add pass, {len(found)} rows",
+            _median(r["fraction_of_add_pass"] for r in found), lib, _at(doc, "device_messages"))
+    groups = {}
+    for r in doc.get("codec_kernels", []) + doc.get("qsgd_one_pass", []):
+        one_pass = ", codes written as checksummed" if r in doc.get("qsgd_one_pass", []) else ""
+        label = f"{r['codec_kernel']} codec kernels, {r['crc_kernel']} CRC ({r.get('crc_join', 'tree')} join){one_pass}"
+        groups.setdefault(label, []).append(r)
+    for label, found in groups.items():
+        add("codec kernels", label, f"median fraction of the add pass, {len(found)} rows",
+            _median(r["fraction_of_add_pass"] for r in found), float("nan"),
+            _at(doc, "qsgd_one_pass" if "checksummed" in label else "codec_kernels", found))
+    for part in ("codec_profile", "host_profile"):
+        found = doc.get(part, [])
+        lib = {(r["codec"], r["values"]): r for r in found if library(r)}
+        other = [r for r in found if not library(r) and (r["codec"], r["values"]) in lib]
+        if other:
+            add(part.replace("_", " "), f"{other[0]['kernels']} (Triton codec kernels, words CRC)",
+                f"median encode + decode wall us, {len(other)} codecs",
+                _median(r["encode_wall_us"] + r["decode_wall_us"] for r in other),
+                _median(lib[(r["codec"], r["values"])]["encode_wall_us"] + lib[(r["codec"], r["values"])]["decode_wall_us"]
+                        for r in other), _at(doc, part))
+    fast, paper = doc.get("paper_kernels"), doc.get("paper", {})
+    if fast:
+        for group, net in (("gradient_dropping", "pcie3_x16"), ("quickstart", "ethernet_10g")):
+            ratios = [r["images_per_s"][net] / paper[group][label]["images_per_s"][net]
+                      for label, r in fast[group].items() if label in paper.get(group, {})]
+            add("paper profiles on one GPU", f"{group.replace('_', ' ')}: Triton codec kernels, words CRC",
+                f"median modelled images/s over the defaults', {net}, {len(ratios)} runs", _median(ratios), 1.0,
+                _at(doc, "paper_kernels"))
+    drops = doc.get("drop_variants", {})
+    kernels = drops.get("kernels", [])
+    lib = _median(r["count_s"] + r["compact_s"] for r in kernels if r["variant"] == "library")
+    for variant in dict.fromkeys(r["variant"] for r in kernels if r["variant"] != "library"):
+        found = [r for r in kernels if r["variant"] == variant]
+        add("drop pass", variant, f"median count + compact ms, {len(found)} launches",
+            _median((r["count_s"] + r["compact_s"]) * 1e3 for r in found), lib * 1e3, _at(doc, "drop_variants"))
+    kth = drops.get("kth", [])
+    lib = _median(r["seconds"] for r in kth if r["by"] == "topk")
+    for by in dict.fromkeys(r["by"] for r in kth if r["by"] != "topk"):
+        found = [r for r in kth if r["by"] == by]
+        add("j-th smallest", f"by {by}", f"median ms, {len(found)} selections", _median(r["seconds"] * 1e3 for r in found),
+            lib * 1e3, _at(doc, "drop_variants"))
+    for r in drops.get("sample_draws", []):
+        add("gradient dropping's sample", "drawn at each message's start", f"round trip ms, {r['values']:,} values, "
+            f"{r['codec']}", r["at_start_s"] * 1e3, r["ahead_s"] * 1e3, _at(doc, "drop_variants"))
+    shapes = doc.get("qsgd_variants", [])
+    lib = {(r["bits"], r["norm"]): r for r in shapes if r["variant"] == "library"}
+    for r in shapes:
+        if r["variant"] != "library":
+            base = lib.get((r["bits"], r["norm"]))
+            add("QSGD's program shape", f"{r['values_per_program']:,} values, {r['warps']} warps; {r['bits']} bits, "
+                f"{r['norm']} norm", "quantize + dequantize ms", (r["quantize_s"] + r["dequantize_s"]) * 1e3,
+                (base["quantize_s"] + base["dequantize_s"]) * 1e3 if base else float("nan"), _at(doc, "qsgd_variants"))
+    return ("| study | variant | measure | the variant's | the library's, same run | measured at; on |\n|---|---|---|---|---|---|\n"
+            + "\n".join(rows) + "\n\n<sub>From `gpu-runs/bench_gpu.json`; the library's figure is from the same "
+            "run, empty where that run did not measure it.</sub>\n")
 
 
 def _host_profile_lines(doc: dict, stamp) -> list[str]:
-    """``gpu_bench``'s host profile (part 12), once a GPU has run it: per codec and kernel set,
+    """``gpu_bench``'s host profile (part 12), once a GPU has run it: per codec,
     the wall time of a small message's encode and decode on the device (the host's time)
     and the three Python functions that take most of it with what they call, beyond the
     call itself (microseconds per call under ``cProfile``, which slows every call)."""
-    found = doc.get("host_profile")
+    found = [r for r in doc.get("host_profile", []) if library(r)]
     if not found:
         return []
     outer = ("<lambda>", ":encode", ":decode", "format.py", ":unpack", ":pack", ":_open")
@@ -412,9 +381,9 @@ def _host_profile_lines(doc: dict, stamp) -> list[str]:
              f"where the device's work is negligible (wall: best of {found[0]['calls']} calls, each ended by a "
              f"synchronize; functions with their callees under `cProfile`, microseconds per call; "
              f"{stamp('host_profile')}):\n",
-             "| codec | kernels | encode wall | most time, with callees | decode wall | most time, with callees |",
-             "|---|---|---|---|---|---|"]
-    lines += [f"| {r['codec']} | {r['kernels']} | {r['encode_wall_us']:,.0f} | {top(r['encode_python_us'])} | "
+             "| codec | encode wall | most time, with callees | decode wall | most time, with callees |",
+             "|---|---|---|---|---|"]
+    lines += [f"| {r['codec']} | {r['encode_wall_us']:,.0f} | {top(r['encode_python_us'])} | "
               f"{r['decode_wall_us']:,.0f} | {top(r['decode_python_us'])} |" for r in found]
     return lines
 
@@ -445,69 +414,21 @@ def gpu_tables(doc: dict) -> dict[str, str]:
               f"{max(r['fraction_of_add_pass'] for r in rows):.3f}; {sum(r['fraction_of_add_pass'] >= gpu_bench.TARGET for r in rows)}"
               f" of {len(rows)} rows meet {gpu_bench.TARGET}. The message's two host copies alone take longer than the whole "
               f"add pass in {slower} of {len(rows)} rows.", "", f"<sub>{stamp('codecs')}.</sub>"]
-    for r in doc.get("device_crc", []):  # kernels/triton_crc.py, once a GPU has run it
-        kernel = (f", {r['kernel']} kernel" if "kernel" in r else "") + (f", blocks joined by {r['join']}"
-                                                                         if r.get("join", "tree") != "tree" else "")
+    for r in filter(library, doc.get("device_crc", [])):  # kernels/triton_crc.py, once a GPU has run it
         if "error" in r:
-            lines += ["", f"Device CRC-32C of {r['bytes']:,} bytes{kernel} ({stamp('device_crc')}): failed: {r['error']}"]
+            lines += ["", f"Device CRC-32C of {r['bytes']:,} bytes ({stamp('device_crc')}): failed: {r['error']}"]
             continue
-        lines += ["", f"Device CRC-32C of {r['bytes']:,} bytes (`kernels/triton_crc.py`{kernel}, {stamp('device_crc')}): "
+        lines += ["", f"Device CRC-32C of {r['bytes']:,} bytes (`kernels/triton_crc.py`, {stamp('device_crc')}): "
                   f"{r['crc_s'] * 1e3:.3f} ms, {r['gb_per_s']:.0f} GB/s, {r['fraction_of_add_pass']:.3f} of the add pass; "
                   f"equal to the host's: {r['equal_to_host']}."]
-    variants = doc.get("crc_variants", [])  # crc_variants.py
-    if variants:
-        lines += ["", f"What bounds the device CRC (`benchmarks/crc_variants.py`, {stamp('crc_variants')}), "
-                  f"{variants[0]['bytes']:,} bytes:\n", "| variant | ms | GB/s | equal to the host's CRC | note |",
-                  "|---|---|---|---|---|"]
-        lines += [f"| {r['variant']} | {r['seconds'] * 1e3:.3f} | {r['gb_per_s']:,.0f} | {'(no CRC)' if r['equal_to_host'] is None else r['equal_to_host']} | "
-                  f"{r.get('note', '')} |" if "seconds" in r else f"| {r['variant']} | | | | failed: {r['error']} |"
-                  for r in variants]
-        by = {r["variant"]: r for r in variants if "seconds" in r}
-        if {"library (4 warps)", "loads only"} <= set(by):
-            lines += ["", f"The kernel's loads alone run {by['library (4 warps)']['seconds'] / by['loads only']['seconds']:.1f}x "
-                      "faster than the kernel with its table lookups."]
-    kept = doc.get("device_messages", [])  # wire/tensor_message.py, once a GPU has run it
+    kept = [r for r in doc.get("device_messages", []) if library(r)]  # wire/tensor_message.py
     if kept:
-        from thinwire.codecs.kernels import triton_crc
         lines += ["", f"Messages kept on the device (`wire/tensor_message.py`, {stamp('device_messages')}), equal to "
-                  f"the host's message byte for byte in {sum(r['equal_to_host'] for r in kept)} of {len(kept)} rows; "
-                  f"the CRC kernel is `triton_crc.KERNEL` (the library's: {triton_crc.KERNEL}):\n",
-                  *_kept_table(kept, "CRC kernel", lambda r: r.get("crc_kernel", "slicing"))]
-        by_kernel = {}
-        for r in kept:
-            by_kernel.setdefault(r.get("crc_kernel", "slicing"), []).append(r)
-        lines += ["", "; ".join(f"with the {kernel} kernel, {sum(r['fraction_of_add_pass'] >= gpu_bench.TARGET for r in rs)}"
-                                f" of {len(rs)} rows meet {gpu_bench.TARGET} (best {max(r['fraction_of_add_pass'] for r in rs):.3f})"
-                                for kernel, rs in by_kernel.items()) + ", with the message kept on the device."]
-        crc = {r["bytes"]: r["crc_s"] for r in doc.get("device_crc", [])
-               if r.get("kernel", "slicing") == triton_crc.KERNEL and r.get("join", "tree") == triton_crc.JOIN
-               and "crc_s" in r}
-        fp32 = next((r for r in by_kernel.get(triton_crc.KERNEL, []) if r["codec"] == "fp32"), None)
-        if fp32 and crc:
-            nearest = min(crc, key=lambda b: abs(b - fp32["bytes"]))
-            lines[-1] += (f" Two passes of the device CRC ({triton_crc.KERNEL}) over {nearest:,} bytes (one to write "
-                          f"fp32's message of {fp32['values']:,} values, one to check it) take {2 * crc[nearest] * 1e3:.2f} "
-                          f"ms of its {(fp32['encode_s'] + fp32['decode_s']) * 1e3:.2f} ms encode + decode"
-                          + ("." if stamps.get("device_crc") == stamps.get("device_messages") else
-                             f" (the CRC measured at commit {stamps.get('device_crc', {}).get('commit') or '?'}, the "
-                             f"message at {stamps.get('device_messages', {}).get('commit') or '?'}: different runs)."))
-        failures = {r["device_crc_failure"] for r in kept if r.get("device_crc_failure")}
-        if failures:
-            lines += ["", f"The device CRC failed on this GPU and the host checksummed these messages: {sorted(failures)}."]
-    kernels = doc.get("codec_kernels", [])  # kernels/triton_uniform.py, triton_qsgd.py, triton_drop.py
-    if kernels:
-        at = _row_commits(doc, "codec_kernels")
-        lines += ["", f"Triton codec kernels beside torch's operations, messages kept on the device "
-                  f"(`kernels/triton_uniform.py`, `triton_qsgd.py`, `triton_drop.py`; {stamp('codec_kernels')}), "
-                  f"equal to the host's message byte for byte in {sum(r['equal_to_host'] for r in kernels)} of "
-                  f"{len(kernels)} rows:\n",
-                  *_kept_table(kernels, "kernels", lambda r: f"{r['codec_kernel']}, CRC {r['crc_kernel']}"
-                               + (f" ({r['crc_join']})" if r.get("crc_join", "tree") != "tree" else "") + at(r))]
-        best = max(kernels, key=lambda r: r["fraction_of_add_pass"])
-        lines += ["", f"{sum(r['fraction_of_add_pass'] >= gpu_bench.TARGET for r in kernels)} of {len(kernels)} rows meet "
-                  f"{gpu_bench.TARGET} (best {best['codec']}, {best['values']:,} values, {best['fraction_of_add_pass']:.3f})."]
-    lines += _qsgd_one_pass_lines(doc)
-    lines += _sparse_run_lines(doc)
+                  f"the host's message byte for byte in {sum(r['equal_to_host'] for r in kept)} of {len(kept)} rows:\n",
+                  *_kept_table(kept)]
+        lines += ["", f"{sum(r['fraction_of_add_pass'] >= gpu_bench.TARGET for r in kept)} of {len(kept)} rows meet "
+                  f"{gpu_bench.TARGET} (best {max(r['fraction_of_add_pass'] for r in kept):.3f}), with the message kept "
+                  "on the device."]
     overhead = doc.get("message_overhead", [])
     if overhead:
         def count(calls: dict, *names: str) -> str:
@@ -525,7 +446,7 @@ def gpu_tables(doc: dict) -> dict[str, str]:
                          f"{r['decode_s_per_call'] * 1e6:,.0f} | {count(e, *launches)} / {count(d, *launches)} | "
                          f"{count(e, *syncs)} / {count(d, *syncs)} | {count(e, *copies)} / {count(d, *copies)} |")
     lines += _step_profile_lines(doc, stamp)
-    profiled = doc.get("codec_profile", [])  # gpu_bench part 11
+    profiled = [r for r in doc.get("codec_profile", []) if library(r)]  # gpu_bench part 11
     if profiled:
         def kernels(found: dict) -> str:
             return "; ".join(f"{name} {us:,.0f}" for name, (us, _) in list(found.items())[:3])
@@ -537,9 +458,9 @@ def gpu_tables(doc: dict) -> dict[str, str]:
                   f"device: the kernels' and copies' own time, '<' where a run counted a torch operation's kernels "
                   f"twice, so the figure is an upper bound; "
                   f"{stamp('codec_profile')}):\n",
-                  "| codec | kernels | encode wall | returned | device | its largest kernels | syncs | "
+                  "| codec | encode wall | returned | device | its largest kernels | syncs | "
                   "decode wall | returned | device | its largest kernels | syncs |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
 
         def on_device(r: dict, w: str) -> str:  # the kernels' own time; an upper bound (marked) from earlier runs
             return f"{r[f'{w}_kernel_us']:,.0f}" if f"{w}_kernel_us" in r else f"<{r[f'{w}_device_us']:,.0f}"
@@ -551,22 +472,19 @@ def gpu_tables(doc: dict) -> dict[str, str]:
             return f"{sum(v for k, v in found.items() if 'Synchronize' in k):g}"
 
         at = _row_commits(doc, "codec_profile")
-        def codec(r: dict) -> str:
-            return r["codec"] if len(sizes) == 1 else f"{r['codec']}, {r['values']:,}"
 
-        lines += [f"| {codec(r)} | {r['kernels']}{at(r)} | "
+        def codec(r: dict) -> str:
+            return (r["codec"] if len(sizes) == 1 else f"{r['codec']}, {r['values']:,}") + at(r)
+
+        lines += [f"| {codec(r)} | "
                   + " | ".join(f"{r[f'{w}_wall_us']:,.0f} | {returned(r, w)} | {on_device(r, w)} | "
                                f"{kernels(r[f'{w}_kernels'])} | "
                                f"{syncs(r[f'{w}_runtime_calls'])}" for w in ("encode", "decode")) + " |"
                   for r in profiled]
     lines += _host_profile_lines(doc, stamp)
     lines += _graphed_lines(doc, stamp)
-    lines += _drop_variant_lines(doc, stamp)
-    lines += _sample_draw_lines(doc, stamp)
-    lines += _scatter_lines(doc, stamp)
-    lines += _qsgd_variant_lines(doc, stamp)
-    lines += _one_pass_lines(doc, stamp)
     out["gpu_codecs"] = "\n".join(lines) + "\n\n<sub>All from `gpu-runs/bench_gpu.json`.</sub>\n"
+    out["gpu_variants"] = variants_record(doc)
 
     paper = doc["paper"]
     nets = list(next(iter(paper["gradient_dropping"].values()))["images_per_s"])
@@ -607,19 +525,6 @@ def gpu_tables(doc: dict) -> dict[str, str]:
                          for *_, q in quick)
         lines.append(f"| {label} | {before}{r['images_per_s']['ethernet_10g']:,.0f} | {r['compute_s_per_step'] * 1e3:.1f} | "
                      f"{r['codec_s_per_step'] * 1e3:.1f} | {r['codec_share_of_compute']:.3f} |")
-    fast = doc.get("paper_kernels")  # the same runs with the Triton codec kernels and the words CRC
-    if fast:
-        lines += ["", f"The same speed runs with the Triton codec kernels and the `words` device CRC switched on "
-                  f"(`gpu_bench.fast_kernels`; {stamp('paper_kernels')}), beside the defaults' run above (another "
-                  f"process, at commit {stamps.get('paper', {}).get('commit', '?')}):\n",
-                  "| run | modelled images/s, defaults | with the kernels | codec share of compute, defaults | "
-                  "with the kernels |", "|---|---|---|---|---|"]
-        for group, net in (("gradient_dropping", "pcie3_x16"), ("quickstart", "ethernet_10g")):
-            for label, r in fast[group].items():
-                base = paper[group].get(label, {})
-                rate = base.get("images_per_s", {}).get(net, float("nan"))
-                lines.append(f"| {group.replace('_', ' ')} {label}, {net} | {rate:,.0f} | {r['images_per_s'][net]:,.0f} | "
-                             f"{base.get('codec_share_of_compute', float('nan')):.3f} | {r['codec_share_of_compute']:.3f} |")
     out["gpu_paper"] = "\n".join(lines) + f"\n\n<sub>{stamp('paper')}; `gpu-runs/bench_gpu.json`.</sub>\n"
 
     lines = ["| codec | processes | backend | steps | exit | test accuracy | bytes sent | median encode ms | "
@@ -653,39 +558,32 @@ def wait_policy_table(doc: dict) -> dict[str, str]:
 
 def audit_table(doc: dict) -> dict[str, str]:
     """The README block for ``device_audit.py``'s counts, from its kept results."""
-    paths = doc["paths"]
-
-    def kernels(name: str) -> str:
-        codec, crc, *join = paths[name]
-        return f"{codec} codec kernels, {crc} CRC" + (", blocks' CRCs folded" if join == ["fold"] else "")
-    lines = ["| codec | message | " + " | ".join(f"{part}, {name} ({kernels(name)})"
-                                                 for name in paths for part in ("encode", "decode")) + " |",
-             "|---|---|" + "---|" * (2 * len(paths))]
+    name = doc["path"]
+    lines = ["| codec | message | encode | decode | encode inside a `wire.deferred_checks()` block | decode inside it "
+             "| the block's end |", "|---|---|---|---|---|---|---|"]
     for r in doc["rows"]:
         if r["size"] in ("small", "large"):
+            counts = r[name]
             lines.append(f"| {r['codec']} | {r['values']:,} values ({r['size']}) | "
-                         + " | ".join(_cell(r[name][part]) for name in paths for part in ("encode", "decode")) + " |")
+                         + " | ".join(_cell(counts[part]) for part in ("encode", "decode", "encode_deferred",
+                                                                       "decode_deferred", "block_end")) + " |")
     by = {(r["codec"], r["size"]): r for r in doc["rows"]}
-    # the encode and decode of each path, and of the path counted inside a deferred_checks block too
-    columns = [(name, ("encode", "decode"), name) for name in paths] + [
-        (name, ("encode_deferred", "decode_deferred"), f"{name}, inside a `wire.deferred_checks()` block")
-        for name in paths if "encode_deferred" in doc["rows"][0][name]]
-    traffic = ["| codec | " + " | ".join(f"{title}: encode + decode bytes per value, at most this fraction of the add "
-                                         "pass" for _, _, title in columns) + " |", "|---|" + "---|" * len(columns)]
+    traffic = ["| codec | encode + decode bytes per value | at most this fraction of the add pass | the same inside a "
+               "`wire.deferred_checks()` block | at most |", "|---|---|---|---|---|"]
     for codec in dict.fromkeys(r["codec"] for r in doc["rows"]):
         large, larger = by[(codec, "large")], by[(codec, "larger")]
         cells = []
-        for name, parts, _ in columns:
+        for parts in (("encode", "decode"), ("encode_deferred", "decode_deferred")):
             per = [(larger[name][part]["bytes"] - large[name][part]["bytes"]) / (larger["values"] - large["values"])
                    for part in parts]
-            cells.append(f"{per[0]:.1f} + {per[1]:.1f}: {12 / sum(per):.2f}")
+            cells.append(f"{per[0]:.1f} + {per[1]:.1f} | {12 / sum(per):.2f}")
         traffic.append(f"| {codec} | " + " | ".join(cells) + " |")
-    deferred = _deferred_rows(doc)
     return {"device_audit": "Each cell: torch operations + Triton kernels (the launches) / waits for the device "
-            "(host reads of its values, and blocking copies to it; none of the latter is left).\n\n" + "\n".join(lines) + "\n\nBytes the launches touch per value (the difference "
-            "between 65,536 and 32,768 values), and the fraction of the add pass (12 bytes per value) a codec could "
-            "reach at the add pass's bandwidth:\n\n" + "\n".join(traffic)
-            + (f"\n\n{deferred}" if deferred else "") + f"\n\n<sub>{doc['date']}, {doc['commit']}; "
+            "(host reads of its values, and blocking copies to it; none of the latter is left). The block's end judges "
+            "every checksum (and a range left on the device) in one copy.\n\n" + "\n".join(lines)
+            + "\n\nBytes the launches touch per value (the difference between 65,536 and 32,768 values), and the "
+            "fraction of the add pass (12 bytes per value) a codec could reach at the add pass's bandwidth:\n\n"
+            + "\n".join(traffic) + f"\n\n<sub>{doc['date']}, {doc['commit']}; "
             "`benchmarks/device_audit.py`, results in `benchmarks/device_audit.json`.</sub>\n"}
 
 
@@ -703,25 +601,6 @@ def _kept_tables() -> dict[str, str]:
     if REGISTERS_RESULTS.exists():
         blocks.update(registers_table(json.loads(REGISTERS_RESULTS.read_text())))
     return blocks
-
-
-def _deferred_rows(doc: dict) -> str:
-    """The audit's encodes and decodes inside ``wire.deferred_checks`` (where it counted
-    them), beside the same calls outside, and the block's end."""
-    rows = [(r, name) for r in doc["rows"] if r["size"] in ("small", "large") for name in doc["paths"]
-            if "decode_deferred" in r[name]]
-    if not rows:
-        return ""
-    lines = [f"The {rows[0][1]} path's encode and decode inside one `wire.deferred_checks()` block, which judges "
-             "every checksum (and a range left on the device) at its end in one copy (same cells):", "",
-             "| codec | message | encode | decode | encode inside the block | decode inside the block | "
-             "the block's end |", "|---|---|---|---|---|---|---|"]
-    for r, name in rows:
-        counts = r[name]
-        lines.append(f"| {r['codec']} | {r['values']:,} values ({r['size']}) | {_cell(counts['encode'])} | "
-                     f"{_cell(counts['decode'])} | {_cell(counts['encode_deferred'])} | "
-                     f"{_cell(counts['decode_deferred'])} | {_cell(counts['block_end'])} |")
-    return "\n".join(lines)
 
 
 def _cell(counts: dict) -> str:

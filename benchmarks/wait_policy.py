@@ -69,10 +69,13 @@ def summary(runs: dict[str, list[list[dict]]]) -> dict[str, dict]:
 
 
 def commit() -> str:
-    """The checked-out commit, short (the benchmarks' kept results name it)."""
-    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                          cwd=Path(__file__).parent)
-    return done.stdout.strip() or "unknown"
+    """The checked-out commit, short, with "+dirty" where tracked files differ from it (the
+    benchmarks' kept results name it)."""
+    here = Path(__file__).parent
+    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=here)
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True,
+                           cwd=here).stdout.strip()
+    return (done.stdout.strip() or "unknown") + ("+dirty" if dirty and done.stdout.strip() else "")
 
 
 def main(argv: list[str]) -> int:

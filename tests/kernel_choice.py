@@ -8,22 +8,20 @@ import sys
 from pathlib import Path
 
 
-def takes(monkeypatch, module, kernel: str, interpreted: bool, usable) -> bool:
-    """``usable()`` with ``module.KERNEL = kernel``, and this process's kernels run by Triton's
-    interpreter or not (``triton_crc.interpreted``: CPU tensors count only under it)."""
+def takes(monkeypatch, interpreted: bool, usable) -> bool:
+    """``usable()`` with this process's kernels run by Triton's interpreter or not
+    (``triton_crc.interpreted``: CPU tensors count only under it)."""
     from thinwire.codecs.kernels import triton_crc
-    monkeypatch.setattr(module, "KERNEL", kernel)
     monkeypatch.setattr(triton_crc, "interpreted", lambda: interpreted and triton_crc.AVAILABLE)
     return usable()
 
 
-# (KERNEL, interpreted, dtype, strided, takes): what a float32 kernel's ``usable`` takes
+# (interpreted, dtype, strided, takes): what a float32 kernel's ``usable`` takes
 FLOAT32_CASES = [
-    ("torch", True, "float32", False, False),    # torch's operations
-    ("triton", True, "float32", False, True),
-    ("triton", True, "float64", False, False),   # float32 only
-    ("triton", True, "float32", True, False),    # not contiguous
-    ("triton", False, "float32", False, False),  # CPU tensors count only under the interpreter
+    (True, "float32", False, True),
+    (True, "float64", False, False),   # float32 only
+    (True, "float32", True, False),    # not contiguous
+    (False, "float32", False, False),  # CPU tensors count only under the interpreter
 ]
 
 

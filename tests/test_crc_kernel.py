@@ -111,12 +111,8 @@ def test_the_portable_crc_steps_compute_what_the_instruction_does():
         assert one == crc32c.crc32c(data[:1].tobytes())
 
 
-def test_kernels_know_the_target_cpu_features(monkeypatch):
-    from numba.core import config
-
+def test_kernels_know_the_target_cpu_features():
     from thinwire.codecs.kernels import vector_width
-    monkeypatch.setattr(config, "CPU_FEATURES", "+sse4.2,-f16c")
-    assert vector_width.target_features() == {"+sse4.2", "-f16c"}
-    monkeypatch.setattr(config, "CPU_FEATURES", None)
-    monkeypatch.setattr(config, "CPU_NAME", "generic")
-    assert vector_width.target_features() is None
+    assert vector_width.target_features("+sse4.2,-f16c") == {"+sse4.2", "-f16c"}  # NUMBA_CPU_FEATURES
+    assert vector_width.target_features("", "generic") is None  # NUMBA_CPU_NAME without features
+    assert "+sse2" in vector_width.target_features("", "host")  # this machine's (x86-64)

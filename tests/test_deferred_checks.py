@@ -15,26 +15,23 @@ from thinwire.codecs.wire import deferred, deferred_checks
 
 CHECK = kernel_choice.DEVICE_MESSAGES + r"""
 from thinwire.codecs import CorruptMessageError, make_codec
-from thinwire.codecs.kernels import triton_crc
 from thinwire.codecs.wire import deferred, deferred_checks
 
 
 g = torch.Generator().manual_seed(3)
-for kernel, join in (("shifted", "tree"), ("words", "fold")):
-    triton_crc.KERNEL, triton_crc.JOIN = kernel, join
-    for spec in ("fp32", "fp16", "bf16"):
-        codec = make_codec(spec)
-        for shape in ((0,), (1,), (3, 50)) + (((5003,),) if spec == "fp32" else ()):  # 5003: two CRC blocks
-            x = torch.randn(shape, generator=g)
-            m = encoded(codec, x)
-            assert bytes(m.numpy()) == bytes(codec.encode(x, CodecState(0), "x")), (spec, shape)  # the host's bytes
-            want = decoded(codec, m, x)
-            del reads[:]
-            with deferred_checks() as checks:
-                got = decoded(codec, m, x)
-                assert len(checks.pending) == 1 and not reads, (spec, shape, reads)  # nothing read yet
-            assert len(reads) == 1, reads  # the block's end: one copy
-            assert torch.equal(got.view(torch.int32), want.view(torch.int32)), (spec, kernel, shape)
+for spec in ("fp32", "fp16", "bf16"):
+    codec = make_codec(spec)
+    for shape in ((0,), (1,), (3, 50)) + (((5003,),) if spec == "fp32" else ()):  # 5003: two CRC blocks
+        x = torch.randn(shape, generator=g)
+        m = encoded(codec, x)
+        assert bytes(m.numpy()) == bytes(codec.encode(x, CodecState(0), "x")), (spec, shape)  # the host's bytes
+        want = decoded(codec, m, x)
+        del reads[:]
+        with deferred_checks() as checks:
+            got = decoded(codec, m, x)
+            assert len(checks.pending) == 1 and not reads, (spec, shape, reads)  # nothing read yet
+        assert len(reads) == 1, reads  # the block's end: one copy
+        assert torch.equal(got.view(torch.int32), want.view(torch.int32)), (spec, shape)
 
 # every damaged byte of a small message ends the block with the error, its values NaN
 codec = make_codec("fp16")
@@ -79,8 +76,6 @@ except KeyError:
     assert out.isnan().all()
 
 # a codec whose header is read still defers its checksum: quantize's 8-bit codes read as checked
-tensor_message.COPY_CHECKED_BYTES = 0
-triton_crc.KERNEL = "words"
 codec = make_codec("quantize(bits=8)")
 x = torch.randn(2000, generator=g)
 m = encoded(codec, x)

@@ -17,10 +17,7 @@ import struct
 import numpy as np
 from thinwire.codecs import CorruptMessageError, make_codec
 from thinwire.codecs.kernels import extrema, triton_range
-from thinwire.codecs.kernels import triton_crc
 from thinwire.codecs.wire import checksum, deferred, deferred_checks
-
-triton_crc.KERNEL = "words"  # the device CRC the interpreter runs fastest (every kernel's CRC: test_triton_crc)
 
 
 def bits_of(value):

@@ -1,8 +1,7 @@
 """What a message asks of the host on a GPU (``benchmarks/device_audit.py``), counted on the
-CPU under Triton's interpreter: the one-pass paths write (and read) a message with one
-kernel, not the kernel and then the ordinary path again, and the dense codecs' messages
-need no host read to be written and at most two (the header, the checksum) to be read,
-none inside ``wire.deferred_checks``, where min-max and bin quantization's need none either."""
+CPU under Triton's interpreter: the dense codecs' messages need no host read to be written
+and at most two (the header, the checksum) to be read, none inside ``wire.deferred_checks``,
+where min-max and bin quantization's need none either."""
 
 from pathlib import Path
 
@@ -16,99 +15,71 @@ sys.path.insert(0, BENCHMARKS)
 import device_audit  # sets TRITON_INTERPRET=1 before triton is imported
 
 def counts(spec, size):
-    row = device_audit.audit_codec(spec, size, ("triton",))
-    return row["triton"]["encode"], row["triton"]["decode"]
+    return device_audit.audit_codec(spec, size)[device_audit.PATH]
 
 for size in ("small", "large"):
-    for spec, one_pass in (("fp32", "_block_words"), ("fp16", "_block_halves"), ("bf16", "_block_halves")):
-        encode, decode = counts(spec, size)
-        assert encode["triton_names"].get(one_pass) == 1, (spec, size, encode["triton_names"])
-        assert set(encode["triton_names"]) <= {one_pass, "_join"}, (spec, size, encode["triton_names"])
+    for spec in ("fp32", "fp16", "bf16"):  # the values copied (or cast) in, the device CRC over the body
+        found = counts(spec, size)
+        encode, decode = found["encode"], found["decode"]
+        assert encode["triton_names"].get("_block_crcs") == 1, (spec, size, encode["triton_names"])
+        assert set(encode["triton_names"]) <= {"_block_crcs", "_join"}, (spec, size, encode["triton_names"])
         assert encode["reads"] == 0, (spec, size, encode["where"])
-        assert encode["ops"] == 1, (spec, size, encode["op_names"])  # the header's copy
+        assert encode["ops"] == 2, (spec, size, encode["op_names"])  # the header's copy, the values' copy
         assert 1 <= decode["reads"] <= 2, (spec, size, decode["where"])
-    encode, decode = counts("quantize(bits=8)", size)
-    assert encode["triton_names"].get("_quantize_words") == 1, (size, encode["triton_names"])
-    assert "_block_words" not in encode["triton_names"], (size, encode["triton_names"])
-    encode, decode = counts("binquant(bits=8)", size)  # its bin codes: triton_range's kernels
-    assert encode["triton_names"].get("_quantize_ranged_words") == 1, (size, encode["triton_names"])
-    assert "_block_words" not in encode["triton_names"], (size, encode["triton_names"])
-    if size == "large":  # read as it is checked (a small message: checked, then read)
-        assert decode["triton_names"].get("_dequantize_ranged_words") == 1, decode["triton_names"]
-        assert "_block_words" not in decode["triton_names"], decode["triton_names"]
-    encode, decode = counts("colquant(bits=8)", size)  # MQGrad's row codes, the rows' ranges after them
-    assert encode["triton_names"].get("_row_quantize_words") == 1, (size, encode["triton_names"])
-    assert "_block_words" not in encode["triton_names"], (size, encode["triton_names"])
-    if size == "large":  # the ranges judged with the checksum: the header's read and that one
-        assert decode["triton_names"].get("_row_dequantize_words") == 1, decode["triton_names"]
-        assert "_block_words" not in decode["triton_names"] and decode["reads"] == 2, decode
-# a large fp32 message is read as it is checked: the header, then the checksum
-_, decode = counts("fp32", "large")
-assert decode["reads"] == 2 and decode["triton_names"].get("_block_words") == 1, decode
-# its blocks' CRCs joined by a launch of their own, or folded into the one kernel that writes (reads) it
-row = device_audit.audit_codec("fp32", "large", ("triton", "folded"))
-for part in ("encode", "decode"):
-    assert row["triton"][part]["triton_names"] == {"_block_words": 1, "_join": 1}, row["triton"][part]
-    assert row["folded"][part]["triton_names"] == {"_block_words": 1}, row["folded"][part]
-    assert row["folded"][part]["reads"] == row["triton"][part]["reads"], part
-# inside wire.deferred_checks a dense message decodes by its one kernel, and the block's end reads once
-for spec, one_pass in (("fp32", "_block_words"), ("fp16", "_block_halves"), ("bf16", "_block_halves")):
-    folded = device_audit.audit_codec(spec, "small", ("folded",))["folded"]
-    inside = folded["decode_deferred"]
-    assert (inside["ops"], inside["reads"], inside["triton_names"]) == (0, 0, {one_pass: 1}), (spec, inside)
-    assert folded["block_end"] == {"ops": 1, "triton": 0, "reads": 1}, (spec, folded["block_end"])
-# min-max quantization keeps its range on the device there: an encode and a decode read nothing
+        # inside wire.deferred_checks a dense message decodes with nothing read; the block's end reads once
+        inside = found["decode_deferred"]
+        assert inside["reads"] == 0 and inside["triton_names"].get("_block_crcs") == 1, (spec, size, inside)
+        assert found["block_end"] == {"ops": 1, "triton": 0, "reads": 1}, (spec, found["block_end"])
+# min-max quantization keeps its range on the device there: an encode and a decode read nothing;
+# 8-bit codes are read as they are checksummed, lo's and hi's bytes added to the CRC after
 for spec in ("quantize(bits=8)", "quantize(bits=3)"):
-    folded = device_audit.audit_codec(spec, "small", ("folded",))["folded"]
-    encode, decode = folded["encode_deferred"], folded["decode_deferred"]
-    # 8 bits: the codes written (read) as they are checksummed, lo's and hi's bytes added to the CRC after
-    words, crc = ("_quantize_ranged_words", "_with_words") if spec.endswith("8)") else ("_quantize_ranged",
-                                                                                          "_block_words")
+    found = counts(spec, "small")
+    encode, decode = found["encode_deferred"], found["decode_deferred"]
     assert encode["reads"] == 0 and encode["triton_names"] == {
-        "_extrema_blocks": 1, "_extrema_final": 1, words: 1, crc: 1}, (spec, encode)
+        "_extrema_blocks": 1, "_extrema_final": 1, "_quantize_ranged": 1, "_block_crcs": 1}, (spec, encode)
     assert encode["op_names"] == {"copy": 3}, (spec, encode)  # the kept header, lo, hi
-    assert (decode["ops"], decode["reads"], decode["triton_names"]) == (
-        0, 0, {crc: 1, words.replace("_quantize", "_dequantize"): 1}), (spec, decode)
-    assert folded["block_end"] == {"ops": 1, "triton": 0, "reads": 1}, (spec, folded["block_end"])
-    assert folded["encode"]["reads"] + folded["decode"]["reads"] >= 2, spec  # outside a block: a wait each
+    read = ({"_with_words": 1, "_dequantize_ranged_words": 1} if spec.endswith("8)")
+            else {"_block_crcs": 1, "_dequantize_ranged": 1})
+    assert (decode["ops"], decode["reads"], decode["triton_names"]) == (0, 0, read), (spec, decode)
+    assert found["block_end"] == {"ops": 1, "triton": 0, "reads": 1}, (spec, found["block_end"])
+    assert found["encode"]["reads"] + found["decode"]["reads"] >= 2, spec  # outside a block: a wait each
 # ... and so does Oland & Raj's bin quantizer with raw codes
-folded = device_audit.audit_codec("binquant(bits=8)", "small", ("folded",))["folded"]
-encode, decode = folded["encode_deferred"], folded["decode_deferred"]
-assert encode["reads"] == decode["reads"] == 0 and folded["block_end"]["reads"] == 1, folded
-assert encode["triton_names"].get("_quantize_ranged_words") == 1 and decode["triton_names"] == {
-    "_with_words": 1, "_dequantize_ranged_words": 1}, folded
-assert folded["encode"]["reads"] == folded["decode"]["reads"] == 1, folded
-# ... and QSGD its norms, MQGrad's quantizer its rows' ranges
+found = counts("binquant(bits=8)", "small")
+encode, decode = found["encode_deferred"], found["decode_deferred"]
+assert encode["reads"] == decode["reads"] == 0 and found["block_end"]["reads"] == 1, found
+assert decode["triton_names"] == {"_with_words": 1, "_dequantize_ranged_words": 1}, found
+assert found["encode"]["reads"] == found["decode"]["reads"] == 1, found
+# ... and QSGD its norms, MQGrad's quantizer its rows' ranges (its 8-bit codes read as checked)
 for spec in ("qsgd(bits=8, bucket=512)", "colquant(bits=8)"):
-    folded = device_audit.audit_codec(spec, "small", ("folded",))["folded"]
-    assert folded["encode_deferred"]["reads"] == folded["decode_deferred"]["reads"] == 0, (spec, folded)
-    assert folded["block_end"]["reads"] == 1 and folded["encode"]["reads"] + folded["decode"]["reads"] == 3, spec
+    found = counts(spec, "small")
+    assert found["encode_deferred"]["reads"] == found["decode_deferred"]["reads"] == 0, (spec, found)
+    assert found["block_end"]["reads"] == 1 and found["encode"]["reads"] + found["decode"]["reads"] == 3, spec
+assert counts("colquant(bits=8)", "large")["decode_deferred"]["triton_names"].get("_row_dequantize_words") == 1
 # ... and top-k's decode its indices' range (it still reads its header and checksum as it opens)
-folded = device_audit.audit_codec("topk(ratio=0.01)", "small", ("folded",))["folded"]
-assert folded["decode_deferred"]["reads"] == 1 and folded["decode"]["reads"] == 2, folded
-assert folded["encode_deferred"]["reads"] == folded["encode"]["reads"] == 1 and folded["block_end"]["reads"] == 1
-# gradient dropping's offsets are checked in one read, after the header's
-decode = device_audit.audit_codec("graddrop(ratio=0.99)", "small", ("triton",))["triton"]["decode"]
-assert decode["reads"] == 2, decode["where"]
-# ... and with quantized values its segments' check in the same copy (``deferred.ReadTogether``)
-decode = device_audit.audit_codec("graddrop(ratio=0.99, bits=1)", "small", ("triton",))["triton"]["decode"]
-assert decode["reads"] == 2, decode["where"]
+found = counts("topk(ratio=0.01)", "small")
+assert found["decode_deferred"]["reads"] == 1 and found["decode"]["reads"] == 2, found
+assert found["encode_deferred"]["reads"] == found["encode"]["reads"] == 1 and found["block_end"]["reads"] == 1
+# gradient dropping's offsets are checked in one read, after the header's; with quantized
+# values its segments' check in the same copy (``deferred.ReadTogether``)
+for spec in ("graddrop(ratio=0.99)", "graddrop(ratio=0.99, bits=1)"):
+    decode = counts(spec, "small")["decode"]
+    assert decode["reads"] == 2, (spec, decode["where"])
 # its sample drawn one message ahead, the gradient is added inside the drop pass: one pass
 # reads the residual and the gradient (only the sample's values are added apart)
-row = device_audit.audit_codec("graddrop(ratio=0.99)", "large", ("triton",))
-launched = row["triton"]["encode"]["bytes_by_launch"]
+row = device_audit.audit_codec("graddrop(ratio=0.99)", "large")
+launched = row[device_audit.PATH]["encode"]["bytes_by_launch"]
 assert launched["_count"] >= 12 * row["values"] and launched.get("add", 0) < row["values"], launched
 # ... and the encoder reads what it needs of the pass in one wait (``drop_survivors``): the
 # survivors' count, the thresholds, NaN and Inf, each span's survivors, the long gaps
 for size in ("small", "large"):
     for spec in ("graddrop(ratio=0.99)", "graddrop(ratio=0.99, scope='local', bits=1)"):
-        encode = device_audit.audit_codec(spec, size, ("triton",))["triton"]["encode"]
+        encode = counts(spec, size)["encode"]
         assert encode["reads"] == 1, (spec, size, encode["where"])
 print("ok")
 """.replace("BENCHMARKS", repr(str(BENCHMARKS)))
 
 
-def test_one_pass_paths_launch_once_and_read_little():
+def test_device_paths_launch_little_and_read_little():
     kernel_choice.passes(CHECK)
 
 
@@ -158,9 +129,9 @@ specs = device_audit.SPECS + ["qsgd(bits=4, bucket=512)", "graddrop(ratio=0.99, 
 x = torch.randn(4096, generator=torch.Generator().manual_seed(0))
 for spec in specs:
     want = bytes(make_codec(spec).encode(x, CodecState(0), "x"))  # the host kernels' message
-    for name in device_audit.PATHS:
+    for name in (device_audit.PATH,):
         out = torch.empty_like(x)
-        with device_audit.path(*device_audit.PATHS[name]), device_audit.counting(device_audit.Audit()) as audit:
+        with device_audit.path(), device_audit.counting(device_audit.Audit()) as audit:
             audit.mark(x, out)
             codec = make_codec(spec)
             host = codec.encode(x, CodecState(0), "x")  # a device tensor's message in host memory

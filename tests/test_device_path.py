@@ -156,12 +156,10 @@ def _graddrop_messages(spec, sends, forced, meddle=None):
     return messages, state
 
 
-@pytest.mark.parametrize("thread", [True, False])
 @pytest.mark.parametrize("spec", ["graddrop(ratio=0.99)", "graddrop(ratio=0.95, bits=1, scope='local')"])
-def test_gradient_dropping_draws_the_next_sample_ahead_and_uses_it_only_where_it_is_the_same_draw(
-        spec, thread, monkeypatch):
+def test_gradient_dropping_draws_the_next_sample_ahead_and_uses_it_only_where_it_is_the_same_draw(spec):
     """On the device path the next message's sample is drawn ahead (``draws_ahead``), on its
-    own thread or in the caller's, the next draws predicted from the order seen. One tensor: every
+    own thread, the next draws predicted from the order seen. One tensor: every
     message after the first uses them. Tensors of other sizes in turn: once the order has
     been seen (by the fourth message of two in turn, the fifth of three). Another draw from
     the generator in between: none fits. Every message equals the host path's, the generator
@@ -176,7 +174,6 @@ def test_gradient_dropping_draws_the_next_sample_ahead_and_uses_it_only_where_it
              "three tensors in turn": (in_turn(big, small, third), None, 8),
              "two of one size in turn": (in_turn(big, big[::-1]), None, 7),
              "another draw in between": ([("w", x) for x in big], other, 0)}
-    monkeypatch.setattr(draws_ahead, "THREAD", thread)
     for name, (sends, meddle, taken) in cases.items():
         host, host_state = _graddrop_messages(spec, sends, False, meddle)
         moved, moved_state = _graddrop_messages(spec, sends, True, meddle)
@@ -370,10 +367,10 @@ def test_graddrop_refuses_inf_even_when_the_threshold_itself_is_inf_on_either_pa
             make_codec(spec).encode(x, CodecState(0), "g")
 
 
-def test_the_kth_smallest_by_a_sort_or_topk_is_kthvalue_s_value_ties_included():
-    """A GPU selects the k-th largest top-k candidate and the dropping threshold by a sort or
-    by ``torch.topk`` (``torch_select.kth_smallest``); on the CPU ``kthvalue``: the same
-    value, ties and all."""
+def test_the_kth_smallest_by_topk_is_kthvalue_s_value_ties_included():
+    """A GPU selects the k-th largest top-k candidate and the dropping threshold by
+    ``torch.topk`` (``torch_select.kth_smallest`` on the device path); on the CPU
+    ``kthvalue``: the same value, ties and all."""
     from thinwire.codecs.kernels.torch_select import kth_smallest
     g = torch.Generator().manual_seed(4)
     for values in (torch.randn(10_001, generator=g).abs(), torch.randint(0, 9, (5_000,), generator=g).float(),
@@ -381,10 +378,7 @@ def test_the_kth_smallest_by_a_sort_or_topk_is_kthvalue_s_value_ties_included():
         n = values.numel()
         for j in sorted(j for j in {1, 2, n // 3, n // 2, n // 2 + 1, n - n // 3, n - 1, n} if 1 <= j <= n):
             want = torch.kthvalue(values, j).values
-            for by in ("sort", "topk"):
-                got = kth_smallest(values, j, by=by)
-                assert got.shape == () and got.item() == want.item() == kth_smallest(values, j).item(), (n, j, by)
-            with device.forced():  # the device path's default (``KTH``)
-                assert kth_smallest(values, j).item() == want.item(), (n, j)
-    with pytest.raises(ValueError, match="by must be one of"):
-        kth_smallest(torch.zeros(3), 1, by="radix")
+            assert kth_smallest(values, j).item() == want.item(), (n, j)
+            with device.forced():
+                got = kth_smallest(values, j)
+                assert got.shape == () and got.item() == want.item(), (n, j)

@@ -113,11 +113,11 @@ def test_readme_check_refuses_a_report_not_tied_to_one_clean_commit(tmp_path, ca
 
 def test_an_installed_copy_reads_data_from_the_configured_folder(tmp_path, monkeypatch):
     from thinwire import paths
-    monkeypatch.setattr(paths, "REPO_ROOT", tmp_path / "site-packages")
+    assert paths.source_checkout(tmp_path / "site-packages") is None and paths.source_checkout() == ROOT
+    monkeypatch.setattr(paths, "source_checkout", lambda: None)  # as an installed copy finds itself
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("THINWIRE_DATA", raising=False)
     monkeypatch.delenv("THINWIRE_RESULTS", raising=False)
-    assert paths.source_checkout() is None
     assert paths.data_dir() == tmp_path / "data" and paths.results_dir() == tmp_path / "results"
     monkeypatch.setenv("THINWIRE_DATA", str(ROOT / "data"))
     assert paths.data_dir() == ROOT / "data"

@@ -13,11 +13,18 @@ from thinwire.codecs.kernels import bitpack, crc, half, qsgd, scatter, stream, u
 
 
 @pytest.fixture
-def always_stream(monkeypatch):
+def always_stream():
     """Every output counts as large, so the streamed path runs on small tensors, computed
-    outputs too on any CPU (``stream.BUILT_STREAMED``)."""
-    monkeypatch.setattr(stream, "STREAM_MIN_BYTES", 0)
-    monkeypatch.setattr(stream, "BUILT_STREAMED", True)
+    outputs too on any CPU (``stream.streaming``)."""
+    with stream.streaming():
+        yield
+
+
+@pytest.fixture
+def small_outputs_stream():
+    """Every output counts as large; computed outputs stream only where this CPU's do."""
+    with stream.streaming(0, stream.BUILT_STREAMED):
+        yield
 
 
 @numba.njit
@@ -43,12 +50,14 @@ def test_streaming_is_for_large_outputs_only():
 
 
 @pytest.mark.parametrize("built_streamed", [False, True])
-def test_computed_outputs_stream_only_where_the_cpu_gains(monkeypatch, built_streamed):
-    monkeypatch.setattr(stream, "BUILT_STREAMED", built_streamed)
-    large, small = np.empty(stream.STREAM_MIN_BYTES // 4, np.float32), np.empty(100, np.float32)
-    assert stream.destination(large).size == large.nbytes and stream.destination(small).size == 0
-    assert stream.destination(large, built=True).size == (large.nbytes if built_streamed else 0)
-    assert stream.destination(small, built=True).size == 0
+def test_computed_outputs_stream_only_where_the_cpu_gains(built_streamed):
+    threshold = stream.STREAM_MIN_BYTES
+    with stream.streaming(threshold, built_streamed):
+        large, small = np.empty(threshold // 4, np.float32), np.empty(100, np.float32)
+        assert stream.destination(large).size == large.nbytes and stream.destination(small).size == 0
+        assert stream.destination(large, built=True).size == (large.nbytes if built_streamed else 0)
+        assert stream.destination(small, built=True).size == 0
+    assert stream.STREAM_MIN_BYTES == threshold  # the module's policy back
 
 
 @pytest.mark.parametrize("bits", [1, 3, 8, 12, 16])
@@ -68,9 +77,8 @@ def test_dequantize_streamed_equals_in_place(always_stream, bits, n, offset):
 def _in_place_and_streamed(monkeypatch, fn):
     """``fn()`` with outputs written in place, then streamed."""
     plain = fn()
-    monkeypatch.setattr(stream, "STREAM_MIN_BYTES", 0)
-    monkeypatch.setattr(stream, "BUILT_STREAMED", True)
-    return plain, fn()
+    with stream.streaming():
+        return plain, fn()
 
 
 @pytest.mark.parametrize("bits", [2, 8, 12])
@@ -253,14 +261,14 @@ def test_a_checked_widening_gives_torchs_bits_and_the_crc_at_any_length(bf16):
 
 
 @pytest.mark.parametrize("bf16", [False, True])
-def test_16_bit_floats_narrowed_and_widened_streamed_with_the_crc_folded_at_any_alignment(monkeypatch, bf16):
+def test_16_bit_floats_narrowed_and_widened_streamed_with_the_crc_folded_at_any_alignment(
+        monkeypatch, small_outputs_stream, bf16):
     """Large outputs of either format are stored streamed with their CRC folded in the same
     loop (``half._fold_kernels``) where ``half.folded``: every output offset within a line,
     lengths around a fold step and a piece, the same bits as torch's (bfloat16: NaN as
     0x7FC0) and the CRC-32C of the 16-bit floats."""
     if not half.folded(bf16):
         pytest.skip("the folded conversions need VPCLMULQDQ and AVX-512 (half: F16C too), and outputs written in place")
-    monkeypatch.setattr(stream, "STREAM_MIN_BYTES", 0)
     dtype = torch.bfloat16 if bf16 else torch.float16
     rng = np.random.default_rng(5)
     pool = rng.integers(0, 1 << 16, 3 * half.PIECE, dtype=np.uint32).astype(np.uint16)

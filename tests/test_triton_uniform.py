@@ -16,7 +16,7 @@ from thinwire.codecs import CodecState, make_codec
 from thinwire.codecs.kernels import bitpack, device, triton_rows, triton_uniform, uniform
 from thinwire.codecs.wire import tensor_message
 rng = np.random.default_rng(0)
-triton_uniform.GROUPS = 16  # several programs, the last one partly past the end
+assert triton_uniform.GROUPS == 16  # the interpreter's programs: several, the last one partly past the end
 for bits in range(1, 9):
     for n in (1, 7, 8, 9, 129, 1000):
         for shift in (0.0, 50.0):  # both forms of the multiply-add
@@ -51,7 +51,6 @@ for bits in range(1, 9):
 # through the codec on the device path (message tensors): the host's bytes and values;
 # 12 bits stays on torch's operations
 tensor_message._on_device = lambda t: False
-triton_uniform.KERNEL = "triton"
 calls = []
 real_bins = triton_uniform.bin_packed
 triton_uniform.bin_packed = lambda *a, **k: calls.append(1) or real_bins(*a, **k)
@@ -118,148 +117,91 @@ print("ok")
 """
 
 
-ONE_PASS = r"""
+KEPT = r"""
 import os
 os.environ["TRITON_INTERPRET"] = "1"
 import crc32c, numpy as np, torch
 from thinwire.codecs import CodecState, CorruptMessageError, make_codec
-from thinwire.codecs.kernels import device, triton_crc, triton_uniform, uniform
+from thinwire.codecs.kernels import device, triton_rows
 from thinwire.codecs.wire import deferred_checks, tensor_message
 rng = np.random.default_rng(1)
-B = triton_crc.BLOCK
-# 8-bit codes written, or read, and checksummed in one pass: the host's codes, values and CRC
-for n in (1, 3, 4, 5, 1023, B - 1, B + 2, 2 * B + 5):
-    for shift in (0.0, 300.0):  # both forms of the multiply-add
-        x = torch.from_numpy(rng.standard_normal(n).astype(np.float32) + shift)
-        lo, hi = float(x.min()), float(x.max())
-        scale = 255 / (hi - lo) if hi > lo else 0.0
-        host = torch.empty(n, dtype=torch.uint8)
-        uniform.quantize_packed(x, lo, scale, 8, host)
-        for prefix in (b"", b"header-bytes"):
-            store, trailer = torch.full((n + 3,), 7, dtype=torch.uint8), torch.zeros(4, dtype=torch.uint8)
-            got = triton_uniform.quantize8_crc(x, lo, scale, store[1:1 + n], prefix, trailer)
-            want = crc32c.crc32c(prefix + host.numpy().tobytes())
-            assert int(got.item()) & 0xFFFFFFFF == want == int.from_bytes(bytes(trailer.numpy()), "little"), (n, shift)
-            assert torch.equal(store[1:1 + n], host) and store[0] == 7 and (store[1 + n:] == 7).all(), (n, shift)
-            values = torch.full((n,), 5.0)
-            got = triton_uniform.dequantize8_crc(store[1:1 + n], lo, (hi - lo) / 255, values, prefix)
-            assert int(got.item()) & 0xFFFFFFFF == want, (n, shift)
-            assert torch.equal(values, uniform.dequantize_packed(host, n, 8, lo, (hi - lo) / 255)), (n, shift)
-# through the codec, messages kept on a device (as on a GPU): written in one pass and read
-# into a large out in one pass; damage to a code or the trailer refused, out left NaN
-triton_crc.KERNEL, triton_uniform.KERNEL = "words", "triton"
+# messages kept on a device (as on a GPU), written and read by the Triton kernels: the host's
+# bytes and values; damage to a code or the trailer refused
 tensor_message._on_device = lambda t: True
-tensor_message.COPY_CHECKED_BYTES = 0
-passes = []
-for entry in ("quantize8_crc", "dequantize8_crc"):
-    setattr(triton_uniform, entry, lambda *a, real=getattr(triton_uniform, entry), entry=entry, **k:
-            passes.append(entry) or real(*a, **k))
 x = torch.randn(5_001, generator=torch.Generator().manual_seed(3))
-for bits, one_pass in ((8, True), (4, False)):
-    codec = make_codec(f"quantize(bits={bits})")
-    host = codec.encode(x, CodecState(0), "x")
-    with device.forced():
-        passes.clear()
-        moved = codec.encode(x, CodecState(0), "x", out=torch.empty(0, dtype=torch.uint8))
-        assert bytes(moved.numpy()) == bytes(host) and passes == (["quantize8_crc"] if one_pass else []), bits
-        out = torch.empty_like(x)
-        passes.clear()
-        assert codec.decode(moved, CodecState(0), "x", out=out) is out
-        assert torch.equal(out, codec.decode(host, CodecState(0), "x")), bits
-        assert passes == (["dequantize8_crc"] if one_pass else []), (bits, passes)
-        # the first code, the last, the trailer
-        damage_refused(codec, moved, x, (len(host) - 4 - x.numel() * bits // 8, len(host) - 5, len(host) - 1), one_pass)
-# Oland & Raj's 8-bit raw codes the same way (``triton_range``'s bin codes, the range's bytes
-# copied to the device), on awkward ranges too; 4 bits and the Huffman coder as before
-from thinwire.codecs.kernels import triton_range
-for entry in ("quantize8_crc", "dequantize8_crc"):
-    setattr(triton_range, entry, lambda *a, real=getattr(triton_range, entry), entry=entry, **k:
-            passes.append(entry) or real(*a, **k))
 tensors = [x, torch.full((33,), -3.25), torch.tensor([1e-45, 4e-45, 2e-45]), torch.tensor([-3.4e38, 3.4e38, 1.0])]
-for spec, one_pass in (("binquant(bits=8)", True), ("binquant(bits=4)", False), ("binquant(bits=8, coder='huffman')", False)):
+for spec in ("quantize(bits=8)", "quantize(bits=4)", "binquant(bits=8)", "binquant(bits=4)",
+             "binquant(bits=8, coder='huffman')"):
     codec = make_codec(spec)
-    for t in tensors:
+    for t in tensors if spec.startswith("binquant") else tensors[:1]:
         host = codec.encode(t, CodecState(0), "x")
         with device.forced():
-            passes.clear()
             moved = codec.encode(t, CodecState(0), "x", out=torch.empty(0, dtype=torch.uint8))
-            assert bytes(moved.numpy()) == bytes(host) and passes == (["quantize8_crc"] if one_pass else []), spec
+            assert bytes(moved.numpy()) == bytes(host), spec
             out = torch.empty_like(t)
-            passes.clear()
             assert codec.decode(moved, CodecState(0), "x", out=out) is out
             assert torch.equal(out.view(torch.int32), codec.decode(host, CodecState(0), "x").view(torch.int32)), spec
-            assert passes == (["dequantize8_crc"] if one_pass else []), (spec, passes)
-    with device.forced():
-        if one_pass:  # the first code, the last, the trailer
-            damage_refused(codec, moved, t, (len(host) - 4 - t.numel(), len(host) - 5, len(host) - 1), True)
-        else:
-            damage_refused(codec, moved, t, (len(host) - 5, len(host) - 1), False)
-# MQGrad's 8-bit row codes the same way (``triton_rows``): the first of three parts, the
-# rows' lo and hi after them; a constant row, a row of subnormals, rows of large magnitudes
-from thinwire.codecs.kernels import triton_rows
-for entry in ("row_packed_crc", "row_values_crc"):
-    setattr(triton_rows, entry, lambda *a, real=getattr(triton_rows, entry), entry=entry, **k:
-            passes.append(entry) or real(*a, **k))
+    with device.forced():  # the last code, the trailer
+        damage_refused(codec, moved, t, (len(host) - 5, len(host) - 1), False)
+# MQGrad's 8-bit row codes (``triton_rows``): the first of three parts, the rows' lo and hi
+# after them; a constant row, a row of subnormals, rows of large magnitudes. Inside a
+# ``deferred_checks`` block a received message's codes are read as they are checksummed
+# (``row_values_crc``), its ranges judged at the block's end
+passes = []
+real_values_crc = triton_rows.row_values_crc
+triton_rows.row_values_crc = lambda *a, **k: passes.append("row_values_crc") or real_values_crc(*a, **k)
 w = torch.from_numpy(rng.standard_normal((37, 1031)).astype(np.float32))
 w[1] = 0.25
 w[2] = torch.from_numpy(rng.integers(-3, 4, 1031).astype(np.float32) * 1e-45)
 w[-1] = w[-1] * 1e37 + 3e37
-for spec, one_pass in (("colquant(bits=8)", True), ("colquant(bits=8, eps=0.0)", True), ("colquant(bits=4)", False)):
+for spec, eight in (("colquant(bits=8)", True), ("colquant(bits=8, eps=0.0)", True), ("colquant(bits=4)", False)):
     codec = make_codec(spec)
     host = codec.encode(w, CodecState(0), "x")
+    want = codec.decode(host, CodecState(0), "x").view(torch.int32)
     with device.forced():
-        passes.clear()
         moved = codec.encode(w, CodecState(0), "x", out=torch.empty(0, dtype=torch.uint8))
-        assert bytes(moved.numpy()) == bytes(host) and passes == (["row_packed_crc"] if one_pass else []), spec
+        assert bytes(moved.numpy()) == bytes(host), spec
         out = torch.empty_like(w)
+        assert codec.decode(moved, CodecState(0), "x", out=out) is out and torch.equal(out.view(torch.int32), want), spec
         passes.clear()
-        assert codec.decode(moved, CodecState(0), "x", out=out) is out
-        assert torch.equal(out.view(torch.int32), codec.decode(host, CodecState(0), "x").view(torch.int32)), spec
-        assert passes == (["row_values_crc"] if one_pass else []), (spec, passes)
-        if one_pass:  # the first code, the last, lo's first byte, the trailer
-            ranges = len(host) - 4 - 8 * w.shape[0]
-            damage_refused(codec, moved, w, (ranges - w.numel(), ranges - 1, ranges, len(host) - 1), True)
-            bad = moved.clone()  # a range no encoder sends (hi below lo), under a valid checksum: refused, out NaN
-            bad[ranges + 4 * w.shape[0]:ranges + 4 * w.shape[0] + 4] = torch.tensor([-1e30]).view(torch.uint8)
-            bad[-4:] = torch.frombuffer(bytearray(crc32c.crc32c(bytes(bad[:-4].numpy())).to_bytes(4, "little")),
-                                        dtype=torch.uint8)
-            out = torch.zeros_like(w)
-            passes.clear()
-            try:
+        with deferred_checks():
+            codec.decode(moved, CodecState(0), "x", out=out)
+        assert torch.equal(out.view(torch.int32), want) and passes == (["row_values_crc"] if eight else []), spec
+        ranges = len(host) - 4 - 8 * w.shape[0]
+        damage_refused(codec, moved, w, (ranges - 1, ranges, len(host) - 1), False)
+        bad = moved.clone()  # a range no encoder sends (hi below lo), under a valid checksum: refused
+        bad[ranges + 4 * w.shape[0]:ranges + 4 * w.shape[0] + 4] = torch.tensor([-1e30]).view(torch.uint8)
+        bad[-4:] = torch.frombuffer(bytearray(crc32c.crc32c(bytes(bad[:-4].numpy())).to_bytes(4, "little")),
+                                    dtype=torch.uint8)
+        try:
+            codec.decode(bad, CodecState(0), "x", out=torch.zeros_like(w))
+            raise AssertionError("a forged range decoded")
+        except CorruptMessageError as e:
+            assert "colquant" in str(e), e
+        bad[-1] ^= 0x20  # its range and its checksum both fail, in a block: one damaged message, named once
+        out = torch.zeros_like(w)
+        try:
+            with deferred_checks():
                 codec.decode(bad, CodecState(0), "x", out=out)
-                raise AssertionError("a forged range decoded")
-            except CorruptMessageError as e:
-                assert "colquant" in str(e) and passes == ["row_values_crc"] and out.isnan().all(), e
-            bad[-1] ^= 0x20  # its range and its checksum both fail, in a block: one damaged message, named once
-            try:
-                with deferred_checks():
-                    codec.decode(bad, CodecState(0), "x", out=out)
-                raise AssertionError("a damaged message decoded")
-            except CorruptMessageError as e:
-                assert str(e).startswith("1 of 1 messages") and out.isnan().all(), str(e)
-assert tensor_message.DEVICE_CRC_FAILURE is None
+            raise AssertionError("a damaged message decoded")
+        except CorruptMessageError as e:
+            assert str(e).startswith("1 of 1 messages") and out.isnan().all(), str(e)
 print("ok")
 """
 
 
 @pytest.mark.skipif(not triton_crc.AVAILABLE, reason="triton is in requirements.lock; absent only outside make setup")
-@pytest.mark.parametrize("script", [CHECK, kernel_choice.DAMAGE_REFUSED + ONE_PASS], ids=["kernels", "one-pass-8-bit"])
+@pytest.mark.parametrize("script", [CHECK, kernel_choice.DAMAGE_REFUSED + KEPT], ids=["kernels", "kept-on-device"])
 def test_the_triton_kernels_give_the_host_kernels_bytes_under_the_interpreter(script):
     kernel_choice.passes(script)
 
 
-def test_the_kernel_choice_is_checked_and_the_default(monkeypatch):
+def test_the_kernels_take_what_they_can(monkeypatch):
     import torch
     x = torch.zeros(8)
-    assert triton_uniform.KERNEL == "triton"
-    assert kernel_choice.takes(monkeypatch, triton_uniform, "triton", True,
-                               lambda: triton_uniform.usable(8, x, x)) == triton_crc.AVAILABLE
-    assert not kernel_choice.takes(monkeypatch, triton_uniform, "torch", True, lambda: triton_uniform.usable(8, x, x))
+    assert kernel_choice.takes(monkeypatch, True, lambda: triton_uniform.usable(8, x, x)) == triton_crc.AVAILABLE
     # CPU tensors, compiled Triton: torch's operations
-    assert not kernel_choice.takes(monkeypatch, triton_uniform, "triton", False, lambda: triton_uniform.usable(8, x, x))
-    kernel_choice.takes(monkeypatch, triton_uniform, "triton", True, lambda: None)
+    assert not kernel_choice.takes(monkeypatch, False, lambda: triton_uniform.usable(8, x, x))
+    kernel_choice.takes(monkeypatch, True, lambda: None)
     assert not triton_uniform.usable(9, x, x)          # 9 to 16 bits: torch's operations
     assert not triton_uniform.usable(8, x, x[::2])     # not contiguous
-    monkeypatch.setattr(triton_uniform, "KERNEL", "cuda")
-    with pytest.raises(ValueError, match="KERNEL must be one of"):
-        triton_uniform.usable(8, x, x)

@@ -20,10 +20,11 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-def source_checkout() -> Path | None:
-    """The checkout this package runs from, or None for an installed copy."""
-    is_checkout = (REPO_ROOT / "pyproject.toml").exists() and (REPO_ROOT / "lib" / "thinwire").is_dir()
-    return REPO_ROOT if is_checkout else None
+def source_checkout(root: Path = REPO_ROOT) -> Path | None:
+    """The checkout this package runs from (``root``: the folder two above it), or None for an
+    installed copy."""
+    is_checkout = (root / "pyproject.toml").exists() and (root / "lib" / "thinwire").is_dir()
+    return root if is_checkout else None
 
 
 def _base() -> Path:

@@ -25,7 +25,7 @@ from .quantize.qsgd import QSGD
 from .base import Codec
 from .compose.chain import Chain
 from .compose.sized import Sized
-from .errors import CorruptMessageError
+from .errors import CorruptMessageError, DeviceChecksumError
 from .compose.error_feedback import ErrorFeedback
 from .sparsify.graddrop import GradDrop
 from .dense.bf16 import BFloat16
@@ -40,6 +40,6 @@ from .sparsify.key_cache import KeyCache
 from .sparsify.topk import TopK
 
 __all__ = [
-    "BFloat16", "BinQuantize", "Codec", "Chain", "Sized", "GradDrop", "CorruptMessageError", "ErrorFeedback", "Float16", "Float32", "Payload",
+    "BFloat16", "BinQuantize", "Codec", "Chain", "Sized", "GradDrop", "CorruptMessageError", "DeviceChecksumError", "ErrorFeedback", "Float16", "Float32", "Payload",
     "QSGD", "KeyCache", "Quantize", "CODECS", "make_codec", "register", "CodecState", "StateBook", "TopK",
 ]

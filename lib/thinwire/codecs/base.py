@@ -59,8 +59,8 @@ class Codec(ABC):
     # this: ``decode`` then opens a large host message unverified (``checks_own_copy``)
     # and the copy verifies it, so the message is read once, not twice.
     verifies_while_copying: ClassVar[bool] = False
-    # the same for a message tensor on a GPU whose one part is 16-bit floats: decompress
-    # casts it into a float32 ``out`` there as the device CRC checks it (``fp16``)
+    # a message tensor on a GPU whose one part is 16-bit floats: inside ``wire.deferred_checks``
+    # decompress casts it into a float32 ``out`` there and the device CRC checks it (``fp16``)
     verifies_while_casting: ClassVar[bool] = False
     # the same for a large host message whose one part a kernel turns into a float32 ``out``
     # on the host as it checks it (``wire.read_host_part``: fp16 widens, quantize rescales)
@@ -312,15 +312,10 @@ class Codec(ABC):
         """Whether ``decode`` leaves the message's checksum to ``decompress`` (which then
         copies its part out with ``wire.copy_part``), for a float32 ``out`` large enough: a
         host message and ``out`` on the host (the copy streamed) for a codec that
-        ``verifies_while_copying`` or ``verifies_while_widening``; a message tensor and
-        ``out`` on its device, where the
-        device CRC copies or casts as it checksums (``tensor_message.copies_while_checking``),
-        for one that ``verifies_while_copying`` or ``verifies_while_casting``."""
-        if out is None or out.dtype != torch.float32 or not out.is_contiguous():
+        ``verifies_while_copying`` or ``verifies_while_widening``. A message tensor is
+        verified first (inside ``wire.deferred_checks``, ``_steady`` reads it as it checks it)."""
+        if out is None or out.dtype != torch.float32 or not out.is_contiguous() or isinstance(message, torch.Tensor):
             return False
-        if isinstance(message, torch.Tensor):
-            return ((self.verifies_while_copying or self.verifies_while_casting)
-                    and tensor_message.copies_while_checking(message, out))
         return ((self.verifies_while_copying or self.verifies_while_widening) and out.device.type == "cpu"
                 and wire.checked_copy.worth_it(4 * out.numel()))
 

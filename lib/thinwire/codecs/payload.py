@@ -12,20 +12,12 @@ import torch
 class PartWriter:
     """A part written straight into the message buffer by ``fill(view)``: large
     outputs (quantization codes) then skip an intermediate copy. ``checksummed``: ``fill``
-    returns the CRC-32C of the bytes it wrote, or None where it did not compute it.
-    ``fill_with_crc(target, prefix, trailer, rest=0)``: where the writer can, ``fill`` into
-    the message tensor's bytes ``target`` while checksumming them in the same pass,
-    returning the CRC-32C of the host bytes ``prefix`` and ``target`` (a one-element tensor,
-    also written into ``trailer``); with ``rest``, of ``prefix``, ``target`` and ``rest``
-    zero bytes (a message's first part of several: ``triton_crc.crc32c_copy``); ``source``:
-    the tensor it reads (the message must be on its device)."""
+    returns the CRC-32C of the bytes it wrote, or None where it did not compute it."""
 
     dtype: torch.dtype
     numel: int
     fill: Callable[[torch.Tensor], int | None]
     checksummed: bool = False
-    source: torch.Tensor | None = None
-    fill_with_crc: Callable[..., torch.Tensor] | None = None
 
     def materialize(self) -> torch.Tensor:
         out = torch.empty(self.numel, dtype=self.dtype)

@@ -3,11 +3,9 @@
 A float32 host tensor is converted by ``kernels/half.py``: a cached piece at a time,
 checksummed there on the way into the message (a large one streamed into it, and out of
 it into ``out``); other tensors by torch's cast, a GPU tensor on the GPU, so only the
-16-bit values cross to the host message and back. A float32 GPU tensor written into a
-message tensor on its device is cast, copied and checksummed in one pass by the device
-CRC's ``"words"`` kernel (``triton_halves.crc32c_cast``), and decoded into a large ``out``
-there the same way (``Codec.checks_own_copy``), at any size inside ``wire.deferred_checks``
-(its header is fixed by the tensor: ``steady_parts``). A large host message decoded into a
+16-bit values cross to the host message and back. A message tensor on a GPU is decoded
+into ``out`` there as the device CRC checks it (``triton_halves.crc32c_cast``) inside
+``wire.deferred_checks`` (its header is fixed by the tensor: ``steady_parts``). A large host message decoded into a
 host ``out`` is opened unverified too: each cached piece of 16-bit values is checksummed
 as it is widened (``half.widen``, ``wire.read_host_part``), so the message is read once,
 not once to verify it and again to widen it; a damaged message raises
@@ -20,7 +18,7 @@ import numpy as np
 import torch
 
 from ..base import Codec, expect_part
-from ..kernels import half, triton_halves
+from ..kernels import half
 from ..kernels.device import on_device, put
 from ..payload import PartWriter, Payload
 from ..state import CodecState
@@ -52,11 +50,8 @@ class Float16(Codec):
         if host_float32(flat) and half.supported(bf16) and not on_device(flat):
             writer = PartWriter(self.dtype, flat.numel(), lambda view: half.narrow(flat.numpy(), _bits(view), bf16),
                                 checksummed=True)
-        else:  # cast as it is copied (a GPU message: in one pass on the GPU, no 16-bit temporary)
-            one_pass = flat.dtype == torch.float32 and flat.is_contiguous()
-            writer = PartWriter(self.dtype, flat.numel(), lambda view: view.copy_(flat), source=flat if one_pass else None,
-                                fill_with_crc=(lambda target, prefix, trailer, rest=0: triton_halves.crc32c_cast(
-                                    flat.reshape(-1), target.view(self.dtype), prefix, trailer, rest)) if one_pass else None)
+        else:  # cast as it is copied (a GPU message: on the GPU, no 16-bit temporary)
+            writer = PartWriter(self.dtype, flat.numel(), lambda view: view.copy_(flat))
         return Payload(parts={"values": writer})
 
     @property

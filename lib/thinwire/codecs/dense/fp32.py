@@ -10,13 +10,11 @@ written and once to be decoded:
   (``Codec.checks_own_copy``) and ``wire.copy_part`` verifies it as it copies the values
   out. A damaged message raises ``CorruptMessageError`` with ``out`` set to NaN.
 
-On a GPU, a message tensor is written the same way by the device CRC's ``"words"``
-kernel (``triton_crc.crc32c_copy``: the values copied in and checksummed in one pass),
-and decoded into a large ``out`` on that device by it too (``tensor_message.copy_part``).
-Elsewhere (small tensors, other kernels, no ``out``) the whole message is verified before
-any value is read. Its header is fixed by the tensor (``steady_parts``): inside
-``wire.deferred_checks`` a message tensor is decoded into ``out`` on its device by that one
-kernel alone, with no read of the header and the check at the block's end.
+On a GPU a message tensor is written on the device and checksummed there
+(``triton_crc``), and verified before any value is read. Its header is fixed by the tensor
+(``steady_parts``): inside ``wire.deferred_checks`` a message tensor is decoded into
+``out`` on its device (``tensor_message.copy_part``: the values copied out, then
+checksummed), with no read of the header and the check at the block's end.
 """
 
 from __future__ import annotations

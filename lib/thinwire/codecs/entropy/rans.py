@@ -45,9 +45,7 @@ one for the alphabets of a few dozen symbols that quantized weights use). The ta
 A thread encodes, and decodes, ``GROUP`` streams in lockstep, one symbol of each per
 iteration, so that four independent chains (a division each per symbol when encoding,
 lookups and a multiplication when decoding) overlap, as ``huffman_stream``'s decoder does.
-On 25M 8-bit symbols (``make bench`` at 4937f7a): 327 M symbols/s encoded and 247 M
-decoded on one core, 677 M and 524 M on two, where ``constriction``'s one stream did 153 M
-and 40 M; 6.656 bits per symbol for an entropy of 6.655.
+``make bench`` times it against ``constriction``'s single stream (the engine's README).
 """
 
 from __future__ import annotations

@@ -6,8 +6,7 @@ survivors land in twice, the second time after it has left the cache. Here each 
 by binary search in the ascending index) while it is still cached, chunks in parallel.
 A large output's chunks are built in a cached buffer instead and streamed out
 (``stream.py``), so its lines are written without being read first. On a GPU, torch's
-fill and index operations, or the same one write in a Triton kernel
-(``triton_scatter.py``, where ``triton_scatter.KERNEL`` chooses it).
+fill and index operations.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ import numpy as np
 import torch
 from numba import njit, prange
 
-from . import device, stream, triton_scatter
+from . import device, stream
 
 CHUNK = 1 << 16
 
@@ -90,8 +89,6 @@ def zeros_with(out: torch.Tensor, index: torch.Tensor, values: torch.Tensor) -> 
     int64, strictly ascending, in range: the caller has checked the message with
     ``ascending_within``; on the host an index out of order could write outside ``out``)."""
     if device.on_device(out) or index.device.type != "cpu":
-        if triton_scatter.usable(out, index, values):
-            return triton_scatter.zeros_with(out, index, values)
         out.fill_(0)
         out[device.put(index, out.device).long()] = device.put(values, out.device, out.dtype)
         return out

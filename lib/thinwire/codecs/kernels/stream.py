@@ -32,6 +32,8 @@ sequentially consistent fence (``mfence``).
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numpy as np
 from llvmlite import ir
 from numba import njit, prange, types
@@ -52,6 +54,20 @@ def _vendor() -> str:
 
 
 BUILT_STREAMED = _vendor() != "AuthenticAMD"  # computed outputs built in the cache and streamed out (see above)
+
+
+@contextmanager
+def streaming(min_bytes: int = 0, built: bool = True):
+    """Within the block, outputs of at least ``min_bytes`` are streamed, computed ones too
+    where ``built``: how a test takes the streamed paths on small arrays on any CPU (the
+    policy is this module's; ``STREAM_MIN_BYTES`` and ``BUILT_STREAMED`` come back after)."""
+    global STREAM_MIN_BYTES, BUILT_STREAMED
+    before = STREAM_MIN_BYTES, BUILT_STREAMED
+    STREAM_MIN_BYTES, BUILT_STREAMED = min_bytes, built
+    try:
+        yield
+    finally:
+        STREAM_MIN_BYTES, BUILT_STREAMED = before
 
 
 def worth_streaming(nbytes: int) -> bool:

@@ -5,10 +5,9 @@ On a GPU the host waits for the device once per threshold tried (usually once): 
 candidates' count and whether every value is finite come back together, and both
 compactions use ``torch.nonzero_static`` with that count or with k, so neither waits. The
 k-th largest candidate is found by ``kth_smallest`` (``torch.topk`` over the smaller
-side). With ``triton_drop.KERNEL = "triton"`` (the default) the candidates are counted (NaN
-and Inf with them) and compacted by two Triton kernels (``triton_drop.at_least``); with
-``"torch"``, by a magnitude tensor, a mask and ``nonzero_static``.
-(``gpu_bench``'s ``message_overhead`` counted 4 synchronizations per top-k encode before.)"""
+side). Where Triton runs the candidates are counted (NaN and Inf with them) and compacted
+by two Triton kernels (``triton_drop.at_least``); elsewhere by a magnitude tensor, a mask
+and ``nonzero_static``."""
 
 from __future__ import annotations
 
@@ -18,35 +17,21 @@ from . import device, triton_drop
 from .select import sample, threshold_rank
 
 
-KTH = "topk"            # how a device selects the j-th smallest (``kth_smallest``): "sort" or "topk";
-                        # gpu_bench's drop_variants on an H100 (1c3da28): among top-k 1%'s 3.26M candidates
-                        # of 250M values 0.19 ms by topk, 0.26 by sort, 16.9 by kthvalue; in gradient
-                        # dropping's sample of 250K 0.17, 0.29 and 1.08 ms
-KTHS = ("sort", "topk", "kthvalue")
-
-
-def kth_smallest(values: torch.Tensor, j: int, by: str | None = None) -> torch.Tensor:
-    """The j-th smallest (1-based) of a 1-d tensor, as a 0-d tensor on its device (no wait),
-    by ``by``: ``"kthvalue"`` (``torch.kthvalue``, the host path's default); ``"sort"`` (the
-    j-th of a sort), since CUDA's ``kthvalue`` selects within one thread block per slice,
-    and a whole tensor is one slice: 20x slower than sorting it on 100M values
-    (pytorch/pytorch#75599), where the sort runs device-wide; ``"topk"``: the largest of the
-    j smallest (or the least of the n - j + 1 largest, whichever set is smaller) by
-    ``torch.topk``, unsorted. On the device path (``device.on_device``: a GPU, or a CPU
-    tensor where that path is forced, so that the device audit counts what a GPU does) the
-    default is ``KTH``. Every way gives the same value, ties and all."""
-    if by is None:
-        by = KTH if device.on_device(values) else "kthvalue"
-    if by not in KTHS:
-        raise ValueError(f"kth_smallest: by must be one of {KTHS}, got {by!r}")
-    if by == "sort":
-        return torch.sort(values).values[j - 1]
-    if by == "topk":
-        n = values.numel()
-        if j <= n - j + 1:
-            return torch.topk(values, j, largest=False, sorted=False).values.max()
-        return torch.topk(values, n - j + 1, sorted=False).values.min()
-    return torch.kthvalue(values, j).values
+def kth_smallest(values: torch.Tensor, j: int) -> torch.Tensor:
+    """The j-th smallest (1-based) of a 1-d tensor, as a 0-d tensor on its device (no wait).
+    On the device path (``device.on_device``: a GPU, or a CPU tensor where that path is
+    forced, so that the device audit counts what a GPU does): the largest of the j smallest
+    (or the least of the n - j + 1 largest, whichever set is smaller) by ``torch.topk``,
+    unsorted, since CUDA's ``kthvalue`` selects within one thread block per slice and a
+    whole tensor is one slice (pytorch/pytorch#75599; the engine's README records what a
+    sort and ``kthvalue`` measured); on the host ``torch.kthvalue``. Both give the same
+    value, ties and all."""
+    if not device.on_device(values):
+        return torch.kthvalue(values, j).values
+    n = values.numel()
+    if j <= n - j + 1:
+        return torch.topk(values, j, largest=False, sorted=False).values.max()
+    return torch.topk(values, n - j + 1, sorted=False).values.min()
 
 
 def _candidates(flat: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor] | None:

@@ -6,8 +6,8 @@ bit, and the bytes of ``bitpack`` (``torch_pack``). A GPU tensor takes this path
 The multiply-add is torch's ``add(offset, w, alpha=scale)``, which fuses it as the host
 kernels do (``fastmath={"contract"}``): the same float32 rounding, so the same codes.
 
-With ``triton_uniform.KERNEL = "triton"`` (the default), 1 to 8 bits on one device go to its Triton
-kernels instead (one pass each way, the same bytes).
+Where Triton runs, 1 to 8 bits on one device go to its kernels instead (``triton_uniform``:
+one pass each way, the same bytes).
 """
 
 from __future__ import annotations

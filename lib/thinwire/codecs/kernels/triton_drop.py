@@ -4,21 +4,10 @@ kernels, with the survivors compacted in index order: the survivors and residual
 ``sparsify/drop_pass.py``'s torch operations, which make a magnitude tensor, a mask and a
 ``torch.nonzero`` per segment, each waiting for the device.
 
-The default (``KERNEL = "triton"``; ``"torch"`` chooses ``drop_pass``'s torch operations).
-``gpu_bench``'s ``codec_kernels`` part timed both on an H100, messages equal to the host's,
-the words CRC folded, encode + decode of 250M values, in two runs since the survivors'
-compaction reads ``_count``'s bits (step 3): top-k 1% took 2.9 and 2.7 ms with these
-kernels against 5.8 and 5.4 ms with torch's operations, gradient dropping (0.99) 7.7 and
-5.8 against 8.4 and 8.0, with 1-bit values 10.1 and 8.1 against 9.5 and 10.3 (the first
-run, at 29f5fbc, is ``codec_kernels_earlier`` in ``gpu-runs/bench_gpu.json``; in the
-second, gradient dropping added the gradient before drawing its sample). At 25M values
-the host's work sets both times, and each kernel set was the faster in one of the runs.
-With the compaction by rounds (step 3), two later runs' encode + decode took 2.3 and 3.0
-ms for top-k and 4.5 and 6.4 ms for gradient dropping: single runs on separate machines,
-whose spread is as wide as the change (``benchmarks/run.py`` tabulates every run kept).
-Before step 3 read the bits, gradient dropping was the slower with these kernels, and
-``KERNEL`` was ``"torch"``. On the CPU the test suite runs these kernels under Triton's
-interpreter against the host kernels.
+Where Triton runs (``usable``) these kernels take the work; elsewhere on a device
+``drop_pass``'s torch operations do (the engine's README records what each measured on a
+GPU). On the CPU the test suite runs these kernels under Triton's interpreter against the
+host kernels.
 
 Each segment (start, stop, threshold) is cut into chunks of ``BLOCK`` values, one program
 each:
@@ -40,12 +29,9 @@ each:
    the words' bit counts) and the round, and its value is read where it is. The rounds
    are as many as the fullest word's bits: the work follows the survivors, not the
    values. Where more than one value in ``DENSE`` survives, ``_compact_dense`` places
-   every bit of the words at once instead (a population count of the bits below each).
-   ``gpu_bench``'s ``drop_variants`` part timed both on an H100 over 250M values: at 1%
-   survivors the rounds took 0.13 ms for top-k's candidates and 0.23 ms for gradient
-   dropping's (zeroing the residual too) against 0.55 and 0.79 ms expanding every bit; at
-   10% they took 0.77 and 1.28 ms against 0.61 and 0.99 ms. ``DENSE`` = 16 lies between the
-   two densities measured, where the straight lines through them cross (near 7%).
+   every bit of the words at once instead (a population count of the bits below each):
+   the rounds were faster at 1% survivors, the bits at 10%, and ``DENSE`` lies where the
+   two measured lines cross.
 
 With a gradient, ``_count`` also writes the corrected values into the residual, and
 ``_compact`` reads the survivors' values from there: the residual and the gradient are
@@ -57,21 +43,16 @@ bit of the chunk's words, as ``_compact_dense`` does, for every density.
 
 Top-k's candidates (``|x| >= t``, with NaN and Inf counted on the way: ``at_least``) are
 the same two kernels with no gradient and no residual (``torch_select.py``), over chunks of
-``TOPK_BLOCK`` values: ``drop_variants`` on an H200 (part 14, aa12aef, 250M values) counted
-them in 0.376 ms in chunks of 4,096 against 0.441 ms in chunks of 2,048 at 1% candidates
-(0.411 against 0.476 ms at 10%), and compacted them by rounds in as long or less (0.098
-against 0.110 ms; 0.574 against 0.577), where gradient dropping's pass took longer in
-chunks of 4,096 (1.050 against 0.808 ms at 1%). A compaction's warps grow with its chunk,
-so each thread keeps the words (or bits) it takes in a chunk of ``BLOCK``.
+``TOPK_BLOCK`` values (faster for them than ``BLOCK``, slower for gradient dropping's pass).
+A compaction's warps grow with its chunk, so each thread keeps the words (or bits) it
+takes in a chunk of ``BLOCK``.
 
 Where chunks start and stop at a multiple of 16 values (``runs``: every chunk of a tensor
 in one segment but, where its size is not a multiple of 16, its last one, and of spans at
 such offsets), ``_count`` is launched over them apart and told so (``ALIGNED``, with
 ``ALIGN`` on): the compiler reads the values, the gradient and the residual, and writes
 the residual, 16 bytes (four values) per access, where a chunk at any offset takes one
-value per access: compiled for sm_90a (``kernel_registers.py``,
-Triton 3.9), gradient dropping's count then holds 32 registers where it holds 48, in 208
-instructions where it takes 336. ``drop_variants`` times both; no GPU has run it yet.
+value per access (``kernel_registers.py`` counts the registers and instructions).
 """
 
 from __future__ import annotations
@@ -86,25 +67,21 @@ from . import triton_crc
 from .device import put
 from .triton_crc import AVAILABLE
 
-KERNEL = "triton"       # "triton" (these kernels) or "torch" (drop_pass's torch operations)
-KERNELS = ("torch", "triton")
-BLOCK = 2048            # values per program
-TOPK_BLOCK = 4096       # values per program counting and compacting top-k's candidates (``at_least``)
+# values per program, and per program counting and compacting top-k's candidates (``at_least``);
+# under the interpreter a few (``triton_crc.INTERPRETING``)
+BLOCK, TOPK_BLOCK = (64, 128) if triton_crc.INTERPRETING else (2048, 4096)
 WARPS = 8               # compiled for sm_90a, each kernel holds at most 63 registers (kernel_registers.py)
 COMPACT_WARPS = 2       # ``_compact``: a thread per word of a chunk's BLOCK // 32
-DENSE = 16              # survivors denser than one in DENSE values: ``_compact_dense`` (drop_variants.py)
+DENSE = 16              # survivors denser than one in DENSE values: ``_compact_dense``
 ALIGN = True            # ``_count`` over chunks at multiples of 16 values reads 16 bytes at a time (``runs``)
 RUNS = 4                # the most launches of ``_count`` per pass, one per run of aligned chunks or of others
 
 
 def usable(*tensors: torch.Tensor | None) -> bool:
-    """Whether these kernels take the work: chosen (``KERNEL``), Triton present, and every
-    tensor contiguous float32 on one GPU (or on the CPU under ``TRITON_INTERPRET=1``)."""
-    if KERNEL not in KERNELS:
-        raise ValueError(f"triton_drop.KERNEL must be one of {KERNELS}, got {KERNEL!r}")
+    """Whether these kernels take the work: Triton present, and every tensor contiguous
+    float32 on one GPU (or on the CPU under ``TRITON_INTERPRET=1``)."""
     present = [t for t in tensors if t is not None]
-    return (KERNEL == "triton" and all(t.dtype == torch.float32 for t in present)
-            and triton_crc.triton_runs(*present))
+    return all(t.dtype == torch.float32 for t in present) and triton_crc.triton_runs(*present)
 
 
 if AVAILABLE:

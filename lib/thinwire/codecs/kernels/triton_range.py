@@ -25,11 +25,10 @@ end).
    rescales in float64 as that method does); with ``BINS``, each bin's centre as
    ``bin_unpack_centres`` makes it.
 4. ``_quantize_ranged`` and ``_dequantize_ranged`` pack and unpack 1 to 8 bits; at 8 bits
-   ``_quantize_ranged_words`` and ``_dequantize_ranged_words`` write (read) the codes as
-   they checksum them, in the device CRC's ``"words"`` form, as ``triton_uniform``'s one-pass
-   kernels do. That CRC's prefix, the header, is taken on the host with zeros where lo and
-   hi go; ``triton_affine.with_words`` then adds their bytes (``wire/tensor_message.py``), so
-   the codes are read once each way.
+   ``_dequantize_ranged_words`` reads the codes as it checksums them, in the device CRC's
+   words form (``triton_crc.by_words``). That CRC's prefix, the header, is taken on the
+   host with zeros where lo and hi go; ``triton_affine.with_words`` then adds their bytes
+   (``wire/tensor_message.py``), so a received message's codes are read once.
 
 float64 division on the GPU is IEEE's correctly rounded one (PTX ``div.rn.f64``; Triton's
 ``div_rn`` takes float32 only), so the scale and the step are the host's to the bit. The
@@ -181,24 +180,9 @@ if AVAILABLE:
     from .triton_uniform import _block_done, _step_values, _words_of
 
     @triton.jit
-    def _quantize_ranged_words(x, n, lo_bytes, hi_bytes, padw, product, shifts, out, fold, crc_scale, ones, trailer,
-                               codes, LANES: tl.constexpr, STEPS: tl.constexpr, FINAL: tl.constexpr,
-                               STORE: tl.constexpr, SCALED: tl.constexpr, FOLD: tl.constexpr, BINS: tl.constexpr):
-        """8-bit ``_codes`` written and checksummed in one pass (``triton_uniform._quantize_words``'
-        loop, the range read from device memory)."""
-        crc = tl.zeros([LANES], dtype=tl.uint32)
-        for k in range(STEPS):
-            i, inside = _step_values(k, padw, n, LANES, STEPS)
-            w = tl.load(x + i, mask=inside, other=0.0)
-            code = tl.where(inside, _codes(w, lo_bytes, hi_bytes, 8, BINS), 0)
-            tl.store(codes + i, code.to(tl.uint8), mask=inside)
-            crc = _mul(crc, product) ^ _words_of(code.to(tl.uint32))
-        _block_done(crc, shifts, out, fold, ones, trailer, crc_scale, LANES, FINAL, STORE, SCALED, FOLD)
-
-    @triton.jit
-    def _dequantize_ranged_words(codes, n, lo_bytes, hi_bytes, padw, product, shifts, out, fold, crc_scale, ones,
+    def _dequantize_ranged_words(codes, n, lo_bytes, hi_bytes, padw, product, shifts, out, crc_scale, ones,
                                  trailer, values, LANES: tl.constexpr, STEPS: tl.constexpr, FINAL: tl.constexpr,
-                                 STORE: tl.constexpr, SCALED: tl.constexpr, FOLD: tl.constexpr, BINS: tl.constexpr):
+                                 STORE: tl.constexpr, SCALED: tl.constexpr, BINS: tl.constexpr):
         """8-bit codes read, checksummed and turned into ``_values`` in one pass."""
         crc = tl.zeros([LANES], dtype=tl.uint32)
         for k in range(STEPS):
@@ -206,7 +190,7 @@ if AVAILABLE:
             code = tl.load(codes + i, mask=inside, other=0).to(tl.uint32)
             crc = _mul(crc, product) ^ _words_of(code)
             tl.store(values + i, _values(code.to(tl.int32), lo_bytes, hi_bytes, 8, BINS), mask=inside)
-        _block_done(crc, shifts, out, fold, ones, trailer, crc_scale, LANES, FINAL, STORE, SCALED, FOLD)
+        _block_done(crc, shifts, out, ones, trailer, crc_scale, LANES, FINAL, STORE, SCALED)
 
 
 def extrema(flat: torch.Tensor) -> torch.Tensor:
@@ -243,21 +227,6 @@ def dequantize_packed(packed: torch.Tensor, n: int, bits: int, lo_bytes: torch.T
         _dequantize_ranged[_grid(n)](packed, n, packed.numel(), lo_bytes, hi_bytes, out.reshape(-1), BITS=bits,
                                      GROUPS=triton_uniform.GROUPS, BINS=bins, enable_fp_fusion=False)
     return out
-
-
-def quantize8_crc(flat: torch.Tensor, lo_bytes: torch.Tensor, hi_bytes: torch.Tensor, codes: torch.Tensor,
-                  prefix: bytes, trailer: torch.Tensor | None = None, bins: bool = False, rest: int = 0) -> torch.Tensor:
-    """``quantize_packed``'s 8-bit codes of non-empty float32 ``flat`` into ``codes`` and the
-    CRC-32C of ``prefix`` and those codes, in one pass (``triton_uniform.quantize8_crc`` with
-    the range on the device; ``bins``: ``bin_quantize``'s codes; ``rest`` as
-    ``triton_crc.crc32c_copy`` takes it)."""
-    n = flat.numel()
-    if not n:
-        return triton_crc.empty(flat.device, triton_crc.after(prefix, rest), trailer)
-    return triton_crc.by_words(_quantize_ranged_words, n, flat.device, triton_crc.shifted(rest),
-                               triton_crc.after(prefix, n + rest),
-                               trailer, (flat.reshape(-1), n, lo_bytes, hi_bytes), (codes,), BINS=bins,
-                               enable_fp_fusion=False)
 
 
 def dequantize8_crc(codes: torch.Tensor, lo_bytes: torch.Tensor, hi_bytes: torch.Tensor, out: torch.Tensor,

@@ -12,12 +12,11 @@ kernels, in float64 one IEEE operation at a time as they compute them.
 lo and scale; ``row_steps``: lo and step). A value's row is its index over the row length
 ``cols``, in 32-bit integers unless the tensor is ``WIDE`` (2^31 values or more).
 
-At 8 bits a message's codes can also be written, or read, and checksummed in the same pass
-(``row_packed_crc``, ``row_values_crc``), as min-max quantization's 8-bit codes are
-(``triton_uniform.quantize8_crc``): the codes are the bytes the device CRC's ``"words"``
-kernel reads, 4 to a word, so these kernels are that kernel's loop with the row codes in
-it. The codes are the first of a message's three parts (the rows' lo and hi follow:
-``rest``), so their CRC is moved past those bytes, whose own CRC is added apart
+At 8 bits a received message's codes can also be read and checksummed in the same pass
+(``row_values_crc``): the codes are the bytes the device CRC's words form
+(``triton_crc.by_words``) reads, 4 to a word, so the kernel is that loop with the row
+codes in it. The codes are the first of a message's three parts (the rows' lo and hi
+follow: ``rest``), so their CRC is moved past those bytes, whose own CRC is added apart
 (``wire/tensor_message.py``).
 """
 
@@ -72,24 +71,9 @@ if AVAILABLE:
         tl.store(out + at, _centres(code, bins, _row_of(at, inside, cols, WIDE)), mask=inside)
 
     @triton.jit
-    def _row_quantize_words(x, n, cols, bins, padw, product, shifts, out, fold, crc_scale, ones, trailer, codes,
-                            LANES: tl.constexpr, STEPS: tl.constexpr, FINAL: tl.constexpr, STORE: tl.constexpr,
-                            SCALED: tl.constexpr, FOLD: tl.constexpr, WIDE: tl.constexpr):
-        """8-bit row codes written and checksummed in one pass (``triton_uniform._quantize_words``'
-        loop)."""
-        crc = tl.zeros([LANES], dtype=tl.uint32)
-        for k in range(STEPS):  # a loop, not unrolled: one step's values held at a time
-            i, inside = _step_values(k, padw, n, LANES, STEPS)
-            w = tl.load(x + i, mask=inside, other=0.0)
-            code = tl.where(inside, _codes(w, bins, _row_of(i, inside, cols, WIDE), 8), 0)
-            tl.store(codes + i, code.to(tl.uint8), mask=inside)
-            crc = _mul(crc, product) ^ _words_of(code.to(tl.uint32))
-        _block_done(crc, shifts, out, fold, ones, trailer, crc_scale, LANES, FINAL, STORE, SCALED, FOLD)
-
-    @triton.jit
-    def _row_dequantize_words(codes, n, cols, bins, padw, product, shifts, out, fold, crc_scale, ones, trailer,
+    def _row_dequantize_words(codes, n, cols, bins, padw, product, shifts, out, crc_scale, ones, trailer,
                               values, LANES: tl.constexpr, STEPS: tl.constexpr, FINAL: tl.constexpr,
-                              STORE: tl.constexpr, SCALED: tl.constexpr, FOLD: tl.constexpr, WIDE: tl.constexpr):
+                              STORE: tl.constexpr, SCALED: tl.constexpr, WIDE: tl.constexpr):
         """8-bit row codes read, checksummed and turned into their bins' centres in one pass."""
         crc = tl.zeros([LANES], dtype=tl.uint32)
         for k in range(STEPS):
@@ -97,7 +81,7 @@ if AVAILABLE:
             code = tl.load(codes + i, mask=inside, other=0).to(tl.uint32)
             crc = _mul(crc, product) ^ _words_of(code)
             tl.store(values + i, _centres(code.to(tl.int32), bins, _row_of(i, inside, cols, WIDE)), mask=inside)
-        _block_done(crc, shifts, out, fold, ones, trailer, crc_scale, LANES, FINAL, STORE, SCALED, FOLD)
+        _block_done(crc, shifts, out, ones, trailer, crc_scale, LANES, FINAL, STORE, SCALED)
 
 
 def _wide(n: int, block: int) -> bool:
@@ -125,21 +109,6 @@ def row_values(packed: torch.Tensor, cols: int, bins: torch.Tensor, bits: int, o
         _row_dequantize[triton_uniform._grid(n)](packed, n, cols, bins, out.reshape(-1), packed.numel(), BITS=bits,
                                                  GROUPS=groups, WIDE=_wide(n, 8 * groups), enable_fp_fusion=False)
     return out
-
-
-def row_packed_crc(rows: torch.Tensor, bins: torch.Tensor, codes: torch.Tensor, prefix: bytes = b"",
-                   trailer: torch.Tensor | None = None, rest: int = 0) -> torch.Tensor:
-    """``row_packed``'s 8-bit codes of the float32 matrix ``rows`` into ``codes`` (uint8, any
-    alignment) and the CRC-32C of ``prefix``, the codes and ``rest`` zero bytes
-    (``triton_crc.crc32c_copy``'s ``rest``), in one pass: a message's first part written and
-    checksummed."""
-    n = rows.numel()
-    add = triton_crc.after(prefix, n + rest)
-    if not n:
-        return triton_crc.empty(rows.device, add, trailer)
-    return triton_crc.by_words(_row_quantize_words, n, rows.device, triton_crc.shifted(rest), add, trailer,
-                               (rows.reshape(-1), n, rows.shape[1], bins), (codes,),
-                               WIDE=_wide(n, 4 * triton_crc.WORD_LANES * triton_crc.WORD_STEPS))
 
 
 def row_values_crc(codes: torch.Tensor, cols: int, bins: torch.Tensor, out: torch.Tensor, prefix: bytes = b"",

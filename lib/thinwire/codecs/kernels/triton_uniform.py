@@ -3,13 +3,10 @@ bytes of ``uniform.py``'s host kernels and ``torch_uniform``'s torch operations,
 tensor read once and the codes written once (the torch operations make a float, an int32
 and an int64 tensor and several passes over them on the way).
 
-The default (``KERNEL = "triton"``; ``"torch"`` gives the work to torch's operations).
-``gpu_bench``'s ``codec_kernels`` part timed both on an H100 in one run, messages kept on
-the device with the shifted CRC, every message equal to the host's: the quantizer at 1, 4
-and 8 bits, Oland & Raj's bin codes (``binquant``) and MQGrad's row codes (``colquant``)
-were faster with these kernels in each of the 10 rows, of 25M values (0.075-0.15 of the add
-pass against 0.04-0.06) and of 250M (0.30-0.62 against 0.05-0.18). On the CPU the test
-suite runs these kernels under Triton's interpreter against the host kernels.
+Where Triton runs (``usable``) these kernels take the work; elsewhere on a device torch's
+operations do (``torch_uniform``; the engine's README records what each measured on a GPU).
+On the CPU the test suite runs these kernels under Triton's interpreter against the host
+kernels.
 
 The arithmetic is ``uniform.py``'s (its docstring gives it): a code is the truncation of
 ``w * scale + (0.5 - lo * scale)`` in one fused multiply-add where ``|lo| * scale`` is
@@ -19,11 +16,9 @@ and torch's ``add(..., alpha=)`` do. The layout is ``bitpack``'s: each group of 
 is one little-endian word whose first b bytes are the group's bytes (8 bits: one byte
 each).
 
-At 8 bits a message's codes can also be written, or read, and checksummed in the same
-pass (``quantize8_crc``, ``dequantize8_crc``): the codes are the bytes the device CRC's
-``"words"`` kernel reads, 4 to a word, so the quantizer is that kernel's loop with the
-quantization in it (``wire/tensor_message.py`` uses them with ``triton_crc.KERNEL =
-"words"``).
+At 8 bits the codes are the bytes the device CRC's words form (``triton_crc.by_words``)
+reads, 4 to a word: ``_step_values``, ``_words_of`` and ``_block_done`` are the pieces
+``triton_range`` and ``triton_rows`` read a message's codes with as they check it.
 
 Oland & Raj's bin codes (``quantize/bin_quantize.py``, ``binquant`` with the raw coder) are
 made and packed the same way, in float64 as the host kernels make them (``bin_packed``), and
@@ -40,19 +35,15 @@ from . import triton_crc
 from .device import put
 from .triton_crc import AVAILABLE
 
-KERNEL = "triton"       # "triton" (these kernels) or "torch" (torch_uniform's operations)
-KERNELS = ("torch", "triton")
-GROUPS = 256            # groups of 8 codes per program: compiled for sm_90a as launched, 26 to 32 registers
-                        # (benchmarks/kernel_registers.py, Triton 3.9)
+# groups of 8 codes per program: on a GPU 256 (compiled for sm_90a, 26 to 32 registers,
+# ``benchmarks/kernel_registers.py``); under the interpreter 16 (``triton_crc.INTERPRETING``)
+GROUPS = 16 if triton_crc.INTERPRETING else 256
 
 
 def usable(bits: int, *tensors: torch.Tensor) -> bool:
-    """Whether these kernels take the work: chosen (``KERNEL``), Triton present, 1 to 8
-    bits, and every tensor contiguous on one GPU (or on the CPU under Triton's
-    interpreter, ``TRITON_INTERPRET=1``)."""
-    if KERNEL not in KERNELS:
-        raise ValueError(f"triton_uniform.KERNEL must be one of {KERNELS}, got {KERNEL!r}")
-    return KERNEL == "triton" and 1 <= bits <= 8 and triton_crc.triton_runs(*tensors)
+    """Whether these kernels take the work: Triton present, 1 to 8 bits, and every tensor
+    contiguous on one GPU (or on the CPU under Triton's interpreter, ``TRITON_INTERPRET=1``)."""
+    return 1 <= bits <= 8 and triton_crc.triton_runs(*tensors)
 
 
 if AVAILABLE:
@@ -121,12 +112,12 @@ if AVAILABLE:
 
 
 if AVAILABLE:
-    from .triton_crc import _mul, _settle, _times
+    from .triton_crc import _settle, _times
 
     @triton.jit
     def _step_values(k, padw, n, LANES: tl.constexpr, STEPS: tl.constexpr):
         """(value indices [LANES, 4], which are in the tensor) of step k's words in this
-        program's block, in the device CRC's ``"words"`` form (``triton_crc._block_words``):
+        program's block, in the device CRC's words form (``triton_crc.by_words``):
         lane l of a block takes words l, l + LANES, ..., each the 4 codes of 4 values."""
         at = tl.program_id(0).to(tl.int64) * (LANES * STEPS) - padw + k * LANES + tl.arange(0, LANES)
         i = 4 * at[:, None] + tl.arange(0, 4)[None, :]
@@ -138,72 +129,12 @@ if AVAILABLE:
         return tl.sum(code << (8 * tl.arange(0, 4)).to(tl.uint32)[None, :], axis=1)
 
     @triton.jit
-    def _block_done(crc, shifts, out, fold, ones, trailer, crc_scale, LANES: tl.constexpr, FINAL: tl.constexpr,
-                    STORE: tl.constexpr, SCALED: tl.constexpr, FOLD: tl.constexpr):
-        """The lanes' CRCs moved to the block's end and joined, stored or folded
+    def _block_done(crc, shifts, out, ones, trailer, crc_scale, LANES: tl.constexpr, FINAL: tl.constexpr,
+                    STORE: tl.constexpr, SCALED: tl.constexpr):
+        """The lanes' CRCs moved to the block's end and joined, then stored
         (``triton_crc._settle``)."""
         crc = _times(crc, tl.load(shifts + tl.arange(0, LANES)).to(tl.uint32, bitcast=True))
-        _settle(tl.xor_sum(tl.reshape(crc, [1, LANES]), axis=1), out, fold, ones, trailer, FINAL, STORE, crc_scale,
-                SCALED, FOLD)
-
-    @triton.jit
-    def _quantize_words(x, n, lo, scale, offset, padw, product, shifts, out, fold, crc_scale, ones, trailer, codes,
-                        LANES: tl.constexpr, STEPS: tl.constexpr, FINAL: tl.constexpr, STORE: tl.constexpr,
-                        SCALED: tl.constexpr, FOLD: tl.constexpr, FUSED: tl.constexpr):
-        """8-bit codes quantized as ``_quantize`` does, written and checksummed in one pass."""
-        crc = tl.zeros([LANES], dtype=tl.uint32)
-        for k in range(STEPS):  # a loop, not unrolled: one step's values held at a time
-            i, inside = _step_values(k, padw, n, LANES, STEPS)
-            w = tl.load(x + i, mask=inside, other=0.0)
-            if FUSED:
-                level = tl.fma(w, scale, offset)
-            else:
-                level = tl.fma(w - lo, scale, 0.5)
-            code = tl.where(inside, level.to(tl.int32), 0)
-            tl.store(codes + i, code.to(tl.uint8), mask=inside)
-            crc = _mul(crc, product) ^ _words_of(code.to(tl.uint32))
-        _block_done(crc, shifts, out, fold, ones, trailer, crc_scale, LANES, FINAL, STORE, SCALED, FOLD)
-
-    @triton.jit
-    def _dequantize_words(codes, n, lo, step, padw, product, shifts, out, fold, crc_scale, ones, trailer, values,
-                          LANES: tl.constexpr, STEPS: tl.constexpr, FINAL: tl.constexpr, STORE: tl.constexpr,
-                          SCALED: tl.constexpr, FOLD: tl.constexpr):
-        """8-bit codes read, checksummed and rescaled (as ``_dequantize``) in one pass."""
-        crc = tl.zeros([LANES], dtype=tl.uint32)
-        for k in range(STEPS):
-            i, inside = _step_values(k, padw, n, LANES, STEPS)
-            code = tl.load(codes + i, mask=inside, other=0).to(tl.uint32)
-            crc = _mul(crc, product) ^ _words_of(code)
-            tl.store(values + i, tl.fma(code.to(tl.float32), step, lo), mask=inside)
-        _block_done(crc, shifts, out, fold, ones, trailer, crc_scale, LANES, FINAL, STORE, SCALED, FOLD)
-
-
-def quantize8_crc(flat: torch.Tensor, lo: float, scale: float, codes: torch.Tensor, prefix: bytes = b"",
-                  trailer: torch.Tensor | None = None, rest: int = 0) -> torch.Tensor:
-    """``quantize_packed``'s 8-bit codes of float32 ``flat`` into ``codes`` (uint8, any
-    alignment) and the CRC-32C of ``prefix`` and those codes, in one pass (``triton_crc``'s
-    ``"words"`` form; ``usable`` must hold): a message's part written and checksummed
-    (``rest`` as ``triton_crc.crc32c_copy`` takes it)."""
-    n = flat.numel()
-    add = triton_crc.after(prefix, n + rest)
-    if not n:
-        return triton_crc.empty(flat.device, add, trailer)
-    return triton_crc.by_words(_quantize_words, n, flat.device, triton_crc.shifted(rest), add, trailer,
-                               (flat.reshape(-1), n, float(np.float32(lo)), float(np.float32(scale)),
-                                float(np.float32(0.5 - lo * scale))), (codes,), FUSED=abs(lo) * scale <= 256)
-
-
-def dequantize8_crc(codes: torch.Tensor, lo: float, step: float, out: torch.Tensor,
-                    prefix: bytes = b"") -> torch.Tensor:
-    """``dequantize_packed`` of 8-bit ``codes`` into float32 ``out`` and the CRC-32C of
-    ``prefix`` and the codes, in one pass (``usable`` must hold): a message's one part read
-    as it is checked."""
-    n = codes.numel()
-    add = triton_crc.after(prefix, n)
-    if not n:
-        return triton_crc.empty(codes.device, add, None)
-    return triton_crc.by_words(_dequantize_words, n, codes.device, triton_crc.ONE, add, None,
-                               (codes, n, float(np.float32(lo)), float(np.float32(step))), (out.reshape(-1),))
+        _settle(tl.xor_sum(tl.reshape(crc, [1, LANES]), axis=1), out, ones, trailer, FINAL, STORE, crc_scale, SCALED)
 
 
 def _grid(n: int) -> tuple[int]:

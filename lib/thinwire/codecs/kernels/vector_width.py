@@ -31,13 +31,16 @@ def prefer_wide_vectors() -> None:
         config.CPU_FEATURES = features + ",-prefer-256-bit"
 
 
-def target_features() -> set[str] | None:
+def target_features(features: str | None = None, name: str | None = None) -> set[str] | None:
     """The CPU features numba compiles for ("+sse4.2", "+f16c", ...): the host's, or
-    ``NUMBA_CPU_FEATURES``; None when ``NUMBA_CPU_NAME`` names another CPU without them
-    (kernels that need an instruction then take their portable path)."""
-    if config.CPU_FEATURES is not None:
-        return set(config.CPU_FEATURES.split(","))
-    if config.CPU_NAME not in (None, "host"):
+    ``NUMBA_CPU_FEATURES`` (``features``: numba's configured value); None when
+    ``NUMBA_CPU_NAME`` (``name``) names another CPU without them (kernels that need an
+    instruction then take their portable path)."""
+    features = config.CPU_FEATURES if features is None else features
+    name = config.CPU_NAME if name is None else name
+    if features:
+        return set(features.split(","))
+    if name not in (None, "host"):
         return None
     return set(get_host_cpu_features().split(","))
 

@@ -14,15 +14,6 @@ read back on the device as ``quantize``'s is (``kernels/triton_range.py``), so n
 encode nor the decode reads the host; a NaN or Inf tensor, or a range no encoder sends, is
 refused at the block's end.
 
-Outside such a block, 8-bit raw codes of a GPU tensor (the Triton kernels chosen) are
-written into a message tensor as they are checksummed, and read back into ``out`` as the
-checksum is checked (``triton_range.quantize8_crc`` and ``dequantize8_crc`` with the bin
-codes, the range's bytes copied to the device: ``minmax.range_bytes``), as ``quantize``'s
-8-bit codes are: the codes cross memory once each way, where a separate CRC pass read them
-again on each side. The messages are the same bytes. ``ONE_PASS = False`` keeps the two
-passes; ``gpu_bench``'s part 16 (``one_passes``) times both in one process. No GPU has run
-it yet: until one has, the default follows the min-max quantizer's 8-bit codes, which take
-the same one pass (``triton_uniform.quantize8_crc``).
 """
 
 
@@ -34,19 +25,18 @@ import numpy as np
 import torch
 
 from ..base import FLOAT32_MAX, Codec, expect_part, expect_range, plain_decision
-from ..kernels import bitpack, device, triton_range, triton_uniform, uniform
+from ..kernels import bitpack, device, triton_uniform, uniform
 from .bin_quantize import FLOAT32_TINY, bin_centres, bin_codes, bin_pack_crc, bin_unpack_centres, check_bits, histogram
 from ..errors import CorruptMessageError
 from ..payload import PartWriter, Payload
-from .minmax import device_codes, device_range, range_bytes, read_device_codes, value_range
+from .minmax import device_codes, device_range, read_device_codes, value_range
 from .per_column import column_centres, column_codes, column_ranges
 from ..state import CodecState
 from ..entropy import rans
 from ..entropy.symbol_coders import CODERS
-from ..wire import read_host_part, read_part, settle
+from ..wire import read_host_part, settle
 
 
-ONE_PASS = True  # 8-bit raw codes on a GPU written, and read, as the message is checksummed
 PERS = ("tensor", "column", "row")  # one range per tensor (Oland & Raj), or per column or row of a 2-D tensor
 
 
@@ -107,13 +97,6 @@ class BinQuantize(Codec):
     def decodes_steady(self, out: torch.Tensor) -> bool:
         return self.steady and triton_uniform.usable(self.bits, out)
 
-    @property
-    def verifies_while_casting(self) -> bool:
-        """8-bit raw codes over one range in a message tensor on a GPU are read into ``out``
-        as the device CRC checks them (``triton_range.dequantize8_crc``), with the Triton
-        kernels chosen."""
-        return ONE_PASS and self.steady and self.bits == 8 and triton_uniform.KERNEL == "triton"
-
     def compress_deferred(self, flat, state: CodecState, key: str, shape: tuple = ()) -> Payload | None:
         """``compress``'s payload of a non-empty float32 tensor on the GPU (a steady codec,
         the Triton kernels chosen), its range left on the device (``minmax.device_range``)
@@ -167,14 +150,8 @@ class BinQuantize(Codec):
             matrix = flat.reshape(shape).cpu()  # per-column ranges: host kernels (an explicit copy from a GPU)
             return self._quantize_columns(matrix if self.per == "column" else matrix.t(), bits)
         if self.coder == "raw" and levels is None:  # QUANTIZE fused with the raw coder's packing, into the message
-            one_pass = (ONE_PASS and bits == 8 and device.on_device(flat) and flat.dtype == torch.float32
-                        and triton_uniform.usable(8, flat))  # into a message tensor: written as checksummed
             parts = {"codes": PartWriter(torch.uint8, bitpack.packed_bytes(flat.numel(), bits),
-                                         lambda view: bin_pack_crc(flat, lo, hi, bits, view),
-                                         checksummed=True, source=flat if one_pass else None,
-                                         fill_with_crc=(lambda target, prefix, trailer, rest=0: triton_range.quantize8_crc(
-                                             flat, *range_bytes(lo, hi, flat.device), target, prefix, trailer, True,
-                                             rest)) if one_pass else None)}
+                                         lambda view: bin_pack_crc(flat, lo, hi, bits, view), checksummed=True)}
             meta = {}
         else:
             codes = bin_codes(flat, lo, hi, bits, levels=levels)
@@ -196,8 +173,6 @@ class BinQuantize(Codec):
         if isinstance(payload.meta.get("lo"), torch.Tensor):  # a steady message: its range read on the device
             return read_device_codes(payload, numel, bits, out, bins=True)
         if payload.unverified is not None:  # left to this pass (``checks_own_copy``)
-            if self._reads_in_one_pass(payload, numel, bits, out):
-                return self._read_in_one_pass(payload, out)
             if self._reads_on_host(payload, numel, bits, out):
                 return self._read_on_host(payload, numel, bits, out)
             settle(payload)  # any other message: checked first, then decoded as usual
@@ -237,11 +212,6 @@ class BinQuantize(Codec):
             return codes
         return None
 
-    def _reads_in_one_pass(self, payload: Payload, numel: int, bits: int, out: torch.Tensor) -> bool:
-        """Whether ``payload`` is 8-bit raw codes over one range that ``out`` takes in one pass."""
-        codes = self._raw_codes(payload, numel, bits)
-        return bits == 8 and codes is not None and triton_uniform.usable(8, codes, out)
-
     @property
     def verifies_while_widening(self) -> bool:
         """A large host message of raw codes over one range (1 to 8 bits) is turned into
@@ -265,14 +235,6 @@ class BinQuantize(Codec):
         read_host_part(payload, "codes", lambda part: uniform.dequantize_host(part, bits, lo + 0.5 * step, step, values,
                                                                              checksum=True),
                        lambda: values.view(np.uint8).fill(0xFF))
-        return out
-
-    def _read_in_one_pass(self, payload: Payload, out: torch.Tensor) -> torch.Tensor:
-        """The codes read into ``out`` as their checksum is checked (``triton_range.dequantize8_crc``)."""
-        lo, hi = expect_range(payload, self.name)
-        lo_bytes, hi_bytes = range_bytes(lo, hi, out.device)
-        read_part(payload, "codes", lambda source, prefix: triton_range.dequantize8_crc(
-            source, lo_bytes, hi_bytes, out, prefix, bins=True), spoil=lambda: out.view(torch.uint8).fill_(0xFF))
         return out
 
     def _decompress_columns(self, payload: Payload, numel: int, bits: int, out) -> torch.Tensor:

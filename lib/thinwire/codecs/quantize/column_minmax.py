@@ -22,21 +22,14 @@ bins. Off by default: the paper does not describe it, and it reads as a slip. St
 4 are compiled kernels over the rows (``kernels/rows.py``) computing in float64 (the code
 computes in float32; they can differ only for a value on a bin edge); a GPU tensor takes
 the same float64 arithmetic in torch operations on the GPU (``kernels/torch_bins.py``), or,
-of 1 to 8 bits with ``triton_uniform.KERNEL = "triton"`` (the default), steps 2 and 3 in one Triton
+of 1 to 8 bits where Triton runs, steps 2 and 3 in one Triton
 kernel that writes into the message (``triton_rows.row_packed``) and step 4 in one that
 reads from it (``row_values``). NaN or Inf is refused from step 1's ranges, which it
 reaches.
 
-8-bit codes of a GPU tensor in a message tensor there are written as the message is
-checksummed, and read into ``out`` as it is checked (``triton_rows.row_packed_crc`` and
-``row_values_crc``, the device CRC's ``"words"`` form), as min-max quantization's 8-bit codes
-are: the codes cross memory once each way, where a separate CRC pass read them again on
-each side. They are the message's first part; the rows' lo and hi after them are
-checksummed apart and added. A received message's ranges are judged with its checksum, in
-one read after its codes are read (``out`` NaN where either fails). The messages are the
-same bytes. ``ONE_PASS = False`` keeps the two passes; ``gpu_bench``'s part 16
-(``one_passes``) times both in one process. No GPU has run it yet: until one has, the
-default follows the min-max quantizer's 8-bit codes, which take the same one pass.
+8-bit codes of a received message tensor on a GPU are read into ``out`` as it is checked
+(``triton_rows.row_values_crc``, the device CRC's words form): they are the message's
+first part; the rows' lo and hi after them are checksummed apart and added.
 
 With a fixed ``bits`` a message's layout is fixed by the tensor's shape (``steady_parts``):
 inside ``wire.deferred_checks``, a GPU tensor's Triton path reads neither its ranges'
@@ -60,7 +53,6 @@ from ..state import CodecState
 from ..wire import deferred, read_part, settle
 from .bin_quantize import check_bits
 
-ONE_PASS = True  # 8-bit codes on a GPU written, and read, as the message is checksummed
 FLT_MIN = 1.1754943508222875e-38  # std::numeric_limits<float>::min()
 EPS = 1e-6
 
@@ -140,12 +132,6 @@ class ColumnQuantize(Codec):
     def decodes_steady(self, out: torch.Tensor) -> bool:
         return 1 <= self.bits <= 8 and triton_uniform.usable(self.bits, out)
 
-    @property
-    def verifies_while_casting(self) -> bool:
-        """8-bit codes in a message tensor on a GPU are read into ``out`` as the device CRC
-        checks them (``triton_rows.row_values_crc``), with the Triton kernels chosen."""
-        return ONE_PASS and self.bits == 8 and triton_uniform.KERNEL == "triton"
-
     def compress_deferred(self, flat, state: CodecState, key: str, shape: tuple = ()) -> Payload | None:
         """``compress`` on the Triton path, NaN and Inf refused at the block's end."""
         if not (1 <= self.bits <= 8 and flat.numel() and device.on_device(flat)
@@ -186,14 +172,10 @@ class ColumnQuantize(Codec):
             x = rows.contiguous()
             if bits <= 8 and triton_uniform.usable(bits, x):  # 2. and 3. in one pass
                 bins = torch_bins.row_scales(lo, hi, self.eps, 1 << bits)
-                one_pass = ONE_PASS and bits == 8  # into a message tensor: written as checksummed
                 codes = PartWriter(torch.uint8, bitpack.packed_bytes(x.numel(), bits),
                                    lambda view: device.written_through(  # a host message: copied over
                                        view, x.device, triton_uniform.usable(bits, x, view),
-                                       lambda codes: triton_rows.row_packed(x, bins, bits, codes)),
-                                   source=x if one_pass else None,
-                                   fill_with_crc=(lambda target, prefix, trailer, rest=0: triton_rows.row_packed_crc(
-                                       x, bins, target, prefix, trailer, rest)) if one_pass else None)
+                                       lambda codes: triton_rows.row_packed(x, bins, bits, codes)))
                 return Payload(parts={"codes": codes, "lo": lo, "hi": hi}, meta={"bits": bits})
             codes = torch_bins.row_codes(rows, lo, hi, self.eps, 1 << bits)                         # 2.
             return Payload(parts={"codes": bitpack.pack(codes.reshape(-1), bits), "lo": lo, "hi": hi},  # 3.
@@ -211,11 +193,9 @@ class ColumnQuantize(Codec):
         rows = shape[0] if len(shape) == 2 else 1
         lo = expect_part(payload, "lo", torch.float32, rows if numel else None)
         hi = expect_part(payload, "hi", torch.float32, lo.numel())
-        if payload.unverified is not None:  # a steady message in a deferred_checks block (``decodes_steady``),
-            if deferred.active() is not None:  # or one opened to be read in one pass (``verifies_while_casting``)
+        if payload.unverified is not None:  # a steady message in a deferred_checks block (``decodes_steady``)
+            if deferred.active() is not None:
                 return self._deferred(payload, numel, bits, lo, hi, out)
-            if self._reads_in_one_pass(payload, numel, bits, lo, out):
-                return self._one_pass(payload, numel, lo, hi, out)
             settle(payload)  # any other message: checked first, then decoded as usual
         if lo.numel() and not _finite_ranges(lo, hi, ordered=True):  # one read of the device
             raise CorruptMessageError(f"{self.spec()}: row ranges are not finite intervals")
@@ -248,27 +228,12 @@ class ColumnQuantize(Codec):
         return self._read_codes(payload, numel, bits, lo, hi, out, spoil)
 
     @staticmethod
-    def _reads_in_one_pass(payload: Payload, numel: int, bits: int, lo: torch.Tensor, out) -> bool:
-        """Whether ``payload``'s 8-bit codes go into ``out`` in one pass (``_read_codes``)."""
-        codes = payload.parts.get("codes")
-        return (ONE_PASS and bits == 8 and numel > 0 and lo.numel() > 0 and out is not None
-                and codes is not None and codes.dtype == torch.uint8 and codes.numel() == numel
-                and triton_uniform.usable(8, codes, lo, out))
-
-    def _one_pass(self, payload: Payload, numel: int, lo: torch.Tensor, hi: torch.Tensor,
-                  out: torch.Tensor) -> torch.Tensor:
-        """Step 4 into ``out`` as the device CRC checks the message, the rows' ranges judged
-        with the checksum: one read, after the codes (``deferred.judged_together``)."""
-        with deferred.judged_together(f"a {self.spec()} message"):
-            return self._deferred(payload, numel, 8, lo, hi, out)
-
-    @staticmethod
     def _read_codes(payload: Payload, numel: int, bits: int, lo: torch.Tensor, hi: torch.Tensor,
                     out: torch.Tensor, spoil) -> torch.Tensor:
         """The codes decoded into ``out`` and the message checked (``read_part``): in one pass
         (``triton_rows.row_values_crc``) for 8-bit codes."""
         bins, cols = torch_bins.row_steps(lo, hi, 1 << bits), numel // lo.numel()
-        if ONE_PASS and bits == 8:
+        if bits == 8:
             read_part(payload, "codes", lambda source, prefix, rest: triton_rows.row_values_crc(
                 source, cols, bins, out, prefix, rest), spoil, later=True)
         else:

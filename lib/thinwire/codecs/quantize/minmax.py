@@ -12,10 +12,7 @@ buffer, and step 4 one that unpacks and rescales (``kernels/uniform.py``): one p
 region per call, so a busy machine's thread pool cannot turn the call into a hundred
 barrier waits. On the host, 1 to 8 bits are checksummed as they are written, a cached chunk
 at a time, and a large message's codes are checked as they are read into ``out``
-(``verifies_while_widening``): the message is written once and read once. On a GPU, with the Triton kernels chosen, 8-bit codes are written into a
-message tensor and checksummed in one pass, and read back into ``out`` as the checksum is
-checked (``triton_uniform.quantize8_crc``, ``dequantize8_crc``; the device CRC's
-``"words"`` kernel).
+(``verifies_while_widening``): the message is written once and read once.
 
 Inside ``wire.deferred_checks``, 1 to 8 bits of a GPU tensor encoded into a message tensor
 there (``compress_deferred``) and decoded from one into ``out`` there make no host read:
@@ -23,8 +20,8 @@ lo and hi are found on the device and copied into the header's meta there, the c
 and read with the range taken from device memory (``kernels/triton_range.py``), and what
 the host would have checked (a finite range; the header) is judged at the block's end. A
 tensor with NaN or Inf is refused there, with this module's ``ValueError``. The messages
-are the same bytes. At 8 bits the codes are written, and read, as they are checksummed
-(``device_codes``, ``read_device_codes``).
+are the same bytes. At 8 bits a received message's codes are read as they are checksummed
+(``read_device_codes``).
 """
 
 from __future__ import annotations
@@ -80,16 +77,10 @@ def range_bytes(lo: float, hi: float, where: torch.device) -> tuple[torch.Tensor
 
 def device_codes(flat: torch.Tensor, lo: torch.Tensor, hi: torch.Tensor, bits: int, bins: bool = False) -> PartWriter:
     """The codes part (steps 2-3) over a range whose float32 bytes ``lo`` and ``hi`` are on
-    the device (``device_range``), written by ``triton_range``: 8-bit codes written and
-    checksummed in one pass (``quantize8_crc``; ``tensor_message.pack`` then adds the
-    range's bytes, written into the header on the device, to the checksum); ``bins``:
-    ``bin_quantize``'s codes."""
-    one_pass = bits == 8
+    the device (``device_range``), written by ``triton_range``; ``bins``: ``bin_quantize``'s
+    codes."""
     return PartWriter(torch.uint8, bitpack.packed_bytes(flat.numel(), bits),
-                      lambda view: triton_range.quantize_packed(flat, lo, hi, bits, view, bins),
-                      source=flat if one_pass else None,
-                      fill_with_crc=(lambda target, prefix, trailer, rest=0: triton_range.quantize8_crc(
-                          flat, lo, hi, target, prefix, trailer, bins, rest)) if one_pass else None)
+                      lambda view: triton_range.quantize_packed(flat, lo, hi, bits, view, bins))
 
 
 def read_device_codes(payload: Payload, numel: int, bits: int, out: torch.Tensor, bins: bool = False) -> torch.Tensor:
@@ -164,20 +155,10 @@ class Quantize(Codec):
         meta = {"lo": lo, "hi": hi}
         if scale > FLOAT32_MAX / 2:
             return Payload(parts={"codes": bitpack.pack(exact_codes(flat, lo, scale, self.bits), self.bits)}, meta=meta)
-        one_pass = (self.bits == 8 and device.on_device(flat) and flat.dtype == torch.float32
-                    and triton_uniform.usable(8, flat))  # on a GPU: quantized and checksummed in one pass
         writer = PartWriter(torch.uint8, bitpack.packed_bytes(n, self.bits),
                             lambda view: uniform.quantize_packed(flat, lo, scale, self.bits, out=view, checksum=True),
-                            checksummed=True, source=flat if one_pass else None,
-                            fill_with_crc=(lambda target, prefix, trailer, rest=0: triton_uniform.quantize8_crc(
-                                flat.reshape(-1), lo, scale, target, prefix, trailer, rest)) if one_pass else None)
+                            checksummed=True)
         return Payload(parts={"codes": writer}, meta=meta)
-
-    @property
-    def verifies_while_casting(self) -> bool:
-        """8-bit codes in a message tensor on a GPU are rescaled into ``out`` as the device
-        CRC checks them (``triton_uniform.dequantize8_crc``), with its Triton kernels chosen."""
-        return self.bits == 8 and triton_uniform.KERNEL == "triton"
 
     @property
     def verifies_while_widening(self) -> bool:
@@ -193,10 +174,6 @@ class Quantize(Codec):
         step = (hi - lo) / ((1 << self.bits) - 1)
         wide = step > FLOAT32_MAX / 2 or 0 < step < FLOAT32_TINY  # beyond float32's range, or a subnormal step
         if payload.unverified is not None:  # decode left the check to this pass (``checks_own_copy``)
-            if not wide and out is not None and out.dtype == torch.float32 and triton_uniform.usable(8, packed, out):
-                read_part(payload, "codes", lambda source, prefix: triton_uniform.dequantize8_crc(
-                    source, lo, step, out, prefix), spoil=lambda: out.view(torch.uint8).fill_(0xFF))
-                return out
             if not wide and out is not None and self.verifies_while_widening and not device.on_device(out):
                 values = out.view(-1).numpy()  # a large host message, opened unverified (``checks_own_copy``)
                 read_host_part(payload, "codes", lambda part: uniform.dequantize_host(part, self.bits, lo, step, values,

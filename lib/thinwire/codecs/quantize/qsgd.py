@@ -25,13 +25,9 @@ buffer and step 5 one pass out of it; up to 8 bits, the host kernels checksum th
 they write them, and a large host message's codes as they read them into ``out``
 (``verifies_while_widening``: its norms are read unverified, then judged with the
 checksum). A GPU tensor takes torch operations on the GPU that
-write the same bytes: one Triton kernel each way (``kernels/triton_qsgd.py``, the default),
-or with ``triton_qsgd.KERNEL = "torch"`` torch's operations (``kernels/torch_qsgd.py``). NaN or Inf input raises
-``ValueError``. With the device CRC's ``"words"`` kernel, codes of 2, 4 or 8 bits in
-buckets of whole words are written, and read, as the message is checksummed, in one pass
-(``triton_qsgd.quantize_crc``, ``dequantize_crc``): the norms after them are checksummed
-apart and added (``rest``), and a received message's norms are judged with its checksum,
-in one read after its codes are read.
+write the same bytes: one Triton kernel each way (``kernels/triton_qsgd.py``) where Triton
+runs, else torch's operations (``kernels/torch_qsgd.py``). NaN or Inf input raises
+``ValueError``.
 
 With fixed-width codes a message's parts are fixed by the tensor's size (``steady_parts``):
 its header is copied from one kept on the device, and inside ``wire.deferred_checks`` the
@@ -120,13 +116,6 @@ class QSGD(Codec):
     def decodes_steady(self, out: torch.Tensor) -> bool:
         return self.coding == "fixed" and triton_qsgd.usable(self.bits, self.bucket, out)
 
-    @property
-    def verifies_while_casting(self) -> bool:
-        """Codes in a message tensor on a GPU are decoded into ``out`` as the device CRC checks
-        them (``triton_qsgd.dequantize_crc``), with its Triton kernels chosen."""
-        return (self.coding == "fixed" and triton_qsgd.KERNEL == "triton"
-                and triton_qsgd.fuses(self.bits, self.bucket))
-
     def compress_deferred(self, flat, state: CodecState, key: str, shape: tuple = ()) -> Payload | None:
         """``compress`` on the Triton path, NaN and Inf refused at the block's end."""
         if not (self.coding == "fixed" and device.on_device(flat)
@@ -156,12 +145,6 @@ class QSGD(Codec):
                                        lambda codes: triton_qsgd.quantize_packed(
                                            x, self.bucket, self.norm == "max", self.bits, message_key, on_device, codes))
                 refuse_unless_finite()
-
-            def fill_with_crc(target, prefix, trailer, rest=0):  # codes written as the message is checksummed
-                crc = triton_qsgd.quantize_crc(x, self.bucket, self.norm == "max", self.bits, message_key, on_device,
-                                               target, prefix, trailer, rest)
-                refuse_unless_finite()
-                return crc
 
             def refuse_unless_finite():
                 # the norms are >= 0 or NaN: their maximum (NaN where any is) is finite only if all
@@ -201,9 +184,7 @@ class QSGD(Codec):
             stream = np.empty((elias.stream_bits(codes, self.bucket, self.bits) + 7) // 8, np.uint8)
             elias.encode(codes, self.bucket, self.bits, stream)
             return Payload(parts={"stream": torch.from_numpy(stream), "norms": torch.from_numpy(norms)})
-        fused = norms_part is not None and triton_qsgd.fuses(self.bits, self.bucket)  # codes and their CRC in one pass
-        codes = PartWriter(torch.uint8, bitpack.packed_bytes(n, self.bits), fill_codes, checksummed=True,
-                           source=x if fused else None, fill_with_crc=fill_with_crc if fused else None)
+        codes = PartWriter(torch.uint8, bitpack.packed_bytes(n, self.bits), fill_codes, checksummed=True)
         if norms_part is None:
             norms_part = PartWriter(torch.float32, norms.size, lambda view: _copy_norms(norms, view))
         return Payload(parts={"codes": codes, "norms": norms_part})
@@ -219,10 +200,8 @@ class QSGD(Codec):
         else:
             packed = expect_part(payload, "codes", torch.uint8, bitpack.packed_bytes(numel, self.bits))
         if payload.unverified is not None:  # a steady message in a deferred_checks block (``decodes_steady``),
-            if deferred.active() is not None:  # or one opened to be read in one pass (``verifies_while_casting``)
+            if deferred.active() is not None:  # or a host message read as it is checked
                 return self._deferred(payload, norms, packed, out)
-            if out is not None and triton_qsgd.usable(self.bits, self.bucket, packed, norms, out):
-                return self._one_pass(payload, norms, packed, out)
             if self._reads_on_host(payload, packed, norms, out):
                 return self._read_on_host(payload, norms, out)
             settle(payload)
@@ -279,22 +258,10 @@ class QSGD(Codec):
                        lambda: values.view(np.uint8).fill(0xFF))
         return out
 
-    def _one_pass(self, payload: Payload, norms: torch.Tensor, packed: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
-        """Step 5 into ``out`` as the device CRC checks the message, the norms' least and
-        greatest judged with the checksum: one read, after the codes
-        (``deferred.judged_together``; ``out`` NaN where either fails)."""
-        with deferred.judged_together(f"a {self.spec()} message"):
-            return self._deferred(payload, norms, packed, out)
-
     def _read_codes(self, payload: Payload, norms: torch.Tensor, out: torch.Tensor, spoil) -> torch.Tensor:
-        """The codes decoded into ``out`` and the message checked (``read_part``): in one pass
-        (``triton_qsgd.dequantize_crc``) where the codes are the kernels' ``fuses``."""
-        if triton_qsgd.fuses(self.bits, self.bucket):
-            read_part(payload, "codes", lambda source, prefix, rest: triton_qsgd.dequantize_crc(
-                source, self.bucket, norms, self.bits, out, prefix, rest), spoil, later=True)
-        else:
-            read_part(payload, "codes", lambda source, prefix: triton_qsgd.dequantize_packed(
-                source, self.bucket, norms, self.bits, out), spoil)
+        """The codes decoded into ``out`` and the message checked (``read_part``)."""
+        read_part(payload, "codes", lambda source, prefix: triton_qsgd.dequantize_packed(
+            source, self.bucket, norms, self.bits, out), spoil)
         return out
 
     def variance_bound(self, bucket_norms_squared: torch.Tensor, sizes: torch.Tensor) -> float:

@@ -11,11 +11,9 @@ So the next message's positions are drawn (``draw_next``) from a copy of the gen
 taken where the generator stands, on a thread of their own (``torch.randint`` and the
 copy into page-locked memory let go of Python's lock), while this message's drop pass,
 its waits for the device and everything after run; the next message waits for that thread
-only if it has not finished (``take``). Drawn in the caller's thread instead (``THREAD =
-False``), the draw sat between the drop pass's launch and its wait, and could outlast the
-pass: in ``gpu_bench``'s codec profile at 250M values on an H200 (part 11, 6c6dbb9),
-``torch.randint`` took 986 µs of the host's time per message, the count pass 798 µs of
-the device's. Part 17 (``sample_draws``) times the three ways in one process.
+only if it has not finished (``take``). Drawn in the caller's thread, the draw would sit
+between the drop pass's launch and its wait and could outlast the pass (the engine's
+README records the measurement).
 Which draws the next message asks for (its spans and sample sizes) is predicted from the
 order seen so far: the draws that followed this message's draws last time (a model's
 tensors, or DDP's buckets, are sent in the same order every step), else the same draws
@@ -39,7 +37,6 @@ import torch
 from .drop_threshold import narrowed, sample_positions
 
 Draws = tuple[tuple[int, int, int], ...]  # (start, n, m) per span: m positions among span [start, start + n)
-THREAD = True  # False: ``draw_next`` draws in the caller's thread (drop_variants' sample_draws times both)
 
 _drawer: ThreadPoolExecutor | None = None
 _drawer_lock = threading.Lock()
@@ -101,4 +98,4 @@ class DrawsAhead:
             positions = [narrowed(sample_positions(n, m, "random", self.copy) + start, start + n)
                          for start, n, m in following]
             return following, before, self.copy.get_state(), [p.pin_memory() if pin else p for p in positions]
-        self.ahead = _submit(draw) if THREAD else draw()
+        self.ahead = _submit(draw)

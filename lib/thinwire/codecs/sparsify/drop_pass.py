@@ -6,9 +6,8 @@
 
 On CPU this is one compiled kernel over chunks of every segment in parallel
 (``kernels/drop.py``): the tensor is read and written once. On a GPU (``kernels/device.py``)
-the same steps run in two Triton kernels (``kernels/triton_drop.py``), or with
-``triton_drop.KERNEL = "torch"`` as whole-tensor torch ops on the device: the same
-survivors, so the same message.
+the same steps run in two Triton kernels (``kernels/triton_drop.py``) where Triton runs,
+else as whole-tensor torch ops on the device: the same survivors, so the same message.
 
 A NaN compares false with everything, so the survivor test is written as
 ``not |x| <= t``: NaN and Inf always survive, and the caller can reject them by looking

@@ -61,22 +61,22 @@ def finite(bits) -> bool:
     return (int(bits) >> 52) & 0x7FF != 0x7FF
 
 
-def capacity(spans: list[tuple[int, int]], density: float, chosen_from: list[int]) -> int:
+def capacity(spans: list[tuple[int, int]], density: float, chosen_from: list[int], slack: int = SLACK) -> int:
     """Room for the survivors of thresholds chosen as order statistics of ``chosen_from``
     values, one per span, at ``density``: each span's expected number, d (b - a), and
     ``DEVIATIONS`` standard deviations more. The share of a span above the order statistic
     with q = d (m + 1) of m values above it is Beta distributed, its relative standard
     deviation about 1 / sqrt(q) (Sec. 4's 0.1% sample of 250M values: 2%; 1,000 values at
-    99%: 32%)."""
+    99%: 32%). ``slack``: that many more (``SLACK``)."""
     room = sum(density * (b - a) * (1 + DEVIATIONS / math.sqrt(max(density * (m + 1), 1)))
                for (a, b), m in zip(spans, chosen_from))
-    return min(sum(b - a for a, b in spans), math.ceil(room) + SLACK)
+    return min(sum(b - a for a, b in spans), math.ceil(room) + slack)
 
 
 def survivors(residual: torch.Tensor, gradient: torch.Tensor | None, spans: list[tuple[int, int]],
               found: torch.Tensor, keep_residual: bool, inclusive: bool, density: float,
               source: torch.Tensor | None, meanwhile=None, gaps: bool = False,
-              chosen_from: list[int] | None = None) -> Survivors:
+              chosen_from: list[int] | None = None, slack: int = SLACK) -> Survivors:
     """``drop_pass`` over ``spans`` with the thresholds in ``found``'s first row (float64,
     one column per span, on ``residual``'s device, not read; its second row: how many
     values equal each) and ``Survivors`` read of it; ``gaps``: count the long gaps of the
@@ -84,7 +84,7 @@ def survivors(residual: torch.Tensor, gradient: torch.Tensor | None, spans: list
     was chosen from (``capacity``; None: each span's). The other arguments are
     ``drop_pass``'s."""
     if device.on_device(residual) and triton_drop.usable(residual, gradient, source):
-        room = capacity(spans, density, chosen_from or [b - a for a, b in spans])
+        room = capacity(spans, density, chosen_from or [b - a for a, b in spans], slack)
         return _in_one_wait(residual, gradient, spans, found, keep_residual, inclusive, room, source, meanwhile, gaps)
     thresholds, equal = found.tolist()  # (a wait on a device)
     on_host = not device.on_device(residual)  # the host's pass counts NaN and Inf as it gathers

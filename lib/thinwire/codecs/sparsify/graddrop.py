@@ -67,7 +67,6 @@ from ..payload import Payload
 from ..state import CodecState
 from ..wire import deferred
 
-DRAW_AHEAD = True  # False: on a device each message draws its own sample, step 1 on its own (drop_variants times both)
 THRESHOLDS = ("exact", "sampled")
 SCOPES = ("global", "local")
 ENCODINGS = ("offset_value", "index_value")
@@ -175,7 +174,7 @@ class GradDrop(Codec):
         found = [self._threshold(corrected if source is None else source, gradient, a, b, state.generator, known)
                  for a, b in spans]
         state.last.select_seconds = time.perf_counter() - t0
-        ahead = DRAW_AHEAD and bool(draws) and self.sampling == "random"  # the next message's, on the drawing thread
+        ahead = bool(draws) and self.sampling == "random"  # the next message's, on the drawing thread
         # the thresholds stay where they were found: read with the survivors' count
         kept = survivors(corrected, gradient, spans, found[0][0].view(2, 1) if len(found) == 1 else
                          torch.stack([f for f, _ in found], 1), keep_residual=self.residual,
@@ -274,7 +273,7 @@ class GradDrop(Codec):
         if self.sampling == "stride":
             return iter([device.put(narrowed(sample_positions(n, m, "stride", state.generator) + a, a + n), where)
                          for a, n, m in draws])
-        taken = _draws_ahead(state).take(state.generator, draws, where) if DRAW_AHEAD else None
+        taken = _draws_ahead(state).take(state.generator, draws, where)
         return iter(taken) if taken is not None else None
 
     def _threshold(self, corrected, gradient, start, stop, generator, known=None) -> tuple[torch.Tensor, int]:

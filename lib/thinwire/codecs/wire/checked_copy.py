@@ -14,10 +14,10 @@ unverified (``Codec.checks_own_copy``) and copies it with ``copy_part``:
    0xFF bytes (NaN as float32) before ``CorruptMessageError`` is raised, so no value of a
    damaged message stays in the caller's buffer.
 
-A message tensor on a GPU (``tensor_message.py``) takes the same protocol there: the part
-is copied by the device CRC's kernel, which checksums it on the way
-(``triton_crc.crc32c_copy``), and the CRC of the header before it, read on the host
-anyway, is folded in as a constant.
+A message tensor on a GPU (``tensor_message.py``) takes the same protocol inside
+``wire.deferred_checks``: the part is copied out and checksummed there
+(``triton_crc.crc32c_copy``), and the CRC of the header before it is folded in as a
+constant.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 import torch
 
-from ..errors import CorruptMessageError, RefusedInputError
+from ..errors import CorruptMessageError, DeviceChecksumError, RefusedInputError
 from ..kernels import triton_affine, triton_crc, triton_halves
 from ..kernels.device import put
 from ..payload import PartWriter, Payload
@@ -86,9 +86,6 @@ def _kept_bytes(data: bytes, device: str) -> torch.Tensor:
     return _host_bytes(data, torch.device(device)).to(device)
 
 
-DEVICE_CRC_FAILURE: str | None = None  # why the device CRC could not run here, once it failed
-
-
 def _on_device(t: torch.Tensor) -> bool:
     """True where a message is checksummed by the device kernel: any tensor not on the CPU
     (the interpreter test of ``triton_crc`` sends CPU tensors this way too)."""
@@ -98,13 +95,10 @@ def _on_device(t: torch.Tensor) -> bool:
 def _crc(body: torch.Tensor, trailer: torch.Tensor | None = None) -> torch.Tensor:
     """The CRC-32C of ``body`` as a one-element int32 tensor on its device, also written into
     ``trailer`` (4 bytes) when given: computed there by ``triton_crc`` on a GPU; on the host
-    otherwise (a copy of the body), and on a GPU where Triton is missing or its kernel failed
-    to compile (``DEVICE_CRC_FAILURE`` says why, and ``gpu_bench`` reports it), so messages
-    stay correct either way."""
-    if _on_device(body) and triton_crc.AVAILABLE and DEVICE_CRC_FAILURE is None:
-        crc = _fails_on_device(lambda: triton_crc.crc32c_tensor(body, trailer=trailer))
-        if crc is not None:
-            return crc
+    otherwise (a copy of the body), and on a GPU where Triton is missing. A device kernel
+    that fails (a compiler or driver that refuses it) raises ``DeviceChecksumError``."""
+    if _on_device(body) and triton_crc.AVAILABLE:
+        return _on_the_device(lambda: triton_crc.crc32c_tensor(body, trailer=trailer), body.device)
     return _host_crc(memoryview(body.cpu().numpy()), body.device, trailer)
 
 
@@ -116,64 +110,23 @@ def _host_crc(data, device, trailer: torch.Tensor | None) -> torch.Tensor:
     return crc
 
 
-def _words_here() -> bool:
-    """Whether a part is written, or read, as the message is checksummed, in one pass: the
-    device CRC's ``"words"`` kernel is chosen and runs here."""
-    return triton_crc.AVAILABLE and triton_crc.KERNEL == "words" and DEVICE_CRC_FAILURE is None
-
-
-def _one_pass(part, message: torch.Tensor, offset: int):
-    """How ``pack`` writes ``part``, a message's first part, at ``offset`` into the message
-    while it checksums it, in one pass, where the device CRC's ``"words"`` kernel runs: a
-    function of (target bytes, prefix, trailer, rest) returning the CRC (``rest``: the
-    bytes of the body after the part, ``PartWriter.fill_with_crc``); a plain tensor on the
-    message's device, at a word-aligned offset, is copied (``triton_crc.crc32c_copy``), a
-    ``PartWriter`` with ``fill_with_crc`` whose ``source`` is there fills itself; else None
-    (a plain part elsewhere is copied, and the message's body, which starts on a word,
-    checksummed by the words kernel: the byte kernel that an unaligned copy would take is
-    slower)."""
-    if not _words_here():
-        return None
-    if isinstance(part, PartWriter):
-        fits = part.fill_with_crc is not None and part.source is not None and part.source.device == message.device
-        return part.fill_with_crc if fits else None
-    if not part.numel() or part.device != message.device or offset % 4:
-        return None
-    return lambda target, prefix, trailer, rest=0: triton_crc.crc32c_copy(part.reshape(-1).view(torch.uint8), target,
-                                                                          prefix, trailer, rest)
-
-
-COPY_CHECKED_BYTES = 1 << 20  # a part at least this large is verified as it is copied out
-
-
-def copies_while_checking(message: torch.Tensor, out: torch.Tensor) -> bool:
-    """Whether a codec decoding ``message`` (a message tensor) into ``out`` opens it
-    unverified and verifies it as it copies its part (``copy_part``): a large ``out`` on
-    the device of a message checksummed there, with the device CRC's ``"words"`` kernel."""
-    return (_on_device(message) and out.device == message.device
-            and out.numel() * out.element_size() >= COPY_CHECKED_BYTES and _words_here())
-
-
 def checks_on_device(message: torch.Tensor, out: torch.Tensor) -> bool:
     """Whether a message tensor decoded into ``out`` is checksummed by the device CRC as its
     values are copied out there (``copy_part``), at any size: the message is a device
     tensor, ``out`` on its device, and the device CRC runs (``unpack_steady``'s messages)."""
-    return (_on_device(message) and out.device == message.device and triton_crc.AVAILABLE
-            and DEVICE_CRC_FAILURE is None)
+    return _on_device(message) and out.device == message.device and triton_crc.AVAILABLE
 
 
-def _fails_on_device(run):
-    """``run()``'s result, or None (``DEVICE_CRC_FAILURE`` then says why) where a compiler or
-    driver refused the device CRC's kernel: the caller then checksums on the host. A codec's
-    refusal of its input (``RefusedInputError``, from a part's writer) goes to the caller."""
-    global DEVICE_CRC_FAILURE
+def _on_the_device(run, where: torch.device):
+    """``run()``, a device CRC; its failure raised as ``DeviceChecksumError`` naming the
+    device and the cause. A codec's refusal of its input (``RefusedInputError``) passes."""
     try:
         return run()
     except RefusedInputError:
         raise
-    except Exception as exc:  # as in ``_crc``
-        DEVICE_CRC_FAILURE = f"{type(exc).__name__}: {exc}"[:500]
-        return None
+    except Exception as exc:
+        raise DeviceChecksumError(f"the device CRC-32C (Triton) failed on {where}: {type(exc).__name__}: "
+                                  f"{str(exc)[:400]}") from exc
 
 
 def _crc_copy(source: torch.Tensor, target: torch.Tensor, prefix: bytes,
@@ -181,14 +134,12 @@ def _crc_copy(source: torch.Tensor, target: torch.Tensor, prefix: bytes,
     """``target.copy_(source)`` and the CRC-32C of ``prefix`` and the message's bytes among
     them (a message body whose first bytes ``prefix`` are on the host, then its part:
     uint8 both, or 16-bit floats cast from or to float32), written into ``trailer`` when
-    given, as ``_crc`` computes it: on the device in one pass (``triton_crc.crc32c_copy``,
-    ``triton_halves.crc32c_cast``), else on the host."""
+    given, as ``_crc`` computes it: on the device (``triton_crc.crc32c_copy``,
+    ``triton_halves.crc32c_cast``) where Triton is, else on the host."""
     cast = source.dtype != target.dtype
-    if DEVICE_CRC_FAILURE is None:
-        crc = _fails_on_device(lambda: (triton_halves.crc32c_cast if cast else triton_crc.crc32c_copy)(
-            source, target, prefix, trailer))
-        if crc is not None:
-            return crc
+    if triton_crc.AVAILABLE:
+        return _on_the_device(lambda: (triton_halves.crc32c_cast if cast else triton_crc.crc32c_copy)(
+            source, target, prefix, trailer), source.device)
     target.copy_(source)
     sent = (source if target.dtype == torch.float32 else target).reshape(-1).view(torch.uint8)
     return _host_crc(memoryview(bytes(prefix) + bytes(sent.cpu().numpy())), source.device, trailer)
@@ -229,26 +180,6 @@ def pack(codec_id: int, digest: int, dtype: torch.dtype, shape: tuple[int, ...],
         message[:written].copy_(_host_bytes(before, message.device), non_blocking=not on_host)
     for name, at in device_meta.items():
         message[at:at + 4].copy_(payload.meta[name])
-    words = meta_words(device_meta)
-    write = (_one_pass(parts[0][1], message, written) if not on_host and parts
-             and (len(parts) == 1 or isinstance(parts[0][1], PartWriter))  # a writer that makes the later parts
-             and (words is not None or not device_meta) else None)
-    if write is not None:  # the first part written as the message is checksummed
-        first_end = offsets[0] + part_nbytes(parts[0][1])
-        rest = total - first_end
-
-        def checksummed():  # the meta kept on the device is zeros in ``before``: its own bytes are added
-            crc = write(message[written:first_end], before, None if words or rest else message[total:], rest)
-            if rest:  # the later parts, written now (the first part's writer may make them), added
-                _write_parts(parts[1:], offsets[1:], message, first_end)
-                crc ^= triton_crc.raw_crc(message[first_end:total])
-            if words:
-                return triton_affine.with_words(crc, message, words, message[total:])
-            if rest:
-                message[total:].copy_(crc.view(torch.uint8))
-            return crc
-        if _fails_on_device(checksummed) is not None:
-            return message
     _write_parts(parts, offsets, message, written)
     body = message[:total]
     if on_host:
@@ -266,10 +197,10 @@ def meta_words(offsets: dict[str, int]) -> tuple[int, ...] | None:
     return tuple(sorted(offsets.values())) if 1 <= len(offsets) <= triton_affine.WITH_WORDS else None
 
 
-def _head(message: torch.Tensor, end: int, extra: tuple[torch.Tensor, ...] = ()) -> tuple[bytes, bytes]:
-    """(``extra``'s bytes, the first ``min(end, HEAD)`` bytes of the message) in one copy to
+def _head(message: torch.Tensor, end: int, extra: tuple[torch.Tensor, ...] = (), first: int = HEAD) -> tuple[bytes, bytes]:
+    """(``extra``'s bytes, the first ``min(end, first)`` bytes of the message) in one copy to
     the host (one concatenation on the device)."""
-    prefix = message[:min(end, HEAD)]
+    prefix = message[:min(end, first)]
     host = bytes(torch.cat([*extra, prefix]).cpu().numpy()) if _on_device(message) or extra else bytes(prefix.numpy())
     cut = sum(t.numel() for t in extra)
     return host[:cut], host[cut:]
@@ -300,7 +231,7 @@ class Unverified(NamedTuple):
     meta_words: tuple[int, ...] | None = None  # offsets of the meta kept on the device (``meta_words``)
 
 
-def unpack(message: torch.Tensor, verify: bool = True) -> tuple[dict, Payload]:
+def unpack(message: torch.Tensor, verify: bool = True, first: int = HEAD) -> tuple[dict, Payload]:
     """``format.unpack`` of a message tensor: the parts are views of it, on its device.
 
     ``verify=False``: the checksum is left to ``copy_part`` (``payload.unverified`` holds the
@@ -311,12 +242,12 @@ def unpack(message: torch.Tensor, verify: bool = True) -> tuple[dict, Payload]:
         raise CorruptMessageError(f"message of {n} bytes is shorter than the minimal frame")
     end = n - TRAILER.size
     if verify:
-        crcs, head = _head(message, end, (_crc(message[:end]).view(torch.uint8), message[end:]))
+        crcs, head = _head(message, end, (_crc(message[:end]).view(torch.uint8), message[end:]), first)
         computed, stored = struct.unpack("<II", crcs)
         if computed != stored:
             raise CorruptMessageError(f"checksum mismatch in a message of {n} bytes")
     else:
-        _, head = _head(message, end)
+        _, head = _head(message, end, first=first)
     codec_id, digest, dtype, shape, meta, parts, _, pos = _header(message, end, head)
     payload = Payload(meta=meta, unverified=None if verify else Unverified(message, head))
     for (name, part_dtype, numel), off in zip(parts, layout(parts, pos, end)):
@@ -475,14 +406,14 @@ def copy_part(payload: Payload, name: str, dst: torch.Tensor) -> None:
               spoil=lambda: dst.view(torch.uint8).fill_(0xFF))
 
 
-def measure(message: torch.Tensor) -> tuple[int, int]:
+def measure(message: torch.Tensor, first: int = HEAD) -> tuple[int, int]:
     """``format.measure`` of a message tensor (its header copied to the host)."""
     check(message)
     n = message.numel()
     end = n - TRAILER.size
     if end < FIXED.size:
         raise CorruptMessageError(f"message of {n} bytes is shorter than the minimal frame")
-    _, head = _head(message, end)
+    _, head = _head(message, end, first=first)
     _, _, _, _, _, parts, meta_bytes, _ = _header(message, end, head)
     payload = payload_nbytes(parts, meta_bytes)
     return payload, n - payload
