@@ -32,8 +32,9 @@ $(VENV)/.stamp: requirements.lock pyproject.toml
 test: setup unit golden-test golden-test-other-cpu
 
 # Tests marked ``alone`` measure step times: they run after the others, with nothing beside them.
+# The 30 slowest tests are listed at the end: where make test's time goes.
 unit: setup
-	$(PY) -m pytest -q -n 2 -m "not alone" tests
+	$(PY) -m pytest -q -n 2 -m "not alone" --durations=30 tests
 	$(PY) -m pytest -q -p no:xdist -m alone tests
 
 # Executed smoke-profile notebooks, re-run by nbval; only # NBVAL_CHECK_OUTPUT cells are compared.
