@@ -293,8 +293,7 @@ def empty(device, add: int, trailer: torch.Tensor | None) -> torch.Tensor:
 
 
 def by_words(kernel, nbytes: int, device: torch.device, scale: int, add: int, trailer: torch.Tensor | None,
-             before: tuple, after: tuple, pad_end: bool = False, warps: int = WORD_WARPS,
-             **constants) -> torch.Tensor:
+             before: tuple, after: tuple, **constants) -> torch.Tensor:
     """Step 1 by a kernel of the words form over the ``nbytes`` bytes it produces or reads
     (``triton_uniform``'s, ``triton_range``'s and ``triton_rows``' 8-bit codes): one
     program per ``WORD_LANES`` x ``WORD_STEPS`` words, launched with ``before``, then
@@ -303,10 +302,7 @@ def by_words(kernel, nbytes: int, device: torch.device, scale: int, add: int, tr
     word padded with zeros at the end is taken out of ``scale`` (``scale`` times the raw
     CRC, plus ``add``, is what the last kernel makes). The first block starts with padding
     words (``padw``, leading zeros leave a raw CRC as it is), so the last block ends with
-    the last word; ``pad_end``: the first block starts with the first word (a kernel whose
-    blocks hold whole groups of values from the start, ``triton_qsgd``'s buckets) and the
-    last block's words past the end are zeros, taken out of ``scale`` as the last word's are.
-    ``warps``: per program, for a kernel that holds more values per word than 4."""
+    the last word."""
     nw = -(-nbytes // 4)
     per_block = WORD_LANES * WORD_STEPS
     if 4 * per_block != BLOCK:  # the blocks' CRCs are joined by BLOCK's product tables
@@ -314,14 +310,13 @@ def by_words(kernel, nbytes: int, device: torch.device, scale: int, add: int, tr
     blocks = -(-nw // per_block)
     product, shifts = _word_tables(str(device), WORD_LANES)
     block_products = _tables(str(device), max(1, (blocks - 1).bit_length()))[1]
-    padded = 4 * blocks * per_block if pad_end else 4 * nw
-    if padded != nbytes:
-        scale = multiply(scale, _unpadded(padded - nbytes))  # the zero bytes after the last taken out
+    if 4 * nw != nbytes:
+        scale = multiply(scale, _unpadded(4 * nw - nbytes))  # the zero bytes after the last taken out
     crcs = torch.empty(blocks, dtype=torch.int32, device=device)
     store, final = trailer is not None, blocks == 1
-    kernel[(blocks,)](*before, 0 if pad_end else blocks * per_block - nw, product, shifts, crcs, _bits(scale),
+    kernel[(blocks,)](*before, blocks * per_block - nw, product, shifts, crcs, _bits(scale),
                       _bits(add), trailer if store else crcs, *after, LANES=WORD_LANES, STEPS=WORD_STEPS, FINAL=final,
-                      STORE=store and final, SCALED=scale != ONE, num_warps=warps, **constants)
+                      STORE=store and final, SCALED=scale != ONE, num_warps=WORD_WARPS, **constants)
     return _joined(crcs, block_products, scale, add, trailer)
 
 
