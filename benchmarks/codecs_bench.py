@@ -15,9 +15,10 @@ import numpy as np
 import torch
 
 from roofline import add_pass, interleaved, timing
-from thinwire.codecs import CodecState, make_codec, wire
-from thinwire.codecs.kernels import stream
-from thinwire.codecs.wire.buffers import message_buffer
+from thinwire.codecs import CodecState, make_codec
+from thinwire.engine import wire
+from thinwire.engine.kernels import stream
+from thinwire.engine.wire.buffers import message_buffer
 
 N = 25_000_000
 SPECS = ["fp32", "fp16", "bf16", "quantize(bits=8)", "quantize(bits=4)", "quantize(bits=2)", "quantize(bits=1)",

@@ -274,8 +274,8 @@ def counting(audit: Audit):
         finally:
             audit.paused -= 1
 
-    from thinwire.codecs.kernels import triton_crc, triton_drop
-    from thinwire.codecs.wire import tensor_message
+    from thinwire.engine.kernels import triton_crc, triton_drop
+    from thinwire.engine.wire import tensor_message
     runs = triton_crc.triton_runs
     caches = (triton_crc._tables, triton_crc._lane_shifts, triton_crc._word_tables, triton_drop._chunks,
               triton_drop._span_ends, tensor_message._kept_bytes)
@@ -309,8 +309,8 @@ def counted(audit: Audit):
 @contextmanager
 def path():
     """The device path, on CPU tensors: message tensors on the CPU taken as device ones."""
-    from thinwire.codecs.kernels import device
-    from thinwire.codecs.wire import tensor_message
+    from thinwire.engine.kernels import device
+    from thinwire.engine.wire import tensor_message
     before = tensor_message._on_device
     tensor_message._on_device = lambda t: True
     try:
@@ -324,7 +324,7 @@ def _deferred_round_trip(audit: Audit, encode, decode) -> dict:
     """The counts of ``encode()`` and then ``decode()`` inside one ``wire.deferred_checks``
     block ("encode_deferred", "decode_deferred") and of that block's end, which judges what
     they left (the checksums, a range: "block_end"), after one such block uncounted."""
-    from thinwire.codecs.wire import deferred_checks
+    from thinwire.engine.wire import deferred_checks
     with deferred_checks():  # a warm-up of its own: this path may make tables the other did not
         encode()
         decode()

@@ -169,7 +169,7 @@ def _repeats(n: int) -> int:
 def same_bytes(spec: str, n: int = 1_000_000) -> bool:
     """A GPU tensor's message equals the CPU tensor's (host kernels), same seed, two steps."""
     from thinwire.codecs import CodecState, make_codec
-    from thinwire.codecs.kernels import device
+    from thinwire.engine.kernels import device
     x = torch.randn(n, generator=torch.Generator().manual_seed(1))
     messages = []
     for where in (DEVICE, "cpu"):
@@ -182,8 +182,9 @@ def same_bytes(spec: str, n: int = 1_000_000) -> bool:
 
 def codecs(sizes=SIZES, specs=SPECS, kept_on_device: bool = False, done=None) -> list[dict]:
     """Part 1 (host messages), or part 5 with ``kept_on_device`` (message tensors on the device)."""
-    from thinwire.codecs import CodecState, make_codec, wire
-    from thinwire.codecs.kernels import device
+    from thinwire.codecs import CodecState, make_codec
+    from thinwire.engine import wire
+    from thinwire.engine.kernels import device
     rows = []
     for n in sizes:
         x = torch.randn(n, device=DEVICE, generator=torch.Generator(DEVICE).manual_seed(0))
@@ -231,7 +232,7 @@ def device_crc(sizes=SIZES) -> list[dict]:
     """Part 4: the device CRC of each size's fp32 bytes against the add pass."""
     import crc32c
 
-    from thinwire.codecs.kernels import triton_crc
+    from thinwire.engine.kernels import triton_crc
     if not triton_crc.AVAILABLE:
         print("gpu_bench: no triton here, the device CRC is not measured", flush=True)
         return []
@@ -323,7 +324,7 @@ def message_overhead(sizes=(4_096, 1_000_000), specs=OVERHEAD_CODECS, calls: int
     from torch.profiler import ProfilerActivity, profile
 
     from thinwire.codecs import CodecState, make_codec
-    from thinwire.codecs.kernels import device
+    from thinwire.engine.kernels import device
     rows = []
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if DEVICE == "cuda" else [])
     for n in sizes:
@@ -423,7 +424,7 @@ def held_messages(x: torch.Tensor, out: torch.Tensor, specs):
     """(spec, ``Held``) for each of ``specs``, its messages kept on the device: in a dry run
     the forced device path stays chosen while the caller works on each."""
     from thinwire.codecs import CodecState, make_codec
-    from thinwire.codecs.kernels import device
+    from thinwire.engine.kernels import device
     for spec in specs:
         with device.forced() if DEVICE == "cpu" else nullcontext():
             yield spec, Held(make_codec(spec), CodecState(0), x, out, torch.empty(0, dtype=torch.uint8, device=DEVICE))
@@ -529,8 +530,8 @@ def graphed(sizes=SIZES, specs=GRAPH_SPECS) -> list[dict]:
     compared with the host's made with the same key (the generator as it was before the
     last call, which is the capture)."""
     from thinwire.codecs import CodecState, make_codec
-    from thinwire.codecs.kernels import device
-    from thinwire.codecs.wire import deferred
+    from thinwire.engine.kernels import device
+    from thinwire.engine.wire import deferred
     rows = []
     for n in sizes:
         x = torch.randn(n, device=DEVICE, generator=torch.Generator(DEVICE).manual_seed(0))
@@ -575,8 +576,8 @@ def _device_messages():
     """In a dry run whose kernels Triton interprets, message tensors on the CPU taken as
     device ones, so that their CRCs are the device kernels', as ``device_audit.path`` takes
     them (elsewhere on the CPU they are the host's)."""
-    from thinwire.codecs.kernels import triton_crc
-    from thinwire.codecs.wire import tensor_message
+    from thinwire.engine.kernels import triton_crc
+    from thinwire.engine.wire import tensor_message
     if DEVICE == "cuda" or not triton_crc.interpreted():
         yield
         return
@@ -593,7 +594,7 @@ def _replayed(round_trip, repeats: int, roof: float) -> dict:
     capture stream, which make the kernels' tables and the header kept on the device), its
     replays timed, then its checks compared: (graph seconds, fraction of the add pass), or
     the failure."""
-    from thinwire.codecs.wire import deferred
+    from thinwire.engine.wire import deferred
     try:
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())

@@ -21,7 +21,8 @@ import time
 import torch
 
 from roofline import WARMUP, add_pass, median_seconds
-from thinwire.codecs import CodecState, make_codec, wire
+from thinwire.codecs import CodecState, make_codec
+from thinwire.engine import wire
 
 N = 25_000_000
 SPECS = ["graddrop(ratio=0.99)", "graddrop(ratio=0.99, sampling='stride')",

@@ -45,12 +45,12 @@ WIDTHS = {"128": 16, "64": 8, "U16": 2, "S16": 2, "U8": 1, "S8": 1}  # a global 
 
 def _kernels():
     """(name, kernel, signature, constexprs, warps) of each launch configuration."""
-    from thinwire.codecs.kernels import triton_crc as crc
-    from thinwire.codecs.kernels import triton_drop as drop
-    from thinwire.codecs.kernels import triton_qsgd as qsgd
-    from thinwire.codecs.kernels import triton_range as ranged
-    from thinwire.codecs.kernels import triton_rows as row_kernels
-    from thinwire.codecs.kernels import triton_uniform as uniform
+    from thinwire.engine.kernels import triton_crc as crc
+    from thinwire.engine.kernels import triton_drop as drop
+    from thinwire.engine.kernels import triton_qsgd as qsgd
+    from thinwire.engine.kernels import triton_range as ranged
+    from thinwire.engine.kernels import triton_rows as row_kernels
+    from thinwire.engine.kernels import triton_uniform as uniform
     final = {"FINAL": True, "STORE": True, "SCALED": True}
     block = {"message": "*u8", "n": "i64", "pad": "i64", "slicing": "*i32", "shifts": "*i32", "out": "*i32",
              "scale": "i32", "ones": "i32", "trailer": "*u8"}

@@ -25,7 +25,7 @@ import torch
 
 from roofline import add_pass, interleaved
 from thinwire.codecs.entropy import huffman_stream
-from thinwire.codecs.kernels import bitpack
+from thinwire.engine.kernels import bitpack
 from thinwire.codecs.quantize.bin_quantize import bin_codes, bin_pack, histogram
 from thinwire.codecs.quantize.minmax import value_range
 from thinwire.codecs.entropy.huffman_code import code_lengths

@@ -2,7 +2,7 @@
 of every codec under a competing CPU load, and the in-process simulation overhead.
 
 Writes ``benchmarks/out/results.json``, prints every table, and rewrites the codec engine's
-README's (``lib/thinwire/codecs/README.md``) blocks ``<!-- bench: NAME -->`` ... ``<!-- /bench -->``
+README's (``lib/thinwire/engine/README.md``) blocks ``<!-- bench: NAME -->`` ... ``<!-- /bench -->``
 with them, so its benchmark numbers are the last run's, never typed. ``--no-readme`` leaves it alone. On a machine
 with a GPU it first runs ``gpu_bench.py``, which updates ``gpu-runs/bench_gpu.json``; the
 README's GPU blocks are rendered from that file on any machine (``--gpu-tables``: only them).
@@ -38,7 +38,7 @@ import oland_raj_bench  # noqa: E402
 import replicas_bench  # noqa: E402
 import wait_policy  # noqa: E402
 
-README = Path(__file__).parents[1] / "lib" / "thinwire" / "codecs" / "README.md"  # the engine's speed tables
+README = Path(__file__).parents[1] / "lib" / "thinwire" / "engine" / "README.md"  # the engine's speed tables
 GPU_RESULTS = Path(__file__).parents[1] / "gpu-runs" / "bench_gpu.json"
 WAIT_POLICY_RESULTS = Path(__file__).with_name("wait_policy.json")
 AUDIT_RESULTS = Path(__file__).with_name("device_audit.json")  # counts: the same on every machine

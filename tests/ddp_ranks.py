@@ -9,7 +9,9 @@ import torch.multiprocessing as mp
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from thinwire.codecs import CorruptMessageError, wire
+from thinwire.codecs import CorruptMessageError
+
+from thinwire.engine import wire
 from thinwire.ddp import CodecHook
 
 STEPS = 3

@@ -5,7 +5,7 @@ kernels under the interpreter (``test_triton_drop.py``'s script) and by torch's 
 import numpy as np
 import torch
 
-from thinwire.codecs.kernels import device, triton_drop
+from thinwire.engine.kernels import device, triton_drop
 from thinwire.codecs.sparsify import drop_survivors
 from thinwire.codecs.sparsify.drop_pass import drop_pass
 from thinwire.codecs.sparsify.offsets import index_gaps, long_gaps

@@ -11,7 +11,7 @@ from pathlib import Path
 def takes(monkeypatch, interpreted: bool, usable) -> bool:
     """``usable()`` with this process's kernels run by Triton's interpreter or not
     (``triton_crc.interpreted``: CPU tensors count only under it)."""
-    from thinwire.codecs.kernels import triton_crc
+    from thinwire.engine.kernels import triton_crc
     monkeypatch.setattr(triton_crc, "interpreted", lambda: interpreted and triton_crc.AVAILABLE)
     return usable()
 
@@ -48,8 +48,8 @@ import os
 os.environ["TRITON_INTERPRET"] = "1"
 import torch
 from thinwire.codecs import CodecState
-from thinwire.codecs.kernels import device
-from thinwire.codecs.wire import tensor_message
+from thinwire.engine.kernels import device
+from thinwire.engine.wire import tensor_message
 
 tensor_message._on_device = lambda t: True  # CPU message tensors taken as device ones
 reads = []  # the size of every tensor copied to the host
@@ -72,7 +72,7 @@ def every_damaged_byte_caught(codec, m, like):
     # each byte of message m flipped in turn: decoded inside deferred_checks, the block
     # ends with CorruptMessageError naming the message, and its values NaN
     from thinwire.codecs import CorruptMessageError
-    from thinwire.codecs.wire import deferred_checks
+    from thinwire.engine.wire import deferred_checks
     for at in range(m.numel()):
         bad = m.clone()
         bad[at] ^= 0x10

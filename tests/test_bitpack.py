@@ -4,7 +4,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from thinwire.codecs.kernels import bitpack
+from thinwire.engine.kernels import bitpack
 
 
 @settings(max_examples=150, deadline=None)
@@ -48,7 +48,7 @@ def test_wrong_length_is_rejected():
 @pytest.mark.parametrize("bits", range(1, 17))
 def test_the_device_path_packs_the_same_bytes_as_the_host_kernels(bits):
     # torch_pack is what a GPU tensor takes (no copy to the host); here it runs on CPU tensors
-    from thinwire.codecs.kernels import torch_pack
+    from thinwire.engine.kernels import torch_pack
     g = torch.Generator().manual_seed(bits)
     for n in (0, 1, 7, 8, 9, 1000, bitpack.CHUNK + 13):
         codes = torch.randint(0, 2 ** bits, (n,), generator=g, dtype=torch.int32)

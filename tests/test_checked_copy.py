@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from thinwire.codecs import CodecState, CorruptMessageError, make_codec
-from thinwire.codecs.kernels import bitpack, crc, stream
-from thinwire.codecs.wire import checked_copy, format as wire_format
+from thinwire.engine.kernels import bitpack, crc, stream
+from thinwire.engine.wire import checked_copy, format as wire_format
 
 LARGE = (stream.STREAM_MIN_BYTES // 4) + 1001  # values: streamed, an odd tail
 needs_crc = pytest.mark.skipif(not crc.HARDWARE, reason="the streamed copy checksums only with the CRC instruction")

@@ -10,7 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from thinwire.codecs import CODECS, CodecState, CorruptMessageError, ErrorFeedback, TopK, make_codec, wire
+from thinwire.codecs import CODECS, CodecState, CorruptMessageError, ErrorFeedback, TopK, make_codec
+
+from thinwire.engine import wire
 
 SPECS = [
     "fp32", "fp16", "bf16", "topk(ratio=0.1)", "topk(ratio=1.0)", "quantize(bits=1)", "quantize(bits=3)",
@@ -174,7 +176,7 @@ def test_error_feedback_in_its_buffers_is_the_definition(inner, forced):
     untouched; on the device path, fp32's message (a view of the corrected tensor itself)
     sent as it was. A message refused in step 2 (x + residual overflows to Inf) leaves the
     residual as it was, and the next message is the definition's."""
-    from thinwire.codecs.kernels import device
+    from thinwire.engine.kernels import device
     codec, state = ErrorFeedback(make_codec(inner)), CodecState(4)
     alone, alone_state, residual = make_codec(inner), CodecState(4), None
     g = torch.Generator().manual_seed(2)

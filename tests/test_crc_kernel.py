@@ -6,9 +6,11 @@ import numpy as np
 import pytest
 import torch
 
-from thinwire.codecs import CodecState, CorruptMessageError, Payload, make_codec, wire
-from thinwire.codecs.kernels import crc
-from thinwire.codecs.payload import PartWriter
+from thinwire.codecs import CodecState, CorruptMessageError, Payload, make_codec
+
+from thinwire.engine import wire
+from thinwire.engine.kernels import crc
+from thinwire.engine import PartWriter
 
 needs_instruction = pytest.mark.skipif(not crc.HARDWARE, reason="this CPU has no crc32 instruction")
 
@@ -35,7 +37,7 @@ def test_the_fold_constants_are_powers_of_x_modulo_the_polynomial():
     """``crc_math.x_power`` against long division of x^k by the Castagnoli polynomial in
     its normal bit order, then reflected; the fold's multiplicands are x^(2048+63) and
     x^2047 placed in the upper half of a 64-bit word."""
-    from thinwire.codecs.kernels import crc_fold, crc_math
+    from thinwire.engine.kernels import crc_fold, crc_math
 
     def divided(k):
         remainder = 1
@@ -112,7 +114,7 @@ def test_the_portable_crc_steps_compute_what_the_instruction_does():
 
 
 def test_kernels_know_the_target_cpu_features():
-    from thinwire.codecs.kernels import vector_width
+    from thinwire.engine.kernels import vector_width
     assert vector_width.target_features("+sse4.2,-f16c") == {"+sse4.2", "-f16c"}  # NUMBA_CPU_FEATURES
     assert vector_width.target_features("", "generic") is None  # NUMBA_CPU_NAME without features
     assert "+sse2" in vector_width.target_features("", "host")  # this machine's (x86-64)

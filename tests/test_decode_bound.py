@@ -10,7 +10,9 @@ import textwrap
 import pytest
 import torch
 
-from thinwire.codecs import CodecState, CorruptMessageError, make_codec, wire
+from thinwire.codecs import CodecState, CorruptMessageError, make_codec
+
+from thinwire.engine import wire
 from thinwire.codecs.base import DECODE_FLOOR
 from thinwire.policies import Decision
 

@@ -11,11 +11,11 @@ import torch
 
 import kernel_choice
 from thinwire.codecs import CodecState, CorruptMessageError, make_codec
-from thinwire.codecs.wire import deferred, deferred_checks
+from thinwire.engine.wire import deferred, deferred_checks
 
 CHECK = kernel_choice.DEVICE_MESSAGES + r"""
 from thinwire.codecs import CorruptMessageError, make_codec
-from thinwire.codecs.wire import deferred, deferred_checks
+from thinwire.engine.wire import deferred, deferred_checks
 
 
 g = torch.Generator().manual_seed(3)
@@ -120,7 +120,7 @@ sys.path.insert(0, TESTS)
 import torch
 import torch.distributed as dist
 import ddp_ranks
-from thinwire.codecs.wire import deferred, tensor_message
+from thinwire.engine.wire import deferred, tensor_message
 
 tensor_message._on_device = lambda t: True  # the bucket's CPU message tensors taken as device ones
 checked = []

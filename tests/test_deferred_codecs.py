@@ -16,8 +16,8 @@ CHECK = kernel_choice.DEVICE_MESSAGES + r"""
 import struct
 import numpy as np
 from thinwire.codecs import CorruptMessageError, make_codec
-from thinwire.codecs.kernels import extrema, triton_range
-from thinwire.codecs.wire import checksum, deferred, deferred_checks
+from thinwire.engine.kernels import extrema, triton_range
+from thinwire.engine.wire import checksum, deferred, deferred_checks
 
 
 def bits_of(value):
@@ -231,7 +231,7 @@ refused_at_end(codec, torch.tensor([1.0, float("nan")]))
 
 # 12. gradient dropping's offsets: a decode does not read their checks (its header and checksum
 # are read as it opens); a forged gap or escape count is refused at the block's end
-from thinwire.codecs.wire import format as wire_format
+from thinwire.engine.wire import format as wire_format
 codec = make_codec("graddrop(ratio=0.99)")
 for x in (torch.randn(5003, generator=g), torch.randn(40, 300, generator=g)):
     opened_with_one_read(codec, x)

@@ -54,7 +54,7 @@ def test_messages_kept_in_tensors_give_the_same_run_as_host_messages(tmp_path, m
     """What a GPU run does (``Round.send``: a GPU tensor's message is a uint8 tensor on its
     device), on CPU tensors sent down the device path: the same ledger and losses as the
     same path with host messages."""
-    from thinwire.codecs.kernels import device
+    from thinwire.engine.kernels import device
     from thinwire.comm import InProcessTransport
     kwargs = dict(TINY, algorithm=algorithm, **({} if codec is None else {"push_codec": codec}))
     if algorithm == "sharded_ps":

@@ -1,6 +1,6 @@
 """The device path (torch operations on the tensor's own device, what a GPU tensor takes)
 against the host kernels, on CPU tensors: the same messages byte for byte, the same decoded
-values (``codecs/kernels/device.py``)."""
+values (``engine/kernels/device.py``)."""
 
 import contextlib
 
@@ -8,9 +8,11 @@ import numpy as np
 import pytest
 import torch
 
-from thinwire.codecs import CodecState, make_codec, wire
-from thinwire.codecs.kernels import device
-from thinwire.codecs.kernels.extrema import extrema
+from thinwire.codecs import CodecState, make_codec
+
+from thinwire.engine import wire
+from thinwire.engine.kernels import device
+from thinwire.engine.kernels.extrema import extrema
 from thinwire.codecs.sparsify import draws_ahead
 
 
@@ -371,7 +373,7 @@ def test_the_kth_smallest_by_topk_is_kthvalue_s_value_ties_included():
     """A GPU selects the k-th largest top-k candidate and the dropping threshold by
     ``torch.topk`` (``torch_select.kth_smallest`` on the device path); on the CPU
     ``kthvalue``: the same value, ties and all."""
-    from thinwire.codecs.kernels.torch_select import kth_smallest
+    from thinwire.engine.kernels.torch_select import kth_smallest
     g = torch.Generator().manual_seed(4)
     for values in (torch.randn(10_001, generator=g).abs(), torch.randint(0, 9, (5_000,), generator=g).float(),
                    torch.tensor([3.0]), torch.zeros(7)):

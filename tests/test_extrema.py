@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from thinwire.codecs.kernels.extrema import CHUNK, extrema
+from thinwire.engine.kernels.extrema import CHUNK, extrema
 from thinwire.codecs.quantize.minmax import value_range
 
 finite32 = st.floats(width=32, allow_nan=False, allow_infinity=False)

@@ -6,7 +6,7 @@ skip replacing the language modules again give what they give when they replace 
 import kernel_choice
 import pytest
 
-from thinwire.codecs.kernels import triton_crc
+from thinwire.engine.kernels import triton_crc
 
 CHECK = r"""
 import numpy as np, torch

@@ -10,9 +10,11 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from thinwire.codecs import CodecState, CorruptMessageError, GradDrop, make_codec, wire
+from thinwire.codecs import CodecState, CorruptMessageError, GradDrop, make_codec
+
+from thinwire.engine import wire
 from thinwire.codecs.sparsify.drop_pass import _drop_torch, drop_pass
-from thinwire.codecs.kernels import device
+from thinwire.engine.kernels import device
 from thinwire.codecs.sparsify.offsets import decode_offsets, encode_offsets
 
 PATHS = [contextlib.nullcontext, device.forced]  # host kernels; torch operations (a GPU's path)
@@ -323,7 +325,7 @@ def test_a_large_corrected_tensor_is_streamed_into_its_own_buffer_exactly(densit
     a line and chunks that overflow their slots (threshold -inf: every value survives): the
     same survivors and corrected tensor as whole-tensor torch operations, and ``source``
     untouched."""
-    from thinwire.codecs.kernels import stream
+    from thinwire.engine.kernels import stream
     g = torch.Generator().manual_seed(11)
     n = stream.STREAM_MIN_BYTES // 4 + 300_007
     source = torch.randint(-4, 5, (n,), generator=g).float() * 0.5

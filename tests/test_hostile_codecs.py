@@ -43,7 +43,7 @@ def test_float16_values_never_decode_to_inf(spec):
 
 
 def _forged(codec, message, **meta):
-    from thinwire.codecs import wire
+    from thinwire.engine import wire
     header, payload = wire.unpack(message)
     payload.meta.update(meta)
     return wire.pack(header["codec_id"], header["digest"], header["dtype"], header["shape"], payload)
@@ -52,7 +52,7 @@ def _forged(codec, message, **meta):
 def _forged_parts(message, **values):
     """``message`` re-packed (a valid checksum) with ``values[name]`` written over part ``name``
     at the given indices: {name: {index: value}}."""
-    from thinwire.codecs import wire
+    from thinwire.engine import wire
     header, payload = wire.unpack(message)
     for name, at in values.items():
         part = payload.parts[name].clone()
@@ -77,8 +77,8 @@ def test_forged_ranges_and_norms_are_refused_and_sound_ones_kept(spec, forged, f
     or bucket norms (negative, NaN, infinite) are not: a ``CorruptMessageError`` on either
     path; a norm of -0.0 (>= 0) decodes."""
     import contextlib
-    from thinwire.codecs.errors import CorruptMessageError
-    from thinwire.codecs.kernels import device
+    from thinwire.engine import CorruptMessageError
+    from thinwire.engine.kernels import device
     codec = make_codec(spec)
     w = torch.randn(4, 8, generator=torch.Generator().manual_seed(1))
     message = _forged_parts(codec.encode(w, CodecState(0), "w"), **forged)
@@ -93,7 +93,7 @@ def test_forged_ranges_and_norms_are_refused_and_sound_ones_kept(spec, forged, f
 @pytest.mark.parametrize("spec", ["binquant(bits=8, coder='huffman')", "binquant(bits=4, coder='huffman')"])
 @pytest.mark.parametrize("sync", [2**31, 2**63, 2**64 + 5, -2**63, 0])
 def test_a_forged_huffman_sync_is_a_corrupt_message(spec, sync):
-    from thinwire.codecs.errors import CorruptMessageError
+    from thinwire.engine import CorruptMessageError
     codec = make_codec(spec)
     forged = _forged(codec, codec.encode(torch.randn(1000), CodecState(0), "w"), sync=sync)
     with pytest.raises(CorruptMessageError):
@@ -107,8 +107,8 @@ def test_a_forged_huffman_sync_is_a_corrupt_message(spec, sync):
 @pytest.mark.parametrize("spec", ["topk(ratio=0.01)", "graddrop(ratio=0.99)", "fp32"])
 def test_a_header_claiming_another_shape_is_refused_before_allocating(spec):
     import tracemalloc
-    from thinwire.codecs import wire
-    from thinwire.codecs.errors import CorruptMessageError
+    from thinwire.engine import wire
+    from thinwire.engine import CorruptMessageError
     codec = make_codec(spec)
     message = codec.encode(torch.zeros(100), CodecState(0), "w")
     header, payload = wire.unpack(message)
@@ -204,11 +204,11 @@ def test_top_k_indices_out_of_order_or_range_are_a_corrupt_message(where, n, for
     within the tensor: refused by decode, merge and accumulate, on either path, before
     anything is written (on the host an index out of order would scatter outside its chunk)."""
     import contextlib
-    from thinwire.codecs.errors import CorruptMessageError
-    from thinwire.codecs.kernels import device
+    from thinwire.engine import CorruptMessageError
+    from thinwire.engine.kernels import device
     codec = make_codec("topk(ratio=0.01)")
     message = codec.encode(torch.randn(n, generator=torch.Generator().manual_seed(2)), CodecState(0), "w")
-    from thinwire.codecs import wire
+    from thinwire.engine import wire
     index = wire.unpack(message)[1].parts["index"]
     value = {"first after last": int(index[-1]), "a repeat": int(index[1]), "below zero": -1,
              "past the end": n}[where]
@@ -230,7 +230,7 @@ ANS_N = 3 * 65_536 + 100  # four rANS streams: a message with stream offsets
 @pytest.mark.parametrize("forged", [{"sync": 0}, {"sync": 2**31}, {"sync": 2**63}, {"sync": -5}, {"sync": 65_535},
                                     {"sync": 2 * 65_536}])
 def test_a_forged_ans_stream_length_is_a_corrupt_message(forged):
-    from thinwire.codecs.errors import CorruptMessageError
+    from thinwire.engine import CorruptMessageError
     codec = make_codec("binquant(bits=5, coder='ans')")
     message = _forged(codec, codec.encode(torch.randn(ANS_N), CodecState(0), "w"), **forged)
     with pytest.raises(CorruptMessageError, match="ans"):
@@ -243,11 +243,11 @@ def test_a_forged_ans_stream_length_is_a_corrupt_message(forged):
 def test_forged_ans_streams_are_a_corrupt_message(forged):
     """A sound checksum over streams that do not decode to their ends (a changed word, stream
     offsets out of order or past the words), or over another histogram."""
-    from thinwire.codecs.errors import CorruptMessageError
+    from thinwire.engine import CorruptMessageError
     codec = make_codec("binquant(bits=5, coder='ans')")
     x = torch.randn(ANS_N, generator=torch.Generator().manual_seed(3))
     sound = codec.encode(x, CodecState(0), "w")
-    from thinwire.codecs import wire
+    from thinwire.engine import wire
     assert wire.unpack(sound)[1].parts["syncs"].numel() == 3
     assert torch.equal(codec.decode(sound, CodecState(0), "w"), make_codec("binquant(bits=5)").decode(
         make_codec("binquant(bits=5)").encode(x, CodecState(0), "w"), CodecState(0), "w"))
@@ -269,7 +269,7 @@ def test_per_row_and_column_ranges_of_an_empty_matrix(per, shape, coder):
 def test_a_message_without_the_ranges_per_row_is_refused():
     from thinwire.codecs import CorruptMessageError
     per_tensor = make_codec("binquant(bits=4)").encode(torch.randn(3, 4), CodecState(0), "w")
-    from thinwire.codecs import wire
+    from thinwire.engine import wire
     header, payload = wire.unpack(per_tensor)
     row = make_codec("binquant(bits=4, per='row')")
     forged = wire.pack(row.codec_id, row.digest, header["dtype"], header["shape"], payload)

@@ -1,4 +1,4 @@
-"""The compiled kernels' cache (``kernels/jit_cache.py``): every kernel of ``codecs`` is
+"""The compiled kernels' cache (``kernels/jit_cache.py``): every kernel of ``engine`` and ``codecs`` is
 cached in the folder keyed by the sources, those a factory builds after import too, so an
 edit to any kernel's source never reloads stale machine code."""
 
@@ -10,16 +10,17 @@ import sys
 SCRIPT = r"""
 import importlib, pathlib, pkgutil, sys
 from numba.core.registry import CPUDispatcher
-import thinwire.codecs
+import thinwire.codecs, thinwire.engine
 from thinwire.codecs.entropy import huffman_stream
-from thinwire.codecs.kernels import half, jit_cache
+from thinwire.engine.kernels import half, jit_cache
 
 folder = pathlib.Path(jit_cache._fresh_folder())
 half._kernels(False), half._kernels(True), half._fold_kernels(False), half._fold_kernels(True)
 built = [k for variant in huffman_stream.VARIANTS for k in huffman_stream._encoders(*variant)]
 built += [k for bf16 in (False, True) for k in half._kernels(bf16) + half._fold_kernels(bf16)]
 kernels = list(built)
-for info in pkgutil.walk_packages(thinwire.codecs.__path__, "thinwire.codecs."):
+for info in [*pkgutil.walk_packages(thinwire.engine.__path__, "thinwire.engine."),
+             *pkgutil.walk_packages(thinwire.codecs.__path__, "thinwire.codecs.")]:
     module = importlib.import_module(info.name)
     kernels += [v for v in vars(module).values() if isinstance(v, CPUDispatcher) and v._cache.__class__.__name__ != "NullCache"]
 outside = sorted({f"{k.py_func.__module__}.{k.py_func.__qualname__}" for k in kernels
@@ -41,7 +42,7 @@ def test_every_kernel_is_cached_in_the_folder_keyed_by_the_sources(tmp_path):
 CLOSURES = r"""
 import numpy as np, torch
 from thinwire.codecs.entropy import huffman_stream
-from thinwire.codecs.kernels import bitpack, half
+from thinwire.engine.kernels import bitpack, half
 serial, _, chunk_bits = huffman_stream._encoders(*huffman_stream.VARIANTS[0])
 symbols, packed, table = np.zeros(8, np.uint8), np.array([1 << 8 | 1], np.uint64), np.zeros(1 << 16, np.uint64)
 serial(symbols, table, packed, 4, np.zeros(16, np.uint8), np.zeros(2, np.int64))
@@ -72,7 +73,7 @@ def test_kernels_a_factory_builds_for_other_parameters_are_keyed_apart():
     size, a per-format loop, through the kernels they call) tells them apart, so it must
     tell their cache entries apart."""
     from thinwire.codecs.entropy import huffman_stream
-    from thinwire.codecs.kernels import half, jit_cache
+    from thinwire.engine.kernels import half, jit_cache
 
     def key(kernel):
         return repr(jit_cache._described(kernel.py_func))

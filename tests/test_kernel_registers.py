@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from thinwire.codecs.kernels import triton_crc
+from thinwire.engine.kernels import triton_crc
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import kernel_registers  # noqa: E402

@@ -68,8 +68,8 @@ def test_the_wire_clock_counts_packing_and_checking_not_a_writers_work():
 
     import torch
 
-    from thinwire.codecs import wire
-    from thinwire.codecs.payload import PartWriter, Payload
+    from thinwire.engine import wire
+    from thinwire.engine import PartWriter, Payload
 
     def slow(out):
         time.sleep(0.05)  # the codec's own work, written into the frame

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from thinwire.codecs import BinQuantize, CodecState, CorruptMessageError, make_codec
 from thinwire.policies import make_policy
 from thinwire.codecs.entropy import huffman_stream
-from thinwire.codecs.kernels import bitpack
-from thinwire.codecs.kernels.bits import load_big_endian, load_pair, store_big_endian
+from thinwire.engine.kernels import bitpack
+from thinwire.engine.kernels.bits import load_big_endian, load_pair, store_big_endian
 from thinwire.codecs.quantize.bin_quantize import bin_centres, bin_codes, bin_pack, entropy_bits, estimate_entropy
 from thinwire.codecs.entropy.huffman_code import canonical_codes, code_lengths
 from thinwire.codecs.entropy.symbol_coders import CODERS
@@ -295,7 +295,7 @@ def test_fractional_levels_quantize_to_their_bin_centres(coder):
 
 
 def test_forged_levels_raise_corrupt_message():
-    from thinwire.codecs import wire
+    from thinwire.engine import wire
     from thinwire.policies import Decision
     x = torch.randn(5_000, generator=torch.Generator().manual_seed(6))
     codec = make_codec("binquant(bits=0, coder='huffman')")

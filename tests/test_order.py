@@ -7,7 +7,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from thinwire.codecs.kernels import device, order
+from thinwire.engine.kernels import device, order
 from thinwire.codecs.sparsify.drop_threshold import order_statistic
 
 SPECIAL = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 1e-45, -1e-45, 3.4e38, -3.4e38], np.float32)

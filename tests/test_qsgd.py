@@ -6,8 +6,10 @@ import math
 import pytest
 import torch
 
-from thinwire.codecs import CodecState, CorruptMessageError, make_codec, wire
-from thinwire.codecs.kernels import bitpack, fused
+from thinwire.codecs import CodecState, CorruptMessageError, make_codec
+
+from thinwire.engine import wire
+from thinwire.engine.kernels import bitpack, fused
 from thinwire.codecs.quantize.qsgd import QSGD, bucket_sizes
 
 DRAWS = 400
@@ -114,7 +116,7 @@ def _double_rounding_case():
     make S = 1 - 2^-25 - 2^-71, whose float64 is the float32 midpoint 1 - 2^-25 (ties to 1.0:
     level 1) while S itself lies below it (level 0)."""
     import numpy as np
-    from thinwire.codecs.kernels.qsgd import lowbias32
+    from thinwire.engine.kernels.qsgd import lowbias32
     v = np.float32(1 + 2.0 ** -23)
     scale = np.float32(2.0 ** -25 * (1 - 2.0 ** -23))
     big = np.float32(127 / np.float64(scale))
@@ -137,7 +139,7 @@ def test_rounding_is_the_definitions_where_rounding_twice_differs_from_once():
     from fractions import Fraction
 
     import numpy as np
-    from thinwire.codecs.kernels import qsgd, torch_qsgd
+    from thinwire.engine.kernels import qsgd, torch_qsgd
     x, scale, key = _double_rounding_case()
     exact = Fraction(float(x[1])) * Fraction(float(scale)) + Fraction(2 ** 24 - 1, 2 ** 24)
     midpoint = 1 - Fraction(1, 2 ** 25)
@@ -153,7 +155,7 @@ def test_rounding_is_the_definitions_where_rounding_twice_differs_from_once():
 WITHOUT_FMA = r"""
 import sys
 import numpy as np
-from thinwire.codecs.kernels import bitpack, fused, qsgd
+from thinwire.engine.kernels import bitpack, fused, qsgd
 assert not fused.HARDWARE and not qsgd.FUSED
 x = np.frombuffer(sys.stdin.buffer.read(), np.float32)
 for bits in (8, 3):
@@ -172,8 +174,8 @@ def test_codes_are_the_same_where_the_cpu_has_no_fused_multiply_add(tmp_path):
     import sys
 
     import numpy as np
-    from thinwire.codecs.kernels import qsgd
-    from thinwire.codecs.kernels.vector_width import target_features
+    from thinwire.engine.kernels import qsgd
+    from thinwire.engine.kernels.vector_width import target_features
     features = ",".join(sorted(f for f in target_features() if f not in ("+fma", "+avx512f"))) + ",-fma,-avx512f"
     x = torch.randn(3 * 512 * 64 + 100, generator=torch.Generator().manual_seed(4)).numpy()
     x[:512] *= 1e-30  # a bucket of tiny values, scaled by up to the largest float32

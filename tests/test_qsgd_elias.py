@@ -1,4 +1,4 @@
-"""QSGD's own Elias coding (``codecs/kernels/elias.py``, ``qsgd(coding='elias')``): the
+"""QSGD's own Elias coding (``engine/kernels/elias.py``, ``qsgd(coding='elias')``): the
 omega code as defined, the same values as the fixed-width codes in fewer bytes when levels
 are small, and a damaged stream refused, never decoded into other values."""
 
@@ -8,8 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-from thinwire.codecs import CodecState, CorruptMessageError, make_codec, wire
-from thinwire.codecs.kernels import elias
+from thinwire.codecs import CodecState, CorruptMessageError, make_codec
+
+from thinwire.engine import wire
+from thinwire.engine.kernels import elias
 
 
 def omega(k: int) -> str:

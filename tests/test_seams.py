@@ -7,7 +7,8 @@ import torch
 from torch import nn
 
 from thinwire.algorithms import Round
-from thinwire.codecs import CodecState, CorruptMessageError, make_codec, wire
+from thinwire.codecs import CodecState, CorruptMessageError, make_codec
+from thinwire.engine import wire
 from thinwire.comm import InProcessTransport
 from thinwire.policies import POLICIES, Controller, Decision, Policy, RelativeChange, make_policy, register
 

@@ -4,7 +4,9 @@ decodes, alpha = 1 as Plump-DP, and the two transports agreeing."""
 import pytest
 import torch
 
-from thinwire.codecs import CodecState, CorruptMessageError, make_codec, wire
+from thinwire.codecs import CodecState, CorruptMessageError, make_codec
+
+from thinwire.engine import wire
 from thinwire.experiment import RunConfig, run
 from thinwire.experiment.launch import launch
 from thinwire.policies import CoreExplorer, Decision, make_policy

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from thinwire.codecs import CodecState, CorruptMessageError, make_codec
-from thinwire.codecs.kernels import bitpack, crc, half, qsgd, scatter, stream, uniform
+from thinwire.engine.kernels import bitpack, crc, half, qsgd, scatter, stream, uniform
 
 
 @pytest.fixture
@@ -151,7 +151,7 @@ def test_a_piece_copied_with_its_crc_at_any_alignment(copy):
 
 NO_FOLD = r"""
 import crc32c, numpy as np
-from thinwire.codecs.kernels import crc, stream
+from thinwire.engine.kernels import crc, stream
 assert crc.HARDWARE and not crc.FOLD
 src = np.random.default_rng(3).integers(0, 256, stream.STREAM_MIN_BYTES + 3 * stream.PIECE + 77, dtype=np.uint8)
 room = np.zeros(src.size + 64, np.uint8)
@@ -168,7 +168,7 @@ def test_the_checksummed_copy_compiles_and_runs_where_the_cpu_cannot_fold(tmp_pa
     import subprocess
     import sys
 
-    from thinwire.codecs.kernels.vector_width import target_features
+    from thinwire.engine.kernels.vector_width import target_features
     features = ",".join(sorted(f for f in target_features() if f not in ("+vpclmulqdq", "+avx512f"))
                         ) + ",-vpclmulqdq,-avx512f"
     env = dict(os.environ, NUMBA_CPU_FEATURES=features, NUMBA_CACHE_DIR=str(tmp_path))

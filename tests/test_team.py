@@ -1,4 +1,4 @@
-"""The compiled kernels' team (``codecs/kernels/team.py``): its size by the setting and by
+"""The compiled kernels' team (``engine/kernels/team.py``): its size by the setting and by
 the machine's load, the load as /proc tells it, and messages that do not depend on it."""
 
 import hashlib
@@ -11,7 +11,7 @@ import time
 import numba
 import pytest
 
-from thinwire.codecs.kernels import team
+from thinwire.engine.kernels import team
 
 SPECS = ["fp32", "fp16", "bf16", "quantize(bits=1)", "quantize(bits=3)", "quantize(bits=8)", "quantize(bits=12)",
          "quantize(bits=16)", "qsgd(bits=8)", "qsgd(bits=4, bucket=512)", "binquant(bits=5)",
@@ -111,7 +111,7 @@ def test_gradient_droppings_gather_and_sampled_read_run_alone_below_the_step_lim
     positions): on the team."""
     import torch
     from thinwire.codecs import CodecState, make_codec
-    from thinwire.codecs.kernels import drop
+    from thinwire.engine.kernels import drop
     seen = {}
 
     def spy(name):

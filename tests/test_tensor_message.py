@@ -8,10 +8,12 @@ import contextlib
 import pytest
 import torch
 
-from thinwire.codecs import CodecState, CorruptMessageError, make_codec, wire
+from thinwire.codecs import CodecState, CorruptMessageError, make_codec
+
+from thinwire.engine import wire
 from thinwire.codecs.base import plain_decision
-from thinwire.codecs.kernels import device
-from thinwire.codecs.wire import tensor_message
+from thinwire.engine.kernels import device
+from thinwire.engine.wire import tensor_message
 
 SPECS = ["fp32", "fp16", "bf16", *[f"quantize(bits={b})" for b in (1, 2, 3, 5, 8, 11, 16)],
          "qsgd(bits=8, bucket=512)", "qsgd(bits=3, bucket=64, norm='max')", "qsgd(bits=8, bucket=512, coding='elias')",

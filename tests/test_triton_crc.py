@@ -6,14 +6,14 @@ so in a process of its own)."""
 import kernel_choice
 import pytest
 
-from thinwire.codecs.kernels import crc_math, triton_crc
+from thinwire.engine.kernels import crc_math, triton_crc
 
 CHECK = r"""
 import os
 os.environ["TRITON_INTERPRET"] = "1"
 import crc32c, numpy as np, torch
 from thinwire.codecs import CorruptMessageError, make_codec
-from thinwire.codecs.kernels import triton_affine, triton_crc
+from thinwire.engine.kernels import triton_affine, triton_crc
 B = triton_crc.BLOCK
 rng = np.random.default_rng(5)
 # empty, shorter than a 16-byte step, around a lane, a block and two blocks, three blocks
@@ -55,8 +55,8 @@ for n, offsets in [(12, (0,)), (40, (8, 20)), (B + 9, (3, B + 1)), (3 * B, (17, 
 # message tensors written and read as on a GPU (the kernel checksums them and writes their
 # trailer): the host message's bytes, decoded to the same values
 from thinwire.codecs import CodecState
-from thinwire.codecs.kernels import device
-from thinwire.codecs.wire import tensor_message
+from thinwire.engine.kernels import device
+from thinwire.engine.wire import tensor_message
 tensor_message._on_device = lambda t: True
 x = torch.randn(5_000, generator=torch.Generator().manual_seed(3))
 for spec in ["fp32", "fp16", "quantize(bits=8)", "qsgd(bits=4, bucket=64)", "topk(ratio=0.01)"]:
@@ -73,7 +73,8 @@ for spec in ["fp32", "fp16", "quantize(bits=8)", "qsgd(bits=4, bucket=64)", "top
         except CorruptMessageError:
             pass
 # one plain part (fp32's on a GPU), after a header of any length
-from thinwire.codecs import Payload, wire
+from thinwire.codecs import Payload
+from thinwire.engine import wire
 for n in (1, 3_001, 9_000):
     payload = Payload(parts={"values": torch.randn(n)}, meta={"lo": 1.5})
     host = wire.pack(1, 0xABC, torch.float32, (n,), payload)
@@ -93,9 +94,9 @@ def test_a_device_crc_that_fails_raises_naming_the_device_and_the_cause(monkeypa
     to the host's checksum."""
     import torch
     from thinwire.codecs import CodecState, make_codec
-    from thinwire.codecs.errors import DeviceChecksumError
-    from thinwire.codecs.kernels import device
-    from thinwire.codecs.wire import tensor_message
+    from thinwire.engine import DeviceChecksumError
+    from thinwire.engine.kernels import device
+    from thinwire.engine.wire import tensor_message
 
     def refused(*args, **kwargs):
         raise RuntimeError("refused here")
@@ -109,7 +110,7 @@ INTERPRETED = r"""
 import os
 os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported: the kernels are the interpreter's
 import torch
-from thinwire.codecs.kernels import triton_crc
+from thinwire.engine.kernels import triton_crc
 assert triton_crc.interpreted() and triton_crc.triton_runs(torch.zeros(4))
 del os.environ["TRITON_INTERPRET"]
 assert not triton_crc.interpreted() and not triton_crc.triton_runs(torch.zeros(4))

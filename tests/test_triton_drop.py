@@ -6,14 +6,14 @@ own)."""
 import kernel_choice
 import pytest
 
-from thinwire.codecs.kernels import triton_crc, triton_drop
+from thinwire.engine.kernels import triton_crc, triton_drop
 
 CHECK = r"""
 import os
 os.environ["TRITON_INTERPRET"] = "1"
 import numpy as np, torch
 from thinwire.codecs import CodecState, make_codec
-from thinwire.codecs.kernels import device, triton_drop
+from thinwire.engine.kernels import device, triton_drop
 import drop_cases
 assert triton_drop.BLOCK == 64 and triton_drop.TOPK_BLOCK == 128  # the interpreter's programs: several per segment
 # every compaction by rounds and every one dense, among the cases

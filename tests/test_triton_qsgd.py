@@ -5,15 +5,15 @@ triton is imported, so in a process of its own)."""
 import kernel_choice
 import pytest
 
-from thinwire.codecs.kernels import triton_crc, triton_qsgd
+from thinwire.engine.kernels import triton_crc, triton_qsgd
 
 CHECK = r"""
 import os
 os.environ["TRITON_INTERPRET"] = "1"
 import numpy as np, torch
 from thinwire.codecs import CodecState, make_codec
-from thinwire.codecs.kernels import bitpack, device, qsgd, triton_qsgd
-from thinwire.codecs.wire import tensor_message
+from thinwire.engine.kernels import bitpack, device, qsgd, triton_qsgd
+from thinwire.engine.wire import tensor_message
 rng = np.random.default_rng(0)
 assert triton_qsgd.VALUES == 64  # the interpreter's programs: several, the last one partly past the end
 for bits in (2, 3, 5, 8):
@@ -77,7 +77,8 @@ for bad in (float("nan"), float("inf")):
             assert "NaN or Inf" in str(exc) and "'w7'" in str(exc), exc
 # a sound checksum over norms that are not (NaN, infinite, negative): refused before the
 # kernel decodes; a norm of -0.0 is >= 0 and decodes
-from thinwire.codecs import CorruptMessageError, wire
+from thinwire.codecs import CorruptMessageError
+from thinwire.engine import wire
 calls = []
 real_dequantize = triton_qsgd.dequantize_packed
 triton_qsgd.dequantize_packed = lambda *a, **k: calls.append(1) or real_dequantize(*a, **k)
@@ -102,8 +103,8 @@ import os
 os.environ["TRITON_INTERPRET"] = "1"
 import crc32c, numpy as np, torch
 from thinwire.codecs import CodecState, CorruptMessageError, make_codec
-from thinwire.codecs.kernels import device
-from thinwire.codecs.wire import deferred_checks, tensor_message
+from thinwire.engine.kernels import device
+from thinwire.engine.wire import deferred_checks, tensor_message
 # messages kept on a device (as on a GPU), written and read by the Triton kernels: the host's
 # bytes and values, outside and inside a deferred_checks block; damage to a code, a norm or
 # the trailer refused

@@ -6,15 +6,15 @@ set before triton is imported, so in a process of its own)."""
 import kernel_choice
 import pytest
 
-from thinwire.codecs.kernels import triton_crc, triton_uniform
+from thinwire.engine.kernels import triton_crc, triton_uniform
 
 CHECK = r"""
 import contextlib, os
 os.environ["TRITON_INTERPRET"] = "1"
 import numpy as np, torch
 from thinwire.codecs import CodecState, make_codec
-from thinwire.codecs.kernels import bitpack, device, triton_rows, triton_uniform, uniform
-from thinwire.codecs.wire import tensor_message
+from thinwire.engine.kernels import bitpack, device, triton_rows, triton_uniform, uniform
+from thinwire.engine.wire import tensor_message
 rng = np.random.default_rng(0)
 assert triton_uniform.GROUPS == 16  # the interpreter's programs: several, the last one partly past the end
 for bits in range(1, 9):
@@ -122,8 +122,8 @@ import os
 os.environ["TRITON_INTERPRET"] = "1"
 import crc32c, numpy as np, torch
 from thinwire.codecs import CodecState, CorruptMessageError, make_codec
-from thinwire.codecs.kernels import device, triton_rows
-from thinwire.codecs.wire import deferred_checks, tensor_message
+from thinwire.engine.kernels import device, triton_rows
+from thinwire.engine.wire import deferred_checks, tensor_message
 rng = np.random.default_rng(1)
 # messages kept on a device (as on a GPU), written and read by the Triton kernels: the host's
 # bytes and values; damage to a code or the trailer refused

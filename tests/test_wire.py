@@ -6,7 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from test_codecs import SPECS
-from thinwire.codecs import CODECS, CodecState, CorruptMessageError, Payload, make_codec, wire
+from thinwire.codecs import CODECS, CodecState, CorruptMessageError, Payload, make_codec
+from thinwire.engine import wire
 
 
 def sample_message(spec: str, n: int = 48) -> bytearray:
@@ -95,7 +96,7 @@ def test_edited_header_fields_with_a_recomputed_checksum_never_escape(spec):
     CorruptMessageError or gives a tensor, never another error."""
     import random
     import struct
-    from thinwire.codecs.wire import checksum
+    from thinwire.engine.wire import checksum
     codec = make_codec(spec)
     msg = sample_message(spec)
     header_end = len(msg) - 4 - sum(p.numel() * p.element_size() for p in wire.unpack(msg)[1].parts.values())
@@ -179,7 +180,7 @@ def test_a_message_written_into_a_reused_buffer_is_the_same_bytes(spec):
 @pytest.mark.parametrize("numel", [0, 1, 1000, (4 << 20) + 13, 3 << 22])
 def test_the_parallel_checksum_is_the_crc_of_the_whole_buffer(numel):
     import crc32c
-    from thinwire.codecs.wire.checksum import combine, fill_and_checksum
+    from thinwire.engine.wire.checksum import combine, fill_and_checksum
     data = torch.randint(0, 256, (numel,), dtype=torch.uint8, generator=torch.Generator().manual_seed(numel))
     raw = data.numpy().tobytes()
     assert wire.checksum(memoryview(raw)) == crc32c.crc32c(raw)
@@ -196,7 +197,7 @@ def test_new_message_buffers_are_zeroed_bytearrays_of_their_size(nbytes, monkeyp
     with neither, from ``bytearray(n)``: either way zeroed, resizable bytearrays."""
     import sys
 
-    from thinwire.codecs.wire import buffers
+    from thinwire.engine.wire import buffers
     assert buffers._FUNCTIONS is not None or not sys.platform.startswith("linux")
     for functions in (buffers._FUNCTIONS, None):
         monkeypatch.setattr(buffers, "_FUNCTIONS", functions)

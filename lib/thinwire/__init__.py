@@ -9,7 +9,7 @@ import sys as _sys
 __version__ = "0.1.0"
 
 # The compiled kernels' pool holds twice the cores, for the larger team they run on while
-# other processes keep the cores busy (``codecs/kernels/team.py``). numba reads the pool's
+# other processes keep the cores busy (``engine/kernels/team.py``). numba reads the pool's
 # size once, when it is imported: a setting in the environment, or an earlier import of
 # numba, keeps its own.
 if "NUMBA_NUM_THREADS" not in _os.environ and "numba" not in _sys.modules:

@@ -112,7 +112,7 @@ def documents(root: Path) -> list[Path]:
     """The files whose table blocks ``python -m thinwire readme`` writes: the front README,
     each paper package's README (its results tables) and the codec engine's (speed)."""
     library = root / "lib" / "thinwire"
-    return [root / "README.md", *sorted((library / "papers").glob("*/README.md")), library / "codecs" / "README.md"]
+    return [root / "README.md", *sorted((library / "papers").glob("*/README.md")), library / "engine" / "README.md"]
 
 
 def block_notebooks(readme: Path, reports: Path, root: Path | None = None) -> list[Path]:

@@ -1,11 +1,10 @@
 """A plug-in codec (the README's example): each value's sign, and the mean magnitude. Part and
-meta names come from the wire format's name table (`thinwire.codecs.wire.NAMES`)."""
+meta names come from the wire format's name table (`thinwire.engine.wire.NAMES`)."""
 
 import torch
 
-from thinwire.codecs import Codec, register
+from thinwire.codecs import Codec, Payload, register
 from thinwire.codecs.base import expect_part
-from thinwire.codecs.payload import Payload
 
 
 @register

@@ -85,7 +85,7 @@ class CodecTimes:
     select: float = 0.0   # choosing what to send: policy decisions, core/explorer keys, top-k, drop thresholds
     encode: float = 0.0   # compressing (encode's time less the selection it reported and the framing)
     decode: float = 0.0   # decoding, merging, accumulating received messages (less the framing)
-    frame: float = 0.0    # the workbench's framing and checksum, out and in (``codecs/wire/clock.py``)
+    frame: float = 0.0    # the workbench's framing and checksum, out and in (``engine/wire/clock.py``)
 
     @property
     def total(self) -> float:

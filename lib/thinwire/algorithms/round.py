@@ -13,7 +13,7 @@ A ``Round`` is opened at the start of a step and closed into its ``StepReport``:
   kept per phase (``StepReport.exchange_seconds``, a metric per step beside the ledger);
 - ``decode`` / ``merge`` / ``accumulate``: a received message decoded with the receiver's
   state, timed as decode; ``timed(part)`` times any other codec work (a server's sum); the
-  framing and checksum inside an encode or decode (``codecs/wire/clock.py``) is its own part,
+  framing and checksum inside an encode or decode (``engine/wire/clock.py``) is its own part,
   ``frame``;
 - ``as_server()`` / ``as_worker()``: which side the time since the last switch belongs to.
   Measured time outside the transport is charged to the current side: ``worker_seconds``
@@ -31,8 +31,8 @@ from typing import Iterable
 
 import torch
 
-from ..codecs import Codec, CodecState, wire
-from ..codecs.kernels import device
+from ..codecs import Codec, CodecState
+from ..engine import device, wire
 from ..comm import Envelope, Transport
 from ..policies import Decision, Policy
 from .report import CodecTimes, StepReport, Tally

@@ -1,21 +1,19 @@
 """Codecs: tensor -> message bytes -> tensor. Pure tensor code; no torch.distributed here.
 
-    base, registry, state, state_book, stats, payload, errors   the codec interface and its state
-    wire/       the message layout and checksum
+    base, registry, state, state_book, stats   the codec interface and its state
     dense/      fp32, fp16
     sparsify/   top-k, gradient dropping (threshold, drop pass, offsets, 1-2 bit levels), key caching (Slim-DP)
     quantize/   min-max quantizer, Oland & Raj's bin quantizer (fixed or per-message bits), QSGD
     entropy/    Huffman code and stream, raw and ANS symbol coders
-    kernels/    compiled kernels (bit packing, min/max) and their cache; for a GPU tensor, torch
-                operations on its device that write the same bytes (device.py, torch_pack, torch_uniform),
-                and Triton kernels (triton_crc, triton_uniform)
     compose/    chains and error feedback
+
+The bytes themselves (message layout, checksum, kernels on the host and on a GPU) are the
+engine's (``thinwire.engine``), which every codec reaches through its public names.
 """
 
-from .kernels.jit_cache import keyed_cache
+from ..engine import CorruptMessageError, DeviceChecksumError, Payload, keyed_cache
 
-with keyed_cache():  # the compiled kernels: import them before anything else
-    from .kernels import bitpack, drop, elias, extrema, gaps, half, order, qsgd, rows, sample, scatter, select  # noqa: F401
+with keyed_cache():  # the codecs' own compiled kernels (the engine's compile when it is imported)
     from .quantize import bin_quantize  # noqa: F401
     from .entropy import huffman_stream, rans  # noqa: F401
     from .sparsify import drop_quantize  # noqa: F401
@@ -25,13 +23,11 @@ from .quantize.qsgd import QSGD
 from .base import Codec
 from .compose.chain import Chain
 from .compose.sized import Sized
-from .errors import CorruptMessageError, DeviceChecksumError
 from .compose.error_feedback import ErrorFeedback
 from .sparsify.graddrop import GradDrop
 from .dense.bf16 import BFloat16
 from .dense.fp16 import Float16
 from .dense.fp32 import Float32
-from .payload import Payload
 from .quantize.minmax import Quantize
 from .registry import CODECS, make_codec, register
 from .state import CodecState

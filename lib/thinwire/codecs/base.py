@@ -9,12 +9,7 @@ from typing import ClassVar
 
 import torch
 
-from . import wire
-from .wire import tensor_message
-from .wire.checksum import checksum, warm_up as warm_checksum
-from .errors import CorruptMessageError
-from .kernels import team
-from .payload import Payload
+from ..engine import CorruptMessageError, Payload, checksum, team, tensor_message, warm_checksum, wire
 from .state import CodecState
 from .stats import SendStats
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..codecs import wire
+from ..engine import wire
 
 
 @dataclass(frozen=True)

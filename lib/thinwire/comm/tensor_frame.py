@@ -1,5 +1,5 @@
 """One peer's messages as one uint8 tensor on the transport's device, for messages kept in
-tensors (``codecs/wire/tensor_message.py``): NCCL then moves them from GPU memory to GPU
+tensors (``engine/wire/tensor_message.py``): NCCL then moves them from GPU memory to GPU
 memory, and no message crosses to a host.
 
 Layout: the table of ``distributed.frame`` (count, then sender, receiver, name length and
@@ -16,7 +16,7 @@ import struct
 
 import torch
 
-from ..codecs.wire import tensor_message
+from ..engine import tensor_message
 from .envelope import Envelope
 
 ROW = struct.Struct("<iiII")

@@ -19,7 +19,7 @@ from .ledger import Ledger
 
 
 class Transport(ABC):
-    # messages may be uint8 tensors (``codecs/wire/tensor_message.py``): a GPU tensor's
+    # messages may be uint8 tensors (``engine/wire/tensor_message.py``): a GPU tensor's
     # message then stays on its device (the in-process transport moves objects, so any kind)
     tensor_messages: bool = False
 

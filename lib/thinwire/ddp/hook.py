@@ -27,7 +27,7 @@ bucket. ``CodecHook`` does, for each bucket of each backward pass:
    the bucket's buffer is written.
 
 Messages (``messages=``): ``"tensors"`` keeps each message in a uint8 tensor on the
-bucket's device (``codecs/wire/tensor_message.py``): written there by the codecs' device
+bucket's device (``engine/wire/tensor_message.py``): written there by the codecs' device
 paths, checksummed there, sent device to device in one frame per peer
 (``comm/tensor_frame.py``), and decoded in place by the codecs that
 ``reads_device_messages``; only the frames' tables and each message's header cross to
@@ -56,7 +56,7 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
 from ..codecs import Codec, CodecState, CorruptMessageError, StateBook, make_codec
-from ..codecs.wire import deferred_checks
+from ..engine import deferred_checks
 from ..comm import DistributedTransport, Envelope
 from ..comm.distributed import DEFAULT_TIMEOUT_S
 from ..experiment.result import atomic_write

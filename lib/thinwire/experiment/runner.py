@@ -28,7 +28,7 @@ import torch
 from ..algorithms import ALGORITHMS
 from ..algorithms.contract import check_algorithm
 from ..algorithms.report import CODEC_PARTS, StepReport, Tally
-from ..codecs.kernels import team
+from ..engine import team
 from ..comm import InProcessTransport, Ledger, Transport, network_preset
 from ..comm.transport import phase_spans
 from ..datasets import BatchStream, load_dataset, partition, prepare
@@ -323,7 +323,7 @@ def _summarize(config: RunConfig, m: dict) -> dict:
     median times the steps (a time spent on some steps only: its median per busy step times
     their share, ``timing.median_after_warmup``), and ``codec_seconds_per_exchange`` the
     median of the steps that encoded or decoded anything; ``frame_seconds``, the part of the
-    codec time spent framing and checksumming messages (``codecs/wire/clock.py``), alike;
+    codec time spent framing and checksumming messages (``engine/wire/clock.py``), alike;
     communication is the network model over the whole ledger."""
     steps = len(m["loss"])  # the steps run: config.steps unless the algorithm ended the run early
     medians = step_medians(m)

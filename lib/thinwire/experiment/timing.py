@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..codecs.kernels import team
+from ..engine import team
 
 MODELLED = ("comm_seconds",)   # the network model over the ledger: computed, not measured
 MAX_WARMUP = 20
@@ -129,7 +129,7 @@ def provenance() -> dict:
         **_fixed(),
         "torch_threads": torch.get_num_threads(),
         "numba_threads": numba.config.NUMBA_NUM_THREADS,  # the pool: get_num_threads() would start it early
-        "kernel_threads": os.environ.get(team.SETTING, "auto"),  # the kernels' team (codecs/kernels/team.py)
+        "kernel_threads": os.environ.get(team.SETTING, "auto"),  # the kernels' team (engine/kernels/team.py)
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
     }

@@ -10,7 +10,7 @@ For a tensor x of n values (a local agent's update delta, or the center agent's 
    the core's size is close to, not exactly, (alpha - epsilon) n (top-k is slow on CPU).
 2. Exploration (every round): round(epsilon n) coordinates drawn uniformly without
    replacement from outside the core, from this policy's own generator (one key per
-   draw, expanded by a counter-based hash: ``codecs/kernels/sample.py``, whose cost is
+   draw, expanded by a counter-based hash: ``engine/kernels/sample.py``, whose cost is
    proportional to the explorer, not to n).
 3. The decision carries the explorer as ``keys``, the core as ``core`` and ``refresh``
    when the core is new this round, for the key-caching codec (``keycache``): between
@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from ..codecs.base import check_finite, check_representable
-from ..codecs.kernels.sample import sample_outside
+from ..engine import sample_outside
 from .base import Decision, Policy
 
 SELECTIONS = ("exact", "sampled")

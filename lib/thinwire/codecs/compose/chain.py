@@ -11,9 +11,7 @@ from __future__ import annotations
 import torch
 
 from ..base import Codec, plain_decision
-from ..errors import CorruptMessageError
-from ..kernels import team
-from ..payload import Payload
+from ...engine import CorruptMessageError, Payload, team
 from ..state import CodecState
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 
 from ..base import Codec
-from ..payload import Payload
+from ...engine import Payload
 from ..state import CodecState
 
 

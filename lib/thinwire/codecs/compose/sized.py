@@ -14,8 +14,7 @@ from __future__ import annotations
 import torch
 
 from ..base import Codec, check_finite
-from ..errors import CorruptMessageError
-from ..payload import Payload
+from ...engine import CorruptMessageError, Payload
 from ..state import CodecState
 
 

@@ -1,6 +1,6 @@
 """IEEE float16 transmission: half the bytes of float32.
 
-A float32 host tensor is converted by ``kernels/half.py``: a cached piece at a time,
+A float32 host tensor is converted by ``engine/kernels/half.py``: a cached piece at a time,
 checksummed there on the way into the message (a large one streamed into it, and out of
 it into ``out``); other tensors by torch's cast, a GPU tensor on the GPU, so only the
 16-bit values cross to the host message and back. A message tensor on a GPU is decoded
@@ -18,12 +18,8 @@ import numpy as np
 import torch
 
 from ..base import Codec, expect_part
-from ..kernels import half
-from ..kernels.device import on_device, put
-from ..payload import PartWriter, Payload
+from ...engine import PartWriter, Payload, Unverified, copy_part, half, on_device, put, read_host_part
 from ..state import CodecState
-from ..wire import copy_part, read_host_part
-from ..wire.tensor_message import Unverified
 from .fp32 import host_float32
 
 

@@ -1,7 +1,7 @@
 """Plain float32 transmission (Plump-DP's uncompressed messages).
 
 A large float32 host tensor is copied into the message and out of it by
-``kernels/stream.py``: over the kernels' threads, with streamed stores, and on the way in
+``engine/kernels/stream.py``: over the kernels' threads, with streamed stores, and on the way in
 checksummed a cached piece at a time, both ways, so a message is read once to be
 written and once to be decoded:
 
@@ -22,11 +22,8 @@ from __future__ import annotations
 import torch
 
 from ..base import Codec, expect_part
-from ..kernels import stream
-from ..kernels.device import on_device
-from ..payload import PartWriter, Payload
+from ...engine import PartWriter, Payload, copy_part, on_device, stream
 from ..state import CodecState
-from ..wire import copy_part
 
 
 def _bytes(t: torch.Tensor):

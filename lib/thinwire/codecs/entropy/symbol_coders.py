@@ -1,7 +1,7 @@
 """Lossless coders for quantization codes (symbols in [0, 2^bits)): the last stage of
 Oland & Raj's Alg. 1 (lines 7-10) and the first of Alg. 2 (lines 2-3).
 
-- ``raw``: every symbol in ``bits`` bits (``kernels/bitpack.py``): the paper's "raw" bit rate.
+- ``raw``: every symbol in ``bits`` bits (``engine/kernels/bitpack.py``): the paper's "raw" bit rate.
 - ``huffman``: the paper's choice. The package carries the canonical code *lengths* of
   the symbols from the first to the last one used (one byte each) instead of the
   distribution P: the receiver rebuilds the same codebook from them
@@ -23,11 +23,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..kernels import bitpack
+from ...engine import CorruptMessageError, bitpack
 from . import huffman_stream, rans
-from ..errors import CorruptMessageError
 from .huffman_code import code_lengths
-from ..wire.format import MAX_NUMEL  # a forged sync beyond it would overflow the kernels' int64
+from ...engine import MAX_NUMEL  # a forged sync beyond it would overflow the kernels' int64
 
 SYNC = 1024  # symbols between Huffman sync points (4 bytes each: 1/256 bit per symbol)
 

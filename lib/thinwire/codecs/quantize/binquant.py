@@ -10,7 +10,7 @@ the codes then run over L bins, are coded in N-bit symbols, and the message carr
 
 With the raw coder, one range and a fixed N of 1 to 8 (``steady``), a message's layout is
 fixed by the tensor: inside ``wire.deferred_checks`` a GPU tensor's range is found, sent and
-read back on the device as ``quantize``'s is (``kernels/triton_range.py``), so neither the
+read back on the device as ``quantize``'s is (``engine/kernels/triton_range.py``), so neither the
 encode nor the decode reads the host; a NaN or Inf tensor, or a range no encoder sends, is
 refused at the block's end.
 
@@ -25,16 +25,14 @@ import numpy as np
 import torch
 
 from ..base import FLOAT32_MAX, Codec, expect_part, expect_range, plain_decision
-from ..kernels import bitpack, device, triton_uniform, uniform
+from ...engine import (CorruptMessageError, PartWriter, Payload, bitpack, device, read_host_part, settle,
+                       triton_uniform, uniform)
 from .bin_quantize import FLOAT32_TINY, bin_centres, bin_codes, bin_pack_crc, bin_unpack_centres, check_bits, histogram
-from ..errors import CorruptMessageError
-from ..payload import PartWriter, Payload
 from .minmax import device_codes, device_range, read_device_codes, value_range
 from .per_column import column_centres, column_codes, column_ranges
 from ..state import CodecState
 from ..entropy import rans
 from ..entropy.symbol_coders import CODERS
-from ..wire import read_host_part, settle
 
 
 PERS = ("tensor", "column", "row")  # one range per tensor (Oland & Raj), or per column or row of a 2-D tensor

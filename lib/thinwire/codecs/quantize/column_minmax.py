@@ -8,7 +8,7 @@ a torch ``Linear`` weight [out, in]; a tensor that is not 2-D has one range. For
 1. lo_r = min(row), hi_r = max(row)            (two float32 values per row on the wire)
 2. i = min(floor(2^K (w - lo_r) / (hi_r + eps - lo_r)), 2^K - 1)   (eps = 1e-6: the
    code's; the clamp catches the top value when eps is 0)
-3. the K-bit codes, bit-packed (``kernels/bitpack.py``)
+3. the K-bit codes, bit-packed (``engine/kernels/bitpack.py``)
 4. decode at the bin centres of the range without eps, as the code's decoder does:
    w' = lo_r + (i + 1/2) (hi_r - lo_r) / 2^K
 so |w - w'| <= (hi_r - lo_r + eps) / 2^(K+1) + eps. A constant row decodes to its value
@@ -19,9 +19,9 @@ message carries its K. ``max_floor=True`` starts each row's maximum at FLT_MIN, 
 code does (``std::numeric_limits<float>::min()``, the smallest *positive* float): an
 all-negative row then gets hi = 1.2e-38 instead of its maximum, a wider range and coarser
 bins. Off by default: the paper does not describe it, and it reads as a slip. Steps 2 and
-4 are compiled kernels over the rows (``kernels/rows.py``) computing in float64 (the code
+4 are compiled kernels over the rows (``engine/kernels/rows.py``) computing in float64 (the code
 computes in float32; they can differ only for a value on a bin edge); a GPU tensor takes
-the same float64 arithmetic in torch operations on the GPU (``kernels/torch_bins.py``), or,
+the same float64 arithmetic in torch operations on the GPU (``engine/kernels/torch_bins.py``), or,
 of 1 to 8 bits where Triton runs, steps 2 and 3 in one Triton
 kernel that writes into the message (``triton_rows.row_packed``) and step 4 in one that
 reads from it (``row_values``). NaN or Inf is refused from step 1's ranges, which it
@@ -45,12 +45,9 @@ import numpy as np
 import torch
 
 from ..base import Codec, expect_part, plain_decision
-from ..errors import CorruptMessageError
-from ..kernels import bitpack, device, torch_bins, triton_rows, triton_uniform
-from ..kernels.rows import row_codes, row_values
-from ..payload import PartWriter, Payload
+from ...engine import (CorruptMessageError, PartWriter, Payload, bitpack, deferred, device, read_part,
+                       row_codes, row_values, settle, torch_bins, triton_rows, triton_uniform)
 from ..state import CodecState
-from ..wire import deferred, read_part, settle
 from .bin_quantize import check_bits
 
 FLT_MIN = 1.1754943508222875e-38  # std::numeric_limits<float>::min()
@@ -98,7 +95,7 @@ def _rows(flat: torch.Tensor, shape: tuple) -> torch.Tensor:
 class ColumnQuantize(Codec):
     name = "colquant"
     codec_id = 13
-    host_only = False  # a GPU tensor is ranged, quantized and packed on the GPU (kernels/torch_bins.py)
+    host_only = False  # a GPU tensor is ranged, quantized and packed on the GPU (engine/kernels/torch_bins.py)
     decodes_on_device = True
     reads_device_messages = True
     refuses_non_finite = True  # its own first pass refuses NaN and Inf, before any state changes

@@ -3,12 +3,12 @@
 The scheme Oland & Raj (Alg. 1) and MQGrad build on, and Slim-DP's Quant-DP baseline:
 1. lo, hi = min(x), max(x)                         (sent as two float32 values)
 2. code  = floor((x - lo) * (2**b - 1) / (hi - lo) + 1/2)   (nearest level, in [0, 2**b - 1])
-3. pack the codes densely (``kernels/bitpack.py``)
+3. pack the codes densely (``engine/kernels/bitpack.py``)
 4. decode: x' = lo + code * (hi - lo) / (2**b - 1);  |x - x'| <= (hi - lo) / (2 * (2**b - 1))
 A constant tensor (hi == lo) decodes exactly. NaN or Inf raises ``ValueError``.
 
 Steps 2-3 are one compiled kernel that writes the packed codes straight into the message
-buffer, and step 4 one that unpacks and rescales (``kernels/uniform.py``): one parallel
+buffer, and step 4 one that unpacks and rescales (``engine/kernels/uniform.py``): one parallel
 region per call, so a busy machine's thread pool cannot turn the call into a hundred
 barrier waits. On the host, 1 to 8 bits are checksummed as they are written, a cached chunk
 at a time, and a large message's codes are checked as they are read into ``out``
@@ -17,7 +17,7 @@ at a time, and a large message's codes are checked as they are read into ``out``
 Inside ``wire.deferred_checks``, 1 to 8 bits of a GPU tensor encoded into a message tensor
 there (``compress_deferred``) and decoded from one into ``out`` there make no host read:
 lo and hi are found on the device and copied into the header's meta there, the codes made
-and read with the range taken from device memory (``kernels/triton_range.py``), and what
+and read with the range taken from device memory (``engine/kernels/triton_range.py``), and what
 the host would have checked (a finite range; the header) is judged at the block's end. A
 tensor with NaN or Inf is refused there, with this module's ``ValueError``. The messages
 are the same bytes. At 8 bits a received message's codes are read as they are checksummed
@@ -31,12 +31,10 @@ import math
 import numpy as np
 import torch
 
-from ..kernels import bitpack, device, triton_range, triton_uniform, uniform
-from ..kernels.extrema import extrema
+from ...engine import (PartWriter, Payload, bitpack, deferred, device, extrema, read_host_part, read_part,
+                       settle, triton_range, triton_uniform, uniform)
 from ..base import FLOAT32_MAX as LARGEST, Codec, expect_part, expect_range
-from ..payload import PartWriter, Payload
 from ..state import CodecState
-from ..wire import deferred, read_host_part, read_part, settle
 
 FLOAT32_MAX, FLOAT32_TINY = triton_range.FLOAT32_MAX, triton_range.FLOAT32_TINY  # where a scale or step leaves float32
 
@@ -103,7 +101,7 @@ class Quantize(Codec):
     """Min-max uniform quantizer to ``bits`` bits per value."""
 
     name = "quantize"
-    host_only = False  # a GPU tensor is ranged, quantized and packed on the GPU (kernels/device.py)
+    host_only = False  # a GPU tensor is ranged, quantized and packed on the GPU (engine/kernels/device.py)
     decodes_on_device = True
     reads_device_messages = True
     refuses_non_finite = True  # value_range refuses NaN and Inf before anything else

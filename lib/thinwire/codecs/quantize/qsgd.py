@@ -8,25 +8,25 @@ For each bucket v of ``bucket`` consecutive values (the last may be shorter):
 3. level_i = floor(r_i + u_i), u_i uniform in [0, 1): level_i is l + 1 with probability
    r_i - l (l = floor(r_i)) and l otherwise, so E[level_i] = r_i (Eq. 5's xi_i = level_i / s);
 4. code_i = level_i | sign_i << (bits - 1): one sign bit and a (bits - 1)-bit level,
-   bit-packed (``kernels/bitpack.py``): 8 bits = sign + 7-bit level, s = 127;
+   bit-packed (``engine/kernels/bitpack.py``): 8 bits = sign + 7-bit level, s = 127;
 5. decode: v'_i = sign_i * level_i * norm / s. E[v'] = v: unbiased; with the L2 norm the
    variance is at most min(d / s^2, sqrt(d) / s) ||v||^2 per bucket of d values (Lemma 3.1).
 
 ``coding="elias"`` writes the codes in QSGD's own variable-length coding (Sec. 3.2: the
 Elias code of each non-zero level's position gap and of its level, and a sign bit;
-``kernels/elias.py``) instead of fixed-width, bit-packed codes: the same values arrive, in
+``engine/kernels/elias.py``) instead of fixed-width, bit-packed codes: the same values arrive, in
 fewer bytes when most levels are small. The default, ``"fixed"``, is what Quant-DP's runs
 send (and is left out of the spec, so their results keep their keys).
 
 The u_i come from the sender state's own generator: one 64-bit key per message, expanded
-by a counter-based hash (``kernels/qsgd.py``), so a message depends only on the seed and
+by a counter-based hash (``engine/kernels/qsgd.py``), so a message depends only on the seed and
 the messages before it. Steps 1-4 are one compiled pass that writes into the message
 buffer and step 5 one pass out of it; up to 8 bits, the host kernels checksum the codes as
 they write them, and a large host message's codes as they read them into ``out``
 (``verifies_while_widening``: its norms are read unverified, then judged with the
 checksum). A GPU tensor takes torch operations on the GPU that
-write the same bytes: one Triton kernel each way (``kernels/triton_qsgd.py``) where Triton
-runs, else torch's operations (``kernels/torch_qsgd.py``). NaN or Inf input raises
+write the same bytes: one Triton kernel each way (``engine/kernels/triton_qsgd.py``) where Triton
+runs, else torch's operations (``engine/kernels/torch_qsgd.py``). NaN or Inf input raises
 ``ValueError``.
 
 With fixed-width codes a message's parts are fixed by the tensor's size (``steady_parts``):
@@ -44,12 +44,9 @@ import math
 import numpy as np
 import torch
 
-from ..kernels import bitpack, device, elias, qsgd, torch_qsgd, triton_qsgd
-from ..wire import deferred, read_host_part, read_part, settle
-from ..kernels.uniform import float32_numpy
+from ...engine import (CorruptMessageError, PartWriter, Payload, RefusedInputError, bitpack, deferred, device,
+                       elias, float32_numpy, qsgd, read_host_part, read_part, settle, torch_qsgd, triton_qsgd)
 from ..base import Codec, expect_part
-from ..errors import CorruptMessageError, RefusedInputError
-from ..payload import PartWriter, Payload
 from ..state import CodecState
 
 NORMS = ("l2", "max")
@@ -71,7 +68,7 @@ class QSGD(Codec):
     """Stochastic ``bits``-bit quantization per bucket of ``bucket`` values."""
 
     name = "qsgd"
-    host_only = False  # a GPU tensor is quantized on the GPU (kernels/torch_qsgd.py), the same bytes
+    host_only = False  # a GPU tensor is quantized on the GPU (engine/kernels/torch_qsgd.py), the same bytes
     decodes_on_device = True
     reads_device_messages = True
     refuses_non_finite = True  # the norm pass refuses NaN and Inf; only the generator has moved

@@ -20,9 +20,7 @@ import math
 
 import torch
 
-from ..kernels import order
-from ..kernels.device import on_device, put
-from ..kernels.torch_select import kth_smallest
+from ...engine import kth_smallest, on_device, order, put
 
 SAMPLINGS = ("random", "stride")
 
@@ -64,7 +62,7 @@ def order_statistic(magnitude: torch.Tensor, j: int) -> torch.Tensor:
     on its device, not read: a device path reads it with the survivors' count, in the same
     wait for the device (``drop_survivors``). The selection on a device is by
     ``torch_select.kth_smallest``; on the host, float32 values are selected by
-    ``kernels/order.py``'s radix select (the same value, ties and all)."""
+    ``engine/kernels/order.py``'s radix select (the same value, ties and all)."""
     if j < 1 or not magnitude.numel():
         return put(torch.tensor([-math.inf, 0.0], dtype=torch.float64), magnitude.device)
     if not on_device(magnitude) and magnitude.dtype == torch.float32 and magnitude.dim() == 1:

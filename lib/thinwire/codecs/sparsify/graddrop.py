@@ -53,7 +53,7 @@ import time
 
 import torch
 
-from ..kernels import bitpack, device, drop, scatter, team
+from ...engine import CorruptMessageError, Payload, bitpack, deferred, device, drop, scatter, team
 from ..base import Codec, expect_part
 from .drop_pass import drop_pass
 from .drop_survivors import Survivors, finite, sum_bits, survivors
@@ -61,11 +61,8 @@ from .drop_quantize import LEVELS, dequantize, group_ids, keep_error, quantize, 
 from .draws_ahead import Draws, DrawsAhead
 from .drop_threshold import (SAMPLINGS, exact_threshold, narrowed, order_statistic, sample_positions, sample_size,
                              threshold_from_sample)
-from ..errors import CorruptMessageError
 from .offsets import decode_offsets, encode_offsets
-from ..payload import Payload
 from ..state import CodecState
-from ..wire import deferred
 
 THRESHOLDS = ("exact", "sampled")
 SCOPES = ("global", "local")

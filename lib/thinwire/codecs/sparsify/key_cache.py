@@ -22,10 +22,8 @@ from __future__ import annotations
 import torch
 
 from ..base import Codec, expect_part
-from ..errors import CorruptMessageError
-from ..payload import Payload
+from ...engine import CorruptMessageError, Payload, checksum
 from ..state import CodecState
-from ..wire.checksum import checksum
 
 
 def signature(keys: torch.Tensor) -> int:

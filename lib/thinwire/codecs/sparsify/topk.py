@@ -20,11 +20,8 @@ import numpy as np
 import torch
 
 from ..base import Codec, expect_part
-from ..errors import CorruptMessageError
-from ..kernels import device, scatter, select
-from ..payload import Payload
+from ...engine import CorruptMessageError, Payload, deferred, device, scatter, select
 from ..state import CodecState
-from ..wire import deferred
 
 
 class TopK(Codec):
@@ -32,7 +29,7 @@ class TopK(Codec):
 
     Indices are sent sorted ascending as int32, values as float32; the receiver scatters
     them into zeros. Entries tied with the k-th largest magnitude are taken lowest index
-    first. The selection is ``kernels/select.py`` (a sampled threshold, an exact count and a
+    first. The selection is ``engine/kernels/select.py`` (a sampled threshold, an exact count and a
     fix-up; no sort of the tensor). Non-finite input raises ``ValueError``: the magnitude
     order is undefined for NaN.
     """

@@ -20,7 +20,8 @@ import torch
 
 from ...algorithms.observers import Observer, register_observer
 from ...algorithms.round import ready
-from ...codecs import CodecState, wire
+from ...codecs import CodecState
+from ...engine import wire
 from ...codecs.quantize.bin_quantize import estimate_entropy
 from ...codecs.quantize.binquant import BinQuantize
 from ...codecs.quantize.minmax import value_range

@@ -21,7 +21,7 @@ import torch
 from .bitpack import check_bits, packed_bytes
 
 if sys.byteorder != "little":  # pragma: no cover - no big-endian machine runs torch's CUDA
-    raise ImportError("thinwire.codecs.kernels.torch_pack assumes a little-endian machine")
+    raise ImportError("thinwire.engine.kernels.torch_pack assumes a little-endian machine")
 
 
 def _stream(parts: torch.Tensor, width: int, out: torch.Tensor) -> None:
