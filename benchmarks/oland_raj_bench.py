@@ -10,7 +10,7 @@
   60 s of calls: 759 M symbols/s at the 5th percentile, 1,435 at the 95th).
   The symbols are Gaussian weights quantized to 8 bits (Alg. 1's QUANTIZE), like a large
   layer's.
-- ANS (``entropy/rans.py``) on the same symbols, on one core and on every core, for
+- ANS (``engine/kernels/rans.py``) on the same symbols, on one core and on every core, for
   comparison (no target).
 - quantize + pack (w_min/w_max, QUANTIZE, bit packing to N bits) as a fraction of the
   roofline: (time of one add pass over the 25M floats) / (quantize + pack time), target
@@ -24,11 +24,11 @@ import numpy as np
 import torch
 
 from roofline import add_pass, interleaved
-from thinwire.codecs.entropy import huffman_stream
+from thinwire.engine.kernels import huffman_stream
 from thinwire.engine.kernels import bitpack
-from thinwire.codecs.quantize.bin_quantize import bin_codes, bin_pack, histogram
+from thinwire.engine.kernels.bin_quantize import bin_codes, bin_pack, histogram
 from thinwire.codecs.quantize.minmax import value_range
-from thinwire.codecs.entropy.huffman_code import code_lengths
+from thinwire.engine.kernels.huffman_code import code_lengths
 from thinwire.codecs.entropy.symbol_coders import SYNC, AnsCoder
 
 N = 25_000_000

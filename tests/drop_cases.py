@@ -6,9 +6,9 @@ import numpy as np
 import torch
 
 from thinwire.engine.kernels import device, triton_drop
-from thinwire.codecs.sparsify import drop_survivors
-from thinwire.codecs.sparsify.drop_pass import drop_pass
-from thinwire.codecs.sparsify.offsets import index_gaps, long_gaps
+from thinwire.engine.kernels import drop_survivors
+from thinwire.engine.kernels.drop_pass import drop_pass
+from thinwire.engine.kernels.offsets import index_gaps, long_gaps
 
 SIZES = (1, 63, 64, 65, 300)
 

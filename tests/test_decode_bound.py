@@ -13,7 +13,7 @@ import torch
 from thinwire.codecs import CodecState, CorruptMessageError, make_codec
 
 from thinwire.engine import wire
-from thinwire.codecs.base import DECODE_FLOOR
+from thinwire.engine import DECODE_FLOOR
 from thinwire.policies import Decision
 
 SPARSE = ["graddrop(ratio=0.99)", "topk(ratio=0.1)", "keycache", "sized(graddrop(ratio=0.99), min_numel=10)",

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from thinwire.codecs import CodecState, CorruptMessageError, GradDrop, make_codec
 
 from thinwire.engine import wire
-from thinwire.codecs.sparsify.drop_pass import _drop_torch, drop_pass
+from thinwire.engine.kernels.drop_pass import _drop_torch, drop_pass
 from thinwire.engine.kernels import device
-from thinwire.codecs.sparsify.offsets import decode_offsets, encode_offsets
+from thinwire.engine.kernels.offsets import decode_offsets, encode_offsets
 
 PATHS = [contextlib.nullcontext, device.forced]  # host kernels; torch operations (a GPU's path)
 
@@ -352,7 +352,7 @@ def test_sample_positions_go_to_a_device_as_int32_where_every_position_fits():
 def test_one_bit_signs_are_the_general_quantizers_codes_table_and_values():
     """``drop_quantize.signs`` (1 bit, one threshold for every group) makes what ``quantize``
     and ``dequantize`` make with that threshold in every group, on both paths."""
-    from thinwire.codecs.sparsify.drop_quantize import dequantize, group_ids, quantize, signs
+    from thinwire.engine.kernels.drop_quantize import dequantize, group_ids, quantize, signs
     values = torch.randn(3001, generator=_gen(7)) * 3
     index = torch.sort(torch.randperm(9000, generator=_gen(8))[:3001]).values
     segments = torch.tensor([[0, 4000, 1], [4000, 1000, 10], [5000, 4000, 4]])
@@ -415,7 +415,7 @@ def test_the_host_pass_counts_the_nan_and_inf_it_keeps(density):
 def test_survivor_groups_on_the_host_are_the_device_paths(levels):
     """``group_ids`` in numpy (the host) against its torch operations (the device path), on
     indices that include every segment's first and last entry."""
-    from thinwire.codecs.sparsify.drop_quantize import group_ids
+    from thinwire.engine.kernels.drop_quantize import group_ids
     segments = torch.tensor([[0, 12, 4], [12, 1, 1], [13, 30, 6], [43, 57, 19]], dtype=torch.int64)
     ends = [s for s, n, _ in segments.tolist()] + [s + n - 1 for s, n, _ in segments.tolist()]
     drawn = torch.randint(0, 100, (40,), generator=torch.Generator().manual_seed(4)).tolist()

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from thinwire.codecs.entropy.huffman_code import MAX_LENGTH, canonical_codes, code_lengths
+from thinwire.engine.kernels.huffman_code import MAX_LENGTH, canonical_codes, code_lengths
 
 
 def _optimal_cost(freq):
@@ -87,7 +87,7 @@ def _fibonacci(n):
 
 
 def test_length_limit_holds_and_costs_at_most_what_the_optimum_does():
-    from thinwire.codecs.entropy.huffman_code import package_merge
+    from thinwire.engine.kernels.huffman_code import package_merge
     counts = _fibonacci(34)  # 14,930,351 values: Huffman needs a 33-bit code
     unlimited = code_lengths(counts, max_length=64)
     assert unlimited.max() == 33

@@ -11,7 +11,7 @@ SCRIPT = r"""
 import importlib, pathlib, pkgutil, sys
 from numba.core.registry import CPUDispatcher
 import thinwire.codecs, thinwire.engine
-from thinwire.codecs.entropy import huffman_stream
+from thinwire.engine.kernels import huffman_stream
 from thinwire.engine.kernels import half, jit_cache
 
 folder = pathlib.Path(jit_cache._fresh_folder())
@@ -41,7 +41,7 @@ def test_every_kernel_is_cached_in_the_folder_keyed_by_the_sources(tmp_path):
 # each run once -> for each: (name, signatures loaded from the cache, signatures compiled).
 CLOSURES = r"""
 import numpy as np, torch
-from thinwire.codecs.entropy import huffman_stream
+from thinwire.engine.kernels import huffman_stream
 from thinwire.engine.kernels import bitpack, half
 serial, _, chunk_bits = huffman_stream._encoders(*huffman_stream.VARIANTS[0])
 symbols, packed, table = np.zeros(8, np.uint8), np.array([1 << 8 | 1], np.uint64), np.zeros(1 << 16, np.uint64)
@@ -72,7 +72,7 @@ def test_kernels_a_factory_builds_for_other_parameters_are_keyed_apart():
     """A factory's kernels share their name and code; only what they close over (a group
     size, a per-format loop, through the kernels they call) tells them apart, so it must
     tell their cache entries apart."""
-    from thinwire.codecs.entropy import huffman_stream
+    from thinwire.engine.kernels import huffman_stream
     from thinwire.engine.kernels import half, jit_cache
 
     def key(kernel):

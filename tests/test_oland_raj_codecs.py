@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 
 from thinwire.codecs import BinQuantize, CodecState, CorruptMessageError, make_codec
 from thinwire.policies import make_policy
-from thinwire.codecs.entropy import huffman_stream
+from thinwire.engine.kernels import huffman_stream
 from thinwire.engine.kernels import bitpack
 from thinwire.engine.kernels.bits import load_big_endian, load_pair, store_big_endian
-from thinwire.codecs.quantize.bin_quantize import bin_centres, bin_codes, bin_pack, entropy_bits, estimate_entropy
-from thinwire.codecs.entropy.huffman_code import canonical_codes, code_lengths
+from thinwire.engine.kernels.bin_quantize import bin_centres, bin_codes, bin_pack, entropy_bits, estimate_entropy
+from thinwire.engine.kernels.huffman_code import canonical_codes, code_lengths
 from thinwire.codecs.entropy.symbol_coders import CODERS
 
 

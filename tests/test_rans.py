@@ -1,11 +1,11 @@
-"""The rANS streams (``entropy/rans.py``) against a reference written from the definitions
+"""The rANS streams (``engine/kernels/rans.py``) against a reference written from the definitions
 with Python integers, their size against the entropy, and corrupt streams."""
 
 import numba
 import numpy as np
 import pytest
 
-from thinwire.codecs.entropy import rans
+from thinwire.engine.kernels import rans
 
 
 def reference(symbols: np.ndarray, counts: np.ndarray, chunk: int) -> tuple[list[int], list[int]]:

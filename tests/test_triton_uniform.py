@@ -35,7 +35,7 @@ for bits in range(1, 9):
             assert torch.equal(back.view(torch.int32), want.view(torch.int32)), (bits, n, shift)
 # Oland & Raj's bin codes, in float64 as on the host: the host's packed bytes, the top bin
 # holding the maximum, ranges of a few subnormals and of large magnitudes
-from thinwire.codecs.quantize.bin_quantize import bin_pack
+from thinwire.engine.kernels.bin_quantize import bin_pack
 for bits in range(1, 9):
     for n in (1, 7, 8, 9, 129, 1000):
         for x in (torch.from_numpy(rng.standard_normal(n).astype(np.float32)),

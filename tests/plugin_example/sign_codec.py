@@ -4,7 +4,7 @@ meta names come from the wire format's name table (`thinwire.engine.wire.NAMES`)
 import torch
 
 from thinwire.codecs import Codec, Payload, register
-from thinwire.codecs.base import expect_part
+from thinwire.engine import expect_part
 
 
 @register

@@ -2,21 +2,17 @@
 
     base, registry, state, state_book, stats   the codec interface and its state
     dense/      fp32, fp16
-    sparsify/   top-k, gradient dropping (threshold, drop pass, offsets, 1-2 bit levels), key caching (Slim-DP)
+    sparsify/   top-k, gradient dropping (threshold, draws; its drop pass, offsets and levels are the
+                engine's), key caching (Slim-DP)
     quantize/   min-max quantizer, Oland & Raj's bin quantizer (fixed or per-message bits), QSGD
-    entropy/    Huffman code and stream, raw and ANS symbol coders
+    entropy/    raw, Huffman and ANS symbol coders (their kernels: the engine's)
     compose/    chains and error feedback
 
 The bytes themselves (message layout, checksum, kernels on the host and on a GPU) are the
 engine's (``thinwire.engine``), which every codec reaches through its public names.
 """
 
-from ..engine import CorruptMessageError, DeviceChecksumError, Payload, keyed_cache
-
-with keyed_cache():  # the codecs' own compiled kernels (the engine's compile when it is imported)
-    from .quantize import bin_quantize  # noqa: F401
-    from .entropy import huffman_stream, rans  # noqa: F401
-    from .sparsify import drop_quantize  # noqa: F401
+from ..engine import CorruptMessageError, DeviceChecksumError, Payload
 
 from .quantize.binquant import BinQuantize
 from .quantize.qsgd import QSGD

@@ -6,7 +6,8 @@ computed (README.md in this folder: what it guarantees, its benchmark tables, ho
 kernel). Code outside this package imports only the names below.
 
     wire/       the message layout (header, parts, CRC-32C) and its checksum; message tensors
-    payload     the parts a codec hands to the wire (``Payload``, ``PartWriter``)
+    payload     the parts a codec hands to the wire (``Payload``, ``PartWriter``), read back checked
+    framing     a codec's payload framed as a message and opened again (``Codec.encode``/``decode``)
     errors      ``CorruptMessageError``, ``RefusedInputError``, ``DeviceChecksumError``
     kernels/    numba kernels on the host (bit packing, min/max, QSGD levels, gaps, drop passes,
                 CRC-32C), torch operations on a GPU tensor's device that write the same bytes,
@@ -20,9 +21,15 @@ device twin (``qsgd`` / ``torch_qsgd`` / ``triton_qsgd``) write the same bytes, 
 from .kernels.jit_cache import closure_kernel, keyed, keyed_cache
 
 with keyed_cache():  # every module that compiles kernels, imported inside it (kernels/jit_cache.py)
-    from .kernels import (bitpack, crc, device, drop, elias, gaps, half, order, qsgd, rows, sample, scatter,
-                          select, stream, team, torch_bins, torch_qsgd, torch_select, triton_drop, triton_qsgd,
-                          triton_range, triton_rows, triton_uniform, uniform)
+    from .kernels import (bitpack, crc, device, drop, drop_quantize, drop_survivors, elias, gaps, half,
+                          huffman_stream, order, qsgd, rans, rows, sample, scatter, select, stream, team,
+                          torch_bins, torch_qsgd, torch_select, triton_drop, triton_qsgd, triton_range, triton_rows,
+                          triton_uniform, uniform)
+    from .kernels.bin_quantize import (FLOAT32_TINY, bin_centres, bin_codes, bin_pack_crc, bin_unpack_centres,
+                                       check_bits, code_dtype, entropy_bits, estimate_entropy, histogram)
+    from .kernels.drop_pass import drop_pass
+    from .kernels.huffman_code import code_lengths
+    from .kernels.offsets import decode_offsets, encode_offsets
     from .kernels.bits import load_big_endian, load_pair, store_big_endian
     from .kernels.device import on_device, put
     from .kernels.extrema import extrema
@@ -39,15 +46,21 @@ with keyed_cache():  # every module that compiles kernels, imported inside it (k
     from .wire.tensor_message import Unverified
 
 from .errors import CorruptMessageError, DeviceChecksumError, RefusedInputError
-from .payload import PartWriter, Payload
+from .payload import FLOAT32_MAX, PartWriter, Payload, expect_part, expect_range
+from . import framing
+from .framing import DECODE_FLOOR, check_finite, check_representable
 
 __all__ = [
-    "CorruptMessageError", "DeviceChecksumError", "MAX_NUMEL", "PartWriter", "Payload", "RefusedInputError",
-    "Unverified", "bitpack", "checksum", "closure_kernel", "copy_part", "crc", "deferred", "deferred_checks",
-    "device", "drop", "elias", "extrema", "float32_numpy", "gaps", "half", "keyed", "keyed_cache", "kept",
-    "kth_smallest", "load_big_endian", "load_pair", "on_device", "order", "put", "qsgd", "read_host_part",
-    "read_part", "row_codes", "row_values", "rows", "sample", "sample_outside", "scatter", "select", "settle",
-    "store_big_endian", "stream", "team", "tensor_message", "torch_bins", "torch_qsgd", "torch_select",
-    "triton_drop", "triton_qsgd", "triton_range", "triton_rows", "triton_uniform", "uniform", "warm_checksum",
-    "wire",
+    "CorruptMessageError", "DECODE_FLOOR", "DeviceChecksumError", "FLOAT32_MAX", "FLOAT32_TINY", "MAX_NUMEL",
+    "PartWriter", "Payload", "RefusedInputError", "Unverified", "bin_centres", "bin_codes", "bin_pack_crc",
+    "bin_unpack_centres", "bitpack", "check_bits", "check_finite", "check_representable", "checksum",
+    "closure_kernel", "code_dtype", "code_lengths", "copy_part", "crc", "decode_offsets", "deferred",
+    "deferred_checks", "device", "drop", "drop_pass", "drop_quantize", "drop_survivors", "elias",
+    "encode_offsets", "entropy_bits", "estimate_entropy", "expect_part", "expect_range", "extrema",
+    "float32_numpy", "framing", "gaps", "half", "histogram", "huffman_stream", "kept", "keyed", "keyed_cache",
+    "kth_smallest", "load_big_endian", "load_pair", "on_device", "order", "put", "qsgd", "rans",
+    "read_host_part", "read_part", "row_codes", "row_values", "rows", "sample", "sample_outside", "scatter",
+    "select", "settle", "store_big_endian", "stream", "team", "tensor_message", "torch_bins", "torch_qsgd",
+    "torch_select", "triton_drop", "triton_qsgd", "triton_range", "triton_rows", "triton_uniform", "uniform",
+    "warm_checksum", "wire",
 ]

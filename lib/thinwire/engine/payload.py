@@ -7,6 +7,10 @@ from typing import Callable
 
 import torch
 
+from .errors import CorruptMessageError
+
+FLOAT32_MAX = float(torch.finfo(torch.float32).max)
+
 
 @dataclass
 class PartWriter:
@@ -63,3 +67,22 @@ class Payload:
             self.parts[f"{prefix}.{name}"] = part
         for name, value in inner.meta.items():
             self.meta[f"{prefix}.{name}"] = value
+
+
+def expect_part(payload: Payload, name: str, dtype: torch.dtype, numel: int | None = None) -> torch.Tensor:
+    """The part ``name`` with the given dtype (and size), or ``CorruptMessageError``."""
+    part = payload.parts.get(name)
+    if part is None or part.dtype != dtype or (numel is not None and part.numel() != numel):
+        got = None if part is None else (part.dtype, part.numel())
+        raise CorruptMessageError(f"part {name!r}: expected {dtype} x {numel}, got {got}")
+    return part
+
+
+def expect_range(payload: Payload, codec: str) -> tuple[float, float]:
+    """The (lo, hi) meta of a quantized message: finite float32 values with lo <= hi
+    (what every encoder sends), or ``CorruptMessageError``."""
+    lo, hi = payload.meta.get("lo"), payload.meta.get("hi")
+    if not (isinstance(lo, (int, float)) and isinstance(hi, (int, float))
+            and -FLOAT32_MAX <= lo <= hi <= FLOAT32_MAX):
+        raise CorruptMessageError(f"{codec}: range [{lo}, {hi}] is not a finite float32 interval")
+    return float(lo), float(hi)

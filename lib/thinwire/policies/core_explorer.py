@@ -25,8 +25,7 @@ import math
 import numpy as np
 import torch
 
-from ..codecs.base import check_finite, check_representable
-from ..engine import sample_outside
+from ..engine import check_finite, check_representable, sample_outside
 from .base import Decision, Policy
 
 SELECTIONS = ("exact", "sampled")

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 
-from ..codecs.quantize.bin_quantize import check_bits, estimate_entropy
+from ..engine import check_bits, estimate_entropy
 from ..codecs.quantize.minmax import value_range
 from .base import Decision, Policy
 

@@ -48,7 +48,7 @@ import math
 import torch
 from torch import nn
 
-from ..codecs.quantize.bin_quantize import check_bits
+from ..engine import check_bits
 from ..validation import float_in, int_in, one_of
 from .base import Decision
 from .controller import Controller

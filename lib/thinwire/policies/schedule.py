@@ -8,7 +8,7 @@ import math
 
 import torch
 
-from ..codecs.quantize.bin_quantize import check_bits
+from ..engine import check_bits
 from .base import Decision, Policy
 from .controller import Controller
 from .sarsa_bits import TRACE

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import torch
 
-from ..base import Codec, check_finite
-from ...engine import CorruptMessageError, Payload
+from ..base import Codec
+from ...engine import CorruptMessageError, Payload, check_finite
 from ..state import CodecState
 
 

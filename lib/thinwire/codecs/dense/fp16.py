@@ -17,8 +17,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..base import Codec, expect_part
-from ...engine import PartWriter, Payload, Unverified, copy_part, half, on_device, put, read_host_part
+from ..base import Codec
+from ...engine import (PartWriter, Payload, Unverified, copy_part, expect_part, half, on_device, put,
+                       read_host_part)
 from ..state import CodecState
 from .fp32 import host_float32
 

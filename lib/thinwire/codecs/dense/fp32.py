@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import torch
 
-from ..base import Codec, expect_part
-from ...engine import PartWriter, Payload, copy_part, on_device, stream
+from ..base import Codec
+from ...engine import PartWriter, Payload, copy_part, expect_part, on_device, stream
 from ..state import CodecState
 
 

@@ -1,1 +1,2 @@
-"""Entropy coding: Huffman code lengths and streams, raw packing and ANS as symbol coders."""
+"""Entropy coding: raw packing, Huffman and ANS as symbol coders (their kernels: the engine's huffman_code,
+huffman_stream and rans)."""

@@ -23,10 +23,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ...engine import CorruptMessageError, bitpack
-from . import huffman_stream, rans
-from .huffman_code import code_lengths
-from ...engine import MAX_NUMEL  # a forged sync beyond it would overflow the kernels' int64
+from ...engine import CorruptMessageError, MAX_NUMEL, bitpack, code_lengths, huffman_stream, rans  # MAX_NUMEL: a forged
+# sync beyond it would overflow the kernels' int64
 
 SYNC = 1024  # symbols between Huffman sync points (4 bytes each: 1/256 bit per symbol)
 

@@ -24,14 +24,13 @@ import math
 import numpy as np
 import torch
 
-from ..base import FLOAT32_MAX, Codec, expect_part, expect_range, plain_decision
-from ...engine import (CorruptMessageError, PartWriter, Payload, bitpack, device, read_host_part, settle,
-                       triton_uniform, uniform)
-from .bin_quantize import FLOAT32_TINY, bin_centres, bin_codes, bin_pack_crc, bin_unpack_centres, check_bits, histogram
+from ..base import Codec, plain_decision
+from ...engine import (CorruptMessageError, FLOAT32_MAX, FLOAT32_TINY, PartWriter, Payload, bin_centres,
+                       bin_codes, bin_pack_crc, bin_unpack_centres, bitpack, check_bits, device, expect_part,
+                       expect_range, histogram, rans, read_host_part, settle, triton_uniform, uniform)
 from .minmax import device_codes, device_range, read_device_codes, value_range
 from .per_column import column_centres, column_codes, column_ranges
 from ..state import CodecState
-from ..entropy import rans
 from ..entropy.symbol_coders import CODERS
 
 

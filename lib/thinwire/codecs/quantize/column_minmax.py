@@ -44,11 +44,11 @@ import math
 import numpy as np
 import torch
 
-from ..base import Codec, expect_part, plain_decision
-from ...engine import (CorruptMessageError, PartWriter, Payload, bitpack, deferred, device, read_part,
-                       row_codes, row_values, settle, torch_bins, triton_rows, triton_uniform)
+from ..base import Codec, plain_decision
+from ...engine import (CorruptMessageError, PartWriter, Payload, bitpack, check_bits, deferred, device,
+                       expect_part, read_part, row_codes, row_values, settle, torch_bins, triton_rows,
+                       triton_uniform)
 from ..state import CodecState
-from .bin_quantize import check_bits
 
 FLT_MIN = 1.1754943508222875e-38  # std::numeric_limits<float>::min()
 EPS = 1e-6

@@ -31,9 +31,10 @@ import math
 import numpy as np
 import torch
 
-from ...engine import (PartWriter, Payload, bitpack, deferred, device, extrema, read_host_part, read_part,
-                       settle, triton_range, triton_uniform, uniform)
-from ..base import FLOAT32_MAX as LARGEST, Codec, expect_part, expect_range
+from ...engine import (FLOAT32_MAX as LARGEST, PartWriter, Payload, bitpack, deferred, device, expect_part,
+                       expect_range, extrema, read_host_part, read_part, settle, triton_range, triton_uniform,
+                       uniform)
+from ..base import Codec
 from ..state import CodecState
 
 FLOAT32_MAX, FLOAT32_TINY = triton_range.FLOAT32_MAX, triton_range.FLOAT32_TINY  # where a scale or step leaves float32

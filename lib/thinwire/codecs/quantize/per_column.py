@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .bin_quantize import code_dtype
+from ...engine import code_dtype
 
 
 def column_ranges(matrix: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -45,8 +45,9 @@ import numpy as np
 import torch
 
 from ...engine import (CorruptMessageError, PartWriter, Payload, RefusedInputError, bitpack, deferred, device,
-                       elias, float32_numpy, qsgd, read_host_part, read_part, settle, torch_qsgd, triton_qsgd)
-from ..base import Codec, expect_part
+                       elias, expect_part, float32_numpy, qsgd, read_host_part, read_part, settle, torch_qsgd,
+                       triton_qsgd)
+from ..base import Codec
 from ..state import CodecState
 
 NORMS = ("l2", "max")

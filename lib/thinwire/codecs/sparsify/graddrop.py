@@ -53,15 +53,12 @@ import time
 
 import torch
 
-from ...engine import CorruptMessageError, Payload, bitpack, deferred, device, drop, scatter, team
-from ..base import Codec, expect_part
-from .drop_pass import drop_pass
-from .drop_survivors import Survivors, finite, sum_bits, survivors
-from .drop_quantize import LEVELS, dequantize, group_ids, keep_error, quantize, signs
+from ...engine import (CorruptMessageError, Payload, bitpack, decode_offsets, deferred, device, drop,
+                       drop_pass, drop_quantize, drop_survivors, encode_offsets, expect_part, scatter, team)
+from ..base import Codec
 from .draws_ahead import Draws, DrawsAhead
 from .drop_threshold import (SAMPLINGS, exact_threshold, narrowed, order_statistic, sample_positions, sample_size,
                              threshold_from_sample)
-from .offsets import decode_offsets, encode_offsets
 from ..state import CodecState
 
 THRESHOLDS = ("exact", "sampled")
@@ -124,7 +121,7 @@ class GradDrop(Codec):
         _require("scope", scope, scope in SCOPES, f"one of {SCOPES}")
         _require("encoding", encoding, encoding in ENCODINGS, f"one of {ENCODINGS}")
         _require("bits", bits, _number(bits) and bits in (0, 1, 2), "0 (float32 values), 1 or 2")
-        _require("levels", levels, levels in LEVELS, f"one of {LEVELS}")
+        _require("levels", levels, levels in drop_quantize.LEVELS, f"one of {drop_quantize.LEVELS}")
         _require("ratio", ratio, not (bits and levels == "threshold" and ratio == 0),
                  "> 0 with threshold levels (a ratio of 0 has no threshold)")
         _require("residual", residual, isinstance(residual, bool), "True or False")
@@ -173,7 +170,7 @@ class GradDrop(Codec):
         state.last.select_seconds = time.perf_counter() - t0
         ahead = bool(draws) and self.sampling == "random"  # the next message's, on the drawing thread
         # the thresholds stay where they were found: read with the survivors' count
-        kept = survivors(corrected, gradient, spans, found[0][0].view(2, 1) if len(found) == 1 else
+        kept = drop_survivors.survivors(corrected, gradient, spans, found[0][0].view(2, 1) if len(found) == 1 else
                          torch.stack([f for f, _ in found], 1), keep_residual=self.residual,
                          inclusive=self.ties == "keep", density=1 - self.ratio, source=source,
                          meanwhile=(lambda: _draws_ahead(state).draw_next(state.generator, draws,
@@ -199,24 +196,24 @@ class GradDrop(Codec):
             payload.parts["values"] = values
             return payload
         if self.bits == 1 and self.levels == "threshold" and self.scope == "global":  # every level the one threshold
-            codes, table, sent = signs(values, thresholds[0], segments.shape[0])
+            codes, table, sent = drop_quantize.signs(values, thresholds[0], segments.shape[0])
         else:
-            groups, count = group_ids(index, segments, self.levels)
+            groups, count = drop_quantize.group_ids(index, segments, self.levels)
             if self.levels == "threshold":
                 per_segment = torch.tensor(thresholds * segments.shape[0] if self.scope == "global" else thresholds)
             else:
                 per_segment = torch.zeros(count)
-            codes, table = quantize(values, groups, count, self.bits, self.levels, per_segment)
-            sent = dequantize(codes, groups, table, self.bits) if self.residual else None
+            codes, table = drop_quantize.quantize(values, groups, count, self.bits, self.levels, per_segment)
+            sent = drop_quantize.dequantize(codes, groups, table, self.bits) if self.residual else None
         if self.residual:
-            keep_error(corrected, index, values, sent)
+            drop_quantize.keep_error(corrected, index, values, sent)
         payload.parts["codes"] = bitpack.pack(codes, self.bits)
         payload.parts["levels"] = table.reshape(-1)
         if self.levels != "global":
             payload.parts["segments"] = segments
         return payload
 
-    def _unstall(self, corrected, spans, kept: Survivors):
+    def _unstall(self, corrected, spans, kept: drop_survivors.Survivors):
         """(index, values, whether they are finite, their long gaps or None) of ``kept`` with
         the values at the threshold of every span where the strict test kept none.
 
@@ -234,7 +231,7 @@ class GradDrop(Codec):
         extra_index, extra_values = drop_pass(corrected, None, stalled, keep_residual=self.residual, inclusive=True)
         index, values = torch.cat([kept.index, extra_index]), torch.cat([kept.values, extra_values])
         order = torch.argsort(index)  # an infinite threshold lets Inf in here: checked too
-        return index[order], values[order], kept.finite and finite(sum_bits(extra_values)), None
+        return index[order], values[order], kept.finite and drop_survivors.finite(drop_survivors.sum_bits(extra_values)), None
 
     def _corrected(self, flat, slot, state: CodecState, key: str):
         """(buffer that becomes the corrected tensor, residual to add ``gradient`` to or None,
@@ -369,9 +366,9 @@ class GradDrop(Codec):
             deferred.read_or_judge(found, lambda got: _uncovered(got, numel), judge if later or together else None)
             if together and not later:
                 judge.read()
-        groups, groups_count = group_ids(index, segments, self.levels)
+        groups, groups_count = drop_quantize.group_ids(index, segments, self.levels)
         table = expect_part(payload, "levels", torch.float32, groups_count * 2 * (1 << (self.bits - 1)))
-        values = dequantize(codes, groups, table.view(groups_count, 2, -1), self.bits)
+        values = drop_quantize.dequantize(codes, groups, table.view(groups_count, 2, -1), self.bits)
         if together:
             judge.read()
         return values

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import torch
 
-from ..base import Codec, expect_part
-from ...engine import CorruptMessageError, Payload, checksum
+from ..base import Codec
+from ...engine import CorruptMessageError, Payload, checksum, expect_part
 from ..state import CodecState
 
 

@@ -19,8 +19,8 @@ import time
 import numpy as np
 import torch
 
-from ..base import Codec, expect_part
-from ...engine import CorruptMessageError, Payload, deferred, device, scatter, select
+from ..base import Codec
+from ...engine import CorruptMessageError, Payload, deferred, device, expect_part, scatter, select
 from ..state import CodecState
 
 

@@ -1,4 +1,4 @@
-"""Alg. 1 of Aji & Heafield (2017) as one compiled pass per chunk (``sparsify/drop_pass.py``):
+"""Alg. 1 of Aji & Heafield (2017) as one compiled pass per chunk (``drop_pass.py``):
 
     corrected = residual + gradient      (written into the residual's buffer, or a second one)
     survivor  = not |corrected| <= t     (NaN and Inf always survive)

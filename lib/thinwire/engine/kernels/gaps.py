@@ -1,4 +1,4 @@
-"""Offset-value index coding's two passes (``sparsify/offsets.py``), compiled: a few
+"""Offset-value index coding's two passes (``offsets.py``), compiled: a few
 hundred thousand gaps go through one loop each way instead of a chain of whole-array
 operations (each a pass over memory and a temporary)."""
 

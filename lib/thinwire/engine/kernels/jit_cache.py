@@ -4,11 +4,11 @@ numba caches each compiled function beside its source file and checks only that 
 time stamp on load. Our kernels call kernels in other files (``bin_pack`` compiles
 ``bitpack.stream_chunk`` into itself), so editing one file could leave another file's
 cached code stale. ``keyed_cache`` points numba at a folder named by a hash of every
-source file of ``engine`` and ``codecs`` (all sub-packages) while the kernel modules are imported, and
+source file of ``engine`` (all sub-packages) while the kernel modules are imported, and
 while a factory builds kernels later (numba picks the folder when a function is
 decorated): any edit starts a fresh cache. A kernel decorated outside it would be cached
 beside its source and reloaded after an edit to a kernel it calls, stale, so
-``engine/__init__`` and ``codecs/__init__`` import every module that compiles kernels inside it, and the
+``engine/__init__`` imports every module that compiles kernels inside it, and the
 factories (``half._kernels``, ``huffman_stream._encoders``) decorate inside it. Older folders are
 removed. The folders live under ``paths.cache_dir()`` (``~/.cache/thinwire`` by default),
 not in the package, which may be installed read-only, one group per installed copy (named
@@ -40,7 +40,7 @@ from numba.core.dispatcher import Dispatcher
 from numba.core.extending import _Intrinsic
 
 HERE = Path(__file__).parents[2]  # the thinwire package
-COMPILED = ("engine", "codecs")  # its packages whose modules compile kernels
+COMPILED = ("engine",)  # the package whose modules compile kernels (no codec compiles its own)
 
 
 def source_hash() -> str:

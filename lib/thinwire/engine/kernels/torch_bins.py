@@ -1,5 +1,5 @@
 """Bin codes with torch operations, on the values' own device: Oland & Raj's bins over one
-range (``quantize/bin_quantize.py``) and MQGrad's bins over each row's range (``rows.py``),
+range (``bin_quantize.py``) and MQGrad's bins over each row's range (``rows.py``),
 the same codes and values as those compiled kernels. A GPU tensor takes this path
 (``device.py``); the CPU test suite runs it on CPU tensors against the host kernels.
 

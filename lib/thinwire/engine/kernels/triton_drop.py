@@ -1,7 +1,7 @@
 """Aji & Heafield's drop pass (Alg. 1 lines 5-8: add the gradient to the residual, keep the
 values above the threshold, zero them in the residual) over a GPU tensor in two Triton
 kernels, with the survivors compacted in index order: the survivors and residual of
-``sparsify/drop_pass.py``'s torch operations, which make a magnitude tensor, a mask and a
+``drop_pass.py``'s torch operations, which make a magnitude tensor, a mask and a
 ``torch.nonzero`` per segment, each waiting for the device.
 
 Where Triton runs (``usable``) these kernels take the work; elsewhere on a device
@@ -21,7 +21,7 @@ each:
    ``counted``, gradient dropping's encoder's, waits for nothing: its thresholds stay on
    the device, NaN and Inf are counted with the survivors, and step 3 writes the first
    survivors into buffers sized before their number is known:
-   ``sparsify/drop_survivors.py``);
+   ``drop_survivors.py``);
 3. ``_compact``: each chunk's survivors (index, corrected value) whose place lies in
    [lo, hi) written from its offset in index order, and zeroed in the residual. It reads
    the chunk's words, not its values, a thread per word: in each round every word gives up its lowest set bit, so a survivor's

@@ -17,7 +17,7 @@ end).
    one ``tl.fma`` is explicit and stays fused), rounded to float32 for the fused
    multiply-add, or, for a range of a few subnormals whose scale float32 cannot hold, the
    codes of ``minmax.exact_codes`` in float64. With ``BINS``, Oland & Raj's bin codes
-   (``quantize/bin_quantize.py``, ``binquant`` with the raw coder and a fixed bit width):
+   (``bin_quantize.py``, ``binquant`` with the raw coder and a fixed bit width):
    ``triton_uniform._bin_quantize``'s float64 codes with the scale 2^bits / (hi - lo).
 3. ``_values``: ``triton_uniform._dequantize``'s values, the step made from lo and hi read
    out of the message's own header bytes (4 little-endian bytes each, at any offset), in

@@ -20,7 +20,7 @@ At 8 bits the codes are the bytes the device CRC's words form (``triton_crc.by_w
 reads, 4 to a word: ``_step_values``, ``_words_of`` and ``_block_done`` are the pieces
 ``triton_range`` and ``triton_rows`` read a message's codes with as they check it.
 
-Oland & Raj's bin codes (``quantize/bin_quantize.py``, ``binquant`` with the raw coder) are
+Oland & Raj's bin codes (``bin_quantize.py``, ``binquant`` with the raw coder) are
 made and packed the same way, in float64 as the host kernels make them (``bin_packed``), and
 so are MQGrad's codes over each row's range (``triton_rows.py``).
 """

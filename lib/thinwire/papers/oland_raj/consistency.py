@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from ...codecs.entropy.huffman_code import code_lengths
-from ...codecs.quantize.bin_quantize import bin_codes, entropy_bits
+from ...engine import bin_codes, entropy_bits
 
 DENSITIES = ("gaussian", "laplace")
 

@@ -21,8 +21,7 @@ import torch
 from ...algorithms.observers import Observer, register_observer
 from ...algorithms.round import ready
 from ...codecs import CodecState
-from ...engine import wire
-from ...codecs.quantize.bin_quantize import estimate_entropy
+from ...engine import estimate_entropy, wire
 from ...codecs.quantize.binquant import BinQuantize
 from ...codecs.quantize.minmax import value_range
 

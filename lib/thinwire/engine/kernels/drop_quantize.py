@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from numba import njit
 
-from ...engine import device
+from . import device
 
 LEVELS = ("threshold", "global", "column")
 
@@ -117,7 +117,7 @@ def signs(values: torch.Tensor, threshold: float, count: int) -> tuple[torch.Ten
 
 def dequantize(codes: torch.Tensor, groups: torch.Tensor, table: torch.Tensor, bits: int) -> torch.Tensor:
     """Each survivor's level, signed: ``table[group, negative, level]`` (on the codes' device
-    in torch operations, ``engine/kernels/device.py``)."""
+    in torch operations, ``device.py``)."""
     if device.on_device(codes):
         negative = (codes & 1).to(torch.int64)
         level = (codes >> 1).to(torch.int64) if bits == 2 else 0

@@ -18,7 +18,7 @@ layout for the raw coder: one pass over the weights, the codes never leave the c
 Both run as compiled kernels (numba), in parallel over chunks. They compute in float64,
 so w - w_min does not cancel for weights far from zero and the scale cannot overflow
 even for a range of a few subnormals. A GPU tensor's codes are made on the GPU with the
-same float64 arithmetic (``engine/kernels/torch_bins.py``): the raw coder packs them there, the
+same float64 arithmetic (``torch_bins.py``): the raw coder packs them there, the
 entropy coders get only the codes on the host.
 """
 
@@ -28,7 +28,7 @@ import numpy as np
 import torch
 from numba import literally, njit, prange
 
-from ...engine import bitpack, crc, device, torch_bins, triton_uniform, uniform
+from . import bitpack, crc, device, torch_bins, triton_uniform, uniform
 
 CHUNK = bitpack.CHUNK
 check_bits = bitpack.check_bits
@@ -75,7 +75,7 @@ def _codes_packed(bits, args):
 def _codes_packed_parallel(bits, w, lo, scale, out, crcs):
     """QUANTIZE then ``bitpack``'s layout, chunk by chunk (``bits`` a compile-time constant);
     with ``crcs``, each chunk's bytes checksummed while cached (1 to 8 bits). The arrays
-    come as arguments, not in a tuple (as in ``engine/kernels/qsgd.py``)."""
+    come as arguments, not in a tuple (as in ``qsgd.py``)."""
     literally(bits)
     n = w.size
     top = (1 << bits) - 1

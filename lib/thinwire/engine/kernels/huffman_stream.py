@@ -13,7 +13,7 @@ right-aligned word, which depends only on the symbols, so the groups' lookups ov
 (byte symbols of a large stream are looked up two at a time, in a table of every pair's
 joined codeword built for the stream: ``_variant``); the
 word is appended to a 64-bit register, whose 8 bytes are stored big-endian at the stream's
-current byte in one unaligned store (``engine/kernels/bits.py``: ``store_big_endian``), and the
+current byte in one unaligned store (``bits.py``: ``store_big_endian``), and the
 stream moves on by the register's whole bytes, keeping 0-7 bits. No branch decides when
 to write, the way Huff0-class coders flush (on 25M 8-bit symbols, one core: 334 -> about
 1,150 M symbols/s against a register that stored a 64-bit word when full, with a branch
@@ -46,7 +46,8 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from ...engine import closure_kernel, keyed, load_big_endian, load_pair, store_big_endian
+from .bits import load_big_endian, load_pair, store_big_endian
+from .jit_cache import closure_kernel, keyed
 from .huffman_code import MAX_LENGTH, canonical_codes
 
 TABLE_BITS = 12   # at most 2**12 table entries (16 KiB: the first-level cache)

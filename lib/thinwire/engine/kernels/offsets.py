@@ -7,7 +7,7 @@ the word's largest value writes that value as an escape and goes, whole, into a 
 part of int32 words. At 99% dropping the mean gap is 100 and about 8% of gaps escape:
 1.3 bytes per index instead of 4. The encoder picks the width that gives fewer bytes
 (16 bits at very sparse rates) and says which in the message meta. One
-compiled loop each way (``engine/kernels/gaps.py``).
+compiled loop each way (``gaps.py``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ import functools
 import numpy as np
 import torch
 
-from ...engine import CorruptMessageError, deferred, device, gaps
+from ..errors import CorruptMessageError
+from ..wire import deferred
+from . import device, gaps
 
 WIDTHS = {8: np.uint8, 16: np.uint16}
 WIRE = {8: np.uint8, 16: np.int16}  # 16-bit words travel as int16 bit patterns
@@ -27,7 +29,7 @@ WIRE_TORCH = {8: torch.uint8, 16: torch.int16}
 def encode_offsets(index: torch.Tensor, longs: tuple[int, int] | None = None,
                    gap: torch.Tensor | None = None) -> tuple[int, torch.Tensor, torch.Tensor]:
     """Strictly increasing non-negative indices -> (width, words, escaped gaps as int32), on
-    the indices' device (torch operations there, ``engine/kernels/device.py``). ``longs``: the
+    the indices' device (torch operations there, ``device.py``). ``longs``: the
     gaps of at least 255 and of at least 65,535 (``long_gaps``' two counts), where the
     caller has read them to the host already, so that the device path need not wait;
     ``gap``: the indices' ``index_gaps``, where the caller has them on the device already."""
@@ -47,7 +49,7 @@ def decode_offsets(width: int, words: torch.Tensor, escaped: torch.Tensor, count
                    judge=None) -> torch.Tensor:
     """Inverse of ``encode_offsets``: ``count`` strictly increasing int64 indices below
     ``numel``, or ``CorruptMessageError``; on the words' device (torch operations there,
-    ``engine/kernels/device.py``). ``judge(found, accepts)``: on a device, the checks are not read
+    ``device.py``). ``judge(found, accepts)``: on a device, the checks are not read
     but left to the caller's judge (``wire.deferred_checks``' ``corrupt_unless``: ``accepts``
     the bytes of ``found``), and the indices are clamped into [0, numel) meanwhile."""
     if width not in WIDTHS or words.numel() != count or words.dtype != WIRE_TORCH[width]:

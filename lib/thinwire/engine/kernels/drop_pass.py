@@ -5,8 +5,8 @@
     values    = corrected[survivors];  residual[survivors] = 0
 
 On CPU this is one compiled kernel over chunks of every segment in parallel
-(``engine/kernels/drop.py``): the tensor is read and written once. On a GPU (``engine/kernels/device.py``)
-the same steps run in two Triton kernels (``engine/kernels/triton_drop.py``) where Triton runs,
+(``drop.py``): the tensor is read and written once. On a GPU (``device.py``)
+the same steps run in two Triton kernels (``triton_drop.py``) where Triton runs,
 else as whole-tensor torch ops on the device: the same survivors, so the same message.
 
 A NaN compares false with everything, so the survivor test is written as
@@ -19,7 +19,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ...engine import device, drop, kept, stream, team, triton_drop
+from . import device, drop, stream, team, triton_drop
+from .kept import kept
 
 CHUNK = 1 << 18
 

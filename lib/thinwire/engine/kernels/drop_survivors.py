@@ -8,7 +8,7 @@ and refuse the message), each span's survivors (a span whose strict test kept no
 its ties: ``graddrop._unstall``) and, for the offsets encoding, how many gaps are long
 (its width and escapes: ``offsets.long_gaps``).
 
-With the Triton drop kernels (``engine/kernels/triton_drop.py``, ``counted``) all of it is read
+With the Triton drop kernels (``triton_drop.py``, ``counted``) all of it is read
 in one copy: the thresholds stay on the device where they were found, NaN and Inf are
 counted with the survivors, each span's survivors are its chunks' counts, and the
 survivors are compacted before the read into buffers with room for the expected number
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ...engine import device, triton_drop
+from . import device, triton_drop
 from .drop_pass import drop_pass
 from .offsets import index_gaps, long_gaps
 
