@@ -61,3 +61,33 @@ def test_the_check_reads_relative_imports_as_python_does():
     assert [m for m, _, _ in found] == ["thinwire.engine.kernels", "thinwire.engine", "thinwire.codecs.dense"]
     init = LIB / "engine" / "__init__.py"
     assert _imports(init, "from .kernels import bitpack\n")[0][0] == "thinwire.engine.kernels"
+
+
+def test_no_kernel_module_and_its_device_twin_import_each_other():
+    """Host and device kernels meet in ``dispatch`` only: no circle among the kernel modules,
+    function-level imports included (``bitpack`` once imported ``torch_pack``, which imports it)."""
+    folder = LIB / "engine" / "kernels"
+    graph = {}
+    for path in folder.glob("*.py"):
+        name = f"thinwire.engine.kernels.{path.stem}"
+        graph[name] = set()
+        for module, names, _ in _imports(path):
+            for target in [module, *(f"{module}.{n}" for n in names)]:
+                if target.startswith("thinwire.engine.kernels.") and target != name:
+                    graph[name].add(target)
+    seen, circles = {}, []
+
+    def visit(node, trail):
+        if node in trail:
+            circles.append(trail[trail.index(node):] + [node])
+            return
+        if seen.get(node):
+            return
+        for nxt in sorted(graph.get(node, ())):
+            visit(nxt, trail + [node])
+        seen[node] = True
+
+    for node in sorted(graph):
+        visit(node, [])
+    assert len(graph) > 40 and circles == []
+    assert "thinwire.engine.kernels.torch_pack" in graph["thinwire.engine.kernels.dispatch"]

@@ -21,7 +21,7 @@ device twin (``qsgd`` / ``torch_qsgd`` / ``triton_qsgd``) write the same bytes, 
 from .kernels.jit_cache import closure_kernel, keyed, keyed_cache
 
 with keyed_cache():  # every module that compiles kernels, imported inside it (kernels/jit_cache.py)
-    from .kernels import (bitpack, crc, device, drop, drop_quantize, drop_survivors, elias, gaps, half,
+    from .kernels import (bitpack, crc, device, dispatch, drop, drop_quantize, drop_survivors, elias, gaps, half,
                           huffman_stream, order, qsgd, rans, rows, sample, scatter, select, stream, team,
                           torch_bins, torch_qsgd, torch_select, triton_drop, triton_qsgd, triton_range, triton_rows,
                           triton_uniform, uniform)
@@ -55,7 +55,7 @@ __all__ = [
     "PartWriter", "Payload", "RefusedInputError", "Unverified", "bin_centres", "bin_codes", "bin_pack_crc",
     "bin_unpack_centres", "bitpack", "check_bits", "check_finite", "check_representable", "checksum",
     "closure_kernel", "code_dtype", "code_lengths", "copy_part", "crc", "decode_offsets", "deferred",
-    "deferred_checks", "device", "drop", "drop_pass", "drop_quantize", "drop_survivors", "elias",
+    "deferred_checks", "device", "dispatch", "drop", "drop_pass", "drop_quantize", "drop_survivors", "elias",
     "encode_offsets", "entropy_bits", "estimate_entropy", "expect_part", "expect_range", "extrema",
     "float32_numpy", "framing", "gaps", "half", "histogram", "huffman_stream", "kept", "keyed", "keyed_cache",
     "kth_smallest", "load_big_endian", "load_pair", "on_device", "order", "put", "qsgd", "rans",

@@ -23,8 +23,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ...engine import CorruptMessageError, MAX_NUMEL, bitpack, code_lengths, huffman_stream, rans  # MAX_NUMEL: a forged
-# sync beyond it would overflow the kernels' int64
+# MAX_NUMEL: a forged sync beyond it would overflow the kernels' int64
+from ...engine import CorruptMessageError, MAX_NUMEL, code_lengths, dispatch, huffman_stream, rans
 
 SYNC = 1024  # symbols between Huffman sync points (4 bytes each: 1/256 bit per symbol)
 
@@ -52,13 +52,13 @@ class RawCoder:
     name = "raw"
 
     def encode(self, codes: np.ndarray, bits: int, counts: np.ndarray | None = None) -> tuple[dict, dict]:
-        return {"codes": bitpack.pack(torch.from_numpy(codes), bits)}, {}
+        return {"codes": dispatch.pack(torch.from_numpy(codes), bits)}, {}
 
     def decode(self, parts: dict, meta: dict, n: int, bits: int) -> np.ndarray:
         packed = parts.get("codes")
         if packed is None or packed.dtype != torch.uint8:
             raise CorruptMessageError("raw: part 'codes' (uint8) missing")
-        return bitpack.unpack(packed, n, bits).numpy()
+        return dispatch.unpack(packed, n, bits).numpy()
 
 
 class HuffmanCoder:

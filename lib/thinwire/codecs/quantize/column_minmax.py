@@ -45,7 +45,7 @@ import numpy as np
 import torch
 
 from ..base import Codec, plain_decision
-from ...engine import (CorruptMessageError, PartWriter, Payload, bitpack, check_bits, deferred, device,
+from ...engine import (CorruptMessageError, PartWriter, Payload, bitpack, check_bits, deferred, device, dispatch,
                        expect_part, read_part, row_codes, row_values, settle, torch_bins, triton_rows,
                        triton_uniform)
 from ..state import CodecState
@@ -175,11 +175,11 @@ class ColumnQuantize(Codec):
                                        lambda codes: triton_rows.row_packed(x, bins, bits, codes)))
                 return Payload(parts={"codes": codes, "lo": lo, "hi": hi}, meta={"bits": bits})
             codes = torch_bins.row_codes(rows, lo, hi, self.eps, 1 << bits)                         # 2.
-            return Payload(parts={"codes": bitpack.pack(codes.reshape(-1), bits), "lo": lo, "hi": hi},  # 3.
+            return Payload(parts={"codes": dispatch.pack(codes.reshape(-1), bits), "lo": lo, "hi": hi},  # 3.
                            meta={"bits": bits})
         codes = np.empty(tuple(rows.shape), dtype=np.uint8 if bits <= 8 else np.int32)
         row_codes(rows.contiguous().numpy(), lo.numpy(), hi.numpy(), self.eps, 1 << bits, codes)  # 2.
-        return Payload(parts={"codes": bitpack.pack(torch.from_numpy(codes).reshape(-1), bits),    # 3.
+        return Payload(parts={"codes": dispatch.pack(torch.from_numpy(codes).reshape(-1), bits),    # 3.
                               "lo": lo, "hi": hi}, meta={"bits": bits})
 
     def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None,
@@ -205,10 +205,10 @@ class ColumnQuantize(Codec):
             if bits <= 8 and out.dtype == torch.float32 and triton_uniform.usable(bits, packed, out):  # 4. in one pass
                 bins = torch_bins.row_steps(device.put(lo, out.device), device.put(hi, out.device), 1 << bits)
                 return triton_rows.row_values(packed, numel // lo.numel(), bins, bits, out)
-            codes = bitpack.unpack(packed, numel, bits).reshape(lo.numel(), -1)   # 4.
+            codes = dispatch.unpack(packed, numel, bits).reshape(lo.numel(), -1)   # 4.
             values = torch_bins.row_values(codes, device.put(lo, out.device), device.put(hi, out.device), 1 << bits)
             return out.copy_(values.reshape(-1))
-        codes = bitpack.unpack(packed, numel, bits).reshape(lo.numel(), -1).numpy()               # 4.
+        codes = dispatch.unpack(packed, numel, bits).reshape(lo.numel(), -1).numpy()               # 4.
         values = np.empty(codes.shape, dtype=np.float32)
         row_values(codes, lo.contiguous().numpy(), hi.contiguous().numpy(), 1 << bits, values)
         values = torch.from_numpy(values).reshape(-1)

@@ -31,7 +31,7 @@ import math
 import numpy as np
 import torch
 
-from ...engine import (FLOAT32_MAX as LARGEST, PartWriter, Payload, bitpack, deferred, device, expect_part,
+from ...engine import (FLOAT32_MAX as LARGEST, PartWriter, Payload, bitpack, deferred, device, dispatch, expect_part,
                        expect_range, extrema, read_host_part, read_part, settle, triton_range, triton_uniform,
                        uniform)
 from ..base import Codec
@@ -153,9 +153,9 @@ class Quantize(Codec):
         scale = levels / (hi - lo) if hi > lo else 0.0
         meta = {"lo": lo, "hi": hi}
         if scale > FLOAT32_MAX / 2:
-            return Payload(parts={"codes": bitpack.pack(exact_codes(flat, lo, scale, self.bits), self.bits)}, meta=meta)
+            return Payload(parts={"codes": dispatch.pack(exact_codes(flat, lo, scale, self.bits), self.bits)}, meta=meta)
         writer = PartWriter(torch.uint8, bitpack.packed_bytes(n, self.bits),
-                            lambda view: uniform.quantize_packed(flat, lo, scale, self.bits, out=view, checksum=True),
+                            lambda view: dispatch.quantize_packed(flat, lo, scale, self.bits, out=view, checksum=True),
                             checksummed=True)
         return Payload(parts={"codes": writer}, meta=meta)
 
@@ -181,6 +181,6 @@ class Quantize(Codec):
                 return out
             settle(payload)
         if wide:  # whose few mantissa bits would break the bound: rescale in float64
-            values = (lo + bitpack.unpack(packed, numel, self.bits).to(torch.float64) * step).to(torch.float32)
+            values = (lo + dispatch.unpack(packed, numel, self.bits).to(torch.float64) * step).to(torch.float32)
             return values if out is None else out.copy_(values)
-        return uniform.dequantize_packed(packed, numel, self.bits, lo, step, out=out)
+        return dispatch.dequantize_packed(packed, numel, self.bits, lo, step, out=out)

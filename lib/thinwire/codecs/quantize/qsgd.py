@@ -44,7 +44,7 @@ import math
 import numpy as np
 import torch
 
-from ...engine import (CorruptMessageError, PartWriter, Payload, RefusedInputError, bitpack, deferred, device,
+from ...engine import (CorruptMessageError, PartWriter, Payload, RefusedInputError, bitpack, deferred, device, dispatch,
                        elias, expect_part, float32_numpy, qsgd, read_host_part, read_part, settle, torch_qsgd,
                        triton_qsgd)
 from ..base import Codec
@@ -178,7 +178,7 @@ class QSGD(Codec):
         if self.coding == "elias":
             packed = torch.empty(bitpack.packed_bytes(n, self.bits), dtype=torch.uint8)
             fill_codes(packed)
-            codes = bitpack.unpack(packed, n, self.bits).numpy()
+            codes = dispatch.unpack(packed, n, self.bits).numpy()
             stream = np.empty((elias.stream_bits(codes, self.bucket, self.bits) + 7) // 8, np.uint8)
             elias.encode(codes, self.bucket, self.bits, stream)
             return Payload(parts={"stream": torch.from_numpy(stream), "norms": torch.from_numpy(norms)})
@@ -194,7 +194,7 @@ class QSGD(Codec):
             if elias.decode(expect_part(payload, "stream", torch.uint8).cpu().contiguous().numpy(), numel, self.bucket,
                             self.bits, codes) != 0:
                 raise CorruptMessageError("qsgd: the Elias-coded levels are inconsistent with the tensor's size")
-            packed = bitpack.pack(torch.from_numpy(codes), self.bits)
+            packed = dispatch.pack(torch.from_numpy(codes), self.bits)
         else:
             packed = expect_part(payload, "codes", torch.uint8, bitpack.packed_bytes(numel, self.bits))
         if payload.unverified is not None:  # a steady message in a deferred_checks block (``decodes_steady``),

@@ -53,7 +53,7 @@ import time
 
 import torch
 
-from ...engine import (CorruptMessageError, Payload, bitpack, decode_offsets, deferred, device, drop,
+from ...engine import (CorruptMessageError, Payload, decode_offsets, deferred, device, dispatch, drop,
                        drop_pass, drop_quantize, drop_survivors, encode_offsets, expect_part, scatter, team)
 from ..base import Codec
 from .draws_ahead import Draws, DrawsAhead
@@ -207,7 +207,7 @@ class GradDrop(Codec):
             sent = drop_quantize.dequantize(codes, groups, table, self.bits) if self.residual else None
         if self.residual:
             drop_quantize.keep_error(corrected, index, values, sent)
-        payload.parts["codes"] = bitpack.pack(codes, self.bits)
+        payload.parts["codes"] = dispatch.pack(codes, self.bits)
         payload.parts["levels"] = table.reshape(-1)
         if self.levels != "global":
             payload.parts["segments"] = segments
@@ -355,7 +355,7 @@ class GradDrop(Codec):
         """The survivors' values; ``judge``: a block's, or a ``deferred.ReadTogether`` read here
         (before the segments are used where they must be checked first)."""
         together = isinstance(judge, deferred.ReadTogether)
-        codes = bitpack.unpack(expect_part(payload, "codes", torch.uint8), count, self.bits)
+        codes = dispatch.unpack(expect_part(payload, "codes", torch.uint8), count, self.bits)
         if self.levels == "global":
             segments = torch.tensor([[0, numel, 1]], dtype=torch.int64)
         else:

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from ..base import Codec
-from ...engine import CorruptMessageError, Payload, deferred, device, expect_part, scatter, select
+from ...engine import CorruptMessageError, Payload, deferred, device, dispatch, expect_part, scatter
 from ..state import CodecState
 
 
@@ -63,7 +63,7 @@ class TopK(Codec):
             raise ValueError(f"topk: tensor of {flat.numel()} entries exceeds int32 indexing")
         k = self.k_for(flat.numel())
         t0 = time.perf_counter()
-        index, values, non_finite = select.top_k(flat.to(torch.float32), k)
+        index, values, non_finite = dispatch.top_k(flat.to(torch.float32), k)
         if non_finite:
             raise ValueError(f"topk: tensor {key!r} contains NaN or Inf; cannot rank magnitudes")
         state.last.select_seconds = time.perf_counter() - t0

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 from numba import literally, njit, prange
 
-from . import bitpack, crc, device, torch_bins, triton_uniform, uniform
+from . import bitpack, crc, device, dispatch, torch_bins, triton_uniform, uniform
 
 CHUNK = bitpack.CHUNK
 check_bits = bitpack.check_bits
@@ -115,7 +115,7 @@ def bin_codes(flat: torch.Tensor, lo: float, hi: float, bits: int, out: np.ndarr
 
 
 def bin_pack(flat: torch.Tensor, lo: float, hi: float, bits: int, out: torch.Tensor | None = None) -> torch.Tensor:
-    """``bitpack.pack(bin_codes(flat, lo, hi, bits), bits)`` in one pass (uint8 tensor; on the
+    """``dispatch.pack(bin_codes(flat, lo, hi, bits), bits)`` in one pass (uint8 tensor; on the
     tensor's device when it takes the device path and no ``out`` is given)."""
     n = flat.numel()
     x = flat.reshape(-1)
@@ -127,7 +127,7 @@ def bin_pack(flat: torch.Tensor, lo: float, hi: float, bits: int, out: torch.Ten
         return packed if out is None or packed is out else out.copy_(packed)
     if n and hi > lo and device.on_device(flat):
         codes = torch_bins.bin_codes(flat, lo, (1 << bits) / (hi - lo), (1 << bits) - 1)
-        return bitpack.pack(codes, bits) if out is None else out.copy_(bitpack.pack(codes, bits))
+        return dispatch.pack(codes, bits) if out is None else out.copy_(dispatch.pack(codes, bits))
     out = torch.empty(bitpack.packed_bytes(n, bits), dtype=torch.uint8) if out is None else out
     _pack_host(flat, lo, hi, bits, out, False)
     return out
@@ -186,8 +186,8 @@ def bin_unpack_centres(packed: torch.Tensor, n: int, lo: float, hi: float, bits:
         return out.fill_(lo)
     step = (hi - lo) / (1 << bits)
     if step < FLOAT32_TINY:
-        return _centres_float64(bitpack.unpack(packed.cpu(), n, bits).numpy(), lo, step, out)
-    return uniform.dequantize_packed(packed, n, bits, lo + 0.5 * step, step, out=out)
+        return _centres_float64(dispatch.unpack(packed.cpu(), n, bits).numpy(), lo, step, out)
+    return dispatch.dequantize_packed(packed, n, bits, lo + 0.5 * step, step, out=out)
 
 
 def histogram(codes: np.ndarray, bits: int) -> np.ndarray:

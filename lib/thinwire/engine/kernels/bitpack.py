@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from numba import literal_unroll, literally, njit, prange
 
-from . import device, team
+from . import team
 from .jit_cache import closure_kernel
 
 CHUNK = 1 << 14  # codes per parallel chunk (a multiple of 64)
@@ -180,12 +180,9 @@ _unpack_narrow, _unpack_wide = width_table(_unpack, NARROW), width_table(_unpack
 
 def pack(codes: torch.Tensor, bits: int, out: torch.Tensor | None = None) -> torch.Tensor:
     """Pack integer codes in [0, 2**bits) into ``packed_bytes`` bytes (a uint8 tensor,
-    written into ``out`` when given). Codes may be any integer dtype; codes on a GPU are
-    packed there (``torch_pack``, ``device.py``)."""
+    written into ``out`` when given), on the host. Codes may be any integer dtype; codes on
+    a GPU are packed there by ``dispatch.pack`` (``torch_pack``)."""
     check_bits("bits", bits)
-    if device.on_device(codes):
-        from .torch_pack import pack as device_pack
-        return device_pack(codes, bits, out)
     out = torch.empty(packed_bytes(codes.numel(), bits), dtype=torch.uint8) if out is None else out
     if bits == 8:  # the codes are the bytes
         return out.copy_(codes.reshape(-1))
@@ -201,11 +198,8 @@ def pack(codes: torch.Tensor, bits: int, out: torch.Tensor | None = None) -> tor
 
 
 def unpack(packed: torch.Tensor, n: int, bits: int) -> torch.Tensor:
-    """Inverse of ``pack``: uint8 codes for bits <= 8, int32 codes above (on the bytes' device)."""
+    """Inverse of ``pack``: uint8 codes for bits <= 8, int32 codes above, on the host."""
     check_bits("bits", bits)
-    if device.on_device(packed):
-        from .torch_pack import unpack as device_unpack
-        return device_unpack(packed, n, bits)
     if packed.numel() != packed_bytes(n, bits):
         raise ValueError(f"expected {packed_bytes(n, bits)} packed bytes for {n} {bits}-bit codes, got {packed.numel()}")
     if bits == 8:  # the bytes are the codes

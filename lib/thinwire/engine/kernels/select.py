@@ -37,7 +37,6 @@ import numpy as np
 import torch
 from numba import njit, prange
 
-from . import device
 from .bits import trailing_zeros
 from .kept import kept
 
@@ -201,9 +200,6 @@ def top_k(flat: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor, bool]
     if k == 0:  # an empty tensor
         empty = torch.empty(0, dtype=torch.int32, device=flat.device)
         return empty, empty.float(), False
-    if device.on_device(flat):
-        from .torch_select import top_k as on_device
-        return on_device(flat, k)
     bits = flat.numpy().view(np.uint32)
     chunks = -(-bits.size // CHUNK)
     counts, peaks = np.empty(chunks, np.int64), np.empty(chunks, np.uint32)

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from numba import literally, njit, prange
 
-from . import bitpack, crc, device, stream
+from . import bitpack, crc, stream
 
 CHUNK = bitpack.CHUNK
 
@@ -153,6 +153,21 @@ def joined(crcs: np.ndarray, bits: int, nbytes: int) -> int | None:
     return crc.join(crcs, CHUNK * bits // 8, nbytes - (crcs.size - 1) * (CHUNK * bits // 8))
 
 
+def check_packed(n: int, bits: int, out: torch.Tensor) -> None:
+    """``out`` holds the packed codes of ``n`` ``bits``-bit values, or ``ValueError``."""
+    bitpack.check_bits("bits", bits)
+    if out.numel() != bitpack.packed_bytes(n, bits):
+        raise ValueError(f"out holds {out.numel()} bytes, {n} {bits}-bit codes need {bitpack.packed_bytes(n, bits)}")
+
+
+def check_codes(packed: torch.Tensor, n: int, bits: int) -> None:
+    """``packed`` holds the codes of ``n`` ``bits``-bit values, or ``ValueError``."""
+    bitpack.check_bits("bits", bits)
+    if packed.numel() != bitpack.packed_bytes(n, bits):
+        raise ValueError(f"expected {bitpack.packed_bytes(n, bits)} packed bytes for {n} {bits}-bit codes, "
+                         f"got {packed.numel()}")
+
+
 def quantize_packed(flat: torch.Tensor, lo: float, scale: float, bits: int, out: torch.Tensor,
                     checksum: bool = False) -> int | None:
     """The ``bits``-bit nearest-level codes of ``flat`` (``round((w - lo) * scale)``, each in
@@ -160,14 +175,8 @@ def quantize_packed(flat: torch.Tensor, lo: float, scale: float, bits: int, out:
     (``bitpack.packed_bytes(n, bits)`` bytes, any byte view). ``scale`` must fit float32.
     With ``checksum``, returns the CRC-32C of ``out``'s bytes where the host kernel took it
     chunk by chunk as it wrote them (1 to 8 bits, the CRC instruction), else None."""
-    bitpack.check_bits("bits", bits)
     n = flat.numel()
-    if out.numel() != bitpack.packed_bytes(n, bits):
-        raise ValueError(f"out holds {out.numel()} bytes, {n} {bits}-bit codes need {bitpack.packed_bytes(n, bits)}")
-    if device.on_device(flat):
-        from . import torch_uniform
-        torch_uniform.quantize_packed(flat, lo, scale, bits, out)
-        return None
+    check_packed(n, bits, out)
     crcs = chunk_crcs(n, bits, checksum)
     if n:
         fused = abs(lo) * scale <= (1 << bits)
@@ -180,14 +189,8 @@ def quantize_packed(flat: torch.Tensor, lo: float, scale: float, bits: int, out:
 def dequantize_packed(packed: torch.Tensor, n: int, bits: int, lo: float, step: float,
                       out: torch.Tensor | None = None) -> torch.Tensor:
     """``lo + step * code`` (float32) for the ``n`` packed ``bits``-bit codes in ``packed``."""
-    bitpack.check_bits("bits", bits)
-    if packed.numel() != bitpack.packed_bytes(n, bits):
-        raise ValueError(f"expected {bitpack.packed_bytes(n, bits)} packed bytes for {n} {bits}-bit codes, "
-                         f"got {packed.numel()}")
+    check_codes(packed, n, bits)
     out = torch.empty(n, dtype=torch.float32) if out is None else out
-    if device.on_device(out):  # decoded where the receiver wants the values (a GPU)
-        from . import torch_uniform
-        return torch_uniform.dequantize_packed(packed, n, bits, lo, step, out)
     dequantize_host(packed.contiguous().numpy(), bits, lo, step, out.numpy())
     return out
 
