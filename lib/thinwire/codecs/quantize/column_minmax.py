@@ -65,8 +65,8 @@ def _row_ranges(rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     in, which differs between devices; adding +0 makes it +0 on every one (the codes and the
     decoded values do not depend on it, only the message's bytes of lo and hi). On a device
     one reduction makes both (``aminmax``: one pass over the tensor, where ``amin`` and
-    ``amax`` make two); on the CPU two do (its ``aminmax`` over rows took about six times
-    as long as both over 25M values on a 2-core CPU)."""
+    ``amax`` make two); on the CPU two do (its ``aminmax`` over rows was several times slower
+    than both)."""
     lo, hi = torch.aminmax(rows, dim=1) if device.on_device(rows) else (rows.amin(1), rows.amax(1))
     return lo + 0.0, hi + 0.0
 

@@ -6,22 +6,14 @@
 
 Chunks run in parallel, testing blocks of 64 values at once, each writing its survivors
 into its own slots of a shared output (``capacity`` per chunk, about 4x the expected
-count). A chunk that finds more stops recording at the first survivor that does not fit
-and says where: its remainder, already corrected, is finished by ``rest`` afterwards
-(counted, then gathered). So the tensor is read and written once, whatever the
-threshold. Keeping ties (``|x| >= t``) is the same test against the float32 just below t,
-so one comparison serves both. Where every chunk's survivors fit, they are moved out of
-the slots in parallel (``gather``), which counts the NaN and Inf among them on the way: a
-message holding one is refused, with no other pass over the values.
-
-A large corrected tensor in a buffer of its own is streamed out a block at a time
-(``_add_and_drop_streamed``): each block is built in 256 bytes that stay in the
-first-level cache and written with streamed stores, so its lines are never read. It
-replaced building 64 KiB pieces in a scratch buffer and streaming those, which on the
-2-core AMD EPYC (Zen 4) was slower than plain stores (``stream.BUILT_STREAMED``). Measured
-there, 25M values at 99% dropping, eight interleaved rounds with an add pass of 8.8-10.1
-ms: 6.76-10.23 ms streamed a block at a time against 8.62-11.50 with plain stores. (On
-the Xeon the 64 KiB pieces had beaten plain stores; the blocks have not been timed there.)
+count). A chunk that finds more stops at the first survivor that does not fit and says
+where; ``rest`` finishes its remainder, so the tensor is read and written once, whatever
+the threshold. Keeping ties (``|x| >= t``) is the same test against the float32 just below
+t. ``gather`` moves the survivors out of the slots and counts NaN and Inf on the way (a
+message holding one is refused, with no other pass). A large corrected tensor in a buffer
+of its own is written a 256-byte block at a time with streamed stores
+(``_add_and_drop_streamed``), so its lines are never read; the engine's README has the
+timings.
 """
 
 from __future__ import annotations

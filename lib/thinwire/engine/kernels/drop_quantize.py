@@ -101,9 +101,8 @@ def signs(values: torch.Tensor, threshold: float, count: int) -> tuple[torch.Ten
     """1 bit with ``threshold`` levels and one threshold for every group (``scope="global"``):
     (codes, level table, the values rebuilt) as ``quantize`` and ``dequantize`` make them,
     without the groups, since every level is ``threshold``: each code is its survivor's
-    sign, each rebuilt value +-threshold. A few operations on the values' device where the
-    groups, the table's lookups and the signs took about twenty; on the host they are numpy's,
-    on one thread."""
+    sign, each rebuilt value +-threshold: a few operations on the values' device instead of
+    the groups' and the table's twenty; on the host they are numpy's, on one thread."""
     level = float(np.float32(threshold))
     if not device.on_device(values):
         negative = values.numpy() < 0

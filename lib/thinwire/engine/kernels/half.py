@@ -251,12 +251,9 @@ def folded(bf16: bool) -> bool:
 
 def _streamed(out: np.ndarray, bf16: bool) -> bool:
     """Whether a conversion stores ``out`` streamed with its CRC folded in the same loop
-    (``_fold_kernels``' streamed ones): where ``folded``, for large outputs. On the 2-core
-    AMD EPYC (Zen 4), 25M values, each way timed in turns with an add pass, half:
-    narrowing 2.67-3.74 ms against 3.81-4.94 for narrowing each piece in place and folding
-    it from the cache, widening 4.05-4.14 against 4.89-5.48 for folding with plain stores.
-    The bf16 codec's round trip (``benchmarks/codecs_bench.py``, two runs each): 0.97-1.07
-    of the roofline with these kernels, 0.80-0.84 with the plain ones."""
+    (``_fold_kernels``' streamed ones): where ``folded``, for large outputs, where both
+    directions were faster than folding from the cache or with plain stores (the engine's
+    README)."""
     return folded(bf16) and stream.worth_streaming(out.nbytes)
 
 

@@ -5,24 +5,12 @@ CPUs that fold (``crc_fold.FOLD``) and write computed outputs in place
 Each intrinsic is built per format (``_narrowed``, ``_widened``) and indexed by ``bf16``.
 
 Each step loads 256 bytes of halves (128 values) into registers, folds them, and stores
-their float32 values (LLVM's ``fpext`` on vectors of 32: ``vcvtph2ps``, exact) with plain
-stores: the message is read from memory once and never from the cache again to be
-checksummed. Measured on the 2-core AMD EPYC (Zen 4), 25M values, ten interleaved rounds
-with an add pass over two and a half minutes: 2.35-2.76 ms against 3.36-3.94 for
-checksumming each piece from memory and then widening it from the cache, in the rounds
-whose add pass took 5.6-6.1 ms, and 3.97-4.57 against 4.51-5.25 in those whose add pass
-took 8.4-9.3 ms. Folding while narrowing (float32 to halves) with plain stores was slower
-than narrowing a piece and then folding its halves from the cache (4.76-5.67 ms against
-3.78-4.80 over eight rounds). A software prefetch ahead of the loads made the widening
-slower when the machine's memory was fast (3.50-3.56 against 3.06-3.56 ms in three
-rounds), so there is none.
-
-``narrow_fold_streamed`` and ``widen_fold_streamed`` store their outputs with streamed
-stores instead (``crc_fold.stream_store``: no read for ownership of the output's lines),
-in ``crc_fold.copy_fold``'s arrangement: the fold runs from the piece's first value, the
-stores from the output's first aligned line. With them both directions gain on the same
-machine (``half._streamed``: 25M values, four runs of seven rounds each in turns with an
-add pass): narrowing 2.67-3.74 ms against 3.81-4.94, widening 4.05-4.14 against 4.89-5.48.
+their float32 values (LLVM's ``fpext``: ``vcvtph2ps``, exact): the message is read from
+memory once and never again to be checksummed. Narrowing folds the halves of a piece from
+the cache after converting it (folding while narrowing was slower), and no software
+prefetch is issued (it slowed widening). ``narrow_fold_streamed`` and
+``widen_fold_streamed`` store with streamed stores (``crc_fold.stream_store``) in
+``crc_fold.copy_fold``'s arrangement. Timings: the engine's README.
 """
 
 from __future__ import annotations

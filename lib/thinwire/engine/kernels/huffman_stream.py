@@ -293,9 +293,8 @@ class _Canonical:
     longer than the lookup table's ``T`` bits), packed into one int64 array for the kernel
     (``packed``): ``[k, maxlen, limit (k), lens (k), first_rank (k), first_code (k), order]``
     for the ``k`` code lengths in use. One array, not six, keeps the decoding loop's live
-    values few enough for the registers (on 25M 8-bit symbols, one core, with the stores'
-    unsigned indices below: 10-15% faster than six arrays and signed indices, in paired
-    runs on one core of a 2-vCPU AMD EPYC)."""
+    values few enough for the registers (with the stores' unsigned indices below, a tenth
+    faster than six arrays and signed indices)."""
 
     def __init__(self, lengths: np.ndarray, codes: np.ndarray):
         maxlen = int(lengths.max())

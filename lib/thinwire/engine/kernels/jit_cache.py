@@ -17,10 +17,9 @@ explicit ``NUMBA_CACHE_DIR`` is left alone.
 
 A factory's kernels are closures, and numba keys a closure's cache entry by its pickled
 variables: a kernel among them pickles with an identifier drawn afresh in each process, so
-the entry was never found again. Every process compiled them anew (importing the paper
-packages, whose recipes encode a sample message through each codec, took about 24 s on
-the 2-core AMD EPYC, 0.8 s once they load), and each index grew by one entry per process.
-``closure_kernel`` keys them by what they close over instead (``_described``).
+the entry was never found again: every process compiled them anew, and each index grew by
+one entry per process. ``closure_kernel`` keys them by what they close over instead
+(``_described``).
 """
 
 from __future__ import annotations

@@ -1,29 +1,17 @@
 """Non-temporal (streaming) stores for large outputs.
 
 A normal store to a line that is not cached first reads the line from memory (a
-read-for-ownership), so writing a 100 MB output moves 200 MB. A non-temporal store writes
-the whole 64-byte line without reading it: a kernel that builds a chunk of its output in a
-cache-resident scratch buffer and then streams the chunk out (``stream_out``) moves half
-the bytes. Measured on this workbench's 2-core Xeon: a 100 MB copy over two threads takes
-3.9 ms streamed against 6.9-8.5 ms for ``torch``'s copy, and 8-bit codes turned into 25M
-float32 values 3.8 ms against 5.9 ms.
+read-for-ownership), so writing a 100 MB output moves 200 MB; a non-temporal store writes
+the whole 64-byte line without reading it. A kernel builds a chunk of its output in a
+cache-resident scratch buffer and streams it out (``stream_out``), moving half the bytes.
+The output is then not in the cache, a loss when the caller reads it at once: only
+outputs of at least ``STREAM_MIN_BYTES`` are streamed (``worth_streaming``). Streamed
+stores are weakly ordered, so each chunk ends with a fence.
 
-The output then is not in the cache, which is a loss when the caller reads it at once and
-it would have fit: kernels stream only outputs of at least ``STREAM_MIN_BYTES``
-(``worth_streaming``). Streamed stores are weakly ordered, so each chunk ends with a fence.
-
-Whether a kernel that computes its output (a conversion, a dequantization, the drop pass's
-corrected values) gains by building each piece in a cached buffer and streaming it out
-depends on the CPU (``destination(..., built=True)``, ``BUILT_STREAMED``). On the Xeon it
-did (above). On a 2-core AMD EPYC virtual machine (Zen 4), each way timed in turns with an
-add pass, 25M values: 8-bit codes into float32 took 5.9 ms streamed against 4.9 ms with
-plain stores, QSGD(8)'s 5.8 against 4.8, gradient dropping's encode 12.3 against 11.3, and
-fp16's narrowing 5.5 against 4.9, while the sparse decoders' zero fill (``scatter.py``),
-which streams a constant, still gained (top-k's decode 2.5 ms against 3.7, gradient
-dropping's 2.6 against 3.9). So, from one CPU of each vendor measured, computed outputs
-are streamed except on AMD's (``vendor_id`` AuthenticAMD), where they are written in place.
-Gradient dropping's pass now streams blocks of 256 bytes built in the first-level cache
-instead (``drop.py``), faster than plain stores there too.
+Whether a computed output (a conversion, a dequantization) gains by being built and
+streamed depends on the CPU (``BUILT_STREAMED``): it did on the Intel Xeon measured and not
+on the AMD EPYC (Zen 4), where computed outputs are written in place; a constant fill
+(``scatter.py``) gains on both. The figures are in the engine's README ("Benchmarks").
 
 Intrinsics (numba exposes neither): ``stream64`` stores 64 bytes with LLVM's
 ``!nontemporal`` hint at a 64-byte-aligned address (x86 ``vmovntdq``); ``fence`` is a
@@ -196,11 +184,9 @@ checked_copy = copy_folded if crc.FOLD else _checksum_then_copy
 
 @njit(parallel=True, nogil=True, cache=True)
 def _copy(src, dst, address, crcs):
-    """Each piece is read from memory once (``checked_copy``). 100 MB on the 2-core AMD
-    EPYC (Zen 4), three interleaved runs with an add pass of 5.3-5.6 ms: copy alone
-    2.59-2.74 ms, copy folding as it copies 2.66-2.99, copy then fold each piece from the
-    cache 3.84-4.02 (on an earlier Xeon: copy alone 3.8-4.0; copy, then fold 4.3-4.5;
-    streams, then copy 4.7; copy, then streams 5.8)."""
+    """Each piece is read from memory once, its CRC folded as it is copied
+    (``checked_copy``): nearly the time of the copy alone, where copying and then folding
+    each piece from the cache took half as long again (the engine's README)."""
     n = src.size
     for c in prange(-(-n // PIECE)):
         lo, hi = c * PIECE, min(n, (c + 1) * PIECE)

@@ -1,39 +1,18 @@
 """How many threads the compiled kernels' parallel loops run on: one per core while the
 machine is idle, twice as many while other processes keep its cores busy.
 
-numba runs a ``prange`` loop on the calling thread's team size (``numba.set_num_threads``,
-at most the pool of ``NUMBA_NUM_THREADS`` threads). Each loop splits its chunks evenly
-among the team and ends at a barrier. On an idle machine one thread per core is the
-fastest team. On a shared one the scheduler divides each core among the runnable threads,
-one share per thread: with two other processes of two threads each on two cores, each of
-a codec's two threads gets about a third of a core, so a codec whose loops keep both cores
-busy alone runs about 3x slower, and more, since every loop waits at its barrier for a
-thread that lost its core. With twice as many threads the codec's share of the cores
-doubles, and a thread that finished its part no longer leaves the rest of the loop to one
-that waits for its turn.
+numba runs a ``prange`` loop on the calling thread's team, and each loop ends at a barrier.
+On a shared machine the scheduler gives each runnable thread one share of a core, so a
+team of one thread per core gets a fraction of the cores and waits at every barrier for a
+thread that lost its core; twice the threads double the share (``load_bench.py`` measures
+it, the engine's README has the table). So the team doubles only while the runnable
+threads of other processes (``/proc/loadavg``, read at most every ``RECHECK`` seconds) at
+least match the cores; ``THINWIRE_KERNEL_THREADS`` fixes it instead of ``auto``.
 
-Measured on the 2-core AMD EPYC with ``load_bench.py`` (its two loads of two threads, the
-median slowdown of 3 rounds), over the twelve codecs slowest under load: with a team of 2,
-9 of them were above 3x with the loads paused between pairs and 4 with the loads left
-running (the largest 3.41x and 3.51x); with the team sized as here, 1 and 1
-(graddrop(0.99, bits=1), 3.15x and 3.44x: its round trip then opened 11 parallel regions,
-some of them torch operations on the survivors, which now run in numpy). Alone, in
-one process switching between them (7 rounds, 11 codecs), teams of 4 took 0.96-1.07x the
-time of teams of 2. So the
-team doubles only while the machine is busy: while the threads of other processes that
-are running (``/proc/loadavg``'s count of runnable threads, less this process's own) at
-least match the cores. That count is read at most every ``RECHECK`` seconds. The larger
-team takes a larger share of the cores from the other processes, as any process with more
-threads does: ``THINWIRE_KERNEL_THREADS`` fixes the team (``1``, ``2``, ...) instead of
-``auto``.
-
-The pool must hold the larger team: ``thinwire`` raises ``NUMBA_NUM_THREADS`` to twice the
-cores when it is imported before numba, unless the environment sets it; the team never
-exceeds the pool. Chunks are fixed by the data, never by the team, so every message is the
-same whatever the team's size. ``fit`` sizes the calling thread's team; the codecs call it
-as they encode and decode (a tensor below ``SMALL`` bytes gets one thread), and a kernel
-called in a thread that never did runs on the whole pool. ``alone_if_small`` runs a step
-over a message's few entries (a sparsifier's k values, their bits) on the calling thread.
+``thinwire`` raises ``NUMBA_NUM_THREADS`` to twice the cores when imported before numba.
+Chunks are fixed by the data, never by the team, so every message is the same whatever its
+size. ``fit`` sizes the calling thread's team (a tensor below ``SMALL`` bytes gets one
+thread); ``alone_if_small`` runs a step over a message's few entries on the calling thread.
 """
 
 from __future__ import annotations

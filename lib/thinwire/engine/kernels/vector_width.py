@@ -3,9 +3,8 @@
 LLVM tunes most AVX-512 CPUs to prefer 256-bit vectors (its ``prefer-256-bit`` tuning:
 on early AVX-512 parts the clock dropped under 512-bit work), so numba's kernels use
 half the width the CPU has. The kernels here are integer hashing, compares and
-conversions over long arrays; measured on an Intel Xeon (LLVM's ``rocketlake``) in one
-``make bench`` run each way, 512-bit vectors took quantize(8) from 0.51 to 0.60 of the
-memory roofline and QSGD(8) from 0.40 to 0.47, with the same bytes.
+conversions over long arrays, which 512-bit vectors bring closer to the memory roofline
+with the same bytes (``make bench``; the engine's README).
 
 numba builds its code generator once per process, from ``config.CPU_FEATURES`` (None:
 the host's features). ``prefer_wide_vectors`` sets it to the host's features with the

@@ -8,14 +8,10 @@ without touching it (``PyByteArray_Resize`` on an empty ``bytearray``), advises 
 pages for it (``madvise(MADV_HUGEPAGE)``, which the kernel honours under its ``always``
 and ``madvise`` settings), and only then zeroes it, so its pages are made 2 MiB at a
 time. Anywhere that fails (not Linux, not CPython), it is ``bytearray(n)``: the same
-zeroed bytes, on smaller pages.
-
-Measured on the 2-core benchmark machine, 100 MB, interleaved runs in one process: a
-checksum of the buffer 3.6 -> 2.9 ms, the streamed copy into it 5.4 -> 5.0 ms, out of it
-5.7 -> 4.5 ms; a whole encode + decode of 25M values into a reused message 15.4 -> 14.8
-ms (fp32), 13.7 -> 13.1 ms (fp16), 14.3 -> 14.0 ms (quantize(8)). Making the buffer
-usually costs less than ``bytearray(n)`` (15 ms against 40 ms), but the first huge pages
-a process asks for may wait for the kernel to compact memory (208 ms once).
+zeroed bytes, on smaller pages. Passes over such a buffer (a checksum, a copy in or out)
+and whole round trips into a reused message are faster, and making it usually costs less
+than ``bytearray(n)``, though a process's first huge pages may wait for the kernel to
+compact memory.
 """
 
 from __future__ import annotations

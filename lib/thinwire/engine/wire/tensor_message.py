@@ -67,11 +67,10 @@ def _host_bytes(data, device: torch.device) -> torch.Tensor:
     GPU, so that the copy does not wait. The pinned tensor comes from torch's caching host
     allocator (``torch.empty(..., pin_memory=True)``) and is filled in place:
     ``Tensor.pin_memory()`` first asks the driver whether the source is pinned
-    (``aten::is_pinned``), the largest single operation of a 1M-value fp32 message's encode
-    on an H100 machine, 46 us under ``torch.profiler`` of 183 us per encode unprofiled
-    (``gpu_bench``'s ``message_overhead``). The device, not ``torch.cuda.is_available()``,
-    decides: that call was 25 us of a 4,096-value message's encode under ``cProfile``
-    (``gpu_bench``'s ``host_profile``)."""
+    (``aten::is_pinned``), the largest single host operation of a small message's encode on
+    a GPU (``gpu_bench``'s ``message_overhead``). The device, not
+    ``torch.cuda.is_available()`` (itself a visible share of a small encode: ``gpu_bench``'s
+    ``host_profile``), decides."""
     if device.type != "cuda":
         return torch.frombuffer(bytearray(data), dtype=torch.uint8)
     host = torch.empty(len(data), dtype=torch.uint8, pin_memory=True)
