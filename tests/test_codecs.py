@@ -34,7 +34,7 @@ finite = arrays(np.float32, st.integers(0, 300),
 def test_every_registered_codec_is_covered():
     # keycache sends the keys a policy decided: tests/test_slim_dp.py covers it, corruption included
     covered = {make_codec(s).name for s in SPECS} | {"chain", "ef", "keycache"}
-    assert covered == set(CODECS)
+    assert covered == {name for name, cls in CODECS.items() if cls.__module__.startswith("thinwire.")}
 
 
 @pytest.mark.parametrize("spec", SPECS)

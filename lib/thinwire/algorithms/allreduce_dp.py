@@ -46,6 +46,7 @@ from .report import StepReport
 from .ring_allreduce import RING_CODECS, ring_allreduce, ring_phases
 from .round import Round, local_gradients, ready, worker_seeds
 from .section import Section
+from .registry import register_algorithm
 
 
 EXCHANGES = ("ring", "allgather")
@@ -93,6 +94,7 @@ class AllReduceSection(Section):
             raise ValueError(f"workers={common.workers!r} is not allowed: an all-reduce needs workers >= 2")
 
 
+@register_algorithm("allreduce")
 class AllReduceDP(Declared):
     """One synchronous data-parallel run by ring all-reduce; ``step`` does steps 1-3 above."""
 

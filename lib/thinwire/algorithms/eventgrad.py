@@ -52,6 +52,7 @@ from .mean_motion import MeanMotion
 from .report import StepReport
 from .round import Round, local_gradients, ready, worker_seeds
 from .section import Section
+from .registry import register_algorithm
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,7 @@ class EventGradSection(Section):
                              "neighbours each needs workers >= 3")
 
 
+@register_algorithm("eventgrad")
 class EventGraD(Declared):
     """One synchronous run of D-PSGD or EventGraD on a ring; ``step`` does steps 1-5 above."""
 

@@ -54,6 +54,7 @@ from .round import Round, local_gradients, ready, worker_seeds
 from ..validation import check, float_in, int_in, policy_spec
 from .section import Section
 from .server import ServerAgent
+from .registry import register_algorithm
 
 QUANTIZED = "sized(colquant(bits=0), min_numel=105001, ndim=2)"
 
@@ -137,6 +138,7 @@ class Server(ServerAgent):
 FLOAT32 = Float32()
 
 
+@register_algorithm("mqgrad")
 class MQGrad(Declared):
     """One synchronous MQGrad run on a transport; ``step`` does steps 1-5 above."""
 

@@ -35,6 +35,7 @@ from .round import Round, local_gradients, ready, worker_seeds
 from ..validation import codec_under_policy, float_in, one_of
 from .section import Section
 from .server import ServerAgent
+from .registry import register_algorithm
 
 PULL_MODES = ("params", "delta")
 
@@ -98,6 +99,7 @@ class CenterAgent(ServerAgent):
                     self.client_copy[name] += self.pull_codec.decode(message, None, name, like=p)
 
 
+@register_algorithm("plump_dp")
 class PlumpDP(Declared):
     """One synchronous Plump-DP run on a transport; ``step`` does steps 1-5 above."""
 

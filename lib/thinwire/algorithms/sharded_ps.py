@@ -58,6 +58,7 @@ from .round import Round, local_gradients, ready, worker_seeds
 from ..validation import int_in, one_of
 from .plump_dp import ParameterServerSection
 from .server import ServerAgent
+from .registry import register_algorithm
 
 SCHEDULES = ("sync", "async")
 
@@ -123,6 +124,7 @@ class ShardServer(ServerAgent):
                 copy += codec.decode(message, None, self.key, out=self._decoded[self.key])
 
 
+@register_algorithm("sharded_ps")
 class ShardedPS(Declared):
     """N nodes, each a client and the server of one shard; ``step`` does steps 1-5."""
 

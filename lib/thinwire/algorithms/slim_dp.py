@@ -56,6 +56,7 @@ from ..policies.core_explorer import check_core_explorer
 from ..validation import boolean, float_in, one_of
 from .section import Section
 from .server import ServerAgent
+from .registry import register_algorithm
 
 SCOPES = ("global", "tensor")
 SERVER_SCALES = ("mean", "sum")
@@ -123,6 +124,7 @@ class CenterAgent(ServerAgent):
             rnd.send("pull", self.workers, range(self.workers), key, w, self.pull_codec, self.pull_state, self.policy)
 
 
+@register_algorithm("slim_dp")
 class SlimDP(Declared):
     """One synchronous Slim-DP run on a transport; ``step`` does steps 1-5 above."""
 

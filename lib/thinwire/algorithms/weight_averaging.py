@@ -40,6 +40,7 @@ from .round import Round, ready, worker_seeds
 from ..validation import codec_under_policy, float_in, int_in, policy_spec
 from .section import Section
 from .server import ServerAgent
+from .registry import register_algorithm
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,7 @@ class AveragingAgent(ServerAgent):
                 self.pull_codec.decode(message, None, name, out=self.params[name])
 
 
+@register_algorithm("weight_averaging")
 class WeightAveraging(Declared):
     """One run of Sec. 2's scheme on a transport; ``step`` does steps 1-4 above."""
 

@@ -12,24 +12,30 @@ The bytes themselves (message layout, checksum, kernels on the host and on a GPU
 engine's (``thinwire.engine``), which every codec reaches through its public names.
 """
 
-from ..engine import CorruptMessageError, DeviceChecksumError, Payload
+import importlib as _importlib
+import pkgutil as _pkgutil
 
-from .quantize.binquant import BinQuantize
-from .quantize.qsgd import QSGD
+from ..engine import CorruptMessageError, DeviceChecksumError, Payload
 from .base import Codec
-from .compose.chain import Chain
-from .compose.sized import Sized
-from .compose.error_feedback import ErrorFeedback
-from .sparsify.graddrop import GradDrop
-from .dense.bf16 import BFloat16
-from .dense.fp16 import Float16
-from .dense.fp32 import Float32
-from .quantize.minmax import Quantize
 from .registry import CODECS, make_codec, register
-from .state import CodecState
-from .state_book import StateBook
-from .sparsify.key_cache import KeyCache
-from .sparsify.topk import TopK
+
+for _module in _pkgutil.walk_packages(__path__, f"{__name__}."):  # every codec registers itself (``@register``)
+    _importlib.import_module(_module.name)
+
+from .compose.chain import Chain  # noqa: E402  (the names users import; the registry has them all)
+from .compose.error_feedback import ErrorFeedback  # noqa: E402
+from .compose.sized import Sized  # noqa: E402
+from .dense.bf16 import BFloat16  # noqa: E402
+from .dense.fp16 import Float16  # noqa: E402
+from .dense.fp32 import Float32  # noqa: E402
+from .quantize.binquant import BinQuantize  # noqa: E402
+from .quantize.minmax import Quantize  # noqa: E402
+from .quantize.qsgd import QSGD  # noqa: E402
+from .sparsify.graddrop import GradDrop  # noqa: E402
+from .sparsify.key_cache import KeyCache  # noqa: E402
+from .sparsify.topk import TopK  # noqa: E402
+from .state import CodecState  # noqa: E402
+from .state_book import StateBook  # noqa: E402
 
 __all__ = [
     "BFloat16", "BinQuantize", "Codec", "Chain", "Sized", "GradDrop", "CorruptMessageError", "DeviceChecksumError", "ErrorFeedback", "Float16", "Float32", "Payload",

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from .base import Decision, Policy
+from .registry import register
 
 
+@register
 class Always(Policy):
     name = "always"
 

@@ -27,6 +27,7 @@ import torch
 
 from ..engine import check_finite, check_representable, sample_outside
 from .base import Decision, Policy
+from .registry import register
 
 SELECTIONS = ("exact", "sampled")
 SAMPLE = 0.01       # share of the values the sampled selection ranks
@@ -57,6 +58,7 @@ def check_core_explorer(alpha, epsilon, refresh, selection, sample=SAMPLE) -> No
         raise ValueError(f"sample={sample!r} is not allowed: sample must be in (0, 1]")
 
 
+@register
 class CoreExplorer(Policy):
     name = "core_explorer"
 

@@ -22,6 +22,7 @@ import math
 from ..engine import check_bits, estimate_entropy
 from ..codecs.quantize.minmax import value_range
 from .base import Decision, Policy
+from .registry import register
 
 ROUNDINGS = ("ceil", "fractional")
 UNITS = ("bits", "nats")
@@ -55,6 +56,7 @@ def check_entropy_rule(c, m, f, ceiling) -> None:
 READING = {"rounding": "ceil", "unit": "bits"}  # the defaults: Alg. 1 line 5 as the module docstring reads it
 
 
+@register
 class EntropyBits(Policy):
     name = "entropy_bits"
 

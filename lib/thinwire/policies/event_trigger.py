@@ -60,6 +60,7 @@ import math
 import torch
 
 from .base import Decision, Policy
+from .registry import register
 
 RULES = ("paper", "code")
 NORMS_OF = ("tensor", "copy")
@@ -79,6 +80,7 @@ def check_event_trigger(horizon, history, rule, forced, topk) -> None:
         raise ValueError(f"topk={topk!r} is not allowed: topk must be a fraction in [0, 1] (0: whole tensors)")
 
 
+@register
 class EventTrigger(Policy):
     """``event(horizon=1.0, history=2, rule='paper', forced=29, topk=0.0, max_gap=0, norm_of='tensor')``; see
     the module docstring.

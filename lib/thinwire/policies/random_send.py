@@ -8,8 +8,10 @@ from __future__ import annotations
 import torch
 
 from .base import Decision, Policy
+from .registry import register
 
 
+@register
 class RandomSend(Policy):
     name = "random_send"
 

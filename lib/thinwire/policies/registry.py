@@ -1,20 +1,12 @@
-"""Policies by name, and a parser for specs such as ``"entropy_bits(c=5, m=4)"``."""
+"""Policies by name, and a parser for specs such as ``"entropy_bits(c=5, m=4)"``. A policy registers
+itself where it is defined (``@register``); ``policies/__init__`` imports every module of the package."""
 
 from __future__ import annotations
 
-from .always import Always
 from .base import Policy
-from .core_explorer import CoreExplorer
-from .entropy_bits import EntropyBits
-from .event_trigger import EventTrigger
-from .random_send import RandomSend
-from .relative_change import RelativeChange
-from .sarsa_bits import SarsaBits
-from .schedule import RandomBits, ShuffledBits
 from ..spec_syntax import call_parts, parse
 
-POLICIES: dict[str, type[Policy]] = {cls.name: cls for cls in (Always, CoreExplorer, EntropyBits, EventTrigger, RandomBits, RandomSend,
-                                                               RelativeChange, SarsaBits, ShuffledBits)}
+POLICIES: dict[str, type[Policy]] = {}  # filled by ``register`` as each policy's module is imported
 
 
 def register(cls: type[Policy]) -> type[Policy]:

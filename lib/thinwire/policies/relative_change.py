@@ -13,8 +13,10 @@ from __future__ import annotations
 import torch
 
 from .base import Decision, Policy
+from .registry import register
 
 
+@register
 class RelativeChange(Policy):
     name = "relative_change"
 

@@ -51,6 +51,7 @@ from torch import nn
 from ..engine import check_bits
 from ..validation import float_in, int_in, one_of
 from .base import Decision
+from .registry import register
 from .controller import Controller
 
 ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh}
@@ -82,6 +83,7 @@ def smoothed(losses: torch.Tensor, previous: float, alpha: float) -> torch.Tenso
     return out
 
 
+@register
 class SarsaBits(Controller):
     name = "sarsa_bits"
 

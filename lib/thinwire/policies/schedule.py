@@ -10,10 +10,12 @@ import torch
 
 from ..engine import check_bits
 from .base import Decision, Policy
+from .registry import register
 from .controller import Controller
 from .sarsa_bits import TRACE
 
 
+@register
 class RandomBits(Policy):
     name = "random_bits"
 
@@ -34,6 +36,7 @@ class RandomBits(Policy):
         return Decision(bits=self.choices[pick])
 
 
+@register
 class ShuffledBits(Controller):
     """A learned schedule's bit widths in a random order: the control for whether a
     controller's timing matters (MQGrad's agent against the same bits, hence the same

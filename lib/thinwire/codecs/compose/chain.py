@@ -11,6 +11,7 @@ from __future__ import annotations
 import torch
 
 from ..base import Codec, plain_decision
+from ..registry import register
 from ...engine import CorruptMessageError, Payload, team
 from ..state import CodecState
 
@@ -26,6 +27,7 @@ def _part(decision, names: tuple[str, ...]):
     return plain_decision(**{n: getattr(decision, n) for n in names})
 
 
+@register
 class Chain(Codec):
     name = "chain"
     codec_id = 6

@@ -13,10 +13,12 @@ from __future__ import annotations
 import torch
 
 from ..base import Codec
+from ..registry import register
 from ...engine import Payload
 from ..state import CodecState
 
 
+@register
 class ErrorFeedback(Codec):
     name = "ef"
     codec_id = 5

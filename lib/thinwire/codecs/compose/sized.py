@@ -14,10 +14,12 @@ from __future__ import annotations
 import torch
 
 from ..base import Codec
+from ..registry import register
 from ...engine import CorruptMessageError, Payload, check_finite
 from ..state import CodecState
 
 
+@register
 class Sized(Codec):
     name = "sized"
     codec_id = 12

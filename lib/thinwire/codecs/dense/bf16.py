@@ -10,8 +10,10 @@ from __future__ import annotations
 import torch
 
 from .fp16 import Float16
+from ..registry import register
 
 
+@register
 class BFloat16(Float16):
     """Send every value as bfloat16. NaN and Inf pass through."""
 

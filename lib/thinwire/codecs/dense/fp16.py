@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from ..base import Codec
+from ..registry import register
 from ...engine import (PartWriter, Payload, Unverified, copy_part, expect_part, half, on_device, put,
                        read_host_part)
 from ..state import CodecState
@@ -29,6 +30,7 @@ def _bits(t: torch.Tensor):
     return t.view(-1).view(torch.int16).numpy().view("uint16")
 
 
+@register
 class Float16(Codec):
     """Send every value as IEEE float16 (half the bytes). Values beyond +-65504 become +-Inf."""
 

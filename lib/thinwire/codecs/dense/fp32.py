@@ -22,6 +22,7 @@ from __future__ import annotations
 import torch
 
 from ..base import Codec
+from ..registry import register
 from ...engine import PartWriter, Payload, copy_part, expect_part, on_device, stream
 from ..state import CodecState
 
@@ -35,6 +36,7 @@ def host_float32(t: torch.Tensor) -> bool:
     return t.dtype == torch.float32 and t.device.type == "cpu" and t.is_contiguous()
 
 
+@register
 class Float32(Codec):
     """Send every value as float32: the reference every compression ratio divides by.
 

@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from ..base import Codec, plain_decision
+from ..registry import register
 from ...engine import (CorruptMessageError, FLOAT32_MAX, FLOAT32_TINY, PartWriter, Payload, bin_centres,
                        bin_codes, bin_pack_crc, bin_unpack_centres, bitpack, check_bits, device, expect_part,
                        expect_range, histogram, rans, read_host_part, settle, triton_uniform, uniform)
@@ -48,6 +49,7 @@ def _levels_fit(levels, bits: int) -> bool:
     return isinstance(levels, int) and not isinstance(levels, bool) and (1 << (bits - 1)) < levels <= 1 << bits
 
 
+@register
 class BinQuantize(Codec):
     """N-bit bin quantization (Sec. 3.1) + an entropy coder. ``bits=0``: N comes with each
     encode from a policy's decision (``policies.EntropyBits``, MQGrad's agent); every

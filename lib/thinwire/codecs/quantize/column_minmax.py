@@ -45,6 +45,7 @@ import numpy as np
 import torch
 
 from ..base import Codec, plain_decision
+from ..registry import register
 from ...engine import (CorruptMessageError, PartWriter, Payload, bitpack, check_bits, deferred, device, dispatch,
                        expect_part, read_part, row_codes, row_values, settle, torch_bins, triton_rows,
                        triton_uniform)
@@ -92,6 +93,7 @@ def _rows(flat: torch.Tensor, shape: tuple) -> torch.Tensor:
     return flat.reshape(shape) if len(shape) == 2 else flat.reshape(1, -1)
 
 
+@register
 class ColumnQuantize(Codec):
     name = "colquant"
     codec_id = 13

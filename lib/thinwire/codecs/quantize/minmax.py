@@ -35,6 +35,7 @@ from ...engine import (FLOAT32_MAX as LARGEST, PartWriter, Payload, bitpack, def
                        expect_range, extrema, read_host_part, read_part, settle, triton_range, triton_uniform,
                        uniform)
 from ..base import Codec
+from ..registry import register
 from ..state import CodecState
 
 FLOAT32_MAX, FLOAT32_TINY = triton_range.FLOAT32_MAX, triton_range.FLOAT32_TINY  # where a scale or step leaves float32
@@ -98,6 +99,7 @@ def read_device_codes(payload: Payload, numel: int, bits: int, out: torch.Tensor
     return out
 
 
+@register
 class Quantize(Codec):
     """Min-max uniform quantizer to ``bits`` bits per value."""
 

@@ -48,6 +48,7 @@ from ...engine import (CorruptMessageError, PartWriter, Payload, RefusedInputErr
                        elias, expect_part, float32_numpy, qsgd, read_host_part, read_part, settle, torch_qsgd,
                        triton_qsgd)
 from ..base import Codec
+from ..registry import register
 from ..state import CodecState
 
 NORMS = ("l2", "max")
@@ -65,6 +66,7 @@ def _copy_norms(norms: np.ndarray, view: torch.Tensor) -> None:
         view.copy_(torch.from_numpy(norms), non_blocking=True)
 
 
+@register
 class QSGD(Codec):
     """Stochastic ``bits``-bit quantization per bucket of ``bucket`` values."""
 

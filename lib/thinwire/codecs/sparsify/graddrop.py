@@ -56,6 +56,7 @@ import torch
 from ...engine import (CorruptMessageError, Payload, decode_offsets, deferred, device, dispatch, drop,
                        drop_pass, drop_quantize, drop_survivors, encode_offsets, expect_part, scatter, team)
 from ..base import Codec
+from ..registry import register
 from .draws_ahead import Draws, DrawsAhead
 from .drop_threshold import (SAMPLINGS, exact_threshold, narrowed, order_statistic, sample_positions, sample_size,
                              threshold_from_sample)
@@ -99,6 +100,7 @@ def _require(name, value, ok, allowed):
         raise ValueError(f"graddrop: {name}={value!r} is not allowed: {name} must be {allowed}")
 
 
+@register
 class GradDrop(Codec):
     name = "graddrop"
     codec_id = 7

@@ -22,6 +22,7 @@ from __future__ import annotations
 import torch
 
 from ..base import Codec
+from ..registry import register
 from ...engine import CorruptMessageError, Payload, checksum, expect_part
 from ..state import CodecState
 
@@ -32,6 +33,7 @@ def signature(keys: torch.Tensor) -> int:
     return checksum(memoryview(keys.numpy()).cast("B")) if keys.numel() else 0
 
 
+@register
 class KeyCache(Codec):
     name = "keycache"
     codec_id = 11

@@ -20,10 +20,12 @@ import numpy as np
 import torch
 
 from ..base import Codec
+from ..registry import register
 from ...engine import CorruptMessageError, Payload, deferred, device, dispatch, expect_part, scatter
 from ..state import CodecState
 
 
+@register
 class TopK(Codec):
     """Keep ``k = ceil(ratio * numel)`` entries (at least one) of largest ``|value|``.
 
