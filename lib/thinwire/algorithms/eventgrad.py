@@ -47,6 +47,7 @@ from ..models import Replicas
 from ..policies import make_policy
 from ..seed_tree import SeedTree
 from ..validation import codec_under_policy, float_in, int_in, policy_spec
+from .phases import RING
 from .declared import Declared
 from .mean_motion import MeanMotion
 from .report import StepReport
@@ -89,7 +90,7 @@ class EventGradSection(Section):
 class EventGraD(Declared):
     """One synchronous run of D-PSGD or EventGraD on a ring; ``step`` does steps 1-5 above."""
 
-    phases = ("ring",)
+    phases = (RING,)
     Section = EventGradSection
 
     def __init__(self, model: nn.Module, transport: Transport, peers: int, section: EventGradSection | None = None,
@@ -138,9 +139,9 @@ class EventGraD(Declared):
         for i, j in enumerate(self.local_workers):                             # 2. events: send to both neighbours
             sent[j] = 0
             for name, p in self.replicas.params.items():
-                sent[j] += rnd.send("ring", j, self.neighbours(j), name, p[i], self.codec, self.push_states[j],
+                sent[j] += rnd.send(RING, j, self.neighbours(j), name, p[i], self.codec, self.push_states[j],
                                     self.policies[j]) is not None
-        self.receive(rnd, rnd.exchange("ring"))                                # 3. neighbours overwrite their copies
+        self.receive(rnd, rnd.exchange(RING))                                # 3. neighbours overwrite their copies
         with torch.no_grad():
             self.watch(rnd, None)
             for name, p in self.replicas.params.items():                       # 4. theta = (theta + left + right) / 3

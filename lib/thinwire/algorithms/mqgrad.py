@@ -36,7 +36,6 @@ compares methods at equal training time.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import torch
@@ -47,6 +46,7 @@ from ..comm import Envelope, Transport, network_preset
 from ..models import Replicas
 from ..policies import Controller, Decision, make_policy
 from ..policies.sarsa_bits import TRACE
+from .phases import BITS, LOSS, PULL, PUSH
 from .declared import Declared
 from .report import StepReport
 from ..seed_tree import SeedTree
@@ -129,7 +129,7 @@ class Server(ServerAgent):
         total = self.sum_pushes(rnd, pushes)
         for name, p in self.params.items():
             mean = total[name].div_(self.workers)
-            message = rnd.send("pull", self.workers, range(self.workers), name, mean, self.pull_codec,
+            message = rnd.send(PULL, self.workers, range(self.workers), name, mean, self.pull_codec,
                                self.pull_state, policy, decision)
             with rnd.timed("decode"):
                 p.sub_(self.pull_codec.decode(message, None, name, like=p), alpha=self.lr)
@@ -142,7 +142,7 @@ FLOAT32 = Float32()
 class MQGrad(Declared):
     """One synchronous MQGrad run on a transport; ``step`` does steps 1-5 above."""
 
-    phases = ("loss", "bits", "push", "pull")
+    phases = (LOSS, BITS, PUSH, PULL)
     Section = MQGradSection
     reads_network = True  # the agent's reward and the time budget price messages on config.network
     stops_early = True    # a time budget ends the run (StepReport.stop)
@@ -180,45 +180,44 @@ class MQGrad(Declared):
 
     def step(self, step: int, x: torch.Tensor, y: torch.Tensor) -> StepReport:
         """x, y: the local workers' batches stacked (len(local_workers), B, ...)."""
-        t0 = time.perf_counter()
-        rnd = Round(self.transport, step)
+        rnd, extra = Round(self.transport, step), {}
         losses, correct, grads = local_gradients(self.replicas, x, y)             # 1. gradients and losses
         losses = self._regularized(losses, grads)
-        priced: dict[str, list] = {}
-        extra = {}
-        if self.controlled:                                                       # 2. losses in, K out
-            for i, k in enumerate(self.local_workers):
-                rnd.send("loss", k, [self.server_id], "loss", losses[i:i + 1], FLOAT32, self.push_states[k])
-            inbox = self._exchange(rnd, "loss", priced)
-            if self.server is not None:
-                rnd.as_server()
-                self.server.policy.observe(step, {"loss": self.server.average_loss(rnd, inbox)})
-                chosen = rnd.decide(self.server.policy, "bits", torch.zeros(0))
-                rnd.send("bits", self.server_id, range(self.workers), "bits", torch.tensor([float(chosen.bits)]),
-                         FLOAT32, self.server.pull_state)
-                extra.update(self._decision_extra(step))
-            inbox = self._exchange(rnd.as_worker(), "bits", priced)
-            bits = {env.receiver: int(rnd.decode(FLOAT32, env, self.bits_states(env.receiver, env.sender))[0])
-                    for env in inbox}
+        bits = self._choose_bits(rnd, step, losses, extra) if self.controlled else {}  # 2. losses in, K out
         for i, k in enumerate(self.local_workers):                                # 3. quantize and push
             decision = Decision(bits=bits[k]) if self.controlled else None
-            policy = self.push_policies.get(k)
             for name, g in grads.items():
-                rnd.send("push", k, [self.server_id], name, g[i], self.push_codec, self.push_states[k], policy, decision)
-        inbox = self._exchange(rnd, "push", priced)
+                rnd.send(PUSH, k, [self.server_id], name, g[i], self.push_codec, self.push_states[k],
+                         self.push_policies.get(k), decision)
+        inbox = rnd.exchange(PUSH)
         if self.server is not None:                                               # 4. average, re-quantize, apply
             self.server.update(rnd.as_server(), inbox, self.server.policy if self.per_tensor else None,
                                self.server.policy.choice if self.controlled else None)
-        pulls = self._exchange(rnd.as_worker(), "pull", priced)
         index = {k: i for i, k in enumerate(self.local_workers)}
-        for env in pulls:                                                         # 5. apply
+        for env in rnd.as_worker().exchange(PULL):                                # 5. apply
             target = self.replicas.params[env.tensor][index[env.receiver]]
             value = rnd.decode(self.pull_codec, env, self.pull_states(env.receiver, env.sender), like=target)
             target.sub_(value, alpha=self.section.lr)
         report = rnd.report(losses, correct, y, len(self.local_workers), extra=extra)
         if self.server is not None:
-            report.stop = self._account(step, priced, time.perf_counter() - t0, report)
+            report.stop = self._account(step, rnd, report)
         return report
+
+    def _choose_bits(self, rnd: Round, step: int, losses: torch.Tensor, extra: dict) -> dict[int, int]:
+        """Step 2: the workers' losses to the server, whose agent sees their mean and decides
+        K; K back to every worker (worker -> its K)."""
+        for i, k in enumerate(self.local_workers):
+            rnd.send(LOSS, k, [self.server_id], "loss", losses[i:i + 1], FLOAT32, self.push_states[k])
+        inbox = rnd.exchange(LOSS)
+        if self.server is not None:
+            rnd.as_server()
+            self.server.policy.observe(step, {"loss": self.server.average_loss(rnd, inbox)})
+            chosen = rnd.decide(self.server.policy, "bits", torch.zeros(0))
+            rnd.send(BITS, self.server_id, range(self.workers), "bits", torch.tensor([float(chosen.bits)]),
+                     FLOAT32, self.server.pull_state)
+            extra.update(self._decision_extra(step))
+        return {env.receiver: int(rnd.decode(FLOAT32, env, self.bits_states(env.receiver, env.sender))[0])
+                for env in rnd.as_worker().exchange(BITS)}
 
     def _regularized(self, losses: torch.Tensor, grads: dict[str, torch.Tensor]) -> torch.Tensor:
         """Step 1's L2 term: wd/2 ||w||^2 added to each worker's loss, wd w to its gradient."""
@@ -233,23 +232,15 @@ class MQGrad(Declared):
             losses += 0.5 * wd * torch.linalg.vector_norm(w.contiguous().reshape(w.shape[0], -1), dim=1).square()
         return losses
 
-    def _exchange(self, rnd: Round, phase: str, priced: dict) -> list[Envelope]:
-        """The phase's exchange; its messages that go to or from the server (all of them),
-        kept for the network model."""
-        sent = [(e.sender, e.receiver, e.nbytes) for e in rnd.outbox if e.sender == self.server_id]
-        inbox = rnd.exchange(phase)
-        received = [(e.sender, e.receiver, e.nbytes) for e in inbox if e.receiver == self.server_id]
-        priced[phase] = sent + received
-        return inbox
-
-    def _account(self, step: int, priced: dict, wall: float, report: StepReport) -> bool:
-        """The iteration's modelled seconds (compute + every phase priced on the network),
-        told to the agent; True when the time budget is spent."""
-        seconds = self.section.compute_seconds + sum(self.network.phase_seconds(m) for m in priced.values())
+    def _account(self, step: int, rnd: Round, report: StepReport) -> bool:
+        """The iteration's modelled seconds (compute + every phase priced on the network: all
+        of its messages go to or from the server), told to the agent; True when the time
+        budget is spent."""
+        seconds = self.section.compute_seconds + rnd.priced(self.network, self.server_id)
         self.server.elapsed += seconds
         report.extra["modelled_time"] = seconds
         if self.controlled:
-            self.server.policy.observe(step, {"seconds": seconds, "wall": wall})
+            self.server.policy.observe(step, {"seconds": seconds, "wall": rnd.elapsed()})
         budget = self.section.time_budget
         return bool(budget) and float(self.server.elapsed) >= budget
 

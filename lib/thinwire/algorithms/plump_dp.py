@@ -27,6 +27,7 @@ from torch import nn
 from ..codecs import CodecState, StateBook, make_codec
 from ..comm import Envelope, Transport
 from ..models import Replicas
+from .phases import PULL, PUSH
 from .declared import Declared
 from .optimizers import OPTIMIZERS, make_optimizer
 from .report import StepReport
@@ -92,7 +93,7 @@ class CenterAgent(ServerAgent):
         addressed to every worker; the center's agent id is ``workers``."""
         for name, p in self.params.items():
             sent = p if self.pull_mode == "params" else p - self.client_copy[name]
-            message = rnd.send("pull", self.workers, range(self.workers), name, sent, self.pull_codec,
+            message = rnd.send(PULL, self.workers, range(self.workers), name, sent, self.pull_codec,
                                self.pull_state)
             if self.pull_mode == "delta":  # the workers' copy takes what they will decode
                 with rnd.timed("decode"):
@@ -103,7 +104,7 @@ class CenterAgent(ServerAgent):
 class PlumpDP(Declared):
     """One synchronous Plump-DP run on a transport; ``step`` does steps 1-5 above."""
 
-    phases = ("push", "pull")
+    phases = (PUSH, PULL)
     Section = ParameterServerSection
 
     def __init__(self, model: nn.Module, transport: Transport, workers: int,
@@ -133,12 +134,12 @@ class PlumpDP(Declared):
         losses, correct, grads = local_gradients(self.replicas, x, y)           # 1. LocalTrain
         for i, k in enumerate(self.local_workers):                              # 2. Push
             for name, g in grads.items():
-                rnd.send("push", k, [self.center_id], name, g[i], self.push_codec, self.push_states[k])
-        inbox = rnd.exchange("push")
+                rnd.send(PUSH, k, [self.center_id], name, g[i], self.push_codec, self.push_states[k])
+        inbox = rnd.exchange(PUSH)
         if self.center is not None:                                             # 3. average, update
             self.center.aggregate(rnd.as_server(), inbox)
             self.center.pull(rnd)                                               # 4. Pull
-        inbox = rnd.as_worker().exchange("pull")
+        inbox = rnd.as_worker().exchange(PULL)
         index = {k: i for i, k in enumerate(self.local_workers)}
         for env in inbox:                                                       # 5. Merge
             target = self.replicas.params[env.tensor][index[env.receiver]]

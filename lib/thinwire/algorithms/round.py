@@ -15,6 +15,8 @@ A ``Round`` is opened at the start of a step and closed into its ``StepReport``:
   state, timed as decode; ``timed(part)`` times any other codec work (a server's sum); the
   framing and checksum inside an encode or decode (``engine/wire/clock.py``) is its own part,
   ``frame``;
+- ``priced(network, agent)``: the round's messages to and from ``agent`` priced on a
+  network model, as the ledger is priced after the run (an agent that reads its time);
 - ``as_server()`` / ``as_worker()``: which side the time since the last switch belongs to.
   Measured time outside the transport is charged to the current side: ``worker_seconds``
   and ``server_seconds`` of the report, the codec seconds inside them split by part.
@@ -71,7 +73,8 @@ class Round:
         self.codec = {side: CodecTimes() for side in SIDES}
         self.exchange_seconds: dict[str, float] = {}
         self.side = "worker"
-        self._since = time.perf_counter()
+        self._since = self.started = time.perf_counter()
+        self._seen: dict[str, tuple[list, list]] = {}  # phase -> (sent, received) (sender, receiver, bytes)
 
     # -- whose time ------------------------------------------------------------------------
     def _charge(self) -> float:
@@ -148,11 +151,25 @@ class Round:
     def exchange(self, phase: str) -> list[Envelope]:
         """Deliver the outbox in ``phase``; the envelopes addressed to this process's agents."""
         start = self._charge()
+        sent, received = self._seen.setdefault(phase, ([], []))
+        sent += [(e.sender, e.receiver, e.nbytes) for e in self.outbox]
         inbox = self.transport.exchange(self.outbox, self.step, phase)
+        received += [(e.sender, e.receiver, e.nbytes) for e in inbox]
         self.outbox = []
         self._since = time.perf_counter()
         self.exchange_seconds[phase] = self.exchange_seconds.get(phase, 0.0) + self._since - start
         return inbox
+
+    def priced(self, network, agent: int) -> float:
+        """The modelled seconds of this round's phases so far on ``network`` (``comm/network.py``),
+        from the messages ``agent`` sent and received: the whole round where every message goes
+        to or from it (a parameter server's)."""
+        return sum(network.phase_seconds([m for m in sent if m[0] == agent] + [m for m in received if m[1] == agent])
+                   for sent, received in self._seen.values())
+
+    def elapsed(self) -> float:
+        """Wall seconds since the round opened."""
+        return time.perf_counter() - self.started
 
     # -- receiving -------------------------------------------------------------------------
     def decode(self, codec: Codec, env: Envelope, state: CodecState | None, **kwargs) -> torch.Tensor:

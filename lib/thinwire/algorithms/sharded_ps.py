@@ -49,6 +49,7 @@ from torch import nn
 from ..codecs import Codec, CodecState, StateBook, make_codec
 from ..comm import Envelope, Transport
 from ..models import Replicas
+from .phases import PULL, PUSH
 from .declared import Declared
 from .flat_layout import FlatLayout
 from .optimizers import make_optimizer
@@ -118,7 +119,7 @@ class ShardServer(ServerAgent):
     def pull(self, rnd: Round, codec: Codec, clients, state: CodecState, copy: torch.Tensor | None) -> None:
         """Step 4: the shard (``params``) or its delta from ``copy``, which then takes what was sent."""
         sent = self.shard if copy is None else self.shard - copy
-        message = rnd.send("pull", self.j, clients, self.key, sent, codec, state)
+        message = rnd.send(PULL, self.j, clients, self.key, sent, codec, state)
         if copy is not None:
             with rnd.timed("decode"):
                 copy += codec.decode(message, None, self.key, out=self._decoded[self.key])
@@ -128,7 +129,7 @@ class ShardServer(ServerAgent):
 class ShardedPS(Declared):
     """N nodes, each a client and the server of one shard; ``step`` does steps 1-5."""
 
-    phases = ("push", "pull")
+    phases = (PUSH, PULL)
     Section = ShardedPSSection
 
     def __init__(self, model: nn.Module, transport: Transport, workers: int,
@@ -171,8 +172,8 @@ class ShardedPS(Declared):
         for li, i in enumerate(self.local_workers):                            # 2. Push shard j to node j
             flat = self.layout.flatten({n: g[li] for n, g in grads.items()}, out=self._flat)
             for j, (lo, hi) in enumerate(self.bounds):
-                rnd.send("push", i, [j], shard_key(j), flat[lo:hi], push_codec, self.push_states[i])
-        inbox = rnd.exchange("push")
+                rnd.send(PUSH, i, [j], shard_key(j), flat[lo:hi], push_codec, self.push_states[i])
+        inbox = rnd.exchange(PUSH)
         rnd.as_server()
         order = self.arrival_order(step) if self.schedule == "async" else None
         for j, server in self.servers.items():
@@ -182,7 +183,7 @@ class ShardedPS(Declared):
                 continue
             server.aggregate(rnd, pushes, push_codec)                          # 3. average, update
             server.pull(rnd, pull_codec, range(self.nodes), server.pull_state, server.copy)  # 4. Pull
-        self.apply_pulls(rnd, rnd.as_worker().exchange("pull"), pull_codec)   # 5. clients take their pulls
+        self.apply_pulls(rnd, rnd.as_worker().exchange(PULL), pull_codec)   # 5. clients take their pulls
         return rnd.report(losses, correct, y, len(self.local_workers), servers=len(self.servers))
 
     def arrival_order(self, step: int) -> list[int]:

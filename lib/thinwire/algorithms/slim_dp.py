@@ -46,6 +46,7 @@ from ..codecs import CodecState, StateBook, make_codec
 from ..comm import Envelope, Transport
 from ..models import Replicas
 from ..policies import CoreExplorer
+from .phases import PULL, PUSH
 from .declared import Declared
 from .flat_layout import FlatLayout
 from .optimizers import make_optimizer
@@ -121,14 +122,14 @@ class CenterAgent(ServerAgent):
     def broadcast(self, rnd: Round) -> None:
         """Step 4: each group's core and explorer of w^{t+1}, addressed to every local agent."""
         for key, w in self.params.items():
-            rnd.send("pull", self.workers, range(self.workers), key, w, self.pull_codec, self.pull_state, self.policy)
+            rnd.send(PULL, self.workers, range(self.workers), key, w, self.pull_codec, self.pull_state, self.policy)
 
 
 @register_algorithm("slim_dp")
 class SlimDP(Declared):
     """One synchronous Slim-DP run on a transport; ``step`` does steps 1-5 above."""
 
-    phases = ("push", "pull")
+    phases = (PUSH, PULL)
     Section = SlimDPSection
 
     def __init__(self, model: nn.Module, transport: Transport, workers: int, section: SlimDPSection | None = None,
@@ -167,16 +168,16 @@ class SlimDP(Declared):
         for i, k in enumerate(self.local_workers):                             # 2. CoreSelection, Exploration, Push
             delta = self.layout.flatten({n: g[i] for n, g in grads.items()}, out=self._flat)
             for key, (lo, hi) in self.groups.items():
-                rnd.send("push", k, [self.center_id], key, delta[lo:hi], self.codec, self.push_states[k],
+                rnd.send(PUSH, k, [self.center_id], key, delta[lo:hi], self.codec, self.push_states[k],
                          self.push_policies[k])
         if self.local_update:                                                  # (LocalTrain's own SGD step)
             for name, g in grads.items():
                 self.replicas.params[name].sub_(g, alpha=self.lr)
-        inbox = rnd.exchange("push")
+        inbox = rnd.exchange(PUSH)
         if self.center is not None:
             self.center.update(rnd.as_server(), inbox)                         # 3. the center's update
             self.center.broadcast(rnd)                                         # 4. CoreSelection, Exploration, Pull
-        self.merge(rnd, rnd.as_worker().exchange("pull"))                      # 5. Merge
+        self.merge(rnd, rnd.as_worker().exchange(PULL))                      # 5. Merge
         return rnd.report(losses, correct, y, len(self.local_workers))
 
     def merge(self, rnd: Round, inbox: list[Envelope]) -> None:

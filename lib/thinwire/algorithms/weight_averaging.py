@@ -32,6 +32,7 @@ from ..codecs import Codec, CodecState, Float32, StateBook, make_codec
 from ..comm import Envelope, Transport
 from ..models import Replicas
 from ..policies import make_policy
+from .phases import PULL, PUSH
 from .declared import Declared
 from .observers import Observer, check_observer, make_observer
 from .report import StepReport
@@ -87,7 +88,7 @@ class AveragingAgent(ServerAgent):
         """Step 3: decode, average in worker order, compress afresh, send to every worker;
         ``params`` holds what the workers will decode."""
         for name, t in self.sum_pushes(rnd, pushes).items():
-            message = rnd.send("pull", self.workers, range(self.workers), name, t.div_(self.workers),
+            message = rnd.send(PULL, self.workers, range(self.workers), name, t.div_(self.workers),
                                self.pull_codec, self.pull_state, self.pull_policy)
             if message is None:
                 raise RuntimeError(f"pull_policy={self.pull_policy.spec()!r} decided not to send the average of "
@@ -100,7 +101,7 @@ class AveragingAgent(ServerAgent):
 class WeightAveraging(Declared):
     """One run of Sec. 2's scheme on a transport; ``step`` does steps 1-4 above."""
 
-    phases = ("push", "pull")
+    phases = (PUSH, PULL)
     Section = WeightAveragingSection
 
     def __init__(self, model: nn.Module, transport: Transport, workers: int, lr: float = 0.1,
@@ -157,10 +158,10 @@ class WeightAveraging(Declared):
         for i, k in enumerate(self.local_workers):                              # 2. compress, push (Alg. 1)
             for name, p in self.replicas.params.items():
                 self.push(rnd, k, name, p[i], sent)
-        inbox = rnd.exchange("push")
+        inbox = rnd.exchange(PUSH)
         if self.center is not None:
             self.center.average(rnd.as_server(), inbox)                         # 3. average, compress afresh, pull
-        self.replace(rnd, rnd.as_worker().exchange("pull"))                     # 4. every worker takes the average
+        self.replace(rnd, rnd.as_worker().exchange(PULL))                     # 4. every worker takes the average
         return rnd.report(losses, correct, y, len(self.local_workers), extra=self.summarize(sent))
 
     def local_step(self, x: torch.Tensor, y: torch.Tensor, lr: float):
@@ -182,7 +183,7 @@ class WeightAveraging(Declared):
         if decision.send and self.observer is not None:
             with rnd.untimed():
                 self.observer.before_push(self, k, name, w, decision, self.push_states[k])
-        if rnd.send("push", k, [self.center_id], name, w, self.push_codec, self.push_states[k],
+        if rnd.send(PUSH, k, [self.center_id], name, w, self.push_codec, self.push_states[k],
                     self.push_policies[k], decision) is not None:
             stats = self.push_states[k].last
             for field, value in (("bits", stats.bits), ("entropy", stats.entropy)):

@@ -18,8 +18,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ...codecs.entropy.huffman_code import code_lengths
-from ...engine import bin_codes, entropy_bits
+from ...engine import bin_codes, code_lengths, entropy_bits
 
 DENSITIES = ("gaussian", "laplace")
 
