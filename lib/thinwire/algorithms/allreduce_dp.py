@@ -34,17 +34,16 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ..codecs import CodecState, StateBook, make_codec
+from ..codecs import make_codec
 from ..comm import Transport
-from ..models import Replicas
-from ..seed_tree import SeedTree
 from ..validation import boolean, float_in, int_in, one_of
 from . import powersgd
+from .agents import set_up_workers
 from .allgather import allgather_sum
 from .declared import Declared
 from .report import StepReport
 from .ring_allreduce import RING_CODECS, ring_allreduce, ring_phases
-from .round import Round, local_gradients, ready, worker_seeds
+from .round import Round, local_gradients, ready
 from .section import Section
 from .registry import register_algorithm
 
@@ -107,13 +106,8 @@ class AllReduceDP(Declared):
             raise ValueError(f"workers={workers!r} is not allowed: an all-reduce needs workers >= 2")
         self.transport, self.workers, self.section = transport, workers, section
         self.codec = ready(make_codec(section.push_codec))
-        self.local_workers = [k for k in range(workers) if transport.is_local(k)]
-        self.seeds = seeds = SeedTree(seed)
-        self.replicas = self.declare("replicas", Replicas(
-            model, max(1, len(self.local_workers)), loss=loss, seeds=worker_seeds(seeds, self.local_workers, "dropout")))
-        self.states = self.declare("states", {k: CodecState(seeds.seed("worker", k, "push_codec"))
-                                              for k in self.local_workers})
-        self.receive = self.declare("receive", StateBook(seeds.pairs("worker", "push_receive")))
+        set_up_workers(self, model, transport, workers, seed, loss, sends="states",
+                       receives=("receive", "push_receive"))
         shapes = {n: tuple(p.shape[1:]) for n, p in self.replicas.params.items()}
         rank = section.powersgd_rank
         self.powersgd = self.declare("powersgd", {

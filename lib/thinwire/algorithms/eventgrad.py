@@ -41,17 +41,16 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ..codecs import CodecState, StateBook, make_codec
+from ..codecs import make_codec
 from ..comm import Envelope, Transport
-from ..models import Replicas
 from ..policies import make_policy
-from ..seed_tree import SeedTree
 from ..validation import codec_under_policy, float_in, int_in, policy_spec
+from .agents import set_up_workers
 from .phases import RING
 from .declared import Declared
 from .mean_motion import MeanMotion
 from .report import StepReport
-from .round import Round, local_gradients, ready, worker_seeds
+from .round import Round, local_gradients, ready
 from .section import Section
 from .registry import register_algorithm
 
@@ -101,18 +100,13 @@ class EventGraD(Declared):
         self.transport, self.peers = transport, peers
         self.lr, self.momentum, self.weight_decay = section.lr, section.momentum, section.weight_decay
         self.codec = ready(make_codec(section.push_codec))
-        self.local_workers = [j for j in range(peers) if transport.is_local(j)]
-        self.seeds = seeds = SeedTree(seed)
-        self.replicas = self.declare("replicas", Replicas(
-            model, max(1, len(self.local_workers)), loss=loss, seeds=worker_seeds(seeds, self.local_workers, "dropout"),
-            buffers=True))  # batch-norm statistics stay per peer
+        seeds = set_up_workers(self, model, transport, peers, seed, loss, role="peer",
+                               receives=("receive_states", "push_receive"),
+                               buffers=True)  # batch-norm statistics stay per peer
         params = self.replicas.params
         # the receiver's state: each local peer's copies of its left and right neighbours (K_local, ...)
         self.left = self.declare("left", {n: p.clone().contiguous() for n, p in params.items()})
         self.right = self.declare("right", {n: p.clone().contiguous() for n, p in params.items()})
-        self.push_states = self.declare("push_states", {j: CodecState(seeds.seed("peer", j, "push_codec"))
-                                                        for j in self.local_workers})
-        self.receive_states = self.declare("receive_states", StateBook(seeds.pairs("peer", "push_receive")))
         self.policies = self.declare("policies", {
             j: ready(make_policy(section.push_policy, seeds.seed("peer", j, "push_policy"))) for j in self.local_workers})
         names = list(params)

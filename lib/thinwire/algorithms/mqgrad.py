@@ -43,14 +43,14 @@ from torch import nn
 
 from ..codecs import CodecState, Float32, StateBook, make_codec
 from ..comm import Envelope, Transport, network_preset
-from ..models import Replicas
 from ..policies import Controller, Decision, make_policy
 from ..policies.sarsa_bits import TRACE
+from .agents import set_up_workers
 from .phases import BITS, LOSS, PULL, PUSH
 from .declared import Declared
 from .report import StepReport
 from ..seed_tree import SeedTree
-from .round import Round, local_gradients, ready, worker_seeds
+from .round import Round, local_gradients, ready
 from ..validation import check, float_in, int_in, policy_spec
 from .section import Section
 from .server import ServerAgent
@@ -153,21 +153,15 @@ class MQGrad(Declared):
         self.transport, self.workers, self.server_id = transport, workers, workers
         self.section, self.network = section, network_preset(network)
         self.push_codec, self.pull_codec = ready(make_codec(section.push_codec)), ready(make_codec(section.pull_codec))
-        self.local_workers = [k for k in range(workers) if transport.is_local(k)]
-        self.seeds = seeds = SeedTree(seed)
-        self.replicas = self.declare("replicas", Replicas(model, max(1, len(self.local_workers)), loss=loss,
-                                                          seeds=worker_seeds(seeds, self.local_workers, "dropout")))
+        seeds = set_up_workers(self, model, transport, workers, seed, loss)
         self.decayed = decayed(dict(model.named_parameters()), section.decay_over)
         spec = section.bits_policy
         probe = None if spec == "none" else make_policy(spec)
         self.controlled = isinstance(probe, Controller)
         self.per_tensor = probe is not None and not self.controlled
-        self.push_states = self.declare("push_states", {k: CodecState(seeds.seed("worker", k, "push_codec"))
-                                                        for k in self.local_workers})
         self.push_policies = self.declare("push_policies", {
             k: ready(make_policy(spec, seeds.seed("worker", k, "push_policy"))) for k in self.local_workers}
             if self.per_tensor else {})
-        self.pull_states = self.declare("pull_states", StateBook(seeds.pairs("worker", "pull_receive")))
         self.bits_states = self.declare("bits_states", StateBook(seeds.pairs("worker", "bits_receive")))
         server_policy = ready(make_policy(spec, seeds.seed("server", workers, "policy"))) if probe is not None else None
         self.server = self.declare("server", Server(model, section, self.push_codec, self.pull_codec, workers, seeds,

@@ -24,15 +24,15 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ..codecs import CodecState, StateBook, make_codec
+from ..codecs import make_codec
 from ..comm import Envelope, Transport
-from ..models import Replicas
+from .agents import set_up_workers
 from .phases import PULL, PUSH
 from .declared import Declared
 from .optimizers import OPTIMIZERS, make_optimizer
 from .report import StepReport
 from ..seed_tree import SeedTree
-from .round import Round, local_gradients, ready, worker_seeds
+from .round import Round, local_gradients, ready
 from ..validation import codec_under_policy, float_in, one_of
 from .section import Section
 from .server import ServerAgent
@@ -113,13 +113,7 @@ class PlumpDP(Declared):
         self.transport, self.workers, self.center_id = transport, workers, workers
         self.push_codec, self.pull_codec = ready(make_codec(section.push_codec)), ready(make_codec(section.pull_codec))
         self.pull_mode = section.pull_mode
-        self.local_workers = [k for k in range(workers) if transport.is_local(k)]
-        self.seeds = seeds = SeedTree(seed)
-        self.replicas = self.declare("replicas", Replicas(model, max(1, len(self.local_workers)), loss=loss,
-                                                          seeds=worker_seeds(seeds, self.local_workers, "dropout")))
-        self.push_states = self.declare("push_states", {k: CodecState(seeds.seed("worker", k, "push_codec"))
-                                                        for k in self.local_workers})
-        self.pull_states = self.declare("pull_states", StateBook(seeds.pairs("worker", "pull_receive")))
+        seeds = set_up_workers(self, model, transport, workers, seed, loss)
         self.center = self.declare("center", CenterAgent(model, section, self.push_codec, self.pull_codec, workers,
                                                          seeds) if transport.is_local(self.center_id) else None)
         self.roles = {**{k: "worker" for k in range(workers)}, self.center_id: "server"}

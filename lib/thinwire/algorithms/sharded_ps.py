@@ -46,16 +46,16 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ..codecs import Codec, CodecState, StateBook, make_codec
+from ..codecs import Codec, CodecState, make_codec
 from ..comm import Envelope, Transport
-from ..models import Replicas
+from .agents import set_up_workers
 from .phases import PULL, PUSH
 from .declared import Declared
 from .flat_layout import FlatLayout
 from .optimizers import make_optimizer
 from .report import StepReport
 from ..seed_tree import SeedTree
-from .round import Round, local_gradients, ready, worker_seeds
+from .round import Round, local_gradients, ready
 from ..validation import int_in, one_of
 from .plump_dp import ParameterServerSection
 from .server import ServerAgent
@@ -136,18 +136,13 @@ class ShardedPS(Declared):
                  section: ShardedPSSection | None = None, seed: int = 0, loss: str = "cross_entropy"):
         section = section or ShardedPSSection()
         self.schedule, self.warmup_steps = section.schedule, section.warmup_steps
-        self.seeds = seeds = SeedTree(seed)
         self.dense = ready(make_codec("fp32"))
         pull_mode = section.pull_mode
         self.push_codec, self.pull_codec = ready(make_codec(section.push_codec)), ready(make_codec(section.pull_codec))
         self.transport, self.nodes, self.pull_mode = transport, workers, pull_mode
-        self.local_workers = [k for k in range(workers) if transport.is_local(k)]
-        self.replicas = self.declare("replicas", Replicas(model, max(1, len(self.local_workers)), loss=loss,
-                                                          seeds=worker_seeds(seeds, self.local_workers, "dropout")))
+        seeds = set_up_workers(self, model, transport, workers, seed, loss, role="peer")
         self.layout = FlatLayout({n: p[0] for n, p in self.replicas.params.items()})
         self.bounds = self.layout.shard_bounds(workers)
-        self.push_states = self.declare("push_states", {i: CodecState(seeds.seed("peer", i, "push_codec"))
-                                                        for i in self.local_workers})
         for state in self.push_states.values():
             for j, (lo, hi) in enumerate(self.bounds):
                 state.set_segments(shard_key(j), self.layout.segments(lo, hi))
@@ -159,7 +154,6 @@ class ShardedPS(Declared):
             for state in [server.pull_state, *server.client_states.values()]:
                 state.set_segments(server.key, self.layout.segments(*self.bounds[server.j]))
         self.roles = {i: "peer" for i in range(workers)}  # each node is a client and a shard server
-        self.pull_states = self.declare("pull_states", StateBook(seeds.pairs("peer", "pull_receive")))
         self._flat = torch.empty(self.layout.numel, device=initial.device)
         self._pulled = torch.empty(self.layout.numel, device=initial.device)
 

@@ -42,17 +42,17 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ..codecs import CodecState, StateBook, make_codec
+from ..codecs import make_codec
 from ..comm import Envelope, Transport
-from ..models import Replicas
 from ..policies import CoreExplorer
+from .agents import set_up_workers
 from .phases import PULL, PUSH
 from .declared import Declared
 from .flat_layout import FlatLayout
 from .optimizers import make_optimizer
 from .report import StepReport
 from ..seed_tree import SeedTree
-from .round import Round, local_gradients, ready, worker_seeds
+from .round import Round, local_gradients, ready
 from ..policies.core_explorer import check_core_explorer
 from ..validation import boolean, float_in, one_of
 from .section import Section
@@ -138,18 +138,12 @@ class SlimDP(Declared):
         self.transport, self.workers, self.center_id = transport, workers, workers
         self.lr, self.local_update = section.lr, section.local_update
         self.codec = ready(make_codec(section.push_codec))
-        self.local_workers = [k for k in range(workers) if transport.is_local(k)]
-        self.seeds = seeds = SeedTree(seed)
-        self.replicas = self.declare("replicas", Replicas(model, max(1, len(self.local_workers)), loss=loss,
-                                                          seeds=worker_seeds(seeds, self.local_workers, "dropout")))
+        seeds = set_up_workers(self, model, transport, workers, seed, loss)  # pull states: the key caches
         self.layout = FlatLayout({n: p[0] for n, p in self.replicas.params.items()})
         self.groups = ({"model": (0, self.layout.numel)} if section.scope == "global" else
                        {p.name: (p.offset, p.offset + p.numel) for p in self.layout.pieces})
-        self.push_states = self.declare("push_states", {k: CodecState(seeds.seed("worker", k, "push_codec"))
-                                                        for k in self.local_workers})
         self.push_policies = self.declare("push_policies", {
             k: make_core_explorer(section, seeds.seed("worker", k, "push_policy")) for k in self.local_workers})
-        self.pull_states = self.declare("pull_states", StateBook(seeds.pairs("worker", "pull_receive")))  # key caches
         initial = self.layout.flatten({n: p.detach() for n, p in model.named_parameters()})
         self.center = self.declare("center", CenterAgent(
             {key: initial[lo:hi] for key, (lo, hi) in self.groups.items()}, section, self.codec, workers, seeds)

@@ -28,16 +28,16 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..codecs import Codec, CodecState, Float32, StateBook, make_codec
+from ..codecs import Codec, Float32, make_codec
 from ..comm import Envelope, Transport
-from ..models import Replicas
 from ..policies import make_policy
+from .agents import set_up_workers
 from .phases import PULL, PUSH
 from .declared import Declared
 from .observers import Observer, check_observer, make_observer
 from .report import StepReport
 from ..seed_tree import SeedTree
-from .round import Round, ready, worker_seeds
+from .round import Round, ready
 from ..validation import codec_under_policy, float_in, int_in, policy_spec
 from .section import Section
 from .server import ServerAgent
@@ -117,15 +117,9 @@ class WeightAveraging(Declared):
         self.push_codec = ready(push_codec or Float32())
         self.pull_codec = ready(pull_codec or Float32())
         self.observer = observer
-        self.local_workers = [k for k in range(workers) if transport.is_local(k)]
-        self.seeds = seeds = SeedTree(seed)
-        self.replicas = self.declare("replicas", Replicas(
-            model, max(1, len(self.local_workers)), loss=loss, seeds=worker_seeds(seeds, self.local_workers, "dropout")))
-        self.push_states = self.declare("push_states", {k: CodecState(seeds.seed("worker", k, "push_codec"))
-                                                        for k in self.local_workers})
+        seeds = set_up_workers(self, model, transport, workers, seed, loss)
         self.push_policies = self.declare("push_policies", {
             k: ready(make_policy(push_policy, seeds.seed("worker", k, "push_policy"))) for k in self.local_workers})
-        self.pull_states = self.declare("pull_states", StateBook(seeds.pairs("worker", "pull_receive")))
         self.center = self.declare("center", AveragingAgent(model, self.push_codec, self.pull_codec, workers, seeds,
                                                             pull_policy)
                                    if transport.is_local(self.center_id) else None)
