@@ -14,7 +14,7 @@ GOLDEN_WORKERS ?= -n 2 --dist loadfile
 export PYTHONHASHSEED := 0
 export THINWIRE_PROGRESS ?= 0
 
-.PHONY: setup test unit golden-test golden-test-other-cpu reproduce golden lab bench netcheck data-cifar10 clean
+.PHONY: setup test test-long unit unit-long golden-test golden-test-other-cpu reproduce golden lab bench netcheck data-cifar10 clean
 
 setup: $(VENV)/.stamp
 
@@ -29,13 +29,21 @@ $(VENV)/.stamp: requirements.lock pyproject.toml
 		apt-get install -y -q iptables >/dev/null 2>&1; } || echo "setup: no iptables: netcheck runs without delays"
 	touch $@
 
-test: setup unit golden-test golden-test-other-cpu
+test: setup unit golden-test
+
+# What takes minutes and rarely moves with an everyday change (tests/conftest.py's LONG: device
+# kernels under Triton's interpreter, killed and stalled ranks, shaped networks) and the goldens
+# on an emulated other CPU. CI runs it after `make test` (.ci/run).
+test-long: setup unit-long golden-test-other-cpu
 
 # Tests marked ``alone`` measure step times: they run after the others, with nothing beside them.
 # The 30 slowest tests are listed at the end: where make test's time goes.
 unit: setup
-	$(PY) -m pytest -q -n 2 -m "not alone" --durations=30 tests
+	$(PY) -m pytest -q -n 2 -m "not alone and not long" --durations=30 tests
 	$(PY) -m pytest -q -p no:xdist -m alone tests
+
+unit-long: setup
+	$(PY) -m pytest -q -n 2 -m long --durations=30 tests
 
 # Executed smoke-profile notebooks, re-run by nbval; only # NBVAL_CHECK_OUTPUT cells are compared.
 # Their float numbers are compared with the full-precision values the goldens recorded, within

@@ -28,3 +28,20 @@ def interrupt_at(monkeypatch):
         monkeypatch.setattr(runner, "_combine", crash)
         return lambda: monkeypatch.setattr(runner, "_combine", real)
     return install
+
+
+# Files whose tests take minutes on two cores, none of it the workbench's everyday paths:
+# device kernels run under Triton's interpreter (a GPU's programs, one lane at a time, on
+# the CPU), ranks killed or stalled on purpose, and shaped network namespaces. `make test`
+# leaves them to `make test-long`, which CI runs after it (`.ci/run`): nothing leaves CI.
+LONG = {
+    "test_triton_uniform.py", "test_triton_qsgd.py", "test_triton_crc.py", "test_triton_drop.py",
+    "test_fast_interpreter.py", "test_device_audit.py", "test_deferred_codecs.py", "test_kernel_registers.py",
+    "test_distributed_faults.py", "test_netcheck.py",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.path.name in LONG:
+            item.add_marker(pytest.mark.long)
