@@ -6,9 +6,15 @@ Used by every config section, before any data is read or any model is built.
 from __future__ import annotations
 
 
-def check(name: str, value, ok: bool, allowed: str) -> None:
+def check(name: str, value, ok: bool, allowed: str, owner: str | None = None) -> None:
+    """``ValueError`` unless ``ok``; ``owner`` (a codec's name) heads the message."""
     if not ok:
-        raise ValueError(f"{name}={value!r} is not allowed: {name} must be {allowed}")
+        raise ValueError(f"{owner + ': ' if owner else ''}{name}={value!r} is not allowed: {name} must be {allowed}")
+
+
+def is_number(value) -> bool:
+    """An int or float, not a bool (True would silently mean 1)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def int_in(name: str, value, lo: int, hi: int | None = None) -> None:
@@ -28,44 +34,6 @@ def one_of(name: str, value, options) -> None:
 
 def boolean(name: str, value) -> None:
     check(name, value, isinstance(value, bool), "True or False")
-
-
-def codec_spec(name: str, value) -> str:
-    """The canonical form of a codec spec (``Codec.spec()``), or ``ValueError`` naming ``name``."""
-    from .codecs import make_codec
-    try:
-        return make_codec(value).spec()
-    except (ValueError, TypeError) as exc:
-        raise ValueError(f"{name}={value!r} is not allowed: {exc}") from None
-
-
-def policy_spec(name: str, value) -> str:
-    """The canonical form of a policy spec, or ``ValueError`` naming ``name``."""
-    from .policies import make_policy
-    try:
-        return make_policy(value).spec()
-    except (ValueError, TypeError) as exc:
-        raise ValueError(f"{name}={value!r} is not allowed: {exc}") from None
-
-
-def codec_under_policy(codec_name: str, codec: str, policy_name: str | None = None, policy: str | None = None) -> None:
-    """Encode one small tensor with ``codec`` under ``policy``'s decision (none when the
-    algorithm has no policy for it), so that a pair that cannot work together (a codec
-    that needs a per-message decision without a policy, a policy's bit width for a codec
-    that takes none) fails here, naming both parameters, not after the data has loaded."""
-    import torch
-    from .codecs import CodecState, make_codec
-    from .policies import make_policy
-    x = torch.linspace(-1.0, 1.0, 1024) * torch.linspace(0.5, 1.5, 1024).flip(0)
-    try:
-        decision = make_policy(policy).decide(0, "probe", x) if policy is not None else None
-        if decision is None:
-            make_codec(codec).encode(x, CodecState(0), "probe")
-        elif decision.send:
-            make_codec(codec).encode(x, CodecState(0), "probe", decision)
-    except (ValueError, TypeError) as exc:
-        pair = f"{codec_name}={codec!r}" + (f" with {policy_name}={policy!r}" if policy_name else " (no policy)")
-        raise ValueError(f"{pair} is not allowed: {exc}") from None
 
 
 def normalize_numbers(section) -> None:

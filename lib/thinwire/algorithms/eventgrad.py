@@ -44,7 +44,8 @@ from torch import nn
 from ..codecs import make_codec
 from ..comm import Envelope, Transport
 from ..policies import make_policy
-from ..validation import codec_under_policy, float_in, int_in, policy_spec
+from ..specs import codec_under_policy, policy_spec
+from ..validation import float_in, int_in
 from .agents import set_up_workers
 from .phases import RING
 from .declared import Declared

@@ -51,7 +51,8 @@ from .declared import Declared
 from .report import StepReport
 from ..seed_tree import SeedTree
 from .round import Round, local_gradients, ready
-from ..validation import check, float_in, int_in, policy_spec
+from ..specs import policy_spec
+from ..validation import check, float_in, int_in
 from .section import Section
 from .server import ServerAgent
 from .registry import register_algorithm

@@ -33,7 +33,8 @@ from .optimizers import OPTIMIZERS, make_optimizer
 from .report import StepReport
 from ..seed_tree import SeedTree
 from .round import Round, local_gradients, ready
-from ..validation import codec_under_policy, float_in, one_of
+from ..specs import codec_under_policy
+from ..validation import float_in, one_of
 from .section import Section
 from .server import ServerAgent
 from .registry import register_algorithm

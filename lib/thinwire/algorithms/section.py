@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..validation import codec_spec, normalize_numbers
+from ..specs import codec_spec
+from ..validation import normalize_numbers
 
 
 @dataclass(frozen=True)

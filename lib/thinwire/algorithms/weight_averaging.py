@@ -38,7 +38,8 @@ from .observers import Observer, check_observer, make_observer
 from .report import StepReport
 from ..seed_tree import SeedTree
 from .round import Round, ready
-from ..validation import codec_under_policy, float_in, int_in, policy_spec
+from ..specs import codec_under_policy, policy_spec
+from ..validation import float_in, int_in
 from .section import Section
 from .server import ServerAgent
 from .registry import register_algorithm

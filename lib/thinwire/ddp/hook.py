@@ -61,7 +61,7 @@ from ..comm import DistributedTransport, Envelope
 from ..comm.distributed import DEFAULT_TIMEOUT_S
 from ..experiment.result import atomic_write
 from ..seed_tree import SeedTree
-from ..validation import codec_under_policy
+from ..specs import codec_under_policy
 
 GRANULARITIES = ("tensor", "bucket")
 COLLECTIVES = ("allgather", "allreduce")

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from ..engine import check_finite, check_representable, sample_outside
+from ..validation import check, float_in
 from .base import Decision, Policy
 from .registry import register
 
@@ -34,28 +35,17 @@ SAMPLE = 0.01       # share of the values the sampled selection ranks
 MIN_SAMPLE = 1000
 
 
-def _number(name: str, value, lo: float, hi: float) -> float:
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not lo <= value <= hi:
-        raise ValueError(f"{name}={value!r} is not allowed: {name} must be a number in [{lo}, {hi}]")
-    return float(value)
-
-
 def check_core_explorer(alpha, epsilon, refresh, selection, sample=SAMPLE) -> None:
     """``ValueError`` naming the first bad Slim-DP parameter."""
-    _number("alpha", alpha, 0.0, 1.0)
-    if not alpha > 0:
-        raise ValueError(f"alpha={alpha!r} is not allowed: alpha must be in (0, 1]")
-    _number("epsilon", epsilon, 0.0, 1.0)
-    if epsilon > alpha:
-        raise ValueError(f"epsilon={epsilon!r} is not allowed: epsilon must be in [0, alpha] = [0, {alpha}]")
-    if not isinstance(refresh, int) or isinstance(refresh, bool) or refresh < 1:
-        raise ValueError(f"refresh={refresh!r} is not allowed: refresh (q, rounds between core selections) "
-                         "must be an int >= 1")
-    if selection not in SELECTIONS:
-        raise ValueError(f"selection={selection!r} is not allowed: selection must be one of {list(SELECTIONS)}")
-    _number("sample", sample, 0.0, 1.0)
-    if not sample > 0:
-        raise ValueError(f"sample={sample!r} is not allowed: sample must be in (0, 1]")
+    float_in("alpha", alpha, 0.0, 1.0)
+    check("alpha", alpha, alpha > 0, "in (0, 1]")
+    float_in("epsilon", epsilon, 0.0, 1.0)
+    check("epsilon", epsilon, epsilon <= alpha, f"in [0, alpha] = [0, {alpha}]")
+    check("refresh", refresh, isinstance(refresh, int) and not isinstance(refresh, bool) and refresh >= 1,
+          "an int >= 1 (q, rounds between core selections)")
+    check("selection", selection, selection in SELECTIONS, f"one of {list(SELECTIONS)}")
+    float_in("sample", sample, 0.0, 1.0)
+    check("sample", sample, sample > 0, "in (0, 1]")
 
 
 @register

@@ -55,6 +55,7 @@ import torch
 
 from ...engine import (CorruptMessageError, Payload, decode_offsets, deferred, device, dispatch, drop,
                        drop_pass, drop_quantize, drop_survivors, encode_offsets, expect_part, scatter, team)
+from ...validation import check, is_number
 from ..base import Codec
 from ..registry import register
 from .draws_ahead import Draws, DrawsAhead
@@ -90,14 +91,8 @@ def _draws_ahead(state: CodecState) -> DrawsAhead:
     return ahead
 
 
-def _number(value) -> bool:
-    """An int or float, not a bool (True would silently mean 1)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 def _require(name, value, ok, allowed):
-    if not ok:
-        raise ValueError(f"graddrop: {name}={value!r} is not allowed: {name} must be {allowed}")
+    check(name, value, ok, allowed, owner="graddrop")
 
 
 @register
@@ -114,15 +109,15 @@ class GradDrop(Codec):
                  min_sample: int = 1000, sampling: str = "random", scope: str = "global",
                  encoding: str = "offset_value", bits: int = 0, levels: str = "threshold",
                  residual: bool = True, ties: str = "drop"):
-        _require("ratio", ratio, _number(ratio) and 0 <= ratio < 1, "a number in [0, 1)")
+        _require("ratio", ratio, is_number(ratio) and 0 <= ratio < 1, "a number in [0, 1)")
         _require("threshold", threshold, threshold in THRESHOLDS, f"one of {THRESHOLDS}")
-        _require("sample", sample, _number(sample) and 0 < sample <= 1, "a number in (0, 1]")
-        _require("min_sample", min_sample, _number(min_sample) and isinstance(min_sample, int) and min_sample >= 1,
+        _require("sample", sample, is_number(sample) and 0 < sample <= 1, "a number in (0, 1]")
+        _require("min_sample", min_sample, is_number(min_sample) and isinstance(min_sample, int) and min_sample >= 1,
                  "an int >= 1")
         _require("sampling", sampling, sampling in SAMPLINGS, f"one of {SAMPLINGS}")
         _require("scope", scope, scope in SCOPES, f"one of {SCOPES}")
         _require("encoding", encoding, encoding in ENCODINGS, f"one of {ENCODINGS}")
-        _require("bits", bits, _number(bits) and bits in (0, 1, 2), "0 (float32 values), 1 or 2")
+        _require("bits", bits, is_number(bits) and bits in (0, 1, 2), "0 (float32 values), 1 or 2")
         _require("levels", levels, levels in drop_quantize.LEVELS, f"one of {drop_quantize.LEVELS}")
         _require("ratio", ratio, not (bits and levels == "threshold" and ratio == 0),
                  "> 0 with threshold levels (a ratio of 0 has no threshold)")
