@@ -451,3 +451,12 @@ def test_the_default_profile_leaves_the_studies_to_the_long_run_and_one_lr_serve
     assert list(table.index) == [0.1, 0.2] and table.loc[0.1, "MQGrad"] == pytest.approx(80.0)
     assert table.loc[0.1, "mean over methods"] == pytest.approx(56.0) and table.loc[0.2, "mean over methods"] == 60.0
     assert mq.chosen_lr(table) == 0.2 and mq.at_edge(table)  # the mean decides, not MQGrad's own best
+
+
+def test_an_iterations_measurements_are_the_agents_trace_columns():
+    """``Measured``'s agent fields are ``SarsaBits.trace``'s columns after the iteration, in
+    order (the decision is read by position), and only measured fields become metrics."""
+    from thinwire.algorithms.mqgrad import SARSA, Measured
+    from thinwire.policies.sarsa_bits import TRACE
+    assert SARSA == tuple(f"sarsa_{name}" for name in TRACE[1:])
+    assert Measured(sarsa_bits=4.0, modelled_time=0.5).extra() == {"sarsa_bits": 4.0, "modelled_time": 0.5}

@@ -36,7 +36,7 @@ compares methods at equal training time.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields, replace
 
 import torch
 from torch import nn
@@ -44,7 +44,6 @@ from torch import nn
 from ..codecs import CodecState, Float32, StateBook, make_codec
 from ..comm import Envelope, Transport, network_preset
 from ..policies import Controller, Decision, make_policy
-from ..policies.sarsa_bits import TRACE
 from .agents import set_up_workers
 from .phases import BITS, LOSS, PULL, PUSH
 from .declared import Declared
@@ -139,6 +138,29 @@ class Server(ServerAgent):
 FLOAT32 = Float32()
 
 
+@dataclass(frozen=True)
+class Measured:
+    """What an MQGrad iteration measures beyond the common report, one metric each: the
+    agent's decision on the iterations it makes one (``SarsaBits.trace``'s columns, in its
+    order: ``SARSA``) and the iteration's modelled seconds (the server's)."""
+
+    sarsa_level: float | None = None
+    sarsa_bits: float | None = None
+    sarsa_greedy: float | None = None
+    sarsa_explored: float | None = None
+    sarsa_reward: float | None = None
+    sarsa_q_keep: float | None = None
+    sarsa_q_up: float | None = None
+    modelled_time: float | None = None
+
+    def extra(self) -> dict[str, float]:
+        """The step report's extras: the fields measured this iteration."""
+        return {name: value for name, value in asdict(self).items() if value is not None}
+
+
+SARSA = tuple(f.name for f in fields(Measured) if f.name.startswith("sarsa_"))
+
+
 @register_algorithm("mqgrad")
 class MQGrad(Declared):
     """One synchronous MQGrad run on a transport; ``step`` does steps 1-5 above."""
@@ -175,10 +197,11 @@ class MQGrad(Declared):
 
     def step(self, step: int, x: torch.Tensor, y: torch.Tensor) -> StepReport:
         """x, y: the local workers' batches stacked (len(local_workers), B, ...)."""
-        rnd, extra = Round(self.transport, step), {}
+        rnd, measured = Round(self.transport, step), Measured()
         losses, correct, grads = local_gradients(self.replicas, x, y)             # 1. gradients and losses
         losses = self._regularized(losses, grads)
-        bits = self._choose_bits(rnd, step, losses, extra) if self.controlled else {}  # 2. losses in, K out
+        if self.controlled:                                                       # 2. losses in, K out
+            bits, measured = self._choose_bits(rnd, step, losses)
         for i, k in enumerate(self.local_workers):                                # 3. quantize and push
             decision = Decision(bits=bits[k]) if self.controlled else None
             for name, g in grads.items():
@@ -193,14 +216,16 @@ class MQGrad(Declared):
             target = self.replicas.params[env.tensor][index[env.receiver]]
             value = rnd.decode(self.pull_codec, env, self.pull_states(env.receiver, env.sender), like=target)
             target.sub_(value, alpha=self.section.lr)
-        report = rnd.report(losses, correct, y, len(self.local_workers), extra=extra)
+        report = rnd.report(losses, correct, y, len(self.local_workers))
         if self.server is not None:
-            report.stop = self._account(step, rnd, report)
+            report.stop, measured = self._account(step, rnd, measured)
+        report.extra = measured.extra()
         return report
 
-    def _choose_bits(self, rnd: Round, step: int, losses: torch.Tensor, extra: dict) -> dict[int, int]:
+    def _choose_bits(self, rnd: Round, step: int, losses: torch.Tensor) -> tuple[dict[int, int], Measured]:
         """Step 2: the workers' losses to the server, whose agent sees their mean and decides
-        K; K back to every worker (worker -> its K)."""
+        K; K back to every worker (worker -> its K), and the agent's decision as measured."""
+        measured = Measured()
         for i, k in enumerate(self.local_workers):
             rnd.send(LOSS, k, [self.server_id], "loss", losses[i:i + 1], FLOAT32, self.push_states[k])
         inbox = rnd.exchange(LOSS)
@@ -210,9 +235,9 @@ class MQGrad(Declared):
             chosen = rnd.decide(self.server.policy, "bits", torch.zeros(0))
             rnd.send(BITS, self.server_id, range(self.workers), "bits", torch.tensor([float(chosen.bits)]),
                      FLOAT32, self.server.pull_state)
-            extra.update(self._decision_extra(step))
+            measured = self._decision(step)
         return {env.receiver: int(rnd.decode(FLOAT32, env, self.bits_states(env.receiver, env.sender))[0])
-                for env in rnd.as_worker().exchange(BITS)}
+                for env in rnd.as_worker().exchange(BITS)}, measured
 
     def _regularized(self, losses: torch.Tensor, grads: dict[str, torch.Tensor]) -> torch.Tensor:
         """Step 1's L2 term: wd/2 ||w||^2 added to each worker's loss, wd w to its gradient."""
@@ -227,24 +252,24 @@ class MQGrad(Declared):
             losses += 0.5 * wd * torch.linalg.vector_norm(w.contiguous().reshape(w.shape[0], -1), dim=1).square()
         return losses
 
-    def _account(self, step: int, rnd: Round, report: StepReport) -> bool:
+    def _account(self, step: int, rnd: Round, measured: Measured) -> tuple[bool, Measured]:
         """The iteration's modelled seconds (compute + every phase priced on the network: all
-        of its messages go to or from the server), told to the agent; True when the time
-        budget is spent."""
+        of its messages go to or from the server), told to the agent; (whether the time
+        budget is spent, ``measured`` with them)."""
         seconds = self.section.compute_seconds + rnd.priced(self.network, self.server_id)
         self.server.elapsed += seconds
-        report.extra["modelled_time"] = seconds
         if self.controlled:
             self.server.policy.observe(step, {"seconds": seconds, "wall": rnd.elapsed()})
         budget = self.section.time_budget
-        return bool(budget) and float(self.server.elapsed) >= budget
+        return bool(budget) and float(self.server.elapsed) >= budget, replace(measured, modelled_time=seconds)
 
-    def _decision_extra(self, step: int) -> dict[str, float]:
-        """The agent's last decision, on the iteration it was made (``SarsaBits.trace``)."""
+    def _decision(self, step: int) -> Measured:
+        """The agent's last decision, on the iteration it was made (``SarsaBits.trace``'s
+        columns after the iteration, NaN left out)."""
         trace = getattr(self.server.policy, "memory", {}).get("trace")
         if trace is None or not len(trace) or int(trace[-1, 0]) != step:
-            return {}
-        return {f"sarsa_{name}": float(v) for name, v in zip(TRACE[1:], trace[-1, 1:].tolist()) if v == v}  # no NaN
+            return Measured()
+        return Measured(**{name: float(v) for name, v in zip(SARSA, trace[-1, 1:].tolist()) if v == v})
 
     def global_params(self) -> dict[str, torch.Tensor] | None:
         return None if self.server is None else self.server.params
