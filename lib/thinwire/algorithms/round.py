@@ -74,7 +74,7 @@ class Round:
         self.exchange_seconds: dict[str, float] = {}
         self.side = "worker"
         self._since = self.started = time.perf_counter()
-        self._seen: dict[str, tuple[list, list]] = {}  # phase -> (sent, received) (sender, receiver, bytes)
+        self._seen: dict[str, tuple[list, list]] = {}  # phase -> (envelopes sent, envelopes received)
 
     # -- whose time ------------------------------------------------------------------------
     def _charge(self) -> float:
@@ -152,9 +152,9 @@ class Round:
         """Deliver the outbox in ``phase``; the envelopes addressed to this process's agents."""
         start = self._charge()
         sent, received = self._seen.setdefault(phase, ([], []))
-        sent += [(e.sender, e.receiver, e.nbytes) for e in self.outbox]
+        sent += self.outbox
         inbox = self.transport.exchange(self.outbox, self.step, phase)
-        received += [(e.sender, e.receiver, e.nbytes) for e in inbox]
+        received += inbox
         self.outbox = []
         self._since = time.perf_counter()
         self.exchange_seconds[phase] = self.exchange_seconds.get(phase, 0.0) + self._since - start
@@ -164,7 +164,8 @@ class Round:
         """The modelled seconds of this round's phases so far on ``network`` (``comm/network.py``),
         from the messages ``agent`` sent and received: the whole round where every message goes
         to or from it (a parameter server's)."""
-        return sum(network.phase_seconds([m for m in sent if m[0] == agent] + [m for m in received if m[1] == agent])
+        return sum(network.phase_seconds([(e.sender, e.receiver, e.nbytes) for e in sent if e.sender == agent]
+                                         + [(e.sender, e.receiver, e.nbytes) for e in received if e.receiver == agent])
                    for sent, received in self._seen.values())
 
     def elapsed(self) -> float:

@@ -18,7 +18,7 @@ device twin (``qsgd`` / ``torch_qsgd`` / ``triton_qsgd``) write the same bytes, 
 ``tests/test_device_path.py`` checks.
 """
 
-from .kernels.jit_cache import closure_kernel, keyed, keyed_cache
+from .kernels.jit_cache import keyed_cache
 
 with keyed_cache():  # every module that compiles kernels, imported inside it (kernels/jit_cache.py)
     from .kernels import (bitpack, crc, device, dispatch, drop, drop_quantize, drop_survivors, elias, gaps, half,
@@ -30,7 +30,6 @@ with keyed_cache():  # every module that compiles kernels, imported inside it (k
     from .kernels.drop_pass import drop_pass
     from .kernels.huffman_code import code_lengths
     from .kernels.offsets import decode_offsets, encode_offsets
-    from .kernels.bits import load_big_endian, load_pair, store_big_endian
     from .kernels.device import on_device, put
     from .kernels.extrema import extrema
     from .kernels.kept import kept
@@ -54,13 +53,13 @@ __all__ = [
     "CorruptMessageError", "DECODE_FLOOR", "DeviceChecksumError", "FLOAT32_MAX", "FLOAT32_TINY", "MAX_NUMEL",
     "PartWriter", "Payload", "RefusedInputError", "Unverified", "bin_centres", "bin_codes", "bin_pack_crc",
     "bin_unpack_centres", "bitpack", "check_bits", "check_finite", "check_representable", "checksum",
-    "closure_kernel", "code_dtype", "code_lengths", "copy_part", "crc", "decode_offsets", "deferred",
+    "code_dtype", "code_lengths", "copy_part", "crc", "decode_offsets", "deferred",
     "deferred_checks", "device", "dispatch", "drop", "drop_pass", "drop_quantize", "drop_survivors", "elias",
     "encode_offsets", "entropy_bits", "estimate_entropy", "expect_part", "expect_range", "extrema",
-    "float32_numpy", "framing", "gaps", "half", "histogram", "huffman_stream", "kept", "keyed", "keyed_cache",
-    "kth_smallest", "load_big_endian", "load_pair", "on_device", "order", "put", "qsgd", "rans",
+    "float32_numpy", "framing", "gaps", "half", "histogram", "huffman_stream", "kept",
+    "kth_smallest", "on_device", "order", "put", "qsgd", "rans",
     "read_host_part", "read_part", "row_codes", "row_values", "rows", "sample", "sample_outside", "scatter",
-    "select", "settle", "store_big_endian", "stream", "team", "tensor_message", "torch_bins", "torch_qsgd",
+    "select", "settle", "stream", "team", "tensor_message", "torch_bins", "torch_qsgd",
     "torch_select", "triton_drop", "triton_qsgd", "triton_range", "triton_rows", "triton_uniform", "uniform",
     "warm_checksum", "wire",
 ]
