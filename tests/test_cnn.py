@@ -91,3 +91,22 @@ def test_dropout_cnn_agrees_in_process_and_on_gloo(tmp_path):
     assert local.ledger.rows() == distributed.ledger.rows()
     torch.testing.assert_close(torch.tensor(local.metrics["loss"]), torch.tensor(distributed.metrics["loss"]),
                                rtol=1e-5, atol=1e-5)
+
+
+def test_a_convolutional_replica_has_the_same_bits_and_layouts_alone_as_among_many():
+    """Over several steps: a replica trained alone (a rank that holds one peer) keeps its
+    parameters in the layout and with the bits it has among K (one process holding every
+    peer). A whole-tensor pass for K = 1 returned the linear weights' gradients transposed,
+    the weights were then stored transposed, and the next product rounded otherwise."""
+    model = build_model("eventgrad_mnist_cnn", (1, 28, 28), 10, 0)
+    g = torch.Generator().manual_seed(0)
+    many = Replicas(model, 4, seeds=[10, 11, 12, 13], buffers=True)
+    alone = [Replicas(model, 1, seeds=[10 + k], buffers=True) for k in range(4)]
+    for _ in range(3):
+        x, y = torch.randn(4, 16, 1, 28, 28, generator=g), torch.randint(0, 10, (4, 16), generator=g)
+        many.sgd_step(x, y, 0.05)
+        for k, one in enumerate(alone):
+            one.sgd_step(x[k:k + 1], y[k:k + 1], 0.05)
+            for n, p in one.params.items():
+                assert p.stride()[1:] == many.params[n].stride()[1:], n
+                assert torch.equal(p[0], many.params[n][k]), n

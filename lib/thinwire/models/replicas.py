@@ -34,7 +34,10 @@ class Replicas:
         replica's numbers are the same bits whatever ``count`` is, as on a rank that holds
         one replica: an MLP's products run one replica at a time (``batched_mlp.py``); any
         other model runs its forward pass once per replica (a batched convolution adds in
-        another order, about 3e-8 apart). A lossy codec (top-k's choice among near ties,
+        another order, about 3e-8 apart), on a slice of the (K, ...) parameters even when
+        K = 1 (a whole-tensor pass returns linear layers' gradients transposed, and
+        ``_match_layout`` would then store those weights transposed, which a later product
+        rounds otherwise on some CPUs). A lossy codec (top-k's choice among near ties,
         a quantizer's rounding) turns such a last-bit difference into another message, so
         without it one process and K ranks train apart. False batches the K replicas in one
         product, some 12-17% faster (``benchmarks/replicas_bench.py``, K = 8). ``buffers``:
@@ -106,7 +109,7 @@ class Replicas:
         self.model.train()
         if self.batched is not None:
             losses, correct = _batched_loss(self.batched.logits(leaves, x), y, self.loss)
-        elif self.per_replica and self.count > 1:
+        elif self.per_replica:  # one count or many, each replica through the same slices: the same layouts
             masks = self._masks(x)
             tensors = {**leaves, **self.buffers}
             parts = [vmap(self._loss)({n: p[k:k + 1] for n, p in tensors.items()}, x[k:k + 1], y[k:k + 1],
