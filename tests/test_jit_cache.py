@@ -49,7 +49,7 @@ serial(symbols, table, packed, 4, np.zeros(16, np.uint8), np.zeros(2, np.int64))
 chunk_bits(symbols, table, packed, 4, np.zeros(2, np.int64))
 half.narrow(np.ones(10, np.float32), np.empty(10, np.uint16), True)
 bitpack.pack(torch.arange(40) % 8, 3)
-ran = [serial, chunk_bits, half._kernels(True)[0], bitpack._pack_narrow]
+ran = [serial, chunk_bits, half._kernels(True)[0], bitpack._pack_width.fixed[3]]
 print([(k.py_func.__qualname__, sum(k.stats.cache_hits.values()), sum(k.stats.cache_misses.values())) for k in ran])
 """
 

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from numba import literal_unroll, literally, njit, prange
+from numba import literally, njit, prange
 
 from . import team
-from .jit_cache import closure_kernel
+from .jit_cache import closure_kernel, keyed
 
 CHUNK = 1 << 14  # codes per parallel chunk (a multiple of 64)
 MAX_BITS = 16
@@ -153,29 +153,41 @@ def _unpack(bits, args):
             unstream_chunk(packed[n + start // 8 * (bits - 8):], bits, chunk)
 
 
-# ``bits`` as a compile-time constant: a width table calls a kernel with each literal
-# width (``literal_unroll``), so numba compiles one kernel per width with the group loops
-# unrolled and the b <= 8 branch folded away (1.3-2x faster than a run-time width,
-# measured). Narrow and wide widths are separate tables, so each code dtype compiles only
-# its 8 widths. The kernel is a closure variable of the table, not an argument: numba
-# cannot cache a function that takes a kernel as an argument.
-NARROW = (1, 2, 3, 4, 5, 6, 7, 8)
-WIDE = (9, 10, 11, 12, 13, 14, 15, 16)
+# ``bits`` as a compile-time constant: a width table calls a kernel with a literal width,
+# so numba compiles one kernel per width with the group loops unrolled and the b <= 8
+# branch folded away (1.3-2x faster than a run-time width, measured). Each width is
+# compiled on its first use, alone: compiling all of a table's widths at once cost ~8x the
+# compile time of the width a run uses. The kernel is a closure variable of the width's
+# kernel, not an argument: numba cannot cache a function that takes a kernel as an argument.
+WIDTHS = tuple(range(1, MAX_BITS + 1))
 
 
 def width_table(kernel, widths: tuple[int, ...]):
-    """A compiled ``table(bits, args)`` that calls ``kernel(b, args)`` with the literal
-    width b == bits, for each b in ``widths`` (numba caches each table on its own)."""
-    @closure_kernel(nogil=True)
+    """``table(bits, args)``: calls ``kernel(b, args)`` with the literal width b == bits,
+    for each b in ``widths``, through a kernel compiled for that width alone on its first
+    call (and cached): a run compiles the widths it uses, not all sixteen."""
+    fixed = {}
+
     def table(bits, args):
-        for b in literal_unroll(widths):
-            if bits == b:
-                kernel(b, args)
+        entry = fixed.get(bits)
+        if entry is None:
+            if bits not in widths:
+                raise ValueError(f"bits={bits!r} is not allowed here: the widths are {widths}")
+            entry = fixed[bits] = _width_kernel(kernel, int(bits))
+        entry(args)
+    table.fixed = fixed   # width -> its compiled kernel, once called
     return table
 
 
-_pack_narrow, _pack_wide = width_table(_pack, NARROW), width_table(_pack, WIDE)
-_unpack_narrow, _unpack_wide = width_table(_unpack, NARROW), width_table(_unpack, WIDE)
+@keyed
+def _width_kernel(kernel, b: int):
+    @closure_kernel(nogil=True)
+    def fixed(args):
+        kernel(b, args)   # b, a closure's int, is a compile-time constant: the literal width
+    return fixed
+
+
+_pack_width, _unpack_width = width_table(_pack, WIDTHS), width_table(_unpack, WIDTHS)
 
 
 def pack(codes: torch.Tensor, bits: int, out: torch.Tensor | None = None) -> torch.Tensor:
@@ -193,7 +205,7 @@ def pack(codes: torch.Tensor, bits: int, out: torch.Tensor | None = None) -> tor
         src = src.astype(np.int32)
     if src.size:
         with team.alone_if_small(src.nbytes):
-            (_pack_narrow if bits <= 8 else _pack_wide)(bits, (src, out.numpy()))
+            _pack_width(bits, (src, out.numpy()))
     return out
 
 
@@ -207,5 +219,5 @@ def unpack(packed: torch.Tensor, n: int, bits: int) -> torch.Tensor:
     out = torch.empty(n, dtype=torch.uint8 if bits <= 8 else torch.int32)
     if n:
         with team.alone_if_small(out.numel() * out.element_size()):
-            (_unpack_narrow if bits <= 8 else _unpack_wide)(bits, (packed.contiguous().numpy(), out.numpy()))
+            _unpack_width(bits, (packed.contiguous().numpy(), out.numpy()))
     return out

@@ -219,10 +219,8 @@ def _dequantize_parallel(bits, packed, bucket, chunk, step, out, raw, address, c
             _values_out(bitpack.load_chunk(packed, n, start, stop, bits), start, bucket, step, s, out, raw, address)
 
 
-_quantize_narrow = bitpack.width_table(_quantize_packed, bitpack.NARROW)
-_quantize_wide = bitpack.width_table(_quantize_packed, bitpack.WIDE)
-_dequantize_narrow = bitpack.width_table(_dequantize_packed, bitpack.NARROW)
-_dequantize_wide = bitpack.width_table(_dequantize_packed, bitpack.WIDE)
+_quantize_width = bitpack.width_table(_quantize_packed, bitpack.WIDTHS)
+_dequantize_width = bitpack.width_table(_dequantize_packed, bitpack.WIDTHS)
 
 
 def chunk_length(bucket: int) -> int:
@@ -247,7 +245,7 @@ def quantize_packed(x: np.ndarray, bucket: int, norm: str, bits: int, key: int, 
     if x.size:
         k1, k2 = np.uint32(key & 0xFFFFFFFF), np.uint32(key >> 32)
         args = (x, bucket, chunk, norm == "max", k1, k2, norms, out, crcs)
-        (_quantize_narrow if bits <= 8 else _quantize_wide)(bits, args)
+        _quantize_width(bits, args)
     if not with_crc:
         return None
     return crc.join(crcs, chunk * bits // 8, out.size - (chunks - 1) * chunk * bits // 8)
@@ -264,7 +262,7 @@ def dequantize_packed(packed: np.ndarray, bucket: int, step: np.ndarray, bits: i
     crcs = np.empty(chunks if with_crc else 0, np.uint32)
     if out.size:
         args = (packed, bucket, chunk, step, out, stream.destination(out, built=True), out.ctypes.data, crcs)
-        (_dequantize_narrow if bits <= 8 else _dequantize_wide)(bits, args)
+        _dequantize_width(bits, args)
     if not with_crc:
         return None
     return crc.join(crcs, chunk * bits // 8, packed.size - (chunks - 1) * chunk * bits // 8)

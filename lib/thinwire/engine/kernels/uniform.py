@@ -129,10 +129,8 @@ def _dequantize(codes, lo, step, out):
 
 
 # ``bits`` as a compile-time constant, one kernel per width (as in ``bitpack``).
-_quantize_narrow = bitpack.width_table(_quantize_packed, bitpack.NARROW)
-_quantize_wide = bitpack.width_table(_quantize_packed, bitpack.WIDE)
-_dequantize_narrow = bitpack.width_table(_dequantize_packed, bitpack.NARROW)
-_dequantize_wide = bitpack.width_table(_dequantize_packed, bitpack.WIDE)
+_quantize_width = bitpack.width_table(_quantize_packed, bitpack.WIDTHS)
+_dequantize_width = bitpack.width_table(_dequantize_packed, bitpack.WIDTHS)
 
 
 def float32_numpy(t: torch.Tensor) -> np.ndarray:
@@ -182,7 +180,7 @@ def quantize_packed(flat: torch.Tensor, lo: float, scale: float, bits: int, out:
         fused = abs(lo) * scale <= (1 << bits)
         args = (float32_numpy(flat), np.float32(0.5 - lo * scale), np.float32(scale), np.float32(lo), fused,
                 out.numpy(), crcs)
-        (_quantize_narrow if bits <= 8 else _quantize_wide)(bits, args)
+        _quantize_width(bits, args)
     return joined(crcs, bits, out.numel())
 
 
@@ -205,7 +203,7 @@ def dequantize_host(packed: np.ndarray, bits: int, lo: float, step: float, out: 
     if out.size:
         args = (packed, np.float32(lo), np.float32(step), out, stream.destination(out, built=True), out.ctypes.data,
                 crcs)
-        (_dequantize_narrow if bits <= 8 else _dequantize_wide)(bits, args)
+        _dequantize_width(bits, args)
     return joined(crcs, bits, packed.size)
 
 
