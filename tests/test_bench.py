@@ -40,6 +40,7 @@ def small_doc():
             "load_running_default": wait_policy.measure("default", 20_000, 1)}
 
 
+@pytest.mark.long  # every benchmark run end to end: minutes; make test-long
 def test_every_readme_block_is_written_from_a_run(small_doc):
     blocks = {**run.tables(small_doc), **run.gpu_tables(json.loads(run.GPU_RESULTS.read_text())),
               **run.wait_policy_table(json.loads(run.WAIT_POLICY_RESULTS.read_text())),
@@ -78,6 +79,7 @@ def test_the_cpu_benchmarks_report_the_median_call_after_a_warm_up(monkeypatch):
     assert roofline.timing(5, 2) == "the median of 5 calls after 2 warm-up calls"
 
 
+@pytest.mark.long  # every benchmark run end to end: minutes; make test-long
 def test_the_wait_policy_ablation_runs_and_its_kept_results_are_whole():
     """Each setting's child process runs the benchmark; the kept results cover every
     setting with the same number of runs, each run every codec."""
@@ -97,6 +99,7 @@ def dry_run():
         yield
 
 
+@pytest.mark.long  # every benchmark run end to end: minutes; make test-long
 def test_the_gpu_benchmark_runs_its_codecs_through_the_device_paths_on_the_cpu(dry_run):
     """``gpu_bench --dry-run``'s codec part: every spec's row, its message compared with the
     host kernels' byte for byte (the device paths forced on CPU tensors)."""
