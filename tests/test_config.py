@@ -60,3 +60,45 @@ def test_a_codec_revision_changes_the_results_key_of_runs_that_use_it(monkeypatc
     assert dropping.codec_revisions() == {"graddrop": CODECS["graddrop"].revision}
     monkeypatch.setattr(CODECS["graddrop"], "revision", CODECS["graddrop"].revision + 1)
     assert plain.key() == keys[0] and dropping.key() != keys[1]
+
+
+def test_a_spec_is_parsed_once_into_its_canonical_text_names_and_digest(monkeypatch):
+    from thinwire import specs
+    from thinwire.codecs import make_codec
+    spec = specs.parse_codec("chain( graddrop(ratio=0.99),fp16 )")
+    assert spec.text == make_codec("chain(graddrop(ratio=0.99), fp16)").spec()
+    assert spec.names == ("chain", "fp16", "graddrop")
+    assert spec == specs.parse_codec(spec.text) and spec.digest == specs.parse_codec(spec.text).digest
+    assert spec.digest != specs.parse_codec("chain(graddrop(ratio=0.9), fp16)").digest
+    assert specs.parse_codec("sized(quantize(bits=8), min_numel=100, otherwise='fp16')").names == ("quantize", "sized")
+    assert specs.parse_policy("event( horizon=1.0 )").names == ("event",)
+    with pytest.raises(ValueError, match="unknown codec 'nope'"):
+        specs.parse_codec("ef(nope)")
+    built = []
+    monkeypatch.setattr(specs, "make_codec", lambda text: built.append(text) or make_codec(text))
+    assert specs.parse_codec("chain( graddrop(ratio=0.99),fp16 )") is spec and specs.parse_codec(spec.text) is spec
+    assert built == []
+
+
+def test_replace_checks_only_what_changed(monkeypatch):
+    """A section change keeps the common part (no model build); a common change keeps the
+    section; the specs a changed section holds are the cached ``Spec``s."""
+    from thinwire import specs
+    base = RunConfig(algorithm="eventgrad", model="eventgrad_mnist_cnn", push_codec="topk",
+                     push_policy="event(horizon=1.0, forced=5, topk=0.1)")
+    from thinwire.codecs import make_codec
+    from thinwire.policies import make_policy
+    built = []
+    monkeypatch.setattr(specs, "make_codec", lambda *a: built.append(a) or make_codec(*a))
+    monkeypatch.setattr(specs, "make_policy", lambda *a: built.append(a) or make_policy(*a))
+    by_lr, by_seed = base.replace(lr=0.01), base.replace(seed=3)
+    assert by_lr.common is base.common and by_lr.lr == 0.01 and by_lr.section is not base.section
+    assert by_seed.section is base.section and by_seed.seed == 3
+    assert built == []  # no spec parsed or tried again
+    assert by_lr == RunConfig(algorithm="eventgrad", model="eventgrad_mnist_cnn", push_codec="topk", lr=0.01,
+                              push_policy="event(horizon=1.0, forced=5, topk=0.1)")
+    assert by_lr.key() == RunConfig.from_dict(by_lr.to_dict()).key()
+    with pytest.raises(ValueError, match="^push_codec='fp32' with push_policy="):
+        base.replace(push_codec="fp32")
+    with pytest.raises(ValueError, match="at least workers"):
+        base.replace(train_samples=10)

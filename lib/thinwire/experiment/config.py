@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
+import functools
 from dataclasses import asdict, dataclass, fields, replace
 
 from ..algorithms import ALGORITHMS
@@ -29,11 +29,10 @@ from ..datasets import AUGMENTS, IMAGE_SHAPES, LOADERS, SAMPLINGS, STANDARDIZE, 
 from ..models import check_model
 from ..models.init import check_init
 from ..models.replicas import LOSSES
+from ..specs import parse_codec
 from ..validation import check, int_in, normalize_numbers, one_of
 from .device import DEVICES
 
-IDENTIFIER = re.compile(r"\b[A-Za-z_]\w*\b(?!\s*=)")
-QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
 RESULTS_FORMAT = 5  # bump when results computed from the same config would differ (3: wire v2, sections;
 #                    4: seeds from a seed tree, codec time by side and part, exchange times)
 #                    5: the model as one spec
@@ -108,9 +107,11 @@ COMMON_FIELDS = tuple(f.name for f in fields(Common))
 MODEL_OPTIONS = ("hidden", "activation", "layer_norm", "channels", "kernel", "dropout", "lrn")  # now in the model spec
 
 
+@functools.lru_cache(maxsize=1024)
 def check_builds(model: str, image_shape) -> None:
     """Build ``model`` on the meta device (no memory) for ``image_shape``, so that a network
-    that does not fit the data (pooling below 1x1) is refused before any data is read."""
+    that does not fit the data (pooling below 1x1) is refused before any data is read (once
+    per model and shape in a process: a ``.replace()`` that keeps both builds nothing)."""
     import torch
     from ..models import build_model
     try:
@@ -140,7 +141,10 @@ class RunConfig:
         if section is not None and not isinstance(section, section_cls):
             raise ValueError(f"section={section!r} is not allowed: algorithm={algorithm!r} takes a "
                              f"{section_cls.__name__}")
-        section = replace(section, **rest) if section is not None else section_cls(**rest)
+        if section is None:
+            section = section_cls(**rest)
+        elif rest:
+            section = replace(section, **rest)   # a given section is checked again only where it changes
         common = Common(algorithm=algorithm, **common)
         section.check_common(common)
         object.__setattr__(self, "common", common)
@@ -167,11 +171,24 @@ class RunConfig:
 
     def replace(self, **changes) -> RunConfig:
         """A copy with ``changes`` applied (common or section fields; a new ``algorithm``
-        starts from that algorithm's default section)."""
+        starts from that algorithm's default section). Only what changed is checked again:
+        an unchanged part is kept as it is, and the specs and model builds a changed part
+        checks again are the cached ``Spec``s and builds of this process."""
         algorithm = changes.pop("algorithm", self.algorithm)
+        if algorithm == self.algorithm and changes and set(changes) <= set(self.section.__dataclass_fields__):
+            section = replace(self.section, **changes)       # the common fields are kept as they are
+            section.check_common(self.common)
+            return self._made(self.common, section)
         values = {k: getattr(self.common, k) for k in COMMON_FIELDS if k != "algorithm"}
         section = self.section if algorithm == self.algorithm else None
         return RunConfig(algorithm, section, **{**values, **changes})
+
+    @classmethod
+    def _made(cls, common: Common, section) -> RunConfig:
+        config = object.__new__(cls)
+        object.__setattr__(config, "common", common)
+        object.__setattr__(config, "section", section)
+        return config
 
     def to_dict(self) -> dict:
         d = asdict(self.common)
@@ -192,9 +209,10 @@ class RunConfig:
         return cls(algorithm, **d, **section)
 
     def codec_revisions(self) -> dict[str, int]:
-        """The revision of every codec the config's codec specs name, where it is above 0."""
+        """The revision of every codec the config's codec specs name, where it is above 0
+        (the names from each spec's ``Spec``, parsed once per process)."""
         specs = [v for k, v in asdict(self.section).items() if k.endswith("_codec") and isinstance(v, str)]
-        names = {n for spec in specs for n in IDENTIFIER.findall(QUOTED.sub("", spec)) if n in CODECS}
+        names = {n for spec in specs for n in parse_codec(spec).names}
         return {n: CODECS[n].revision for n in sorted(names) if CODECS[n].revision}
 
     def key(self) -> str:
