@@ -32,7 +32,8 @@ $(VENV)/.stamp: requirements.lock pyproject.toml
 test: setup unit golden-test
 
 # What takes minutes and rarely moves with an everyday change (tests/conftest.py's LONG: device
-# kernels under Triton's interpreter, killed and stalled ranks, shaped networks) and the goldens
+# kernels under Triton's interpreter, killed and stalled ranks, shaped networks; the benchmarks
+# run end to end) and the goldens
 # on an emulated other CPU. CI runs it after `make test` (.ci/run).
 test-long: setup unit-long golden-test-other-cpu
 
