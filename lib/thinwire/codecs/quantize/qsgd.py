@@ -45,8 +45,7 @@ import numpy as np
 import torch
 
 from ...engine import (CorruptMessageError, PartWriter, Payload, RefusedInputError, bitpack, deferred, device, dispatch,
-                       elias, expect_part, float32_numpy, qsgd, read_host_part, read_part, settle, torch_qsgd,
-                       triton_qsgd)
+                       elias, expect_part, qsgd, read_host_part, read_part, settle, triton_qsgd)
 from ..base import Codec
 from ..registry import register
 from ..state import CodecState
@@ -54,16 +53,6 @@ from ..state import CodecState
 NORMS = ("l2", "max")
 CODINGS = ("fixed", "elias")
 KEY_SPAN = 2**62  # message keys are drawn in [0, KEY_SPAN)
-
-
-def _copy_norms(norms: np.ndarray, view: torch.Tensor) -> None:
-    """The host's norms into the message: by numpy on this thread into a host message (a
-    torch copy of a few hundred KB is a parallel region of its own), to a device message with
-    no wait."""
-    if view.device.type == "cpu":
-        np.copyto(view.numpy(), norms)
-    else:
-        view.copy_(torch.from_numpy(norms), non_blocking=True)
 
 
 @register
@@ -134,60 +123,21 @@ class QSGD(Codec):
             raise RefusedInputError(f"qsgd: a bucket norm of tensor {key!r} overflows float32 (values of about "
                              f"1e19 and more, squared and summed): scale the tensor, or use norm='max'")
 
-        norms_part = None  # the norms' writer when they stay on the device
-        if (self.coding == "fixed" and device.on_device(flat)
-                and triton_qsgd.usable(self.bits, self.bucket, flat.reshape(-1))):  # norms and codes in one pass
-            x = flat.reshape(-1).to(torch.float32).contiguous()
-            on_device = torch.empty(self.buckets(n), dtype=torch.float32, device=x.device)
-
-            def fill_codes(view):  # a host message's codes are made on the device and copied over
-                device.written_through(view, x.device, triton_qsgd.usable(self.bits, self.bucket, x, view),
-                                       lambda codes: triton_qsgd.quantize_packed(
-                                           x, self.bucket, self.norm == "max", self.bits, message_key, on_device, codes))
-                refuse_unless_finite()
-
-            def refuse_unless_finite():
-                # the norms are >= 0 or NaN: their maximum (NaN where any is) is finite only if all
-                # are; one reduction and its read, where isfinite(...).all() launches five
-                if on_device.numel() and checks is not None:
-                    checks.refuse_unless(on_device.max(), deferred.finite_float32,
-                                         f"qsgd: tensor {key!r} contains NaN or Inf, or a bucket norm overflows "
-                                         "float32 (refused at the block's end)")
-                elif on_device.numel() and not math.isfinite(on_device.max().item()):
-                    refuse(bool(torch.isfinite(x).all()))
-
-            norms_part = PartWriter(torch.float32, on_device.numel(), lambda view: view.copy_(on_device))
-        elif device.on_device(flat):  # a GPU tensor: norms and codes on its device, the same bytes
-            rows = torch_qsgd.buckets(flat, self.bucket)
-            on_device = torch_qsgd.norms(rows, self.norm == "max")
-            norms = on_device.cpu().numpy()
-            if not np.isfinite(norms).all():
-                refuse(bool(torch.isfinite(flat).all()))
-
-            def fill_codes(view):
-                torch_qsgd.quantize_packed(rows, n, on_device, self.bits, message_key, view)
-        else:
-            x = float32_numpy(flat)
-            norms = np.empty(self.buckets(n), np.float32)
-
-            def fill_codes(view):
-                part_crc = qsgd.quantize_packed(x, self.bucket, self.norm, self.bits, message_key, norms, view.numpy())
-                if not np.isfinite(norms).all():
-                    refuse(bool(np.isfinite(x).all()))
-                return part_crc
-
+        judge_later = None if checks is None else (lambda greatest: checks.refuse_unless(
+            greatest, deferred.finite_float32, f"qsgd: tensor {key!r} contains NaN or Inf, or a bucket norm overflows "
+            "float32 (refused at the block's end)"))
+        quantized = dispatch.qsgd_codes(flat, self.bucket, self.norm, self.bits, message_key, refuse,  # steps 1-4
+                                        self.coding == "fixed", judge_later)
         # the codes part is written first: its kernel computes the norms the next part copies
         if self.coding == "elias":
             packed = torch.empty(bitpack.packed_bytes(n, self.bits), dtype=torch.uint8)
-            fill_codes(packed)
+            quantized.write(packed)
             codes = dispatch.unpack(packed, n, self.bits).numpy()
             stream = np.empty((elias.stream_bits(codes, self.bucket, self.bits) + 7) // 8, np.uint8)
             elias.encode(codes, self.bucket, self.bits, stream)
-            return Payload(parts={"stream": torch.from_numpy(stream), "norms": torch.from_numpy(norms)})
-        codes = PartWriter(torch.uint8, bitpack.packed_bytes(n, self.bits), fill_codes, checksummed=True)
-        if norms_part is None:
-            norms_part = PartWriter(torch.float32, norms.size, lambda view: _copy_norms(norms, view))
-        return Payload(parts={"codes": codes, "norms": norms_part})
+            return Payload(parts={"stream": torch.from_numpy(stream), "norms": torch.from_numpy(quantized.norms)})
+        codes = PartWriter(torch.uint8, bitpack.packed_bytes(n, self.bits), quantized.write, checksummed=True)
+        return Payload(parts={"codes": codes, "norms": PartWriter(torch.float32, self.buckets(n), quantized.write_norms)})
 
     def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None, shape: tuple = ()) -> torch.Tensor:
         norms = expect_part(payload, "norms", torch.float32, self.buckets(numel))
@@ -205,20 +155,7 @@ class QSGD(Codec):
             if self._reads_on_host(payload, packed, norms, out):
                 return self._read_on_host(payload, norms, out)
             settle(payload)
-        if device.on_device(out if out is not None else norms) and triton_qsgd.usable(self.bits, self.bucket, packed, norms):
-            if norms.numel():  # both ends in one read: NaN anywhere makes both NaN
-                least, greatest = torch.stack(torch.aminmax(norms)).tolist()
-                if not (least >= 0 and math.isfinite(greatest)):
-                    raise CorruptMessageError("qsgd: bucket norms must be finite and non-negative")
-            out = torch.empty(numel, dtype=torch.float32, device=norms.device) if out is None else out
-            if out.device == norms.device and out.is_contiguous():
-                return triton_qsgd.dequantize_packed(packed, self.bucket, norms, self.bits, out)
-        step = self._steps(norms)
-        out = torch.empty(numel, dtype=torch.float32) if out is None else out
-        if device.on_device(out):
-            return torch_qsgd.dequantize_packed(packed, self.bucket, torch.from_numpy(step), self.bits, out)
-        qsgd.dequantize_packed(packed.contiguous().numpy(), self.bucket, step, self.bits, out.numpy())
-        return out
+        return dispatch.qsgd_values(packed, numel, self.bucket, norms, self.bits, self.levels, out)  # step 5
 
     def _deferred(self, payload: Payload, norms: torch.Tensor, packed: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
         """Step 5 into ``out`` with nothing read: the norms' least and greatest judged at the
@@ -229,14 +166,6 @@ class QSGD(Codec):
             deferred.active().corrupt_unless(torch.stack(torch.aminmax(norms)), _norms_in_range, spoil,
                                              payload.unverified.what)
         return self._read_codes(payload, norms, out, spoil)
-
-    def _steps(self, norms: torch.Tensor) -> np.ndarray:
-        """Each bucket's step, norm / levels (float32), from norms that must be finite and
-        non-negative (``CorruptMessageError``)."""
-        norms_np = norms.cpu().numpy()  # one per bucket; from a message on a GPU, copied
-        if not (np.isfinite(norms_np).all() and (norms_np >= 0).all()):
-            raise CorruptMessageError("qsgd: bucket norms must be finite and non-negative")
-        return (norms_np.astype(np.float64) / self.levels).astype(np.float32)
 
     @property
     def verifies_while_widening(self) -> bool:
@@ -252,7 +181,7 @@ class QSGD(Codec):
     def _read_on_host(self, payload: Payload, norms: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
         """Step 5 into ``out`` as the codes' checksum is taken (``qsgd.dequantize_packed``),
         then judged against the message's with the norms read (``wire.read_host_part``)."""
-        step, values = self._steps(norms), out.view(-1).numpy()
+        step, values = dispatch.qsgd_steps(norms, self.levels), out.view(-1).numpy()
         read_host_part(payload, "codes", lambda part: qsgd.dequantize_packed(part, self.bucket, step, self.bits, values,
                                                                             checksum=True),
                        lambda: values.view(np.uint8).fill(0xFF))
