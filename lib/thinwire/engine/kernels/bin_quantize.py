@@ -92,7 +92,7 @@ def _codes_packed_parallel(bits, w, lo, scale, out, crcs):
 
 
 # One compiled kernel per width, as in ``bitpack``.
-_codes_packed_width = bitpack.width_table(_codes_packed, bitpack.WIDTHS)
+_codes_packed_width = bitpack.width_table(_codes_packed)
 
 
 def bin_codes(flat: torch.Tensor, lo: float, hi: float, bits: int, out: np.ndarray | None = None,

@@ -159,20 +159,15 @@ def _unpack(bits, args):
 # compiled on its first use, alone: compiling all of a table's widths at once cost ~8x the
 # compile time of the width a run uses. The kernel is a closure variable of the width's
 # kernel, not an argument: numba cannot cache a function that takes a kernel as an argument.
-WIDTHS = tuple(range(1, MAX_BITS + 1))
-
-
-def width_table(kernel, widths: tuple[int, ...]):
-    """``table(bits, args)``: calls ``kernel(b, args)`` with the literal width b == bits,
-    for each b in ``widths``, through a kernel compiled for that width alone on its first
-    call (and cached): a run compiles the widths it uses, not all sixteen."""
+def width_table(kernel):
+    """``table(bits, args)``: calls ``kernel(b, args)`` with the literal width b == bits
+    (1 to 16, checked by the caller), through a kernel compiled for that width alone on its
+    first call (and cached): a run compiles the widths it uses, not all sixteen."""
     fixed = {}
 
     def table(bits, args):
         entry = fixed.get(bits)
         if entry is None:
-            if bits not in widths:
-                raise ValueError(f"bits={bits!r} is not allowed here: the widths are {widths}")
             entry = fixed[bits] = _width_kernel(kernel, int(bits))
         entry(args)
     table.fixed = fixed   # width -> its compiled kernel, once called
@@ -187,7 +182,7 @@ def _width_kernel(kernel, b: int):
     return fixed
 
 
-_pack_width, _unpack_width = width_table(_pack, WIDTHS), width_table(_unpack, WIDTHS)
+_pack_width, _unpack_width = width_table(_pack), width_table(_unpack)
 
 
 def pack(codes: torch.Tensor, bits: int, out: torch.Tensor | None = None) -> torch.Tensor:

@@ -219,8 +219,8 @@ def _dequantize_parallel(bits, packed, bucket, chunk, step, out, raw, address, c
             _values_out(bitpack.load_chunk(packed, n, start, stop, bits), start, bucket, step, s, out, raw, address)
 
 
-_quantize_width = bitpack.width_table(_quantize_packed, bitpack.WIDTHS)
-_dequantize_width = bitpack.width_table(_dequantize_packed, bitpack.WIDTHS)
+_quantize_width = bitpack.width_table(_quantize_packed)
+_dequantize_width = bitpack.width_table(_dequantize_packed)
 
 
 def chunk_length(bucket: int) -> int:

@@ -129,8 +129,8 @@ def _dequantize(codes, lo, step, out):
 
 
 # ``bits`` as a compile-time constant, one kernel per width (as in ``bitpack``).
-_quantize_width = bitpack.width_table(_quantize_packed, bitpack.WIDTHS)
-_dequantize_width = bitpack.width_table(_dequantize_packed, bitpack.WIDTHS)
+_quantize_width = bitpack.width_table(_quantize_packed)
+_dequantize_width = bitpack.width_table(_dequantize_packed)
 
 
 def float32_numpy(t: torch.Tensor) -> np.ndarray:
