@@ -17,9 +17,9 @@ so equal configs hash alike; the hash keys a run's results.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
-import functools
 from dataclasses import asdict, dataclass, fields, replace
 
 from ..algorithms import ALGORITHMS
