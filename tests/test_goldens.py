@@ -55,6 +55,45 @@ def test_readme_blocks_are_filled_from_table_scraps(tmp_path):
     assert "| a | 0.9123 | 1,234,567 |" in render(scrap) and "| b |  | 2.5 |" in render(scrap)
 
 
+def test_the_notebook_table_is_written_from_the_paper_records_and_their_reports(tmp_path):
+    """A row per registered paper, its headline read from its default-profile report: a
+    report of another profile, or one without the scrap, leaves the cell empty and says so."""
+    from thinwire.papers import Headline, Paper
+    reports = tmp_path / "reports"
+    reports.mkdir()
+
+    def report(name, profile, scraps):
+        outputs = [{"data": {"application/vnd.thinwire.scrap+json": {"name": k, "value": v}}} for k, v in scraps.items()]
+        (reports / f"{name}.ipynb").write_text(json.dumps({"cells": [
+            {"cell_type": "code", "metadata": {"tags": ["injected-parameters"]}, "source": [f'profile = "{profile}"\n'],
+             "outputs": outputs}]}))
+    report("one", "default", {"ratio": 4.6445, "by": {"a": 7.0}})
+    report("two", "smoke", {"ratio": 1.0})
+    report("three", "default", {"other": 1.0})
+    papers = [Paper("one", "One", 0, reproduces="the first", headline=Headline("ratio", "{ours:.2f}x (paper: 9x)")),
+              Paper("two", "Two", 1, reproduces="the second", headline=Headline("ratio", "{ours:.2f}x")),
+              Paper("three", "Three", 2, reproduces="the third", headline=Headline("by", "{ours:.0f}", key="a"))]
+    readme = tmp_path / "README.md"
+    readme.write_text("# x\n<!-- notebooks -->\nold\n<!-- /notebooks -->\nafter\n")
+    text, problems = update_readme(readme, reports, tmp_path, papers)
+    assert "| `notebooks/one.ipynb` | the first | 4.64x (paper: 9x) |" in text
+    assert "| `notebooks/two.ipynb` | the second |  |" in text and "| `notebooks/three.ipynb` | the third |  |" in text
+    assert "old" not in text and text.endswith("<!-- /notebooks -->\nafter\n")
+    assert problems == [f"notebooks/two (the notebook table is the default profile; {reports / 'two.ipynb'} ran at the "
+                        "smoke profile)", "notebooks/three/by"]
+    assert Headline("by", "{ours:.0f}", key="a").render({"by": {"a": 7.0}}) == "7"
+
+
+def test_every_paper_has_a_line_and_a_headline_its_report_records():
+    from thinwire.papers import REGISTRY
+    from thinwire.scraps import read_scraps
+    for paper in REGISTRY.values():
+        assert paper.reproduces and "\n" not in paper.reproduces and paper.headline is not None, paper.name
+        report = ROOT / "reports" / f"{paper.name}.ipynb"
+        if report.exists():  # committed: the scrap it names is there
+            assert paper.headline.render(read_scraps(report)) is not None, paper.name
+
+
 def test_readme_refuses_a_notebook_of_another_profile(tmp_path):
     scrap = {"columns": ["accuracy"], "index": ["a"], "data": [[0.9]]}
     nb = {"cells": [

@@ -168,18 +168,22 @@ def cmd_scraps(args) -> int:
 
 
 def unlisted_notebooks(readme_text: str) -> list[str]:
-    """The registered papers' notebooks that the README's table does not name."""
+    """The registered papers' notebooks that the README's table does not name (it is
+    written from them between ``<!-- notebooks -->`` marks: a README without them lists none)."""
     from .papers import REGISTRY
     return [p.notebook for p in REGISTRY.values() if f"| `{p.notebook}` |" not in readme_text]
 
 
 def cmd_readme(args) -> int:
     from .paths import reports_dir, source_checkout
-    from .report import block_notebooks, documents, provenance_problems, update_readme
+    from .papers import REGISTRY
+    from .report import block_notebooks, documents, index_notebooks, provenance_problems, update_readme
     root = source_checkout() or Path.cwd()
     files = [Path(args.readme)] if args.readme else documents(root)
     reports = Path(args.reports) if args.reports else reports_dir()
-    written = {readme: update_readme(readme, reports, None if args.readme else root) for readme in files}
+    papers = list(REGISTRY.values())  # the front README's notebook table (files[0])
+    written = {readme: update_readme(readme, reports, None if args.readme else root, papers if readme == files[0] else ())
+               for readme in files}
     if unlisted := unlisted_notebooks(written[files[0]][0]):
         print(f"the README's notebook table lists no row for {', '.join(unlisted)} (thinwire.papers.PAPERS)",
               file=sys.stderr)
@@ -195,7 +199,8 @@ def cmd_readme(args) -> int:
         stale = [str(readme) for readme, (text, _) in written.items() if text != readme.read_text()]
         print(f"README tables differ from {reports}: {', '.join(stale)}" if stale else "README tables are up to date")
         untied = {p: None for readme in files
-                  for path in block_notebooks(readme, reports, None if args.readme else root)
+                  for path in [*block_notebooks(readme, reports, None if args.readme else root),
+                               *index_notebooks(readme, papers if readme == files[0] else (), reports)]
                   for p in provenance_problems(path)}
         for problem in untied:
             print(f"provenance: {problem}", file=sys.stderr)

@@ -15,6 +15,10 @@ a folder (``gpu-runs/quickstart_paper_gpu``) is read from the repository instead
 notebooks kept from runs on other machines. ``python -m thinwire readme`` runs after
 ``make reproduce``; nothing in those blocks is typed by hand.
 
+The front README's notebook table, between ``<!-- notebooks -->`` and ``<!-- /notebooks -->``,
+is written from the registered papers (``papers.Paper``): one row each, with what the notebook
+reproduces and its one headline number, read from its default-profile report.
+
 Every block ends with a line naming the executed notebook it was read from and that
 notebook's profile. The executed notebooks are committed (``reports/``, ``long-runs/``,
 ``gpu-runs/``, tidied by ``tidy.py``), so every number in those blocks can be checked
@@ -31,6 +35,8 @@ from pathlib import Path
 from .scraps import read_scraps
 
 BLOCK = re.compile(r"(<!-- table: ([\w\-/]+)/([\w\-]+) -->\n)(.*?)(<!-- /table -->)", re.S)
+INDEX = re.compile(r"(<!-- notebooks -->\n)(.*?)(<!-- /notebooks -->)", re.S)
+INDEX_PROFILE = "default"
 HEADING_PROFILE = re.compile(r"^## .*?\b(smoke|default|paper) profile", re.M)
 PROFILE = re.compile(r"^profile(?:\s*:\s*str)?\s*=\s*[\"'](\w+)[\"']", re.M)
 
@@ -126,11 +132,47 @@ def block_notebooks(readme: Path, reports: Path, root: Path | None = None) -> li
     return list(paths.values())
 
 
-def update_readme(readme: Path, reports: Path, root: Path | None = None) -> tuple[str, list[str]]:
+def notebook_index(papers, reports: Path, root: Path) -> tuple[str, list[str]]:
+    """(the notebook table's markdown, problems): a row per paper (``papers.Paper``) with
+    its notebook, what it reproduces and its headline, read from ``reports/<name>.ipynb``
+    executed at the default profile. A paper without a headline, or whose report is missing,
+    of another profile or without the scrap, gets an empty cell and a problem."""
+    rows, problems = ["| notebook | reproduces | headline (default profile) |", "|---|---|---|"], []
+    for paper in papers:
+        path, line = reports / f"{paper.name}.ipynb", ""
+        ran = notebook_profile(path) if path.exists() else None
+        if paper.headline is None:
+            problems.append(f"{paper.name}: its Paper record has no headline")
+        elif not path.exists():
+            problems.append(f"notebooks/{paper.name} (no executed report {path})")
+        elif ran != INDEX_PROFILE:
+            problems.append(f"notebooks/{paper.name} (the notebook table is the {INDEX_PROFILE} profile; {path} ran at "
+                            f"the {ran} profile)")
+        elif (line := paper.headline.render(read_scraps(path))) is None:
+            problems.append(f"notebooks/{paper.name}/{paper.headline.scrap}")
+            line = ""
+        rows.append(f"| `{paper.notebook}` | {_format(paper.reproduces)} | {_format(line)} |")
+    where = source_line(reports / "<paper>.ipynb", root, INDEX_PROFILE).replace("From", "Headlines from")
+    return "\n".join(rows) + "\n\n" + where, problems
+
+
+def index_notebooks(readme: Path, papers, reports: Path) -> list[Path]:
+    """The reports the notebook table reads (those that exist), when ``readme`` has one."""
+    if not INDEX.search(readme.read_text()):
+        return []
+    return [path for paper in papers if (path := reports / f"{paper.name}.ipynb").exists()]
+
+
+def update_readme(readme: Path, reports: Path, root: Path | None = None, papers=()) -> tuple[str, list[str]]:
     """(new README text, problems: blocks that had no executed notebook or scrap, and
-    notebooks executed at another profile than their section's)."""
+    notebooks executed at another profile than their section's). ``papers`` (``Paper``
+    records) fill the notebook table, where the README has one."""
     missing, cache = [], {}
     text = readme.read_text()
+    if papers and INDEX.search(text):
+        index, problems = notebook_index(papers, reports, root or readme.parent)
+        missing += problems
+        text = INDEX.sub(lambda m: m.group(1) + index + m.group(3), text)
 
     def fill(m):
         notebook, name = m.group(2), m.group(3)

@@ -20,7 +20,7 @@ import importlib
 import pkgutil
 from pathlib import Path
 
-from .record import Paper
+from .record import Headline, Paper
 from .profile import PROFILES, check_profile, check_steps
 from .recipe import Recipe
 
@@ -47,4 +47,4 @@ def paper(name: str) -> Paper:
     return REGISTRY[name]
 
 
-__all__ = ["PAPERS", "PROFILES", "Paper", "Recipe", "check_profile", "check_steps", "paper"]
+__all__ = ["PAPERS", "PROFILES", "Headline", "Paper", "Recipe", "check_profile", "check_steps", "paper"]

@@ -3,7 +3,7 @@
 accuracy against bytes, and time to a target accuracy against bandwidth priced on the
 network model corrected and checked on a shaped network (``netcheck``)."""
 
-from ..record import Paper
+from ..record import Headline, Paper
 from .analysis import (COMPUTES, GRID, MARKS, accuracy_bytes, codec_against_saving, crossovers, default_target,
                        fastest_at, map_fastest, mean_seconds, near_best_target, nearest, pareto, paying_intervals,
                        spread, ties, time_map, time_to_target, which_when)
@@ -16,7 +16,10 @@ from .runs import ComparePlan, compare_configs, compare_plan
 
 PAPER = Paper(name="compare", title="Which method pays, when: every paper's methods against DDP's all-reduce and "
               "PowerSGD, priced on a network model checked on a shaped network", order=6,
-              recipes=baseline_recipes())
+              recipes=baseline_recipes(),
+              reproduces="Which method pays, when: every method above beside DDP's fp16 all-reduce and PowerSGD, "
+                         "one optimizer protocol",
+              headline=Headline("fastest_at_10MB_s", "fastest to the target at 10 MB/s: {ours}"))
 
 __all__ = ["FIXED_COSTS", "NETCHECK_RUN", "quoted_netcheck", "report_scrap", "COMPUTES", "map_fastest", "near_best_target", "spread", "ties", "time_map", "ALLGATHER", "COMPARE", "ComparePlan", "PAPERS_OWN", "TUNING_SEED", "at_edge", "best_lrs", "compare_plan",
            "optimizer_of", "shared", "fastest_at", "paying_intervals", "cited", "COMPOSED", "FP16_ALLREDUCE", "FROM_PAPERS", "GRID", "MARKS", "PAPER", "SCHEDULES", "FixedCosts",

@@ -10,12 +10,15 @@ from .lr_grid import at_edge, chosen_lr, lr_table
 from .profiles import MQGRAD
 from .published import PUBLISHED
 from .quoted import ALLOWED, STUDIES_RUN, quoted_studies, study
-from ..record import Paper
+from ..record import Headline, Paper
 from .runs import (ADAPTIVE, AGENT, CODE_AGENT, LABELS, LEARNING, LR, MODELS, NETWORK, PAPER_AGENT, SHUFFLED, MQGradRuns,
                    TUNING_SEED, methods, mqgrad_recipes, mqgrad_runs, quantizer, shuffled)
 
 PAPER = Paper(name="mqgrad", title="Cui, Xu, Zeng, Lan, Guo & Cheng 2018, MQGrad: Reinforcement Learning of Gradient "
-              "Quantization in Parameter Server", order=4, recipes=mqgrad_recipes())
+              "Quantization in Parameter Server", order=4, recipes=mqgrad_recipes(),
+              reproduces="Cui et al. 2018: a SARSA agent sets the gradients' bit width, against Fix(2/4/8) and Adaptive",
+              headline=Headline("time_ratio_mqgrad_vs_fix4", "MQGrad reaches Fix(4)'s final loss in {ours:.2f} of "
+                                f"Fix(4)'s time (paper: {PUBLISHED['time_ratio_vs_fix4']:.2f})"))
 
 __all__ = ["ALLOWED", "STUDIES_RUN", "TUNING_SEED", "at_edge", "chosen_lr", "lr_table", "quoted_studies", "study",
            "ADAPTIVE", "AGENT", "CODE_AGENT", "PAPER_AGENT", "SHUFFLED", "control_table", "decisions", "reward_to_q_ratio",
