@@ -10,7 +10,7 @@ PIP_FLAGS := $(if $(wildcard $(WHEELS)/*.whl),--find-links $(WHEELS),)
 NOTEBOOKS = $(shell $(PY) -c "from thinwire.papers import PAPERS; print(*PAPERS)")
 NEED_NOTEBOOKS = @test -n "$(NOTEBOOKS)" || { echo "make: thinwire.papers.PAPERS could not be read" >&2; exit 1; }
 PROFILE ?= default
-GOLDEN_WORKERS ?= -n 2 --dist loadfile
+GOLDEN_WORKERS ?= -n 2 --dist loadfile --no-loadscope-reorder
 export PYTHONHASHSEED := 0
 export THINWIRE_PROGRESS ?= 0
 
@@ -38,21 +38,23 @@ test: setup unit golden-test
 test-long: setup unit-long golden-test-other-cpu
 
 # Tests marked ``alone`` measure step times: they run after the others, with nothing beside them.
-# The 30 slowest tests are listed at the end: where make test's time goes.
+# The 30 slowest tests are listed at the end: where make test's time goes. A file whose tests
+# share an expensive module fixture marks itself as one xdist group (built once, not per worker).
 unit: setup
-	$(PY) -m pytest -q -n 2 -m "not alone and not long" --durations=30 tests
+	$(PY) -m pytest -q -n 2 --dist loadgroup -m "not alone and not long" --durations=30 tests
 	$(PY) -m pytest -q -p no:xdist -m alone tests
 
 unit-long: setup
-	$(PY) -m pytest -q -n 2 -m long --durations=30 tests
+	$(PY) -m pytest -q -n 2 --dist loadgroup -m long --durations=30 tests
 
 # Executed smoke-profile notebooks, re-run by nbval; only # NBVAL_CHECK_OUTPUT cells are compared.
 # Their float numbers are compared with the full-precision values the goldens recorded, within
 # the tolerances the cells state (thinwire/checks.py); THINWIRE_GOLDEN says where the goldens are.
-# Two notebooks run at a time, one per core.
+# Two notebooks run at a time, one per core, the longest first (tests/golden_order.py: by the
+# durations the goldens recorded; --no-loadscope-reorder keeps that order).
 GOLDEN_TEST = THINWIRE_GOLDEN=$(CURDIR)/tests/golden THINWIRE_RESULTS=$$(mktemp -d) THINWIRE_REPORTS=$$(mktemp -d) \
 	$(PY) -m pytest -q $(GOLDEN_WORKERS) --nbval-lax --nbval-current-env --sanitize-with tests/golden/sanitize.cfg \
-	$(addprefix tests/golden/,$(addsuffix .ipynb,$(NOTEBOOKS)))
+	$(shell $(PY) tests/golden_order.py $(NOTEBOOKS))
 # Another CPU, emulated: torch's AVX2 kernels instead of AVX-512, oneDNN limited to AVX2, one
 # thread each for torch, OpenMP and numba (other reduction orders; float results move in
 # their last digits and training amplifies it).

@@ -33,8 +33,10 @@ def interrupt_at(monkeypatch):
 # Files whose tests take minutes on two cores, none of it the workbench's everyday paths:
 # device kernels run under Triton's interpreter (a GPU's programs, one lane at a time, on
 # the CPU), ranks killed or stalled on purpose, and shaped network namespaces; and the tests
-# marked ``long`` where they are written (every benchmark run end to end). `make test`
-# leaves them to `make test-long`, which CI runs after it (`.ci/run`): nothing leaves CI.
+# marked ``long`` where they are written: every benchmark and the DDP example run end to end,
+# the bit widths a property test's everyday sample leaves (``widths.py``), and the gloo runs of
+# one algorithm that make test's transport matrix (test_transport_invariance.py) also makes.
+# `make test` leaves them to `make test-long`, which CI runs after it (`.ci/run`): nothing leaves CI.
 LONG = {
     "test_triton_uniform.py", "test_triton_qsgd.py", "test_triton_crc.py", "test_triton_drop.py",
     "test_fast_interpreter.py", "test_device_audit.py", "test_deferred_codecs.py", "test_kernel_registers.py",

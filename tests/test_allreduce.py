@@ -69,7 +69,9 @@ def test_plain_allreduce_is_plump_dp_with_fewer_bytes(tmp_path):
     assert ring.summary["bytes"] < server.summary["bytes"]
 
 
-@pytest.mark.parametrize("extra", [dict(push_codec="fp16"), dict(powersgd_rank=2, powersgd_start=5),
+# PowerSGD in make test-long: the transport matrix (test_transport_invariance.py) runs it on gloo in make test
+@pytest.mark.parametrize("extra", [dict(push_codec="fp16"),
+                                   pytest.param(dict(powersgd_rank=2, powersgd_start=5), marks=pytest.mark.long),
                                    dict(exchange="allgather", push_codec="ef(topk(ratio=0.05))")],
                          ids=["fp16", "powersgd", "allgather-topk-ef"])
 def test_in_process_and_gloo_agree_and_resume(tmp_path, interrupt_at, extra):

@@ -14,6 +14,8 @@ from thinwire.codecs import CODECS, CodecState, CorruptMessageError, ErrorFeedba
 
 from thinwire.engine import wire
 
+from widths import every_width
+
 SPECS = [
     "fp32", "fp16", "bf16", "topk(ratio=0.1)", "topk(ratio=1.0)", "quantize(bits=1)", "quantize(bits=3)",
     "quantize(bits=8)", "quantize(bits=13)", "quantize(bits=16)", "ef(topk(ratio=0.01))",
@@ -65,8 +67,9 @@ def test_fp32_is_exact(x):
     assert torch.equal(make_codec("fp32").decode(make_codec("fp32").encode(t)), t)
 
 
-@settings(max_examples=60, deadline=None)
-@given(x=finite, bits=st.integers(1, 16))
+@pytest.mark.parametrize("bits", every_width())
+@settings(max_examples=10, deadline=None)
+@given(x=finite)
 def test_quantize_error_bound(x, bits):
     t = torch.from_numpy(x)
     codec = make_codec(f"quantize(bits={bits})")

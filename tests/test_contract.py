@@ -25,7 +25,8 @@ def _same_metrics(a: dict, b: dict):
             assert a[k] == b[k], k
 
 
-@pytest.mark.parametrize("algorithm,extra", [("event_ring", {}), ("bits_broadcast", {})])
+# the second toy algorithm in make test-long: one shows make test that a plug-in's contract holds on gloo
+@pytest.mark.parametrize("algorithm,extra", [("event_ring", {}), pytest.param("bits_broadcast", {}, marks=pytest.mark.long)])
 def test_contract_algorithms_agree_in_process_and_on_gloo(tmp_path, algorithm, extra):
     config = RunConfig(algorithm=algorithm, **TINY, **extra)
     local = run(config, root=tmp_path / "local")

@@ -27,7 +27,12 @@ REFUSED = [("fp32", {"by_rank": {1: {"granularity": "bucket"}}}), ("fp32", {"wra
            ("ef(topk(ratio=0.25))", {"flip_at": 1})]
 
 
-@pytest.fixture(scope="module", params=[2, 4])
+# one worker builds the module fixture below for all of this file's tests (`make unit`: --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("test_ddp")
+
+
+# 4 ranks (sums in another order than one process's) in make test-long; 2 ranks in make test
+@pytest.fixture(scope="module", params=[2, pytest.param(4, marks=pytest.mark.long)])
 def ranks(request):
     return request.param, run_on_gloo(request.param, free_port(), CASES + REFUSED)
 
@@ -147,6 +152,7 @@ def test_bad_settings_name_the_parameter():
         CodecHook("fp32").register(torch.nn.Linear(2, 2))
 
 
+@pytest.mark.long  # the example end to end (150 steps twice) in make test-long; the hook's tests in make test
 def test_the_example_trains_like_plump_dp_in_one_process(tmp_path):
     """examples/ddp_mnist.py on 2 gloo processes against Plump-DP with 2 workers and the same
     push codec (the quickstart's recipe, 150 steps): the same test accuracy within 0.3

@@ -15,6 +15,8 @@ from thinwire.engine.kernels import device
 from thinwire.engine.kernels.extrema import extrema
 from thinwire.codecs.sparsify import draws_ahead
 
+from widths import every_width
+
 
 def _tensors():
     g = torch.Generator().manual_seed(3)
@@ -28,7 +30,7 @@ def _tensors():
     yield "signed zeros", signed_zeros
 
 
-@pytest.mark.parametrize("bits", list(range(1, 17)))
+@pytest.mark.parametrize("bits", every_width())
 def test_quantize_sends_the_same_bytes_and_decodes_the_same_values_on_either_path(bits):
     codec = make_codec(f"quantize(bits={bits})")
     for name, x in _tensors():

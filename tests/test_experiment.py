@@ -70,6 +70,9 @@ def test_bytes_come_from_the_ledger(tmp_path):
     assert fp32.summary["push_payload"] == 4 * (result.summary["push_payload"] - 8 * result.summary["push_messages"])
 
 
+# make test-long; make test runs four workers on three ranks on gloo in test_transport_invariance.py;
+# this adds four ranks
+@pytest.mark.long
 def test_in_process_and_gloo_four_processes_agree(tmp_path):
     config = RunConfig(**TINY, workers=4, push_codec="ef(topk(ratio=0.1))")
     local = run(config, root=tmp_path)

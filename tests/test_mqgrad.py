@@ -253,6 +253,8 @@ def test_resume_mid_run_gives_the_same_decisions(tmp_path, interrupt_at, sarsa_r
     assert again.ledger.rows() == whole.ledger.rows() and again.metrics["loss"] == whole.metrics["loss"]
 
 
+# make test-long; make test runs MQGrad with a SARSA agent on gloo in test_transport_invariance.py
+@pytest.mark.long
 def test_in_process_and_gloo_agree_with_the_same_decisions(tmp_path, sarsa_run):
     config, local = sarsa_run
     distributed = launch(config, nprocs=2, backend="gloo", root=tmp_path)

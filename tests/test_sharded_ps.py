@@ -139,6 +139,9 @@ def test_dense_warmup_then_dropping(tmp_path):
     assert all(0.085 < d < 0.115 for d in density[4:])
 
 
+# make test-long; make test runs the asynchronous server on gloo in test_transport_invariance.py;
+# this adds resuming
+@pytest.mark.long
 def test_async_in_process_and_gloo_agree_and_resume(tmp_path, interrupt_at):
     config = RunConfig(algorithm="sharded_ps", **{**TINY, **DROP, **ASYNC, "warmup_steps": 2})
     local = run(config, root=tmp_path)

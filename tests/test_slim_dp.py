@@ -164,6 +164,9 @@ def test_slim_dp_sends_alpha_plus_epsilon_of_plump_dp(tmp_path):
     assert 0.2 < slim.summary["final_accuracy"] <= 1.0  # learning, after 12 steps
 
 
+# make test-long; make test runs Slim-DP on gloo in test_transport_invariance.py;
+# this adds resuming
+@pytest.mark.long
 def test_in_process_and_gloo_agree_and_resume(tmp_path, interrupt_at):
     config = RunConfig(algorithm="slim_dp", alpha=0.2, epsilon=0.1, refresh=3, selection="sampled", **TINY)
     local = run(config, root=tmp_path)

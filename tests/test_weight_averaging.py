@@ -100,6 +100,8 @@ def test_bits_come_from_the_messages_and_probes_match_what_was_sent(tmp_path):
     assert (rates["raw"] > rates["sent"]).all() and (rates["sent"] < 8).all()
 
 
+# make test-long; make test runs weight averaging on gloo in test_transport_invariance.py
+@pytest.mark.long
 def test_in_process_and_gloo_agree(tmp_path):
     config = RunConfig(**TINY)
     local = run(config, root=tmp_path)
@@ -112,6 +114,8 @@ def test_in_process_and_gloo_agree(tmp_path):
     assert local.summary["final_accuracy"] == distributed.summary["final_accuracy"]
 
 
+# make test-long; make test runs both codecs with weight averaging on gloo in test_transport_invariance.py
+@pytest.mark.long
 @pytest.mark.parametrize("codec", ["binquant(bits=0, coder='huffman')", "quantize(bits=8)"])
 def test_quantized_weights_agree_bit_for_bit_across_transports(tmp_path, codec):
     """Three exchanges of quantized weights. A last-bit difference in the local steps moves
