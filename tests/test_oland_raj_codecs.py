@@ -2,7 +2,6 @@
 the symbol coders and the self-contained package (Alg. 1 and 2)."""
 
 import math
-from unittest import mock
 
 import numba
 import numpy as np
@@ -57,8 +56,8 @@ def test_huffman_stream_round_trips_and_is_exactly_the_codewords(stream, sync, t
     lengths = code_lengths(freq)
     if pairs and bits <= 8:  # byte symbols, looked up a pair at a time even in a short stream
         symbols = symbols.astype(np.uint8)
-    with mock.patch.object(huffman_stream, "PAIRS_FROM", 0 if pairs else huffman_stream.PAIRS_FROM):
-        data, syncs = huffman_stream.encode(symbols, lengths, sync, threads=threads)  # one pass, or by chunks
+    data, syncs = huffman_stream.encode(symbols, lengths, sync, threads=threads,  # one pass, or by chunks
+                                        pairs_from=0 if pairs else huffman_stream.PAIRS_FROM)
     total = int((freq * lengths).sum())
     assert data.size == (total + 7) // 8 == (huffman_stream.encoded_bits(freq, lengths) + 7) // 8
     expected = _reference_bits(symbols, lengths)  # every codeword, in every chunk (and group of chunks)

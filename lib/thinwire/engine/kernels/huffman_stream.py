@@ -194,16 +194,17 @@ PAIRS_FROM = 1 << 16    # byte symbols from which a stream is coded a pair per l
 PAIR_MAX_LENGTH = 28    # two codewords and their joined length fit one uint64 entry
 
 
-def _variant(symbols: np.ndarray, freq: np.ndarray, lengths: np.ndarray) -> tuple[int, bool]:
+def _variant(symbols: np.ndarray, freq: np.ndarray, lengths: np.ndarray, pairs_from: int = PAIRS_FROM
+             ) -> tuple[int, bool]:
     """Symbols per register store: 4 up to a mean length of 9 bits, 2 up to 18, else 1, so a
     group rarely exceeds the register's 56 free bits (it is then split). Byte symbols of a
-    stream of at least ``PAIRS_FROM`` are looked up a pair at a time in a table of 2**16
+    stream of at least ``pairs_from`` are looked up a pair at a time in a table of 2**16
     entries, built once per stream (512 KiB; on 25M Gaussian 8-bit symbols, one core:
     about 960 -> 1,450 M symbols/s), when no codeword is longer than ``PAIR_MAX_LENGTH``
     -> (table entries per store, pairs)."""
     mean = encoded_bits(freq, lengths) / max(1, int(np.sum(freq)))
     per = 4 if mean <= 9 else 2 if mean <= 18 else 1
-    if (per > 1 and symbols.dtype == np.uint8 and symbols.size >= PAIRS_FROM
+    if (per > 1 and symbols.dtype == np.uint8 and symbols.size >= pairs_from
             and lengths.size <= 256 and int(lengths.max(initial=0)) <= PAIR_MAX_LENGTH):
         return per // 2, True
     return per, False
@@ -231,13 +232,14 @@ def _load_every_variant() -> None:
     _LOADED = True
 
 
-def encode(symbols: np.ndarray, lengths: np.ndarray, sync: int,
-           freq: np.ndarray | None = None, threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def encode(symbols: np.ndarray, lengths: np.ndarray, sync: int, freq: np.ndarray | None = None,
+           threads: int | None = None, pairs_from: int = PAIRS_FROM) -> tuple[np.ndarray, np.ndarray]:
     """Huffman-code ``symbols`` (ints in [0, len(lengths))) with the canonical code of
     ``lengths`` -> (stream bytes (uint8), sync points (uint32 bit offsets of symbols
     0, sync, 2 sync, ...)). ``freq`` (the symbols' histogram) saves a pass when known.
     One thread encodes in one pass; more (``threads``, default numba's count) first sum
-    each chunk's bits, then encode the chunks at once. The bytes are the same either way."""
+    each chunk's bits, then encode the chunks at once. The bytes are the same either way, and
+    whether byte symbols are looked up a pair at a time (streams of ``pairs_from`` or more)."""
     symbols = np.ascontiguousarray(symbols).reshape(-1)
     n = symbols.size
     lengths = np.asarray(lengths, dtype=np.int64)
@@ -252,7 +254,7 @@ def encode(symbols: np.ndarray, lengths: np.ndarray, sync: int,
     chunks = (n + sync - 1) // sync
     out = np.empty((total + 7) // 8 + 8, dtype=np.uint8)   # 8 bytes of room for the last store
     _load_every_variant()
-    k, pairs = _variant(symbols, freq, lengths)
+    k, pairs = _variant(symbols, freq, lengths, pairs_from)
     table = packed
     if pairs:
         table = np.zeros(1 << 16, dtype=_U64)

@@ -45,12 +45,13 @@ def _functions():
 _FUNCTIONS = _functions()
 
 
-def message_buffer(nbytes: int) -> bytearray:
+def message_buffer(nbytes: int, functions=_FUNCTIONS) -> bytearray:
     """A zeroed ``bytearray`` of ``nbytes``; one of at least ``MIN_BYTES`` on huge pages
-    where the system allows."""
-    if nbytes < MIN_BYTES or _FUNCTIONS is None:
+    where the system allows (``functions``: the C functions that takes, None for a plain
+    ``bytearray``)."""
+    if nbytes < MIN_BYTES or functions is None:
         return bytearray(nbytes)
-    madvise, resize, as_string = _FUNCTIONS
+    madvise, resize, as_string = functions
     buffer = bytearray()
     if resize(buffer, nbytes) != 0:
         return bytearray(nbytes)
