@@ -10,7 +10,7 @@ PIP_FLAGS := $(if $(wildcard $(WHEELS)/*.whl),--find-links $(WHEELS),)
 NOTEBOOKS = $(shell $(PY) -c "from thinwire.papers import PAPERS; print(*PAPERS)")
 NEED_NOTEBOOKS = @test -n "$(NOTEBOOKS)" || { echo "make: thinwire.papers.PAPERS could not be read" >&2; exit 1; }
 PROFILE ?= default
-GOLDEN_WORKERS ?= -n 2 --dist loadfile --no-loadscope-reorder
+GOLDEN_WORKERS ?= -n 2 --dist loadfile
 export PYTHONHASHSEED := 0
 export THINWIRE_PROGRESS ?= 0
 
@@ -50,11 +50,10 @@ unit-long: setup
 # Executed smoke-profile notebooks, re-run by nbval; only # NBVAL_CHECK_OUTPUT cells are compared.
 # Their float numbers are compared with the full-precision values the goldens recorded, within
 # the tolerances the cells state (thinwire/checks.py); THINWIRE_GOLDEN says where the goldens are.
-# Two notebooks run at a time, one per core, the longest first (tests/golden_order.py: by the
-# durations the goldens recorded; --no-loadscope-reorder keeps that order).
+# Two notebooks run at a time, one per core.
 GOLDEN_TEST = THINWIRE_GOLDEN=$(CURDIR)/tests/golden THINWIRE_RESULTS=$$(mktemp -d) THINWIRE_REPORTS=$$(mktemp -d) \
 	$(PY) -m pytest -q $(GOLDEN_WORKERS) --nbval-lax --nbval-current-env --sanitize-with tests/golden/sanitize.cfg \
-	$(shell $(PY) tests/golden_order.py $(NOTEBOOKS))
+	$(addprefix tests/golden/,$(addsuffix .ipynb,$(NOTEBOOKS)))
 # Another CPU, emulated: torch's AVX2 kernels instead of AVX-512, oneDNN limited to AVX2, one
 # thread each for torch, OpenMP and numba (other reduction orders; float results move in
 # their last digits and training amplifies it).
