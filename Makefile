@@ -38,14 +38,13 @@ test: setup unit golden-test
 test-long: setup unit-long golden-test-other-cpu
 
 # Tests marked ``alone`` measure step times: they run after the others, with nothing beside them.
-# The 30 slowest tests are listed at the end: where make test's time goes. A file whose tests
-# share an expensive module fixture marks itself as one xdist group (built once, not per worker).
+# The 30 slowest tests are listed at the end: where make test's time goes.
 unit: setup
-	$(PY) -m pytest -q -n 2 --dist loadgroup -m "not alone and not long" --durations=30 tests
+	$(PY) -m pytest -q -n 2 -m "not alone and not long" --durations=30 tests
 	$(PY) -m pytest -q -p no:xdist -m alone tests
 
 unit-long: setup
-	$(PY) -m pytest -q -n 2 --dist loadgroup -m long --durations=30 tests
+	$(PY) -m pytest -q -n 2 -m long --durations=30 tests
 
 # Executed smoke-profile notebooks, re-run by nbval; only # NBVAL_CHECK_OUTPUT cells are compared.
 # Their float numbers are compared with the full-precision values the goldens recorded, within

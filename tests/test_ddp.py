@@ -27,10 +27,6 @@ REFUSED = [("fp32", {"by_rank": {1: {"granularity": "bucket"}}}), ("fp32", {"wra
            ("ef(topk(ratio=0.25))", {"flip_at": 1})]
 
 
-# one worker builds the module fixture below for all of this file's tests (`make unit`: --dist loadgroup)
-pytestmark = pytest.mark.xdist_group("test_ddp")
-
-
 # 4 ranks (sums in another order than one process's) in make test-long; 2 ranks in make test
 @pytest.fixture(scope="module", params=[2, pytest.param(4, marks=pytest.mark.long)])
 def ranks(request):

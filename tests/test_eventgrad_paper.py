@@ -11,10 +11,6 @@ from thinwire.papers import eventgrad as eg
 from thinwire.papers import paper
 
 
-# one worker builds the module fixture below for all of this file's tests (`make unit`: --dist loadgroup)
-pytestmark = pytest.mark.xdist_group("test_eventgrad_paper")
-
-
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     """Each method at 4 and 3 peers, 12 iterations, 3 forced; a sweep of two horizons."""

@@ -13,10 +13,6 @@ from thinwire.experiment import measures
 TINY = dict(steps=12, train_samples=1024, eval_every=3, eval_samples=300)
 
 
-# one worker builds the module fixture below for all of this file's tests (`make unit`: --dist loadgroup)
-pytestmark = pytest.mark.xdist_group("test_paper_analysis")
-
-
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("gd")

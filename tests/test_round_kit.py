@@ -126,10 +126,6 @@ def _probe(root) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-# one worker builds the module fixture below for all of this file's tests (`make unit`: --dist loadgroup)
-pytestmark = pytest.mark.xdist_group("test_round_kit")
-
-
 @pytest.fixture(scope="module")
 def fresh_process_timings(tmp_path_factory):
     """Every built-in algorithm run in a fresh process (no kernel loaded before)."""

@@ -57,10 +57,6 @@ def test_runs_share_configs_and_cover_every_figure():
         sd.slim_dp_runs(profile="huge")
 
 
-# one worker builds the module fixture below for all of this file's tests (`make unit`: --dist loadgroup)
-pytestmark = pytest.mark.xdist_group("test_slim_dp_paper")
-
-
 @pytest.fixture(scope="module")
 def done(tmp_path_factory):
     root = tmp_path_factory.mktemp("slim")
