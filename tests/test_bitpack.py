@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from thinwire.engine.kernels import bitpack
 
-from widths import every_width
+from widths import EVERYDAY, every_width
 
 
 @pytest.mark.parametrize("bits", every_width())
@@ -24,7 +24,7 @@ def test_pack_round_trip(bits, n, seed):
     assert torch.equal(bitpack.unpack(packed, n, bits).long(), codes.long())
 
 
-@pytest.mark.parametrize("bits", [1, 3, 7, 8, 9, 13, 16])
+@pytest.mark.parametrize("bits", EVERYDAY)
 def test_round_trip_across_chunks_and_into_a_view(bits):
     n = 2 * bitpack.CHUNK + 1001
     codes = torch.randint(0, 2**bits, (n,), generator=torch.Generator().manual_seed(bits), dtype=torch.int32)

@@ -18,15 +18,15 @@ from widths import every_width
 
 SPECS = [
     "fp32", "fp16", "bf16", "topk(ratio=0.1)", "topk(ratio=1.0)", "quantize(bits=1)", "quantize(bits=3)",
-    "quantize(bits=8)", "quantize(bits=13)", "quantize(bits=16)", "ef(topk(ratio=0.01))",
+    "quantize(bits=8)", "quantize(bits=12)", "quantize(bits=16)", "ef(topk(ratio=0.01))",
     "ef(quantize(bits=2))", "chain(topk(ratio=0.1), quantize(bits=8))", "chain(topk(ratio=0.2), fp16)",
     "graddrop(ratio=0.9)", "graddrop(ratio=0.5, encoding='index_value', bits=2, levels='column')",
     "graddrop(ratio=0.8, bits=1, levels='global', residual=False, threshold='exact')",
     "binquant(bits=8, coder='raw')", "binquant(bits=5, coder='huffman')", "binquant(bits=12, coder='ans')",
     "qsgd(bits=8, bucket=512, norm='l2')", "qsgd(bits=3, bucket=7, norm='max')", "qsgd(bits=12, bucket=100)",
-    "binquant(bits=4, coder='huffman', per='column')", "binquant(bits=6, per='row')",
+    "binquant(bits=4, coder='huffman', per='column')", "binquant(bits=2, per='row')",
     "sized(quantize(bits=8), min_numel=100)", "sized(binquant(bits=3, per='row'), min_numel=10, ndim=2, otherwise='fp16')",
-    "colquant(bits=2)", "colquant(bits=8, eps=0.0)", "colquant(bits=11, max_floor=True)",
+    "colquant(bits=2)", "colquant(bits=8, eps=0.0)", "colquant(bits=9, max_floor=True)",
 ]
 
 finite = arrays(np.float32, st.integers(0, 300),

@@ -225,7 +225,7 @@ def test_the_key_cache_sends_the_same_bytes_on_either_path():
 
 
 @pytest.mark.parametrize("spec", ["qsgd(bits=8, bucket=512)", "qsgd(bits=2, bucket=7)", "qsgd(bits=4, bucket=512, norm='max')",
-                                  "qsgd(bits=16, bucket=1)", "qsgd(bits=11, bucket=100)", "qsgd(bits=3, bucket=64, norm='max')",
+                                  "qsgd(bits=16, bucket=1)", "qsgd(bits=9, bucket=100)", "qsgd(bits=3, bucket=64, norm='max')",
                                   "qsgd(bits=8, bucket=512, coding='elias')"])
 def test_qsgd_sends_the_same_bytes_and_decodes_the_same_values_on_either_path(spec):
     codec = make_codec(spec)
@@ -255,7 +255,7 @@ def test_qsgd_refuses_non_finite_values_and_overflowing_norms_on_the_device_path
 
 DEVICE_DECODERS = ["fp32", "fp16", "bf16", "quantize(bits=3)", "qsgd(bits=4, bucket=64)", "topk(ratio=0.05)",
                    "graddrop(ratio=0.9)", "graddrop(ratio=0.9, bits=2)", "ef(topk(ratio=0.05))",
-                   "sized(quantize(bits=8), min_numel=100)", "colquant(bits=5)", "binquant(bits=5)",
+                   "sized(quantize(bits=8), min_numel=100)", "colquant(bits=3)", "binquant(bits=5)",
                    "binquant(bits=12)"]
 
 
@@ -332,7 +332,7 @@ def test_column_quantization_sends_a_zero_end_of_a_range_as_plus_zero_on_either_
         assert not torch.signbit(parts["hi"]).any(), forced
 
 
-@pytest.mark.parametrize("bits", [1, 2, 3, 5, 8, 9, 12, 16])
+@pytest.mark.parametrize("bits", [1, 2, 3, 4, 8, 9, 12, 16])
 @pytest.mark.parametrize("options", ["", ", eps=0.0", ", max_floor=True"])
 def test_column_quantization_sends_the_same_bytes_and_decodes_the_same_values_on_either_path(bits, options):
     """MQGrad's per-row bins (``kernels/torch_bins.py`` against ``kernels/rows.py``)."""
@@ -341,7 +341,7 @@ def test_column_quantization_sends_the_same_bytes_and_decodes_the_same_values_on
 
 
 @pytest.mark.parametrize("coder", ["raw", "huffman", "ans"])
-@pytest.mark.parametrize("bits", [1, 3, 8, 11, 16])
+@pytest.mark.parametrize("bits", [1, 3, 8, 12, 16])
 def test_bin_quantization_sends_the_same_bytes_and_decodes_the_same_values_on_either_path(coder, bits):
     """Oland & Raj's bins (``kernels/torch_bins.py`` against ``bin_quantize``'s kernels):
     codes on the device, the raw coder packing there, the entropy coders on the host."""

@@ -114,8 +114,8 @@ def test_skewed_counts_encode_and_decode():
     counts = _fibonacci(34)
     codes = np.repeat(np.arange(34), counts)
     np.random.default_rng(1).shuffle(codes)
-    values = torch.from_numpy((codes * 0.5).astype(np.float32))  # 34 of 64 bins, centred
-    codec = make_codec("binquant(bits=6, coder='huffman')")
+    values = torch.from_numpy((codes * 0.5).astype(np.float32))  # 34 of 256 bins, centred
+    codec = make_codec("binquant(bits=8, coder='huffman')")
     decoded = codec.decode(codec.encode(values))
-    assert torch.equal(decoded, make_codec("binquant(bits=6, coder='raw')").decode(
-        make_codec("binquant(bits=6, coder='raw')").encode(values)))
+    assert torch.equal(decoded, make_codec("binquant(bits=8, coder='raw')").decode(
+        make_codec("binquant(bits=8, coder='raw')").encode(values)))
