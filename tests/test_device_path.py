@@ -15,7 +15,7 @@ from thinwire.engine.kernels import device
 from thinwire.engine.kernels.extrema import extrema
 from thinwire.codecs.sparsify import draws_ahead
 
-from widths import every_width
+from widths import EVERYDAY, every_width
 
 
 def _tensors():
@@ -332,7 +332,7 @@ def test_column_quantization_sends_a_zero_end_of_a_range_as_plus_zero_on_either_
         assert not torch.signbit(parts["hi"]).any(), forced
 
 
-@pytest.mark.parametrize("bits", [1, 2, 3, 4, 8, 9, 12, 16])
+@pytest.mark.parametrize("bits", EVERYDAY)
 @pytest.mark.parametrize("options", ["", ", eps=0.0", ", max_floor=True"])
 def test_column_quantization_sends_the_same_bytes_and_decodes_the_same_values_on_either_path(bits, options):
     """MQGrad's per-row bins (``kernels/torch_bins.py`` against ``kernels/rows.py``)."""
