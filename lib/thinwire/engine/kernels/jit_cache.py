@@ -19,7 +19,10 @@ A factory's kernels are closures, and numba keys a closure's cache entry by its 
 variables: a kernel among them pickles with an identifier drawn afresh in each process, so
 the entry was never found again: every process compiled them anew, and each index grew by
 one entry per process. ``closure_kernel`` keys them by what they close over instead
-(``_described``).
+(``_described``), and names each by a hash of them: numba names a compiled function by its
+qualified name and a number counted in each process, so two variants of one closure compiled
+by two processes could carry one name, and a third process loading both from the cache
+called the first's code from the second (an fp16 conversion ran bfloat16's).
 """
 
 from __future__ import annotations
@@ -111,9 +114,8 @@ class _ClosureCache(FunctionCache):
     ``_described``."""
 
     def _index_key(self, sig, codegen):
-        cells = tuple(cell.cell_contents for cell in self._py_func.__closure__ or ())
         return (sig, codegen.magic_tuple(), (hashlib.sha256(self._py_func.__code__.co_code).hexdigest(),
-                                             hashlib.sha256(repr(_described(cells)).encode()).hexdigest()))
+                                             _closure_digest(self._py_func)))
 
 
 def closure_kernel(**options):
@@ -123,10 +125,17 @@ def closure_kernel(**options):
     compiled function: such a kernel was compiled again in each process, and its cache
     grew by one entry each time."""
     def decorate(function):
+        function.__qualname__ += "_" + _closure_digest(function)[:12]
         kernel = njit(**options)(function)
         kernel._cache = _ClosureCache(kernel.py_func)   # what cache=True sets, with our key
         return kernel
     return decorate
+
+
+def _closure_digest(function) -> str:
+    """A hash of what ``function`` closes over (``_described``)."""
+    cells = tuple(cell.cell_contents for cell in function.__closure__ or ())
+    return hashlib.sha256(repr(_described(cells)).encode()).hexdigest()
 
 
 def keyed(factory):
