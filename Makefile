@@ -15,7 +15,7 @@ GOLDEN_WORKERS ?= -n 2 --dist loadfile
 export PYTHONHASHSEED := 0
 export THINWIRE_PROGRESS ?= 0
 
-.PHONY: setup test test-long unit unit-long golden-test golden-test-other-cpu reproduce golden lab bench netcheck data-cifar10 clean
+.PHONY: setup test test-long unit unit-long golden-test golden-test-papers golden-test-other-cpu reproduce golden lab bench netcheck data-cifar10 clean
 
 setup: $(VENV)/.stamp
 
@@ -37,9 +37,9 @@ test: setup unit golden-test
 
 # What takes minutes and rarely moves with an everyday change (tests/conftest.py's LONG: device
 # kernels under Triton's interpreter, killed and stalled ranks, shaped networks; the benchmarks
-# run end to end) and the goldens
-# on an emulated other CPU. CI runs it after `make test` (.ci/run).
-test-long: setup unit-long golden-test-other-cpu
+# run end to end), the paper notebooks' goldens, and every golden on an emulated other CPU.
+# CI runs it after `make test` (.ci/run).
+test-long: setup unit-long golden-test-papers golden-test-other-cpu
 
 # Tests marked ``alone`` measure step times: they run after the others, with nothing beside them.
 # The 30 slowest tests are listed at the end: where make test's time goes.
@@ -53,10 +53,15 @@ unit-long: setup
 # Executed smoke-profile notebooks, re-run by nbval; only # NBVAL_CHECK_OUTPUT cells are compared.
 # Their float numbers are compared with the full-precision values the goldens recorded, within
 # the tolerances the cells state (thinwire/checks.py); THINWIRE_GOLDEN says where the goldens are.
-# Two notebooks run at a time, one per core.
+# Two notebooks run at a time, one per core. `$(call GOLDEN_TEST,notebooks)`.
 GOLDEN_TEST = THINWIRE_GOLDEN=$(CURDIR)/tests/golden THINWIRE_RESULTS=$$(mktemp -d) THINWIRE_REPORTS=$$(mktemp -d) \
 	$(PY) -m pytest -q $(GOLDEN_WORKERS) --nbval-lax --nbval-current-env --sanitize-with tests/golden/sanitize.cfg \
-	$(addprefix tests/golden/,$(addsuffix .ipynb,$(NOTEBOOKS)))
+	$(addprefix tests/golden/,$(addsuffix .ipynb,$(1)))
+# make test's goldens: the first notebook a newcomer opens and the comparison, which runs a
+# method of every family (about 2 minutes together on two cores); the paper notebooks' (7 minutes
+# more) are in make test-long.
+EVERYDAY_NOTEBOOKS := quickstart compare
+PAPER_NOTEBOOKS = $(filter-out $(EVERYDAY_NOTEBOOKS),$(NOTEBOOKS))
 # Another CPU, emulated: torch's AVX2 kernels instead of AVX-512, oneDNN limited to AVX2, one
 # thread each for torch, OpenMP and numba (other reduction orders; float results move in
 # their last digits and training amplifies it).
@@ -66,13 +71,17 @@ OTHER_CPU = ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 OMP_NUM_THREADS=1 M
 # (THINWIRE_TEST_THREADS=default: tests/conftest.py leaves them), their idle OpenMP threads
 # waiting passively (the wait policy moves no number; two processes' spinning threads
 # oversubscribe the cores: two notebooks side by side took 305 s spinning, 72 s passive).
+THIS_CPU = THINWIRE_TEST_THREADS=default OMP_WAIT_POLICY=PASSIVE
 golden-test: setup
+	$(THIS_CPU) $(call GOLDEN_TEST,$(EVERYDAY_NOTEBOOKS))
+
+golden-test-papers: setup
 	$(NEED_NOTEBOOKS)
-	THINWIRE_TEST_THREADS=default OMP_WAIT_POLICY=PASSIVE $(GOLDEN_TEST)
+	$(THIS_CPU) $(call GOLDEN_TEST,$(PAPER_NOTEBOOKS))
 
 golden-test-other-cpu: setup
 	$(NEED_NOTEBOOKS)
-	$(OTHER_CPU) $(GOLDEN_TEST)
+	$(OTHER_CPU) $(call GOLDEN_TEST,$(NOTEBOOKS))
 
 reproduce: setup
 	$(NEED_NOTEBOOKS)

@@ -202,8 +202,8 @@ def test_sequential_sampling_gives_contiguous_shards_in_the_same_order():
     assert [stream.next_indices().tolist() for _ in range(5)] == first
 
 
-# make test-long; make test runs EventGraD, dense and Top-K, on gloo in test_transport_invariance.py;
-# this adds the CNN
+# make test-long; make test runs EventGraD with Top-K on gloo in test_transport_invariance.py (dense in
+# make test-long's share of it); this adds the CNN
 @pytest.mark.long
 @pytest.mark.parametrize("policy,codec", [("event(horizon=1.0, forced=5)", "fp32"),
                                           ("event(horizon=1.0, forced=5, topk=0.1)", "topk")])

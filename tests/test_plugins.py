@@ -33,6 +33,7 @@ def test_the_example_codec_round_trips_signs(sign_codec):
     assert torch.equal(torch.sign(y), torch.where(x >= 0, 1.0, -1.0)) and y.abs().max() == x.abs().mean()
 
 
+@pytest.mark.long  # make test-long: torchrun ranks and a CLI process; the registration itself is tested above
 def test_a_registered_codec_reaches_the_cli_and_torchrun_ranks(sign_codec, tmp_path):
     from thinwire.experiment.launch import launch
     config = RunConfig(**TINY, workers=2, push_codec="sign")

@@ -166,6 +166,8 @@ for bits in (8, 3):
 """
 
 
+# make test-long, beside the goldens on an emulated other CPU: the kernels compiled again for another CPU
+@pytest.mark.long
 @pytest.mark.skipif(not fused.HARDWARE, reason="this CPU has no FMA: the suite's own runs take the float64 path")
 def test_codes_are_the_same_where_the_cpu_has_no_fused_multiply_add(tmp_path):
     """A CPU without FMA rounds every bucket in float64 (``_round``): the same norms and codes."""

@@ -7,6 +7,7 @@ simulated workers must be what a rank computes for its own. Each algorithm runs 
 kind of codec it takes: dense, sparse (top-k, kept keys), quantized (fixed or chosen bits),
 dropping; the parameter servers synchronous and asynchronous, pulling parameters or deltas
 with AdaGrad (whose first updates are near ties that top-k and quantizers choose among).
+``make test`` runs a share with every algorithm (``EVERYDAY``), ``make test-long`` the rest.
 
 Both sides run their products on ``THREADS`` threads, as a rank and a process do on this
 machine by default (torchrun leaves MKL's count alone): MKL rounds a product differently
@@ -18,6 +19,7 @@ the same bits as each product alone.
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from same_run import assert_same_run
@@ -64,6 +66,10 @@ MATRIX = {
                                      push_policy="entropy_bits(c=3, m=4)", pull_policy="entropy_bits(c=3, m=4)"),
 }
 CONFIGS = {name: RunConfig(**{**COMMON, **values}) for name, values in MATRIX.items()}
+# make test's share of the matrix: every algorithm at least once, the parameter server pulling
+# deltas with a dropping codec and asynchronously; the rest in make test-long
+EVERYDAY = ("allreduce-powersgd", "eventgrad-topk", "mqgrad-sarsa", "plump_dp-quantized", "sharded_ps-dropping-delta",
+            "sharded_ps-async-sparse", "slim_dp-keycache", "weight_averaging-quantized", "weight_averaging-entropy")
 
 
 def test_the_matrix_covers_every_algorithm():
@@ -80,14 +86,20 @@ def _same_run(local, distributed) -> str | None:
     return None
 
 
-def test_one_process_and_gloo_ranks_give_the_same_run(tmp_path):
-    """One test, so that the ranks start once (a fixture would start them on each xdist worker)."""
-    run_all_on_gloo(list(CONFIGS.values()), world=3, port=free_port(), root=str(tmp_path / "gloo"), threads=THREADS)
+def test_the_everyday_share_covers_every_algorithm():
+    assert {CONFIGS[name].algorithm for name in EVERYDAY} == {c.algorithm for c in CONFIGS.values()}
+
+
+@pytest.mark.parametrize("share", ["everyday", pytest.param("rest", marks=pytest.mark.long)])
+def test_one_process_and_gloo_ranks_give_the_same_run(tmp_path, share):
+    """One test per share, so that the ranks start once (a fixture would start them on each xdist worker)."""
+    configs = {name: c for name, c in CONFIGS.items() if (name in EVERYDAY) == (share == "everyday")}
+    run_all_on_gloo(list(configs.values()), world=3, port=free_port(), root=str(tmp_path / "gloo"), threads=THREADS)
     threads = torch.get_num_threads()
     torch.set_num_threads(THREADS)
     try:
         differ = {}
-        for name, config in CONFIGS.items():
+        for name, config in configs.items():
             distributed = cached(config, "gloo", tmp_path / "gloo")
             assert distributed is not None, f"{name}: the gloo ranks wrote no result"
             if (why := _same_run(run(config, root=tmp_path / "local"), distributed)) is not None:
