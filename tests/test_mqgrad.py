@@ -24,7 +24,7 @@ TINY = dict(algorithm="mqgrad", model=SMALL, workers=3, batch_size=8, steps=30, 
 
 # -- the quantizer ------------------------------------------------------------------------
 
-@pytest.mark.parametrize("bits", [2, 3, 8, 11])
+@pytest.mark.parametrize("bits", [2, 3, 8, 12])  # widths from widths.EVERYDAY
 def test_each_row_round_trips_within_half_a_bin(bits):
     """A torch Linear weight [out, in]: one range per row (the TF weight's column)."""
     g = torch.Generator().manual_seed(bits)

@@ -15,13 +15,13 @@ from thinwire.codecs.base import plain_decision
 from thinwire.engine.kernels import device
 from thinwire.engine.wire import tensor_message
 
-SPECS = ["fp32", "fp16", "bf16", *[f"quantize(bits={b})" for b in (1, 2, 3, 5, 8, 11, 16)],
+SPECS = ["fp32", "fp16", "bf16", *[f"quantize(bits={b})" for b in (1, 2, 3, 4, 8, 12, 16)],
          "qsgd(bits=8, bucket=512)", "qsgd(bits=3, bucket=64, norm='max')", "qsgd(bits=8, bucket=512, coding='elias')",
          "topk(ratio=0.01)", "topk(ratio=0.3)", "ef(topk(ratio=0.05))",
          "graddrop(ratio=0.99)", "graddrop(ratio=0.9, sampling='stride', encoding='index_value')",
          "graddrop(ratio=0.99, bits=1)", "graddrop(ratio=0.95, bits=2, levels='column')",
          "graddrop(ratio=0.99, bits=2, levels='global', ties='keep')", "graddrop(ratio=0.9, threshold='exact')",
-         "colquant(bits=5)", "binquant(bits=8)", "binquant(bits=5, coder='huffman')",
+         "colquant(bits=4)", "binquant(bits=8)", "binquant(bits=5, coder='huffman')",
          "sized(quantize(bits=8), min_numel=100)"]
 
 
