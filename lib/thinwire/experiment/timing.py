@@ -128,7 +128,7 @@ def provenance() -> dict:
     return {
         **_fixed(),
         "torch_threads": torch.get_num_threads(),
-        "numba_threads": numba.config.NUMBA_NUM_THREADS,  # the pool: get_num_threads() would start it early
+        "numba_threads": numba.config.NUMBA_NUM_THREADS,  # the pool's size (engine/kernels/team.py)
         "kernel_threads": os.environ.get(team.SETTING, "auto"),  # the kernels' team (engine/kernels/team.py)
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
