@@ -49,8 +49,7 @@ def _start_pool() -> None:
     """Start numba's thread pool now and give torch back its thread count. numba's OpenMP
     layer, starting its pool, sets the process's OpenMP threads to the pool's size (twice
     the cores), and torch computes on that same OpenMP runtime: after the first parallel
-    kernel torch ran twice as many threads as cores (one smoke MQGrad run on 2 cores took
-    13.7 s so, 7.1 s on torch's own 2 threads)."""
+    kernel torch ran twice as many threads as cores, about half as fast on a small model."""
     import torch
     before = torch.get_num_threads()
     numba.get_num_threads()  # starts the pool
