@@ -1,6 +1,9 @@
 """One paper registry and the papers' methods as recipes on a shared set of common fields."""
 
 import inspect
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -65,3 +68,33 @@ def test_a_recipe_holds_only_its_algorithms_own_settings():
         Recipe("x", "slim_dp", {"alpha": 2.0})
     with pytest.raises(ValueError, match="unknown parameter"):
         Recipe("x", "plump_dp", {"alpha": 0.3})
+
+
+def test_a_recipes_codec_policy_pair_is_tried_when_a_config_is_made_from_it():
+    recipe = Recipe("x", "weight_averaging", {"push_policy": "entropy_bits(c=5, m=4)", "push_codec": "fp32"})
+    with pytest.raises(ValueError, match="^push_codec='fp32' with push_policy='entropy_bits.*takes no per-message decision"):
+        recipe.apply(RunConfig())
+
+
+IMPORT_COMPILES = """
+import sys
+from numba.core import event
+compiled = []
+class Listener(event.Listener):
+    def on_start(self, ev):
+        compiled.append(ev.data["dispatcher"].py_func.__qualname__)
+    def on_end(self, ev):
+        pass
+event.register("numba:compile", Listener())
+import thinwire.papers
+print(len(thinwire.papers.PAPERS), sorted(set(compiled)))
+"""
+
+
+def test_importing_the_papers_compiles_no_kernel(tmp_path):
+    """Every recipe is made at import; from an empty kernel cache that compiled every
+    recipe's codecs (about 50 s here) in each process importing the papers."""
+    env = {**os.environ, "THINWIRE_CACHE": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", IMPORT_COMPILES], env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == [str(len(PAPERS)), "[]"], out.stdout[-2000:]

@@ -9,6 +9,8 @@ in ``validation``. A config keeps the canonical text (its dict form and key stay
 from __future__ import annotations
 
 import ast
+import contextlib
+import contextvars
 import functools
 import hashlib
 from dataclasses import dataclass
@@ -93,7 +95,10 @@ def codec_under_policy(codec_name: str, codec: str, policy_name: str | None = No
     algorithm has no policy for it), so that a pair that cannot work together (a codec
     that needs a per-message decision without a policy, a policy's bit width for a codec
     that takes none) fails here, naming both parameters, not after the data has loaded.
-    A pair that worked is not tried again in this process."""
+    A pair that worked is not tried again in this process; inside ``pairs_tried_later()``
+    none is tried."""
+    if not pairs_tried_now():
+        return
     try:
         if isinstance(codec, str) and (policy is None or isinstance(policy, str)):
             _probe(codec, policy, tuple(CODECS.values()), tuple(POLICIES.values()))
@@ -102,6 +107,27 @@ def codec_under_policy(codec_name: str, codec: str, policy_name: str | None = No
     except (ValueError, TypeError) as exc:
         pair = f"{codec_name}={codec!r}" + (f" with {policy_name}={policy!r}" if policy_name else " (no policy)")
         raise ValueError(f"{pair} is not allowed: {exc}") from None
+
+
+_PAIRS_LATER = contextvars.ContextVar("pairs_tried_later", default=False)
+
+
+@contextlib.contextmanager
+def pairs_tried_later():
+    """Checks every field of the configs made inside it but leaves ``codec_under_policy``'s
+    encode for later: a paper's recipes are made when ``thinwire.papers`` is imported, and
+    their pairs are tried when a run's config is made from them (``Recipe.apply``), so an
+    import compiles no kernel for codecs its process never runs."""
+    token = _PAIRS_LATER.set(True)
+    try:
+        yield
+    finally:
+        _PAIRS_LATER.reset(token)
+
+
+def pairs_tried_now() -> bool:
+    """False inside ``pairs_tried_later()``: for a section that tries its pairs itself."""
+    return not _PAIRS_LATER.get()
 
 
 @functools.lru_cache(maxsize=4096)

@@ -50,7 +50,7 @@ from .declared import Declared
 from .report import StepReport
 from ..seed_tree import SeedTree
 from .round import Round, local_gradients, ready
-from ..specs import policy_spec
+from ..specs import pairs_tried_now, policy_spec
 from ..validation import check, float_in, int_in
 from .section import Section
 from .server import ServerAgent
@@ -83,7 +83,7 @@ class MQGradSection(Section):
         float_in("time_budget", self.time_budget, 0.0, 1e12)
         probe = torch.linspace(-1.0, 1.0, 1024).reshape(8, 128)
         policy = None if self.bits_policy == "none" else make_policy(self.bits_policy)
-        for name in ("push_codec", "pull_codec"):
+        for name in ("push_codec", "pull_codec") if pairs_tried_now() else ():
             codec = make_codec(getattr(self, name))
             codec = getattr(codec, "inner", codec)  # sized(...): the branch the decisions are for
             try:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from ..experiment import RunConfig
 from ..experiment.config import COMMON_FIELDS
+from ..specs import pairs_tried_later
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,8 @@ class Recipe:
         if common:
             raise ValueError(f"recipe {self.label!r}: settings {common} are common fields; a recipe holds only "
                              f"{self.algorithm}'s own")
-        RunConfig(self.algorithm, **self.settings)  # a bad setting fails here, naming it
+        with pairs_tried_later():  # the codec-policy pairs when a config is made (apply)
+            RunConfig(self.algorithm, **self.settings)  # a bad setting fails here, naming it
 
     def apply(self, common: RunConfig | dict, **overrides) -> RunConfig:
         """A config of this method on ``common``'s common fields (a config's section is
