@@ -7,35 +7,18 @@ other with no padding between them; the last byte is zero-filled. Its length is 
 of every ``sync``-th symbol (uint32), which let the decoder work on all
 ``ceil(n / sync)`` chunks at once.
 
-Encoding is a compiled kernel (numba). A group of ``k`` codewords (4 up to a mean codeword
-length of 9 bits; ``k`` is a compile-time constant) is first joined into one
-right-aligned word, which depends only on the symbols, so the groups' lookups overlap
-(byte symbols of a large stream are looked up two at a time, in a table of every pair's
-joined codeword built for the stream: ``_variant``); the
-word is appended to a 64-bit register, whose 8 bytes are stored big-endian at the stream's
-current byte in one unaligned store (``bits.py``: ``store_big_endian``), and the
-stream moves on by the register's whole bytes, keeping 0-7 bits. No branch decides when
-to write, the way Huff0-class coders flush (on 25M 8-bit symbols, one core: 334 -> about
-1,150 M symbols/s against a register that stored a 64-bit word when full, with a branch
-per codeword). With one thread that is one pass in order; with more, each chunk's length
-in bits is summed first (its running sum gives the sync points) and the chunks are
-encoded at once, each storing 8 bytes only while they stay inside its own whole bytes and
-then byte by byte; a byte shared by two chunks is OR-ed together afterwards.
+Encoding: a group of ``k`` codewords (``k`` a compile-time constant; byte symbols of a large
+stream looked up two at a time: ``_variant``) is joined into one right-aligned word and
+appended to a 64-bit register whose 8 bytes are stored big-endian in one unaligned store
+(``bits.py``); the stream moves on by the register's whole bytes, with no branch deciding
+when to write. With more than one thread each chunk's length in bits is summed first (the
+sync points) and the chunks are encoded at once; a byte two chunks share is OR-ed afterwards.
 
-Decoding is a compiled kernel (numba), parallel over the chunks between sync points.
-Within a chunk, each symbol: load the 8 bytes starting at the byte holding the current
-bit (``load_big_endian``: one unaligned load), shift out the bit offset (at least 57 bits
-remain), and look the next ``T`` bits up in a table of ``2**T`` entries
-(symbol << 8 | length; T = 12, a table that stays in the first-level cache). Codewords
-longer than ``T`` (rare symbols) are resolved by canonical decoding: a comparison against
-the left-justified last codeword of each length gives the length, and the codeword's rank
-among those of its length gives the symbol.
-
-The decoder gives a thread ``GROUP`` = 4 chunks at once and advances them in lockstep, one
-symbol of each per iteration: each symbol waits on the one before it in its chunk (its bit
-position), so four independent chains keep the core busy where one would leave it waiting
-(on 25M 8-bit symbols, one core: 131 -> 452 M symbols/s; reading the window with one
-unaligned load instead of joining two 32-bit words: about 570 M symbols/s).
+Decoding, parallel over the chunks between sync points: per symbol, one unaligned 8-byte
+load, a shift, and a lookup of the next ``TABLE_BITS`` bits in a table of entries
+symbol << 8 | length; longer codewords are resolved canonically (length by comparison
+with each length's last codeword, symbol by rank). A thread advances ``GROUP`` = 4 chunks in
+lockstep, so four independent chains keep the core busy. The engine's README gives the speeds.
 """
 
 from __future__ import annotations

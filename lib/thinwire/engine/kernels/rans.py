@@ -1,51 +1,24 @@
 """Range asymmetric numeral systems (rANS) in independent streams, as compiled kernels:
 the ``ans`` coder of quantization codes (``symbol_coders.AnsCoder``).
 
-rANS is J. Duda's, "Asymmetric numeral systems: entropy coding combining speed of Huffman
-coding with compression rate of arithmetic coding" (arXiv:1311.2540, 2013), section 3
-("range variant"). A symbol s of quantized frequency f_s, with cumulative frequency c_s
-below it, of a total M = 2**PRECISION, takes the state x to
+rANS is J. Duda's (arXiv:1311.2540, 2013, Sec. 3, "range variant"): a symbol s of quantized
+frequency f_s and cumulative frequency c_s, of a total M = 2**PRECISION, takes the state to
+C(s, x) = (x // f_s) M + (x mod f_s) + c_s, and the decoder inverts it from the slot x mod M.
+The state stays in [L, 2**32 L), L = 2**32, moving 32-bit words out and in: the 64-bit-state
+arrangement of F. Giesen's ``ryg_rans`` (``rans64.h``; no code of it is used). The encoder
+runs from the last symbol to the first, so that the decoder reads forward.
 
-    C(s, x) = (x // f_s) * M + (x mod f_s) + c_s
+**Model.** The exact counts travel with the message; both ends derive the frequencies from
+them with integers only (``frequencies``): a used symbol gets 1 + floor(count (M - k) / n),
+the most frequent what is left. PRECISION = 24 bits.
 
-and the decoder inverts it from the slot x mod M, which lies in [c_s, c_s + f_s):
-
-    D(x) = (s, f_s * (x // M) + (x mod M) - c_s).
-
-The state stays in [L, 2**32 L) with L = 2**32, 32-bit words moving out (encoding) and in
-(decoding) to keep it there: before coding s, the encoder writes x's low word and shifts
-it out when x >= f_s 2**(64 - PRECISION); the decoder reads a word in when x < L.
-This is the 64-bit-state, 32-bit-word arrangement of F. Giesen's public-domain
-``ryg_rans`` (``rans64.h``), with L = 2**32 here; no code of it is used. The encoder
-writes at most one word per symbol, and runs from the stream's last symbol to its first,
-so that the decoder reads forward.
-
-**Model.** The exact counts travel with the message (``AnsCoder``), and both ends derive
-the frequencies from them with integers only (``frequencies``): a used symbol gets
-1 + floor(count (M - k) / n) (k used symbols, n in all), which sums to at most M, and the
-most frequent symbol takes what is left. PRECISION = 24 bits, as ``constriction``'s
-default ANS coder (which this coder replaced) used: the cost over the empirical entropy
-stays a small fraction of a percent for the alphabets here (at most 2**16 symbols).
-
-**Streams.** The symbols are cut into chunks of ``CHUNK`` symbols, each coded as its own
-stream from the state L: the chunks are encoded, and decoded, at once (parallel loops
-over the chunks), and the message is the same whatever the number of threads. A stream
-is its final state (two words, high first) followed by the words its encoder wrote, in
-the order the decoder reads them; ``encode`` also returns the word offset of every stream
-after the first (the message's ``syncs``). Each stream adds 8 bytes (its state) and 4 (its offset): 12 bytes per 65,536
-symbols. A decoder checks each stream's ends: it must use exactly its words and finish
-in the state L, or the message is corrupt.
-
-**Decoding** looks the slot up in a table, the symbol at the start of each of its equal
-ranges of slots, and walks on through the cumulative frequencies from there (no step or
-one for the alphabets of a few dozen symbols that quantized weights use). The table has
-2**12 entries, or about four per symbol for alphabets of over 2**10 symbols (at most
-2**18 entries); its size is the decoder's own choice, not the message's.
-
-A thread encodes, and decodes, ``GROUP`` streams in lockstep, one symbol of each per
-iteration, so that four independent chains (a division each per symbol when encoding,
-lookups and a multiplication when decoding) overlap, as ``huffman_stream``'s decoder does.
-``make bench`` times it against ``constriction``'s single stream (the engine's README).
+**Streams.** Chunks of ``CHUNK`` symbols are coded as streams of their own from the state L,
+in parallel, so the message is the same whatever the number of threads; each stream adds
+its final state (8 bytes) and its word offset (4, the message's ``syncs``). A decoder checks
+that each stream uses exactly its words and ends in the state L, or the message is corrupt.
+Decoding looks the slot up in a table (the decoder's own choice of size) and walks the
+cumulative frequencies from there. A thread codes ``GROUP`` streams in lockstep so that
+independent chains overlap; ``make bench`` times it against ``constriction`` (the engine's README).
 """
 
 from __future__ import annotations

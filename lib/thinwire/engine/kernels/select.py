@@ -22,11 +22,9 @@
 
 One read of the tensor (two for a crowded chunk) and O(k) work, against ``torch.topk``'s
 selection over all n. Only the reads of the tensor run on every thread; the O(k) steps run
-on the calling thread. A parallel region costs little alone but, on a machine whose cores
-other processes keep busy, each one waits for its threads to be scheduled, at its start
-and at its barrier. A round trip (``topk.py``) took seven regions when the candidates were
-moved to their prefix sums, partitioned, and their values gathered from the tensor by
-torch; it takes two: this count's read and the decode's scatter.
+on the calling thread, so a round trip (``topk.py``) has two parallel regions, this count's
+read and the decode's scatter: on a machine whose cores other processes keep busy, each
+region waits for its threads to be scheduled.
 """
 
 from __future__ import annotations

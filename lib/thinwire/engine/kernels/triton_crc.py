@@ -10,37 +10,25 @@ R(A || B) = R(A) x^(8 |B|) + R(B) in GF(2)[x] mod the Castagnoli polynomial, and
 zero bytes leave R unchanged. The standard CRC-32C (initial register and final xor all
 ones) is R(M) + x^(8 |M|) (2^32 - 1) + (2^32 - 1).
 
-1. ``_block_crcs``, one program per ``BLOCK`` bytes: ``LANES`` lanes each take ``SEG``
-   contiguous bytes and advance their own register 16 bytes at a time through the 16
-   slicing tables (table 15 - j holds byte j's effect on the register 15 - j bytes later;
-   the register's 4 bytes are mixed into the first 4). Each lane's CRC is then multiplied
-   by x^(8 SEG (LANES - 1 - lane)), the lanes' constants held in one table of ``LANES``
-   words, by 32 conditional xors (``_times``, no lookups), and the products xor-ed
-   together: the block's CRC. The message is padded with zeros at the front to whole
-   blocks, which changes no raw CRC.
-2. ``_join``: the blocks' CRCs in groups of up to 2^``JOIN_LEVELS``, one program each,
-   joined in pairs (level k of the tree multiplies the left one by x^(8 BLOCK 2^k)), the
-   first group padded with zeros at the front; again on the groups' CRCs until one is left.
-3. ``_finish``: the kernel that makes the last CRC adds the all-ones term and, for a
-   message, writes the trailer's 4 bytes itself, so checksumming a message on a GPU is one
-   or two launches and nothing else.
-
-Multiplying by a constant K is linear in the other factor, so it is four lookups, one per
-byte of the register, in K's 4 x 256 table (``_mul``). Every table is made once per device
-on the host from ``crc_math.multiply``.
+1. ``_block_crcs``, one program per ``BLOCK`` bytes: ``LANES`` lanes each advance their own
+   register over ``SEG`` contiguous bytes, 16 at a time through 16 slicing tables; each
+   lane's CRC is multiplied by x^(8 SEG (LANES - 1 - lane)) (``_times``: 32 conditional
+   xors) and the products xor-ed: the block's CRC. The message is padded with zeros at the
+   front to whole blocks, which changes no raw CRC.
+2. ``_join``: the blocks' CRCs joined in pairs, a tree of up to 2^``JOIN_LEVELS`` per
+   program (level k multiplies the left one by x^(8 BLOCK 2^k), four lookups in the
+   constant's 4 x 256 table: ``_mul``), again on the groups' CRCs until one is left.
+3. ``_finish``: the last kernel adds the all-ones term and, for a message, writes the
+   trailer's 4 bytes itself: one or two launches and nothing else.
 
 ``by_words`` is the same CRC over 4-byte words, for kernels that make or read a message's
-bytes and checksum them in the same pass (``triton_uniform``'s, ``triton_range``'s and
-``triton_rows``' 8-bit codes): lane l of a block of ``WORD_LANES`` x ``WORD_STEPS`` words
-reads words l, l + WORD_LANES, ..., and takes a step as ``crc = crc * x^(32 WORD_LANES) + w``
-(one constant's product table); the block's raw CRC is the xor over lanes of
-crc_l * x^(32 (WORD_LANES - l)), since word i of an N-word block contributes w_i x^(32 (N - i)).
-A last word padded with zeros at the end is taken out by multiplying by the inverse of its
-factor (``crc_math.inverse``).
-
-Other block kernels and joins (a tree of lookups over the lanes, 4-byte words for the plain
-CRC, the blocks folded in one launch, tensor-core bit planes) were measured on H100s and
-deleted; the engine's README records what each measured.
+bytes and checksum them in the same pass (``triton_uniform``, ``triton_range``,
+``triton_rows``' 8-bit codes): lane l of a block reads words l, l + WORD_LANES, ..., with
+``crc = crc * x^(32 WORD_LANES) + w`` per step, and the block's CRC is the xor over lanes of
+crc_l * x^(32 (WORD_LANES - l)); a zero-padded last word is taken out by the inverse of its
+factor (``crc_math.inverse``). Every table is made once per device on the host from
+``crc_math``. The engine's README records the other block kernels and joins measured on
+H100s and deleted.
 """
 
 from __future__ import annotations

@@ -1,58 +1,26 @@
 """Aji & Heafield's drop pass (Alg. 1 lines 5-8: add the gradient to the residual, keep the
 values above the threshold, zero them in the residual) over a GPU tensor in two Triton
-kernels, with the survivors compacted in index order: the survivors and residual of
-``drop_pass.py``'s torch operations, which make a magnitude tensor, a mask and a
-``torch.nonzero`` per segment, each waiting for the device.
-
-Where Triton runs (``usable``) these kernels take the work; elsewhere on a device
-``drop_pass``'s torch operations do (the engine's README records what each measured on a
-GPU). On the CPU the test suite runs these kernels under Triton's interpreter against the
-host kernels.
+kernels, with the survivors compacted in index order: the bytes of ``drop_pass.py``'s torch
+operations, which the device path runs where Triton does not (``usable``). On the CPU the
+tests run these kernels under Triton's interpreter against the host kernels.
 
 Each segment (start, stop, threshold) is cut into chunks of ``BLOCK`` values, one program
 each:
 
-1. ``_count``: each chunk's survivors, ``not |x| <= t`` (``not |x| < t`` for kept ties
-   above 0), so NaN and Inf always survive, as in ``drop_pass``, with x the corrected value
-   (source + gradient, in float32): how many, and which, as one bit per value (``words``,
-   ``BLOCK // 32`` uint32 words per chunk);
-2. the chunks' counts summed in order (``torch.cumsum``): where each chunk's survivors go,
-   and how many there are (``drop``: the one wait for the device, to size the message.
-   ``counted``, gradient dropping's encoder's, waits for nothing: its thresholds stay on
-   the device, NaN and Inf are counted with the survivors, and step 3 writes the first
-   survivors into buffers sized before their number is known:
+1. ``_count``: each chunk's survivors, ``not |x| <= t`` (``not |x| < t`` for kept ties above
+   0, so NaN and Inf always survive), x = source + gradient in float32, written into the
+   residual: how many, and which, as one bit per value (``words``);
+2. the chunks' counts summed in order (``torch.cumsum``): where each chunk's survivors go
+   (``drop`` waits for the total to size the message; ``counted`` does not:
    ``drop_survivors.py``);
-3. ``_compact``: each chunk's survivors (index, corrected value) whose place lies in
-   [lo, hi) written from its offset in index order, and zeroed in the residual. It reads
-   the chunk's words, not its values, a thread per word: in each round every word gives up its lowest set bit, so a survivor's
-   place is the chunk's offset, the set bits of the words before its own (a prefix sum of
-   the words' bit counts) and the round, and its value is read where it is. The rounds
-   are as many as the fullest word's bits: the work follows the survivors, not the
-   values. Where more than one value in ``DENSE`` survives, ``_compact_dense`` places
-   every bit of the words at once instead (a population count of the bits below each):
-   the rounds were faster at 1% survivors, the bits at 10%, and ``DENSE`` lies where the
-   two measured lines cross.
+3. ``_compact`` (``_compact_dense`` where more than one value in ``DENSE`` survives): each
+   chunk's survivors (index, value) written from its offset in index order, and zeroed in
+   the residual, a thread per word of bits, so the work follows the survivors.
 
-With a gradient, ``_count`` also writes the corrected values into the residual, and
-``_compact`` reads the survivors' values from there: the residual and the gradient are
-read once and the residual written once, about 12 bytes per value, and the bits and the
-survivors a little more (``benchmarks/device_audit.py`` counts them), where the torch
-operations read and write it about six times. An earlier ``_compact`` read every value
-again and placed each by a prefix sum over the chunk's 2,048 values; the next expanded every
-bit of the chunk's words, as ``_compact_dense`` does, for every density.
-
-Top-k's candidates (``|x| >= t``, with NaN and Inf counted on the way: ``at_least``) are
-the same two kernels with no gradient and no residual (``torch_select.py``), over chunks of
-``TOPK_BLOCK`` values (faster for them than ``BLOCK``, slower for gradient dropping's pass).
-A compaction's warps grow with its chunk, so each thread keeps the words (or bits) it
-takes in a chunk of ``BLOCK``.
-
-Where chunks start and stop at a multiple of 16 values (``runs``: every chunk of a tensor
-in one segment but, where its size is not a multiple of 16, its last one, and of spans at
-such offsets), ``_count`` is launched over them apart and told so (``ALIGNED``, with
-``ALIGN`` on): the compiler reads the values, the gradient and the residual, and writes
-the residual, 16 bytes (four values) per access, where a chunk at any offset takes one
-value per access (``kernel_registers.py`` counts the registers and instructions).
+Top-k's candidates (``|x| >= t``: ``at_least``, ``torch_select.py``) are the same two kernels
+with no gradient and no residual, over chunks of ``TOPK_BLOCK``. Chunks aligned to 16 values
+(``ALIGNED``) are read and written four values per access. The engine's README records what
+each variant measured on a GPU (``benchmarks/device_audit.py``, ``kernel_registers.py``).
 """
 
 from __future__ import annotations
