@@ -11,18 +11,12 @@ every node has one full-duplex link of a known bandwidth to a non-blocking switc
   destination, as a host's default ``fq_codel`` sends its flows (this kernel lacks
   ``fq_codel``, ``fq`` and ``sfq``), the downlink (its port in the switch namespace) by
   source, as a switch with a queue per input serves them. Each class queues ``queue_s`` of
-  traffic at most (1 s by default: shorter queues drop the star's incast, measured 2 ms: 4.7x
-  the model's time from retransmission timeouts, 50 ms: 1.1x). With one FIFO per direction
-  (``tbf``), a node sending to two peers at once fed them unevenly, and the peer fed first had
-  its downlink overloaded while the other waited: measured with gloo on 3 nodes at 10 MB/s,
-  each node sending 203 kB to both others took 51 ms (median over ranks' slowest of 10)
-  against 42.5 ms of frames; with fair uplinks, 44 ms; and a small message (gloo's "ready to
-  receive") queued behind a FIFO's data;
+  traffic at most (1 s by default: shorter queues drop the star's incast and retransmission
+  timeouts then dominate). One FIFO per direction (``tbf``) fed a node's peers unevenly and
+  queued gloo's small "ready to receive" messages behind data;
   - the veths hand the qdiscs packets of at most 4 frames (``gso_max_segs``): with the
-    kernel's 64 kB segmentation-offload packets, ``htb`` let the first one through an idle
-    class at once (gloo sending 102 kB at 10 MB/s took 8.7 ms, 10.2 ms of frames); with one
-    frame per packet the 2 cores could not keep 50 MB/s (203 kB took 7.9 ms, 4.2 of frames);
-    with 4, 10.1 ms and 4.8 ms;
+    kernel's 64 kB segmentation-offload packets ``htb`` let the first one through an idle
+    class at once, and with one frame per packet the 2 cores could not keep 50 MB/s;
 - with ``delay_s`` > 0, every packet a node receives is held ``delay_s`` after the shaped
   links, by a delay line in the node's namespace (``delay_line.py``: netfilter's NFQUEUE, asked
   for by an iptables rule): a one-way delay of ``delay_s`` between any two nodes, a round trip
