@@ -2,35 +2,22 @@
 waits for nothing.
 
 A message tensor is verified by comparing the CRC-32C its device computes with the
-message's trailer (``tensor_message.read_part``). Reading that comparison is a wait for
-the device: once per message, the host idles while the device finishes everything queued
-before it, and a step that decodes several messages (a DDP bucket's, one per rank) cannot
-queue one decode behind another. Inside ``with deferred_checks():`` a decode that
-verifies its message as it reads it registers the computed CRC and the trailer instead
-(``DeferredChecks.add``), and the block's end compares all of them after one copy to the
-host per device (``verify_all``).
+message's trailer (``tensor_message.read_part``); reading that comparison waits for the
+device, once per message. Inside ``with deferred_checks():`` a decode registers the computed
+CRC and the trailer instead (``DeferredChecks.add``), and the block's end compares all of
+them after one copy to the host per device (``verify_all``). Until then the decoded values
+are unverified; at the end, the destination of every message whose CRC differs is set to
+all 0xFF bytes (NaN) and ``CorruptMessageError`` names it, so a damaged message never
+decodes to a wrong tensor once the block is left. The messages must stay unchanged until
+then.
 
-Until the block ends, the values decoded inside it are unverified. At its end, the
-destination of every message whose CRC differs is set to all 0xFF bytes (NaN as float32),
-as a failed in-place check leaves it, and ``CorruptMessageError`` names each such message:
-a damaged message still never decodes to a wrong tensor once the block is left. The
-messages must stay unchanged until then (the trailer is read at the end).
-
-Where a codec's header is fixed by the tensor's shape and dtype (fp32, fp16, bf16:
-``Codec.steady_parts``), a decode in the block does not read the header either: the
-bytes it expects are the CRC's prefix (``tensor_message.unpack_steady``) and are compared
-with the message's own at the block's end, in the same copy, so a whole decode is the one
-kernel that copies (or casts) the values out while it checksums them. A header whose
-meta the encode wrote on the device (min-max quantization's lo and hi) is judged there
-too: the expected bytes elsewhere, and a range its codec accepts.
-
-An encode inside the block may leave a check of its own (``refuse_unless``): min-max
-quantization of a tensor on the GPU finds its range there and does not read it (QSGD its
-bucket norms), so a NaN or Inf is refused at the block's end, with the ``ValueError`` the
-encode raises outside a block. The message it wrote carries that range, which every
-decoder refuses. A decode may leave one too (``corrupt_unless``): QSGD's received norms
-must be finite and non-negative, MQGrad's rows' ranges finite and ordered, top-k's
-indices within the tensor.
+A header fixed by the tensor's shape and dtype (fp32, fp16, bf16: ``Codec.steady_parts``) is
+not read either: its expected bytes are the CRC's prefix (``tensor_message.unpack_steady``),
+compared in the same copy; a header whose meta an encode wrote on the device (min-max
+quantization's lo and hi) is judged there too. Encodes and decodes may leave checks of
+their own: ``refuse_unless`` (a NaN or Inf an encode on the GPU did not read: the same
+``ValueError`` as outside a block) and ``corrupt_unless`` (QSGD's norms finite and
+non-negative, MQGrad's row ranges finite and ordered, top-k's indices within the tensor).
 """
 
 from __future__ import annotations
