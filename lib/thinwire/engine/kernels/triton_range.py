@@ -1,38 +1,28 @@
 """Min-max quantization whose range never leaves the device: the bytes of
 ``quantize/minmax.py``'s messages, with lo and hi found, sent and read back on the GPU, so
 that an encode or a decode of 1 to 8 bits makes no host read (``Quantize.compress_deferred``
-and ``decompress``; ``wire.deferred_checks`` compares what must be compared at its block's
-end).
+and ``decompress``; ``wire.deferred_checks`` judges what must be judged at its block's end).
 
 1. ``_extrema_blocks`` and ``_extrema_final``: min and max as ``extrema.py`` finds them, as
-   integer maxima over the float32 bit patterns (that module's docstring gives the rule), so
-   that a zero's sign and every bit of lo and hi equal the host's. Each program reduces its
-   block to the int32 view's maximum and minimum and the uint32 view's maximum (an int32
-   maximum of the bits xor 2^31, which orders them as unsigned); one program reduces those
-   and writes lo's and hi's bits (``ends``, two int32: 8 bytes, sent as the message's meta).
-   NaN and Inf come out as they are; the caller refuses them.
-2. ``_codes``: ``triton_uniform._quantize``'s codes, the scale and offset made from
-   ``ends`` in each program as ``Quantize.compress`` makes them on the host: in float64 one
-   IEEE operation at a time (the kernels are launched with ``enable_fp_fusion=False``; the
-   one ``tl.fma`` is explicit and stays fused), rounded to float32 for the fused
-   multiply-add, or, for a range of a few subnormals whose scale float32 cannot hold, the
-   codes of ``minmax.exact_codes`` in float64. With ``BINS``, Oland & Raj's bin codes
-   (``bin_quantize.py``, ``binquant`` with the raw coder and a fixed bit width):
-   ``triton_uniform._bin_quantize``'s float64 codes with the scale 2^bits / (hi - lo).
+   integer maxima over the float32 bit patterns (int32 and, via xor 2^31, uint32 orders),
+   so that a zero's sign and every bit of lo and hi equal the host's; they go to ``ends``
+   (two int32, the message's meta). NaN and Inf come out as they are; the caller refuses them.
+2. ``_codes``: ``triton_uniform._quantize``'s codes, the scale and offset made from ``ends``
+   in each program as ``Quantize.compress`` makes them on the host (float64, one IEEE
+   operation at a time, ``enable_fp_fusion=False``; the one ``tl.fma`` is explicit), or
+   ``minmax.exact_codes`` for a range of a few subnormals. With ``BINS``, Oland & Raj's bin
+   codes (``bin_quantize.py``) with the scale 2^bits / (hi - lo).
 3. ``_values``: ``triton_uniform._dequantize``'s values, the step made from lo and hi read
-   out of the message's own header bytes (4 little-endian bytes each, at any offset), in
-   float64 as ``Quantize.decompress`` makes it (a step beyond float32's range or subnormal
-   rescales in float64 as that method does); with ``BINS``, each bin's centre as
-   ``bin_unpack_centres`` makes it.
+   from the message's own header bytes, as ``Quantize.decompress`` makes it; with ``BINS``,
+   each bin's centre as ``bin_unpack_centres`` makes it.
 4. ``_quantize_ranged`` and ``_dequantize_ranged`` pack and unpack 1 to 8 bits; at 8 bits
-   ``_dequantize_ranged_words`` reads the codes as it checksums them, in the device CRC's
-   words form (``triton_crc.by_words``). That CRC's prefix, the header, is taken on the
-   host with zeros where lo and hi go; ``triton_affine.with_words`` then adds their bytes
-   (``wire/tensor_message.py``), so a received message's codes are read once.
+   ``_dequantize_ranged_words`` reads the codes as it checksums them (``triton_crc.by_words``;
+   the header's part of the CRC is the host's with zeros for lo and hi, and
+   ``triton_affine.with_words`` adds their bytes), so a received message is read once.
 
-float64 division on the GPU is IEEE's correctly rounded one (PTX ``div.rn.f64``; Triton's
-``div_rn`` takes float32 only), so the scale and the step are the host's to the bit. The
-CPU test suite runs these kernels under Triton's interpreter against the host path.
+float64 division on the GPU is IEEE's correctly rounded one (PTX ``div.rn.f64``), so the
+scale and the step are the host's to the bit. The CPU tests run these kernels under
+Triton's interpreter against the host path.
 """
 
 from __future__ import annotations
