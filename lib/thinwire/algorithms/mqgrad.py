@@ -81,9 +81,17 @@ class MQGradSection(Section):
         int_in("decay_over", self.decay_over, 0)
         float_in("compute_seconds", self.compute_seconds, 0.0, 1e6)
         float_in("time_budget", self.time_budget, 0.0, 1e12)
+        if pairs_tried_now():
+            self._try_codecs_under_bits_policy()
+        check("time_budget", self.time_budget, self.time_budget == 0 or self.time_budget > self.compute_seconds,
+              "0 (none) or more than one iteration's compute_seconds")
+
+    def _try_codecs_under_bits_policy(self) -> None:
+        """Encode a small matrix with each codec at the policy's first width, so that a codec
+        that takes no bit width fails here, naming both."""
         probe = torch.linspace(-1.0, 1.0, 1024).reshape(8, 128)
         policy = None if self.bits_policy == "none" else make_policy(self.bits_policy)
-        for name in ("push_codec", "pull_codec") if pairs_tried_now() else ():
+        for name in ("push_codec", "pull_codec"):
             codec = make_codec(getattr(self, name))
             codec = getattr(codec, "inner", codec)  # sized(...): the branch the decisions are for
             try:
@@ -96,8 +104,6 @@ class MQGradSection(Section):
             except (ValueError, TypeError) as exc:
                 raise ValueError(f"{name}={getattr(self, name)!r} with bits_policy={self.bits_policy!r} is not "
                                  f"allowed: {exc}") from None
-        check("time_budget", self.time_budget, self.time_budget == 0 or self.time_budget > self.compute_seconds,
-              "0 (none) or more than one iteration's compute_seconds")
 
 
 def decayed(params: dict[str, torch.Tensor], over: int) -> list[str]:
