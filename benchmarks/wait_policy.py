@@ -69,13 +69,11 @@ def summary(runs: dict[str, list[list[dict]]]) -> dict[str, dict]:
 
 
 def commit() -> str:
-    """The checked-out commit, short, with "+dirty" where tracked files differ from it (the
-    benchmarks' kept results name it)."""
-    here = Path(__file__).parent
-    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=here)
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True,
-                           cwd=here).stdout.strip()
-    return (done.stdout.strip() or "unknown") + ("+dirty" if dirty and done.stdout.strip() else "")
+    """The checked-out commit, short, with "+dirty" where tracked code differs from it
+    (``provenance``'s rule; the benchmarks' kept results name it)."""
+    from thinwire.experiment.timing import provenance
+    full = provenance()["git_commit"]
+    return "unknown" if full is None else full[:7] + full[40:]
 
 
 def main(argv: list[str]) -> int:

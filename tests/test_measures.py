@@ -124,7 +124,7 @@ def test_a_commit_is_dirty_for_changed_code_not_for_executed_notebooks(tmp_path)
     def git(*args):
         subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
     git("init", "-q")
-    for name in ("reports/a.ipynb", "long-runs/b.ipynb", "notebooks/a.ipynb", "lib/x.py"):
+    for name in ("reports/a.ipynb", "long-runs/b.ipynb", "benchmarks/c.json", "notebooks/a.ipynb", "lib/x.py"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text("0")
     git("add", "-A")
@@ -133,6 +133,7 @@ def test_a_commit_is_dirty_for_changed_code_not_for_executed_notebooks(tmp_path)
     assert len(clean) == 40
     (tmp_path / "reports/a.ipynb").write_text("executed")
     (tmp_path / "long-runs/b.ipynb").write_text("executed")
+    (tmp_path / "benchmarks/c.json").write_text("measured")  # a benchmark's kept results
     assert _git_commit(tmp_path) == clean
     for name in ("notebooks/a.ipynb", "lib/x.py"):
         (tmp_path / name).write_text("changed")

@@ -71,9 +71,10 @@ def step_medians(metrics: dict, start: int = 0) -> dict[str, float]:
     return {f"{name}_per_step": median_after_warmup(metrics[name], start) for name in metrics if is_measured(name)}
 
 
-# Folders of executed notebooks: what an execution writes, not the code it runs (papermill
-# writes reports/<name>.ipynb as it goes, which must not mark its own runs "+dirty")
-EXECUTED = ("reports", "long-runs", "gpu-runs", "tests/golden")
+# What executions write, not the code they run: the executed notebooks' folders (papermill
+# writes reports/<name>.ipynb as it goes, which must not mark its own runs "+dirty") and the
+# benchmarks' kept results (make bench writes one before the next part names its commit)
+EXECUTED = ("reports", "long-runs", "gpu-runs", "tests/golden", "benchmarks/*.json")
 
 
 def _git_commit(root: Path | None = None) -> str | None:
