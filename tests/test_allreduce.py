@@ -69,8 +69,9 @@ def test_plain_allreduce_is_plump_dp_with_fewer_bytes(tmp_path):
     assert ring.summary["bytes"] < server.summary["bytes"]
 
 
-# PowerSGD in make test-long: the transport matrix (test_transport_invariance.py) runs it on gloo in make test
-@pytest.mark.parametrize("extra", [dict(push_codec="fp16"),
+# PowerSGD and fp16 in make test-long: the transport matrix (test_transport_invariance.py) runs
+# PowerSGD on gloo in make test, and the allgather case keeps a gloo run and a resume there
+@pytest.mark.parametrize("extra", [pytest.param(dict(push_codec="fp16"), marks=pytest.mark.long),
                                    pytest.param(dict(powersgd_rank=2, powersgd_start=5), marks=pytest.mark.long),
                                    dict(exchange="allgather", push_codec="ef(topk(ratio=0.05))")],
                          ids=["fp16", "powersgd", "allgather-topk-ef"])

@@ -83,6 +83,9 @@ def test_cnn_options_are_validated():
         CNN(SHAPE, channels=(4, 4, 4, 4, 4))
 
 
+# Three gloo ranks starting (about 10 s): make test-long; make test's transport matrix runs the
+# workbench's paths on gloo
+@pytest.mark.long
 def test_dropout_cnn_agrees_in_process_and_on_gloo(tmp_path):
     config = RunConfig(model="cnn(hidden=(32,), channels=(4, 8), dropout=0.5, lrn=True)", steps=6, train_samples=512,
                        eval_every=3, eval_samples=200, batch_size=8, workers=2, push_codec="ef(topk(ratio=0.2))")

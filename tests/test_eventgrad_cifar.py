@@ -79,22 +79,31 @@ def test_crop_flip_is_seeded_per_stream_resumes_and_pads_with_the_fill():
         RunConfig(algorithm="eventgrad", augment="cutout")
 
 
-def test_a_ring_with_batch_norm_sends_parameters_only_and_matches_gloo(tmp_path):
+def _bn_ring_alone(root):
     """One thread, as each gloo rank has: a convolution's backward pass sums in another
     order on two threads, and the batch-norm network's events then drift apart by step 10."""
-    config = RunConfig(**BN_RING)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        local = run(config, root=tmp_path)
+        return run(RunConfig(**BN_RING), root=root)
     finally:
         torch.set_num_threads(threads)
+
+
+def test_a_ring_with_batch_norm_sends_parameters_only(tmp_path):
+    local = _bn_ring_alone(tmp_path)
     model = build_model(SMALL_RESNET, (1, 28, 28), 10, seed=0)
     params = {n for n, _ in model.named_parameters()}
     assert {row[4] for row in local.ledger.rows()} == params  # running statistics are never sent
     assert 0.0 < local.summary["final_accuracy"] <= 1.0
-    distributed = launch(config, nprocs=4, backend="gloo", root=tmp_path)
-    assert_same_run(local, distributed)
+
+
+# Four gloo ranks starting (about 10 s): make test-long; make test's transport matrix runs the
+# ring on gloo
+@pytest.mark.long
+def test_a_ring_with_batch_norm_matches_gloo(tmp_path):
+    local = _bn_ring_alone(tmp_path)
+    assert_same_run(local, launch(RunConfig(**BN_RING), nprocs=4, backend="gloo", root=tmp_path))
 
 
 def test_cifar10_runs_follow_the_papers_setting():
