@@ -41,11 +41,13 @@ test: setup unit golden-test
 # CI runs it after `make test` (.ci/run).
 test-long: setup unit-long golden-test-papers golden-test-other-cpu
 
-# Tests marked ``alone`` measure step times: they run after the others, with nothing beside them.
+# Tests marked ``alone`` measure step times: they run after the others, with nothing beside them
+# (only the files that mark any are collected again: collecting every file takes about 10 s).
 # The 30 slowest tests are listed at the end: where make test's time goes.
+ALONE_FILES = $(shell grep -rl --include='test_*.py' "pytest.mark.alone" tests)
 unit: setup
 	$(PY) -m pytest -q -n 2 -m "not alone and not long" --durations=30 tests
-	$(PY) -m pytest -q -p no:xdist -m alone tests
+	$(PY) -m pytest -q -p no:xdist -m alone $(or $(ALONE_FILES),tests)
 
 unit-long: setup
 	$(PY) -m pytest -q -n 2 -m long --durations=30 tests
