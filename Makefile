@@ -15,7 +15,7 @@ GOLDEN_WORKERS ?= -n 2 --dist loadfile
 export PYTHONHASHSEED := 0
 export THINWIRE_PROGRESS ?= 0
 
-.PHONY: setup test test-long unit unit-parallel unit-alone unit-long golden-test golden-test-papers golden-test-other-cpu reproduce golden lab bench netcheck data-cifar10 clean
+.PHONY: setup test test-long unit unit-long golden-test golden-test-papers golden-test-other-cpu reproduce golden lab bench netcheck data-cifar10 clean
 
 setup: $(VENV)/.stamp
 
@@ -33,12 +33,7 @@ $(VENV)/.stamp: requirements.lock pyproject.toml
 		apt-get install -y -q iptables >/dev/null 2>&1; } || echo "setup: no iptables: netcheck runs without delays"
 	touch $@
 
-# The unit tests on two workers and the everyday goldens side by side (a golden pass is mostly
-# the comparison notebook, one process, which left a core idle for a minute), then the tests
-# that time steps, with nothing beside them. Each part's output is printed when it ends.
-test: setup
-	$(MAKE) --no-print-directory -j2 --output-sync=target unit-parallel golden-test
-	$(MAKE) --no-print-directory unit-alone
+test: setup unit golden-test
 
 # What takes minutes and rarely moves with an everyday change (tests/conftest.py's LONG: device
 # kernels under Triton's interpreter, killed and stalled ranks, shaped networks; the benchmarks
@@ -51,13 +46,7 @@ test-long: setup unit-long golden-test-papers golden-test-other-cpu
 # The 30 slowest tests are listed at the end: where make test's time goes.
 ALONE_FILES = $(shell grep -rl --include='test_*.py' "pytest.mark.alone" tests)
 unit: setup
-	$(MAKE) --no-print-directory unit-parallel
-	$(MAKE) --no-print-directory unit-alone
-
-unit-parallel: setup
 	$(PY) -m pytest -q -n 2 -m "not alone and not long" --durations=30 tests
-
-unit-alone: setup
 	$(PY) -m pytest -q -p no:xdist -m alone $(or $(ALONE_FILES),tests)
 
 unit-long: setup
