@@ -5,10 +5,9 @@ rule in the ``raw`` table's PREROUTING chain), and the process lets each one thr
 
 Why on the receiver's way in, not the sender's way out: a packet held on its way out is
 still charged to its socket, and TCP's small-queue limit (about 1 ms of the flow's rate
-queued below the socket) then throttles the sender to a fraction of the link: measured, 1 MB
-over a 5 ms hold on the way out took 876 ms; on the way in, 75 ms with slow start and 5 MB in
-48 ms (the veth's packet left the sender's accounting when it crossed the pair). Held after
-the shaped links, the packet pays the link's rate first and the delay after, as on a wire.
+queued below the socket) then throttles the sender to a small fraction of the link; a
+packet that crossed the veth pair has left the sender's accounting. Held after the shaped
+links, the packet pays the link's rate first and the delay after, as on a wire.
 
 The protocol is netlink's (``NETLINK_NETFILTER``, subsystem queue, linux/netfilter/nfnetlink_queue.h):
 bind queue ``queue``, copy only the packets' metadata (the packet stays in the kernel), take

@@ -3,12 +3,9 @@ packed in one pass, and packed codes turned back into values in one pass (steps 
 ``quantize/minmax.py``).
 
 Each call is one parallel region over chunks of ``bitpack.CHUNK`` values; a chunk's codes
-are computed and packed (or unpacked and rescaled) while they are in cache. One region per
-call matters on busy machines: a loop of many short multi-threaded operations waits at a
-barrier after each one, and when the thread pool shares its cores with other processes,
-every wait can cost a scheduler time slice (the quantizer that issued ~100 such operations
-per call ran 4x slower with two competing processes than alone; ``benchmarks/load_bench.py``
-measures the slowdown of every codec under that load).
+are computed and packed (or unpacked and rescaled) while they are in cache. One region, as
+on a busy machine every barrier between short multi-threaded operations can cost a time
+slice (``benchmarks/load_bench.py`` measures each codec under load).
 
 Arithmetic is float32 with multiply-add fused (``fastmath={"contract"}``):
 
