@@ -206,7 +206,7 @@ class BinQuantize(Codec):
     def _raw_codes(payload: Payload, numel: int, bits: int) -> torch.Tensor | None:
         """The codes part of a message of raw codes (1 to 8 bits) over one range, or None."""
         codes = payload.parts.get("codes")
-        if (bits <= 8 and set(payload.meta) == {"lo", "hi", "bits"} and list(payload.parts) == ["codes"]
+        if (bitpack.one_plane(bits) and set(payload.meta) == {"lo", "hi", "bits"} and list(payload.parts) == ["codes"]
                 and codes.dtype == torch.uint8 and codes.numel() == bitpack.packed_bytes(numel, bits)):
             return codes
         return None

@@ -165,7 +165,7 @@ class Quantize(Codec):
     def verifies_while_widening(self) -> bool:
         """A large host message's codes (1 to 8 bits) are turned into ``out`` on the host as
         they are checked, a cached chunk at a time (``uniform.dequantize_host``)."""
-        return self.bits <= 8
+        return bitpack.one_plane(self.bits)
 
     def decompress(self, payload: Payload, numel: int, state: CodecState, key: str, out=None, shape: tuple = ()) -> torch.Tensor:
         packed = expect_part(payload, "codes", torch.uint8, bitpack.packed_bytes(numel, self.bits))

@@ -171,7 +171,7 @@ class QSGD(Codec):
     def verifies_while_widening(self) -> bool:
         """A large host message's codes (up to 8 bits) are turned into ``out`` on the host as
         they are checked, a cached chunk at a time (``_read_on_host``)."""
-        return self.coding == "fixed" and self.bits <= 8
+        return self.coding == "fixed" and bitpack.one_plane(self.bits)
 
     def _reads_on_host(self, payload: Payload, packed: torch.Tensor, norms: torch.Tensor, out) -> bool:
         """Whether ``payload`` is a host message of codes and norms for a host ``out``."""

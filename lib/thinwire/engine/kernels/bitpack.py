@@ -33,6 +33,13 @@ def packed_bytes(n: int, bits: int) -> int:
     return n + packed_bytes(n, bits - 8)
 
 
+def one_plane(bits: int) -> bool:
+    """Whether ``bits``-bit codes pack as one bitstream (1 to 8 bits), whose bytes a kernel
+    checksums chunk by chunk as it writes or reads them (``uniform``, ``qsgd``); wider codes
+    pack as two planes, their low bytes and their high bits."""
+    return bits <= 8
+
+
 def check_bits(name: str, bits) -> int:
     """``bits`` if it is a code width this module packs, else a ``ValueError`` naming ``name``."""
     if not (isinstance(bits, int) and not isinstance(bits, bool) and 1 <= bits <= MAX_BITS):

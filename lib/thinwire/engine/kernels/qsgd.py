@@ -239,7 +239,7 @@ def quantize_packed(x: np.ndarray, bucket: int, norm: str, bits: int, key: int, 
     else None."""
     chunk = chunk_length(bucket)
     chunks = -(-x.size // chunk)
-    with_crc = crc.HARDWARE and bits <= 8 and x.size > 0
+    with_crc = crc.HARDWARE and bitpack.one_plane(bits) and x.size > 0
     crcs = np.empty(chunks if with_crc else 0, np.uint32)
     if x.size:
         k1, k2 = np.uint32(key & 0xFFFFFFFF), np.uint32(key >> 32)
@@ -257,7 +257,7 @@ def dequantize_packed(packed: np.ndarray, bucket: int, step: np.ndarray, bits: i
     (``crc.HARDWARE``, bits <= 8: a message verified in the same pass), else None."""
     chunk = chunk_length(bucket)
     chunks = -(-out.size // chunk)
-    with_crc = checksum and crc.HARDWARE and bits <= 8 and out.size > 0
+    with_crc = checksum and crc.HARDWARE and bitpack.one_plane(bits) and out.size > 0
     crcs = np.empty(chunks if with_crc else 0, np.uint32)
     if out.size:
         args = (packed, bucket, chunk, step, out, stream.destination(out, built=True), out.ctypes.data, crcs)

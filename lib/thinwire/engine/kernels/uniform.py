@@ -137,7 +137,7 @@ def float32_numpy(t: torch.Tensor) -> np.ndarray:
 def chunk_crcs(n: int, bits: int, checksum: bool) -> np.ndarray:
     """One CRC slot per chunk of ``CHUNK`` codes where a kernel checksums its chunks' bytes
     (``checksum``, 1 to 8 bits, the CRC instruction), else none."""
-    return np.empty(-(-n // CHUNK) if checksum and crc.HARDWARE and bits <= 8 and n else 0, np.uint32)
+    return np.empty(-(-n // CHUNK) if checksum and crc.HARDWARE and bitpack.one_plane(bits) and n else 0, np.uint32)
 
 
 def joined(crcs: np.ndarray, bits: int, nbytes: int) -> int | None:
