@@ -61,6 +61,22 @@ def test_config_dump_reads_back_and_runs(tmp_path, capsys):
     assert not list((tmp_path / "r").iterdir())
 
 
+def test_run_says_on_stderr_what_ran_and_whether_it_trained_or_reused_the_saved_result(tmp_path, capsys):
+    argv = ["run", *TINY, "--set", "steps=4", "--results", str(tmp_path)]
+    said = []
+    for _ in range(2):
+        assert main(argv) == 0
+        out, err = capsys.readouterr()
+        said.append((json.loads(out), err.strip().splitlines()))
+    (first, (ran, where)), (again, (reran, where_again)) = said
+    folder = tmp_path / f"{first['key']}-inprocess"
+    assert first == again and folder.is_dir()
+    assert ran.startswith("thinwire: trained plump_dp, mlp(hidden=(16,)), push fp32, 4 workers, 4 steps (inprocess): ")
+    assert f"accuracy {first['final_accuracy']:.4f}" in ran and "per step" in ran
+    assert reran.startswith("thinwire: reused plump_dp") and reran.split(": ", 2)[2] == ran.split(": ", 2)[2]
+    assert where == f"thinwire: result in {folder}" and where_again.startswith(where + " (trained earlier")
+
+
 def test_a_closed_pipe_is_not_a_traceback():
     code = "from thinwire.cli import main; import sys; sys.exit(main(['presets'] * 1))"
     proc = subprocess.run(f"{sys.executable} -c \"{code}\" | head -c 10 >/dev/null; "

@@ -9,6 +9,9 @@
     python -m thinwire readme          # README tables from reports/ (after make reproduce)
     python -m thinwire tidy reports/*.ipynb   # executed notebooks small enough to commit
 
+``run`` prints its JSON summary on stdout and two lines on stderr: what ran and how it
+ended, and whether it trained or reused a saved result, with the result's folder.
+
 A user's mistake (a bad value, a missing file or dataset, a closed pipe) ends with one line
 on stderr and exit status 2, never a traceback.
 """
@@ -139,6 +142,7 @@ def cmd_run(args) -> int:
         dist.destroy_process_group()
     if rank == 0:
         print(json.dumps({"key": config.key(), "backend": args.backend, **result.summary}, indent=1))
+        print(run_summary(result, retimed=args.retime), file=sys.stderr, flush=True)
     if transport is not None:
         # Every rank is done and rank 0 has written the result atomically. Leave without the
         # interpreter's teardown: destructors of gloo's background threads can still abort
@@ -148,6 +152,27 @@ def cmd_run(args) -> int:
         sys.stderr.flush()
         os._exit(0)
     return 0
+
+
+def _size(nbytes: float) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.3g} {unit}"
+    return f"{nbytes:.0f} B"
+
+
+def run_summary(result, retimed: bool = False) -> str:
+    """Two lines for a person: what ran and how it ended, and whether it was trained now or
+    its saved result reused, and where that is (stdout keeps the JSON summary)."""
+    c, s = result.config, result.summary
+    how = "retimed" if retimed else "reused" if result.reused else "trained"
+    ran = (f"thinwire: {how} {c.algorithm}, {c.model}, push {c.push_codec}, {c.workers} workers, "
+           f"{result.steps} steps ({result.backend})")
+    accuracy = s.get("final_accuracy")
+    ended = (f"accuracy {accuracy:.4f}, " if accuracy is not None else "") + \
+        f"payload {_size(s['payload_per_step'])} per step, {s['wall_seconds']:.1f} s of training"
+    where = f"result in {result.folder}" if result.folder is not None else "result not saved on this rank"
+    return f"{ran}: {ended}\nthinwire: {where}{' (trained earlier; --no-reuse trains again)' if result.reused else ''}"
 
 
 def cmd_scraps(args) -> int:

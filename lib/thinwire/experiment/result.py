@@ -24,6 +24,9 @@ class Result:
     summary: dict[str, float]
     ledger: Ledger
     provenance: dict = field(default_factory=dict)  # where and when the times were taken (timing.py)
+    # where it is saved, and whether ``run`` took it from there instead of training (not saved)
+    folder: Path | None = field(default=None, compare=False)
+    reused: bool = field(default=False, compare=False)
 
     @property
     def steps(self) -> int:

@@ -85,10 +85,13 @@ def run(config: RunConfig, transport: Transport | None = None, backend: str = "i
     """
     device = resolve_device(config.device)  # a bad device fails here, before any data loads
     team.setting()  # so does a bad THINWIRE_KERNEL_THREADS
-    if reuse and (hit := cached(config, backend, root)) is not None:
-        return _retimed(hit, transport, backend, progress, device, root) if retime else hit
-    transport = transport or InProcessTransport()
     folder = result_folder(config, backend, root)
+    if reuse and (hit := cached(config, backend, root)) is not None:
+        if retime:
+            return _retimed(hit, transport, backend, progress, device, root)
+        hit.folder, hit.reused = folder, True
+        return hit
+    transport = transport or InProcessTransport()
     check_writable(folder)  # found now, not when a long run tries to save its result
     check_fits(config, device, None if transport.world_size == 1 else max(1, config.workers // transport.world_size))
     if transport.rank == 0:
@@ -103,6 +106,7 @@ def run(config: RunConfig, transport: Transport | None = None, backend: str = "i
         result = _train(config, transport, backend, progress, checkpoint, device)
     if transport.rank == 0:
         result.save(folder)
+        result.folder = folder
     transport.barrier()  # the result is saved before any rank drops the checkpoint it came from
     checkpoint.remove()
     return result
@@ -119,7 +123,8 @@ def _retimed(old: Result, transport: Transport | None, backend: str, progress: b
     metrics = {**untimed(old.metrics), **{k: v for k, v in new.metrics.items() if is_measured(k)}}
     result = Result(old.config, old.backend, metrics, _summarize(old.config, metrics), old.ledger, new.provenance)
     if transport.rank == 0:
-        result.save(result_folder(old.config, backend, root))
+        result.folder = result_folder(old.config, backend, root)
+        result.save(result.folder)
     transport.barrier()
     return result
 
