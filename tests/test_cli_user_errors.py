@@ -77,6 +77,13 @@ def test_run_says_on_stderr_what_ran_and_whether_it_trained_or_reused_the_saved_
     assert where == f"thinwire: result in {folder}" and where_again.startswith(where + " (trained earlier")
 
 
+def test_a_run_that_fails_before_training_leaves_no_results_folder(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("THINWIRE_DATA", str(tmp_path / "no-data"))
+    assert main(["run", *TINY, "--results", str(tmp_path / "r")]) == 2
+    assert "not found" in capsys.readouterr().err
+    assert list((tmp_path / "r").iterdir()) == []
+
+
 def test_a_closed_pipe_is_not_a_traceback():
     code = "from thinwire.cli import main; import sys; sys.exit(main(['presets'] * 1))"
     proc = subprocess.run(f"{sys.executable} -c \"{code}\" | head -c 10 >/dev/null; "

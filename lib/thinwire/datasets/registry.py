@@ -26,9 +26,14 @@ def input_shape(name: str, crop: int = 0) -> tuple[int, int, int]:
     return (c, crop, crop) if crop else (c, h, w)
 
 
-@lru_cache(maxsize=None)
 def load_dataset(name: str) -> Dataset:
-    """The dataset ``name`` (one of ``LOADERS``) from ``paths.data_dir()``."""
+    """The dataset ``name`` (one of ``LOADERS``) from ``paths.data_dir()`` (read once per
+    folder: a process that points ``THINWIRE_DATA`` elsewhere reads from there)."""
     if name not in LOADERS:
         raise ValueError(f"dataset must be one of {sorted(LOADERS)}, got {name!r}")
-    return LOADERS[name](data_dir())
+    return _load(name, data_dir())
+
+
+@lru_cache(maxsize=None)
+def _load(name: str, folder) -> Dataset:
+    return LOADERS[name](folder)

@@ -92,24 +92,37 @@ def run(config: RunConfig, transport: Transport | None = None, backend: str = "i
         hit.folder, hit.reused = folder, True
         return hit
     transport = transport or InProcessTransport()
+    fresh = not folder.exists()
     check_writable(folder)  # found now, not when a long run tries to save its result
-    check_fits(config, device, None if transport.world_size == 1 else max(1, config.workers // transport.world_size))
-    if transport.rank == 0:
-        remove_stale_temporaries(folder)
-    checkpoint = Checkpoint(folder, config.key(), checkpoint_every, rank=transport.rank,
-                            world_size=transport.world_size)
     try:
-        result = _train(config, transport, backend, progress, checkpoint, device)
-    except DamagedCheckpoint as damaged:  # every rank raises it together; start again, fresh
-        if damaged.path is not None:
-            set_aside(damaged.path, str(damaged.__cause__ or damaged))
-        result = _train(config, transport, backend, progress, checkpoint, device)
+        check_fits(config, device, None if transport.world_size == 1 else max(1, config.workers // transport.world_size))
+        if transport.rank == 0:
+            remove_stale_temporaries(folder)
+        checkpoint = Checkpoint(folder, config.key(), checkpoint_every, rank=transport.rank,
+                                world_size=transport.world_size)
+        try:
+            result = _train(config, transport, backend, progress, checkpoint, device)
+        except DamagedCheckpoint as damaged:  # every rank raises it together; start again, fresh
+            if damaged.path is not None:
+                set_aside(damaged.path, str(damaged.__cause__ or damaged))
+            result = _train(config, transport, backend, progress, checkpoint, device)
+    except BaseException:
+        if fresh:  # a run that ended before it saved anything leaves no folder behind
+            _remove_if_empty(folder)
+        raise
     if transport.rank == 0:
         result.save(folder)
         result.folder = folder
     transport.barrier()  # the result is saved before any rank drops the checkpoint it came from
     checkpoint.remove()
     return result
+
+
+def _remove_if_empty(folder: Path) -> None:
+    try:
+        folder.rmdir()
+    except OSError:  # not empty (a checkpoint to resume from), or already gone
+        pass
 
 
 def _retimed(old: Result, transport: Transport | None, backend: str, progress: bool | None,
