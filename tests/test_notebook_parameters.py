@@ -53,11 +53,15 @@ def test_every_parameter_is_typed_and_listed_by_papermill(name):
     assert "Unable to parse" not in out
 
 
-def test_a_misspelt_parameter_stops_the_notebook(tmp_path):
+@pytest.mark.parametrize("name, value, said", [
+    ("wokers", "8", "unknown notebook parameter 'wokers' (-p wokers 8) (did you mean 'workers'?)"),
+    ("codec", "qsgd(bit=4)", "codec='qsgd(bit=4)' is not allowed: codec spec 'qsgd(bit=4)': qsgd takes no keyword "
+                             "'bit' (did you mean 'bits'?); its keywords: bits=8,")])
+def test_a_misspelt_parameter_stops_the_notebook_naming_it(tmp_path, name, value, said):
     proc = subprocess.run([sys.executable, "-m", "papermill", "-k", "thinwire", "--cwd", str(ROOT / "notebooks"),
                            str(ROOT / "notebooks" / "quickstart.ipynb"), str(tmp_path / "out.ipynb"),
-                           "-p", "profile", "smoke", "-p", "wokers", "8"], capture_output=True, text=True,
+                           "-p", "profile", "smoke", "-p", name, value], capture_output=True, text=True,
                           env={**__import__("os").environ, "THINWIRE_RESULTS": str(tmp_path)})
     assert proc.returncode != 0
-    assert "unknown notebook parameter 'wokers'" in proc.stderr + proc.stdout
+    assert said in proc.stderr + proc.stdout
     assert not list(tmp_path.glob("*-inprocess"))  # stopped before any run

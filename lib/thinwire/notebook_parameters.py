@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import ast
 
+from .validation import did_you_mean
+
 INJECTED_HEADER = "# Parameters"  # the first line of papermill's injected cell
 TYPES = {int: (int,), float: (int, float), str: (str,), bool: (bool,)}
 
@@ -42,8 +44,8 @@ def check_parameters(namespace: dict, inputs: list[str] = ()) -> dict:
         if source.lstrip().startswith(INJECTED_HEADER):
             for name, value in _assigned(source).items():
                 if name not in declared:
-                    raise ValueError(f"unknown notebook parameter {name!r} (-p {name} {value!r}); the parameters "
-                                     f"are: {', '.join(declared)}")
+                    raise ValueError(f"unknown notebook parameter {name!r} (-p {name} {value!r})"
+                                     f"{did_you_mean([name], declared)}; the parameters are: {', '.join(declared)}")
     values = {name: namespace.get(name) for name in declared}
     for name, kind in declared.items():
         value, allowed = values[name], TYPES.get(kind, (kind,) if isinstance(kind, type) else (object,))

@@ -4,6 +4,9 @@ with nested specs as positional arguments (``ef(topk(ratio=0.01))``)."""
 from __future__ import annotations
 
 import ast
+import inspect
+
+from .validation import did_you_mean
 
 
 def parse(spec, what: str) -> ast.AST:
@@ -25,8 +28,9 @@ def call_parts(node: ast.AST, spec: str, what: str, known) -> tuple[str, list[as
     else:
         raise ValueError(f"{what} spec {spec!r}: expected a {what} name or call, got {ast.unparse(node)!r}")
     if name not in known:
-        raise ValueError(f"{what} spec {spec!r}: unknown {what} {name!r}; known: {sorted(known)} (a {what} of "
-                         "your own must be registered in every process: thinwire.plugins, --import MODULE)")
+        raise ValueError(f"{what} spec {spec!r}: unknown {what} {name!r}{did_you_mean([name], known)}; known: "
+                         f"{sorted(known)} (a {what} of your own must be registered in every process: "
+                         "thinwire.plugins, --import MODULE)")
     if any(kw.arg is None for kw in keywords):
         raise ValueError(f"{what} spec {spec!r}: ** arguments are not allowed")
     names = [kw.arg for kw in keywords]
@@ -40,6 +44,22 @@ def call_parts(node: ast.AST, spec: str, what: str, known) -> tuple[str, list[as
     return name, list(args), values
 
 
+def check_keywords(spec, what: str, name: str, function, values: dict, skip: tuple = ()) -> None:
+    """``ValueError`` when ``values`` holds a keyword that ``function`` (a class: its
+    ``__init__``) does not take, naming the closest ones and every keyword it takes with its
+    default; a function that takes ``**kwargs`` takes any."""
+    params = [p for p in inspect.signature(function).parameters.values() if p.name not in skip]
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return
+    allowed = [p for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    unknown = sorted(set(values) - {p.name for p in allowed})
+    if unknown:
+        takes = ", ".join(p.name if p.default is p.empty else f"{p.name}={p.default!r}" for p in allowed)
+        raise ValueError(f"{what} spec {spec!r}: {name} takes no keyword {', '.join(map(repr, unknown))}"
+                         f"{did_you_mean(unknown, [p.name for p in allowed])}; its keywords: "
+                         + (takes or "none"))
+
+
 def dataclass_call(spec, what: str, known: dict):
     """(class, keyword values) of a spec naming a dataclass in ``known`` whose fields are
     its options (models, observers); ``ValueError`` for positional or unknown options."""
@@ -49,7 +69,8 @@ def dataclass_call(spec, what: str, known: dict):
     allowed = [f.name for f in dataclasses.fields(cls)]
     unknown = sorted(set(values) - set(allowed))
     if args or unknown:
-        raise ValueError((f"unknown option(s) {unknown}" if unknown else "positional arguments") + f"; {name} takes "
+        raise ValueError((f"unknown option(s) {unknown}{did_you_mean(unknown, allowed)}" if unknown
+                          else "positional arguments") + f"; {name} takes "
                          + (f"keyword options {allowed}" if allowed else f"no options (it is a fixed {what})"))
     return cls, values
 

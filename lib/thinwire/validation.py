@@ -5,6 +5,8 @@ Used by every config section, before any data is read or any model is built.
 
 from __future__ import annotations
 
+import difflib
+
 
 def check(name: str, value, ok: bool, allowed: str, owner: str | None = None) -> None:
     """``ValueError`` unless ``ok``; ``owner`` (a codec's name) heads the message."""
@@ -45,3 +47,14 @@ def normalize_numbers(section) -> None:
         value = getattr(section, f.name)
         if f.type in ("float", float) and isinstance(value, int) and not isinstance(value, bool):
             object.__setattr__(section, f.name, float(value))
+
+
+def did_you_mean(words, choices) -> str:
+    """`` (did you mean 'steps'?)`` for the unknown ``words`` that resemble a choice, else ""."""
+    close = {w: difflib.get_close_matches(w, list(choices), n=2, cutoff=0.6) for w in words}
+    hints = [f"{w!r}: {' or '.join(repr(c) for c in near)}" for w, near in close.items() if near]
+    if not hints:
+        return ""
+    if len(close) == 1:
+        return f" (did you mean {' or '.join(repr(c) for c in next(iter(close.values())))}?)"
+    return f" (did you mean {'; '.join(hints)}?)"

@@ -9,7 +9,7 @@ module of the package, so a new codec is a new file and nothing else.
 from __future__ import annotations
 
 from .base import Codec
-from ..spec_syntax import call_parts, parse
+from ..spec_syntax import call_parts, check_keywords, parse
 
 CODECS: dict[str, type[Codec]] = {}  # filled by ``register`` as each codec's module is imported
 
@@ -35,4 +35,5 @@ def make_codec(spec: str | Codec) -> Codec:
 
 def _build(node, spec: str) -> Codec:
     name, args, values = call_parts(node, spec, "codec", CODECS)
+    check_keywords(spec, "codec", name, CODECS[name], values)
     return CODECS[name](*[_build(a, spec) for a in args], **values)

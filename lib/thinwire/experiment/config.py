@@ -30,7 +30,7 @@ from ..models import check_model
 from ..models.init import check_init
 from ..models.replicas import LOSSES
 from ..specs import parse_codec
-from ..validation import check, int_in, normalize_numbers, one_of
+from ..validation import check, did_you_mean, int_in, normalize_numbers, one_of
 from .device import DEVICES
 
 RESULTS_FORMAT = 5  # bump when results computed from the same config would differ (3: wire v2, sections;
@@ -136,7 +136,8 @@ class RunConfig:
                              f"into model, e.g. model='mlp(hidden=(64,), activation=\"tanh\")' or "
                              f"model='cnn(channels=(10, 20), kernel=3, dropout=0.5)'")
         if unknown:
-            raise ValueError(f"unknown parameter(s) {unknown} for algorithm={algorithm!r}; common parameters: "
+            raise ValueError(f"unknown parameter(s) {unknown} for algorithm={algorithm!r}"
+                             f"{did_you_mean(unknown, [*COMMON_FIELDS, *known])}; common parameters: "
                              f"{list(COMMON_FIELDS)}; {algorithm} parameters: {sorted(known)}")
         if section is not None and not isinstance(section, section_cls):
             raise ValueError(f"section={section!r} is not allowed: algorithm={algorithm!r} takes a "

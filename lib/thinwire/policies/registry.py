@@ -4,7 +4,7 @@ itself where it is defined (``@register``); ``policies/__init__`` imports every 
 from __future__ import annotations
 
 from .base import Policy
-from ..spec_syntax import call_parts, parse
+from ..spec_syntax import call_parts, check_keywords, parse
 
 POLICIES: dict[str, type[Policy]] = {}  # filled by ``register`` as each policy's module is imported
 
@@ -26,6 +26,7 @@ def make_policy(spec: str, seed: int = 0) -> Policy:
         raise ValueError(f"policy spec {spec!r}: arguments must be keywords")
     if "seed" in values:
         raise ValueError(f"policy spec {spec!r}: the seed comes from the run, not the spec")
+    check_keywords(spec, "policy", name, POLICIES[name], values, skip=("seed",))
     try:
         return POLICIES[name](**values, seed=seed)
     except TypeError as exc:

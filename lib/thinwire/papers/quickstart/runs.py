@@ -3,6 +3,7 @@ min-max quantization on the push, the pull in fp32, K workers, SGD."""
 
 from __future__ import annotations
 
+from ...codecs import make_codec
 from ...experiment import RunConfig
 from ..profile import check_profile, check_steps
 from ..recipe import Recipe, recipes
@@ -17,7 +18,12 @@ METHODS = {
 
 def quickstart_recipes(codec: str = "") -> dict[str, Recipe]:
     """Each method as a recipe: Plump-DP with SGD at lr 0.1 and the method's push codec
-    (plus ``codec`` when it is not empty)."""
+    (plus ``codec`` when it is not empty; a bad one is an error that names ``codec``)."""
+    if codec:
+        try:
+            make_codec(codec)
+        except ValueError as exc:
+            raise ValueError(f"codec={codec!r} is not allowed: {exc}") from None
     methods = dict(METHODS, **({f"custom: {codec}": codec} if codec else {}))
     return recipes("quickstart", {label: ("plump_dp", dict(push_codec=spec, optimizer="sgd", lr=0.1))
                                   for label, spec in methods.items()})
