@@ -1,8 +1,10 @@
-"""Command line: ``python -m thinwire run|config|runs|scraps|readme|tidy|presets``.
+"""Command line: ``python -m thinwire run|config|runs|scraps|readme|tidy|presets``, and what
+exists: ``codecs|policies|algorithms|models|recipes`` (``listing.py``).
 
     python -m thinwire config --dump [--set steps=50 ...] > cfg.json   # a config --config reads
     python -m thinwire run --config cfg.json [--set steps=50 ...] [--backend inprocess|gloo|nccl]
     python -m thinwire run --config cfg.json --retime   # take a cached run's times again
+    python -m thinwire run --recipe "slim_dp:Slim-DP (0.2, 0.1)" --set steps=50   # a paper's method
     torchrun --nproc-per-node 4 -m thinwire run --config cfg.json --backend gloo
     python -m thinwire runs [--csv runs.csv] [--remove KEY ...]
     python -m thinwire scraps notebooks/quickstart.ipynb
@@ -67,8 +69,38 @@ def _set_values(items: list[str], algorithm: str) -> dict:
     return sets
 
 
+def _recipe_config(args):
+    """``--recipe paper:label``: the paper's recipe on the common fields ``--set`` gives (any
+    of the recipe's own settings may be set too)."""
+    from .experiment.config import COMMON_FIELDS
+    from .papers import PAPERS, paper
+    from .validation import did_you_mean
+    name, sep, label = args.recipe.partition(":")
+    if not sep or name not in PAPERS:
+        raise UserError(f"--recipe {args.recipe!r} is not allowed: it must be paper:label, paper one of "
+                        f"{list(PAPERS)}{did_you_mean([name], PAPERS) if sep else ''} (thinwire recipes lists them)")
+    found = paper(name).recipes
+    if label not in found:
+        raise UserError(f"--recipe {args.recipe!r}: {name} has no recipe {label!r}{did_you_mean([label], found)}; "
+                        f"its recipes: {list(found)}")
+    if args.config:
+        raise UserError("--recipe takes its fields from --set, not --config")
+    recipe = found[label]
+    sets = _set_values(args.set or [], recipe.algorithm)
+    if sets.get("algorithm", recipe.algorithm) != recipe.algorithm:
+        raise UserError(f"--recipe {args.recipe!r} is a {recipe.algorithm} recipe: algorithm={sets['algorithm']!r} "
+                        "cannot be set with it")
+    common = {k: v for k, v in sets.items() if k in COMMON_FIELDS and k != "algorithm"}
+    try:
+        return recipe.apply(common, **{k: v for k, v in sets.items() if k not in COMMON_FIELDS})
+    except (ValueError, TypeError) as exc:
+        raise UserError(f"invalid config: {exc}")
+
+
 def _config(args):
     from .experiment import RunConfig
+    if getattr(args, "recipe", None):
+        return _recipe_config(args)
     values = {}
     if args.config:
         try:
@@ -173,6 +205,20 @@ def run_summary(result, retimed: bool = False) -> str:
         f"payload {_size(s['payload_per_step'])} per step, {s['wall_seconds']:.1f} s of training"
     where = f"result in {result.folder}" if result.folder is not None else "result not saved on this rank"
     return f"{ran}: {ended}\nthinwire: {where}{' (trained earlier; --no-reuse trains again)' if result.reused else ''}"
+
+
+def cmd_list(args) -> int:
+    from .listing import LISTS, render
+    sys.stdout.write(render(LISTS[args.command]()))
+    return 0
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("thinwire")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
 
 
 def cmd_scraps(args) -> int:
@@ -282,6 +328,8 @@ def _add_config_options(p) -> None:
     p.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="override a field: steps=50, model='mlp(hidden=(64,))', push_codec='topk(ratio=0.01)', or "
                         "<algorithm>.<field>=VALUE for the config's own algorithm section")
+    p.add_argument("--recipe", metavar="PAPER:LABEL",
+                   help="a paper's method as its recipe sets it (thinwire recipes lists them); --set the rest")
 
 
 def cmd_netcheck(args) -> int:
@@ -335,6 +383,7 @@ def main(argv=None) -> int:
 
 def _main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="thinwire")
+    parser.add_argument("--version", action="version", version=f"thinwire {_version()}")
     parser.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
                         help="import a plug-in module that registers codecs, policies or networks (repeatable)")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -389,6 +438,10 @@ def _main(argv=None) -> int:
     p.set_defaults(func=cmd_netcheck)
     p = sub.add_parser("presets", help="list network presets")
     p.set_defaults(func=cmd_presets)
+    for what, shown in (("codecs", "codecs"), ("policies", "policies"), ("algorithms", "algorithms and their --set fields"),
+                        ("models", "model specs"), ("recipes", "the papers' recipes, for run --recipe")):
+        p = sub.add_parser(what, help=f"list the {shown}, with arguments, defaults and a line each")
+        p.set_defaults(func=cmd_list)
     args = parser.parse_args(argv)
     from .plugins import load_plugins
     load_plugins(args.imports)
