@@ -6,7 +6,9 @@ exists: ``codecs|policies|algorithms|models|recipes`` (``listing.py``).
     python -m thinwire run --config cfg.json --retime   # take a cached run's times again
     python -m thinwire run --recipe "slim_dp:Slim-DP (0.2, 0.1)" --set steps=50   # a paper's method
     torchrun --nproc-per-node 4 -m thinwire run --config cfg.json --backend gloo
-    python -m thinwire runs [--csv runs.csv] [--remove KEY ...]
+    python -m thinwire runs [--wide] [--csv runs.csv] [--remove KEY ...]
+    python -m thinwire runs diff KEY_A KEY_B   # configs' differences, summaries side by side
+    python -m thinwire export KEY --csv DIR    # per-step metrics and the ledger as CSV
     python -m thinwire scraps notebooks/quickstart.ipynb
     python -m thinwire readme          # README tables from reports/ (after make reproduce)
     python -m thinwire tidy reports/*.ipynb   # executed notebooks small enough to commit
@@ -304,9 +306,28 @@ def cmd_presets(args) -> int:
     return 0
 
 
+def _compact(table):
+    """The runs table as a person reads it: method, key, steps, accuracy, loss, payload per
+    step, wall time, date."""
+    def number(x, form):
+        return "" if x is None or x != x else format(x, form)
+    return table.assign(
+        key=table["key"].str[:8], accuracy=table["final_accuracy"].map(lambda x: number(x, ".4f")),
+        loss=table["final_loss"].map(lambda x: number(x, ".4g")),
+        **{"payload/step": table["payload_per_step"].map(lambda x: "" if x is None or x != x else _size(x)),
+           "wall s": table["wall_seconds"].map(lambda x: number(x, ".1f")),
+           "date": table["date"].map(lambda d: (d or "")[:16].replace("T", " "))},
+    )[["summary", "key", "steps", "accuracy", "loss", "payload/step", "wall s", "date"]]
+
+
 def cmd_runs(args) -> int:
-    from .experiment.catalog import remove_runs, runs_table
+    from .experiment.catalog import diff_runs, remove_runs, runs_table
     root = Path(args.results) if args.results else None
+    if args.action:
+        if args.action[0] != "diff" or len(args.action) != 3:
+            raise UserError(f"runs {' '.join(args.action)!r} is not allowed: the one action is `runs diff KEY_A KEY_B`")
+        print(diff_runs(args.action[1], args.action[2], root).to_string(index=False))
+        return 0
     if args.remove:
         for folder in remove_runs(args.remove, root):
             print(f"removed {folder}")
@@ -317,9 +338,17 @@ def cmd_runs(args) -> int:
         print(f"{len(table)} runs written to {args.csv}")
     elif table.empty:
         print("no finished runs")
+    elif args.wide:
+        print(table.to_string(index=False))
     else:
-        columns = ["key", "backend", "algorithm", "summary", "steps", "final_accuracy", "date", "host_cpu"]
-        print(table[columns].to_string(index=False))
+        print(_compact(table).to_string(index=False))
+    return 0
+
+
+def cmd_export(args) -> int:
+    from .experiment.catalog import export_run
+    for path in export_run(args.key, args.csv, Path(args.results) if args.results else None):
+        print(f"wrote {path}")
     return 0
 
 
@@ -411,7 +440,15 @@ def _main(argv=None) -> int:
     p.add_argument("--results", default=None, help="results folder (default results/)")
     p.add_argument("--csv", default=None, help="write the runs table to this CSV file")
     p.add_argument("--remove", nargs="+", metavar="KEY", help="delete these runs (key or key prefix)")
+    p.add_argument("--wide", action="store_true", help="every column, not the compact table")
+    p.add_argument("action", nargs="*", metavar="diff A B",
+                   help="`diff KEY_A KEY_B`: the configs' differences, then the two summaries side by side")
     p.set_defaults(func=cmd_runs)
+    p = sub.add_parser("export", help="write a run's per-step metrics and its ledger as CSV files")
+    p.add_argument("key", help="the run's key (a prefix of at least 4 hex digits)")
+    p.add_argument("--csv", required=True, metavar="DIR", help="folder to write metrics.csv and ledger.csv into")
+    p.add_argument("--results", default=None, help="results folder (default results/)")
+    p.set_defaults(func=cmd_export)
     p = sub.add_parser("scraps", help="print the numbers an executed notebook recorded, as JSON")
     p.add_argument("notebook")
     p.set_defaults(func=cmd_scraps)

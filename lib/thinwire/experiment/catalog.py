@@ -38,32 +38,87 @@ def runs_table(root: str | Path | None = None):
         rows.append({
             "key": path.parent.name.split("-")[0], "folder": path.parent.name, "backend": doc.get("backend"),
             "algorithm": config.get("algorithm"), "summary": _summary(config), "steps": config.get("steps"),
-            "final_accuracy": summary.get("final_accuracy"), "payload_bytes": summary.get("payload_bytes"),
+            "final_accuracy": summary.get("final_accuracy"), "final_loss": summary.get("final_loss"),
+            "payload_bytes": summary.get("payload_bytes"), "payload_per_step": summary.get("payload_per_step"),
+            "wall_seconds": summary.get("wall_seconds"),
             "compute_seconds_per_step": summary.get("compute_seconds_per_step"),
             "codec_seconds_per_step": summary.get("codec_seconds_per_step"),
             "date": provenance.get("date"), "host_cpu": provenance.get("host_cpu"),
             "git_commit": provenance.get("git_commit"), "torch": provenance.get("torch"),
             "load_average": (provenance.get("load_average") or [None])[0],
         })
-    columns = ["key", "folder", "backend", "algorithm", "summary", "steps", "final_accuracy", "payload_bytes",
-               "compute_seconds_per_step", "codec_seconds_per_step", "date", "host_cpu", "git_commit", "torch",
-               "load_average"]
+    columns = ["key", "folder", "backend", "algorithm", "summary", "steps", "final_accuracy", "final_loss",
+               "payload_bytes", "payload_per_step", "wall_seconds", "compute_seconds_per_step",
+               "codec_seconds_per_step", "date", "host_cpu", "git_commit", "torch", "load_average"]
     return pd.DataFrame(rows, columns=columns)
+
+
+def find_runs(key: str, root: str | Path | None = None) -> list[Path]:
+    """The folders of the runs whose key starts with ``key`` (at least 4 hex digits); a key
+    that matches nothing is an error."""
+    folder = Path(root or results_dir())
+    if not isinstance(key, str) or len(key) < 4 or any(c not in "0123456789abcdef" for c in key):
+        raise ValueError(f"key={key!r} is not allowed: give at least 4 hex digits of a run's key "
+                         "(thinwire runs lists them)")
+    matches = sorted(p for p in folder.glob(f"{key}*") if p.is_dir()) if folder.is_dir() else []
+    if not matches:
+        raise ValueError(f"key={key!r}: no run in {folder} has this key")
+    return matches
+
+
+def find_run(key: str, root: str | Path | None = None) -> Path:
+    """The one run folder ``key`` names; an error naming the candidates when it names several."""
+    matches = find_runs(key, root)
+    if len(matches) > 1:
+        raise ValueError(f"key={key!r} names {len(matches)} runs ({', '.join(p.name for p in matches)}): give more "
+                         "of the key, or the folder's name")
+    return matches[0]
 
 
 def remove_runs(keys: list[str], root: str | Path | None = None) -> list[Path]:
     """Delete the folders of the runs whose key starts with one of ``keys`` (at least 4
     hex digits each); a key that matches nothing is an error, before anything is removed."""
-    folder = Path(root or results_dir())
     found = {}
     for key in keys:
-        if len(key) < 4 or any(c not in "0123456789abcdef" for c in key):
-            raise ValueError(f"key={key!r} is not allowed: give at least 4 hex digits of a run's key "
-                             "(thinwire runs lists them)")
-        matches = [p for p in folder.glob(f"{key}*") if p.is_dir()] if folder.is_dir() else []
-        if not matches:
-            raise ValueError(f"key={key!r}: no run in {folder} has this key")
-        found.update({p: None for p in matches})
+        found.update({p: None for p in find_runs(key, root)})
     for path in found:
         shutil.rmtree(path)
     return list(found)
+
+
+def _flat(doc: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in doc.items():
+        if isinstance(v, dict):
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def diff_runs(a: str, b: str, root: str | Path | None = None):
+    """The config fields that differ between two runs, then their summaries side by side
+    (pandas DataFrame: field, A, B; the summary's rows prefixed ``summary.``)."""
+    import pandas as pd
+    docs = [json.loads((find_run(k, root) / "result.json").read_text()) for k in (a, b)]
+    configs = [_flat(d["config"]) for d in docs]
+    summaries = [d["summary"] for d in docs]
+    rows = [(k, configs[0].get(k), configs[1].get(k)) for k in sorted(set(configs[0]) | set(configs[1]))
+            if configs[0].get(k) != configs[1].get(k)]
+    rows += [(f"summary.{k}", summaries[0].get(k), summaries[1].get(k))
+             for k in sorted(set(summaries[0]) | set(summaries[1]))]
+    return pd.DataFrame(rows, columns=["field", a, b])
+
+
+def export_run(key: str, out: str | Path, root: str | Path | None = None) -> list[Path]:
+    """A run's per-step metrics (``metrics.csv``: one row a step) and its ledger
+    (``ledger.csv``: one row a message) as CSV files in ``out``; returns their paths."""
+    import pandas as pd
+    from .result import Result
+    result = Result.load(find_run(key, root))
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / "metrics.csv", out / "ledger.csv"]
+    result.frame().to_csv(paths[0], index=False)
+    pd.DataFrame(result.ledger.columns).to_csv(paths[1], index=False)
+    return paths
