@@ -54,3 +54,13 @@ def test_seed_boxes_take_their_method_colour():
     assert faces[:2] == [plots.color("Plump-DP").lower(), plots.color("Quant-DP").lower()]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["Plump-DP", "Quant-DP"]
     plt.close(fig)
+
+
+def test_figures_go_to_a_named_folder_the_setup_cell_prints(tmp_path, monkeypatch, capsys):
+    from thinwire import plots
+    monkeypatch.delenv("THINWIRE_FIGURES", raising=False)
+    monkeypatch.setenv("THINWIRE_REPORTS", str(tmp_path))
+    assert plots.figure_folder("smoke") == tmp_path / "figures" / "smoke"
+    assert plots.figure_folder("default") == tmp_path / "figures"
+    assert capsys.readouterr().out.splitlines() == [f"figures: {tmp_path / 'figures' / 'smoke'}",
+                                                    f"figures: {tmp_path / 'figures'}"]

@@ -153,18 +153,17 @@ def shade_modelled(ax, checked_to: float | None, unit: float = 1e6) -> None:
 
 
 def figure_folder(profile: str) -> Path:
-    """Where a notebook run at ``profile`` saves its figures: ``$THINWIRE_FIGURES`` when
-    set; a fresh temporary folder at the smoke profile (CI and nbval runs leave nothing in
-    reports/); else ``reports/figures``, beside the executed notebooks ``make reproduce``
-    writes to ``reports/``."""
+    """Where a notebook run at ``profile`` saves its figures, printed so that its reader
+    finds them: ``$THINWIRE_FIGURES`` when set; else ``reports/figures``, beside the
+    executed notebooks ``make reproduce`` writes to ``reports/``, and its ``smoke`` folder at
+    the smoke profile (``$THINWIRE_REPORTS`` moves both: the goldens' runs point it at a
+    temporary folder)."""
     import os
-    import tempfile
     from .paths import reports_dir
-    if os.environ.get("THINWIRE_FIGURES"):
-        return Path(os.environ["THINWIRE_FIGURES"])
-    if profile == "smoke":
-        return Path(tempfile.mkdtemp(prefix="thinwire-figures-smoke-"))
-    return reports_dir() / "figures"
+    folder = (Path(os.environ["THINWIRE_FIGURES"]) if os.environ.get("THINWIRE_FIGURES")
+              else reports_dir() / "figures" / ("smoke" if profile == "smoke" else ""))
+    print(f"figures: {folder}")
+    return folder
 
 
 def save(fig, name: str, folder: Path, profile: str) -> Path:
