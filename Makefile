@@ -102,8 +102,10 @@ golden: setup
 	  env -u THINWIRE_GOLDEN THINWIRE_RESULTS=$$(mktemp -d) THINWIRE_REPORTS=$$(mktemp -d) $(VENV)/bin/papermill --cwd notebooks -k thinwire notebooks/$$nb.ipynb tests/golden/$$nb.ipynb -p profile smoke || exit 1; \
 	done
 
+# JupyterLab on the checkout, opened on notebooks/: the executed reports/ are a folder away.
 lab: setup
-	$(VENV)/bin/jupyter lab notebooks
+	$(VENV)/bin/jupyter lab --ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/notebooks \
+		$(if $(filter 0,$(shell id -u)),--allow-root)
 
 bench: setup
 	$(PY) benchmarks/run.py
