@@ -14,6 +14,7 @@ from ddp_ranks import STEPS, run_on_gloo
 from thinwire.codecs import make_codec
 from thinwire.ddp import CodecHook
 from thinwire.experiment.launch import free_port
+from thinwire.models import build_model
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = [(None, {}), ("fp32", {}), ("ef(topk(ratio=0.25))", {}), ("quantize(bits=4)", {}),
@@ -168,6 +169,13 @@ def test_the_example_trains_like_plump_dp_in_one_process(tmp_path):
     ddp_bytes = sum(int(b.replace(",", "")) for _, _, b in found)
     saved = json.loads((tmp_path / "ddp_ledger_0.json").read_text())
     assert saved["steps"] == steps and sum(r[5] for r in saved["rows"]) == int(found[0][2].replace(",", ""))
+    ((fp32, ratio, ledger),) = re.findall(r"rank 0: fp32 would send ([\d,]+) payload bytes: \S+ sends ([\d.]+)x fewer; "
+                                          r"ledger in (\S+)", run.stdout)
+    payload = sum(r[6] for r in saved["rows"])
+    params = sum(p.numel() for p in build_model("mlp", (1, 28, 28), 10, 0).parameters())
+    assert int(fp32.replace(",", "")) == 4 * params * (2 - 1) * steps  # every gradient as float32 to the other rank
+    assert float(ratio) == pytest.approx(int(fp32.replace(",", "")) / payload, abs=0.05)
+    assert ledger == str(tmp_path / "ddp_ledger_0.json")
 
     config = quickstart_configs(profile="default", workers=2, device="cpu", steps=steps)["top-k 1% + error feedback"]
     result = runner.run(config, root=tmp_path / "results", progress=False)
