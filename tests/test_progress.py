@@ -27,3 +27,13 @@ def test_the_cli_shows_no_bar_when_piped(tmp_path):
                            "--results", str(tmp_path)], capture_output=True, text=True,
                           env={**__import__("os").environ, "THINWIRE_PROGRESS": "1"})
     assert done.returncode == 0 and "it/s" not in done.stderr and "%|" not in done.stderr
+
+
+def test_the_bar_shows_the_training_loss_and_the_last_test_accuracy(tmp_path, capsys):
+    from thinwire.experiment import RunConfig, run
+    config = RunConfig(model="mlp(hidden=(16,))", steps=6, eval_every=3, train_samples=256, eval_samples=100,
+                       batch_size=16)
+    result = run(config, root=tmp_path, progress=True)
+    shown = [line for line in capsys.readouterr().err.replace("\r", "\n").splitlines() if line.strip()][-1]
+    accuracy = [a for a in result.metrics["test_accuracy"] if a is not None][-1]
+    assert "| 6/6 [" in shown and shown.endswith(f", loss {result.metrics['loss'][-1]:.4g}, accuracy {accuracy:.4f}]")

@@ -237,12 +237,16 @@ def _train(config: RunConfig, transport: Transport, backend: str, progress: bool
         due = checkpoint is not None and step + 1 < config.steps and not stop and checkpoint.due(step + 1)
         gathered = transport.all_gather_object((local, due))  # rank 0's ``due`` decides for all
         rows.append(_combine(step, [part for part, _ in gathered], batches_per_epoch))
+        if bar is not None:
+            _show(bar, rows)
         if gathered[0][1]:
             checkpoint.save({"step": step + 1, "rows": rows, "algorithm": algo.state_dict(),
                              "streams": {k: s.state_dict() for k, s in streams.items()},
                              "ledger": transport.ledger.to_arrays()})
         if stop:
             break
+    if bar is not None:
+        bar.refresh()  # the last step and its numbers, however short the run
 
     steps = len(rows)  # config.steps, or fewer when the algorithm ended the run
     ledger = transport.merged_ledger()
@@ -276,6 +280,14 @@ def _progress_bar(config: RunConfig, start: int):
         _BAR.set_description(label)
     _BAR.update(start)
     return _BAR
+
+
+def _show(bar, rows: list[dict]) -> None:
+    """The bar's note: the last step's training loss and the last test accuracy."""
+    tested = next((r["test_accuracy"] for r in reversed(rows) if r.get("test_accuracy") is not None), None)
+    loss = rows[-1].get("loss")
+    bar.set_postfix_str(", ".join([*([f"loss {loss:.4g}"] if loss is not None else []),
+                                   *([f"accuracy {tested:.4f}"] if tested is not None else [])]), refresh=False)
 
 
 def _combine(step: int, parts: list[StepReport], batches_per_epoch: int) -> dict:
