@@ -62,3 +62,11 @@ def test_a_wrong_runs_command_is_one_line(tmp_path, capsys, argv, said):
     assert main([*argv, "--results", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert said in err and err.count("\n") == 1
+
+
+def test_a_key_with_two_backends_is_told_apart_by_its_folders_name(tmp_path, capsys):
+    for backend in ("inprocess", "gloo"):
+        (tmp_path / f"abcdef12-{backend}").mkdir()
+    assert main(["runs", "--results", str(tmp_path), "diff", "abcd", "abcdef12-gloo"]) == 2
+    assert "names 2 runs (abcdef12-gloo, abcdef12-inprocess): give more of the key, or the folder's name" in \
+        capsys.readouterr().err

@@ -309,13 +309,12 @@ def cmd_presets(args) -> int:
 def _compact(table):
     """The runs table as a person reads it: method, key, steps, accuracy, loss, payload per
     step, wall time, date."""
-    def number(x, form):
-        return "" if x is None or x != x else format(x, form)
+    def shown(column, form):  # "" where a run has no such number (None, NaN)
+        return table[column].map(lambda x: "" if x is None or x != x else form(x))
     return table.assign(
-        key=table["key"].str[:8], accuracy=table["final_accuracy"].map(lambda x: number(x, ".4f")),
-        loss=table["final_loss"].map(lambda x: number(x, ".4g")),
-        **{"payload/step": table["payload_per_step"].map(lambda x: "" if x is None or x != x else _size(x)),
-           "wall s": table["wall_seconds"].map(lambda x: number(x, ".1f")),
+        key=table["key"].str[:8], accuracy=shown("final_accuracy", "{:.4f}".format),
+        loss=shown("final_loss", "{:.4g}".format),
+        **{"payload/step": shown("payload_per_step", _size), "wall s": shown("wall_seconds", "{:.1f}".format),
            "date": table["date"].map(lambda d: (d or "")[:16].replace("T", " "))},
     )[["summary", "key", "steps", "accuracy", "loss", "payload/step", "wall s", "date"]]
 

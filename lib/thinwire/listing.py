@@ -10,6 +10,8 @@ import inspect
 import re
 import sys
 
+from .spec_syntax import parameter_text
+
 
 # a sentence ends at a full stop before a capital, not after an abbreviation (Sec. 3, et al. 2017)
 _SENTENCE_END = re.compile(r"(?<!\bSec)(?<!\bEq)(?<!\bal)(?<!\bAlg)(?<!\bFig)(?<!\be\.g)(?<!\bi\.e)\.\s+(?=[A-Z])")
@@ -29,17 +31,7 @@ def one_line(obj, width: int = 100) -> str:
 
 
 def _signature(function, skip=("self", "seed")) -> str:
-    parts = []
-    for p in inspect.signature(function).parameters.values():
-        if p.name in skip:
-            continue
-        if p.kind is p.VAR_POSITIONAL:
-            parts.append(f"*{p.name}")
-        elif p.kind is p.VAR_KEYWORD:
-            parts.append(f"**{p.name}")
-        else:
-            parts.append(p.name if p.default is p.empty else f"{p.name}={p.default!r}")
-    return ", ".join(parts)
+    return ", ".join(parameter_text(p) for p in inspect.signature(function).parameters.values() if p.name not in skip)
 
 
 def _fields(cls, skip=()) -> str:

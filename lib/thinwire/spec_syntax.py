@@ -44,6 +44,15 @@ def call_parts(node: ast.AST, spec: str, what: str, known) -> tuple[str, list[as
     return name, list(args), values
 
 
+def parameter_text(p: inspect.Parameter) -> str:
+    """One parameter as a spec's reader writes it: ``name``, ``name=default``, ``*name``."""
+    if p.kind is p.VAR_POSITIONAL:
+        return f"*{p.name}"
+    if p.kind is p.VAR_KEYWORD:
+        return f"**{p.name}"
+    return p.name if p.default is p.empty else f"{p.name}={p.default!r}"
+
+
 def check_keywords(spec, what: str, name: str, function, values: dict, skip: tuple = ()) -> None:
     """``ValueError`` when ``values`` holds a keyword that ``function`` (a class: its
     ``__init__``) does not take, naming the closest ones and every keyword it takes with its
@@ -54,7 +63,7 @@ def check_keywords(spec, what: str, name: str, function, values: dict, skip: tup
     allowed = [p for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
     unknown = sorted(set(values) - {p.name for p in allowed})
     if unknown:
-        takes = ", ".join(p.name if p.default is p.empty else f"{p.name}={p.default!r}" for p in allowed)
+        takes = ", ".join(parameter_text(p) for p in allowed)
         raise ValueError(f"{what} spec {spec!r}: {name} takes no keyword {', '.join(map(repr, unknown))}"
                          f"{did_you_mean(unknown, [p.name for p in allowed])}; its keywords: "
                          + (takes or "none"))

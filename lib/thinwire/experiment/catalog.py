@@ -54,10 +54,12 @@ def runs_table(root: str | Path | None = None):
 
 
 def find_runs(key: str, root: str | Path | None = None) -> list[Path]:
-    """The folders of the runs whose key starts with ``key`` (at least 4 hex digits); a key
+    """The folders of the runs whose key starts with ``key`` (at least 4 hex digits, or a
+    folder's whole name: ``<key>-<backend>``, which tells one key's backends apart); a key
     that matches nothing is an error."""
     folder = Path(root or results_dir())
-    if not isinstance(key, str) or len(key) < 4 or any(c not in "0123456789abcdef" for c in key):
+    digits = key.split("-", 1)[0] if isinstance(key, str) else ""
+    if len(digits) < 4 or any(c not in "0123456789abcdef" for c in digits):
         raise ValueError(f"key={key!r} is not allowed: give at least 4 hex digits of a run's key "
                          "(thinwire runs lists them)")
     matches = sorted(p for p in folder.glob(f"{key}*") if p.is_dir()) if folder.is_dir() else []
