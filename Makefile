@@ -117,7 +117,7 @@ netcheck: setup
 	$(PY) -m thinwire netcheck --rates $(NETCHECK_RATES) --delays $(NETCHECK_DELAYS)
 
 data-cifar10: setup
-	$(PY) -m thinwire.datasets.download_cifar10 data/cifar10
+	$(PY) -m thinwire data fetch cifar10
 
 clean:
 	rm -rf $(VENV) results reports/figures

@@ -32,9 +32,9 @@ def test_damaged_file_fails_md5(tmp_path):
 
 
 def test_missing_datasets_say_how_to_get_them(tmp_path):
-    with pytest.raises(DatasetMissingError, match="make data-cifar10"):
+    with pytest.raises(DatasetMissingError, match="thinwire data fetch cifar10"):
         load_cifar10(tmp_path)
-    with pytest.raises(DatasetMissingError, match="git checkout"):
+    with pytest.raises(DatasetMissingError, match="thinwire data fetch mnist.*git checkout"):
         load_idx_dataset("mnist", tmp_path)
 
 

@@ -9,6 +9,7 @@ exists: ``codecs|policies|algorithms|models|recipes`` (``listing.py``).
     python -m thinwire runs [--wide] [--csv runs.csv] [--remove KEY ...]
     python -m thinwire runs diff KEY_A KEY_B   # configs' differences, summaries side by side
     python -m thinwire export KEY --csv DIR    # per-step metrics and the ledger as CSV
+    python -m thinwire data fetch mnist [--to DIR]   # a dataset from its published source
     python -m thinwire scraps notebooks/quickstart.ipynb
     python -m thinwire readme          # README tables from reports/ (after make reproduce)
     python -m thinwire tidy reports/*.ipynb   # executed notebooks small enough to commit
@@ -351,6 +352,18 @@ def cmd_export(args) -> int:
     return 0
 
 
+def cmd_data(args) -> int:
+    from .datasets.fetch import fetch
+    from .paths import data_dir
+    try:
+        fetch(args.name, Path(args.to) if args.to else data_dir(), mirror=args.source)
+    except ConnectionError as exc:
+        raise UserError(str(exc))
+    if args.to and Path(args.to).resolve() != data_dir().resolve():
+        print(f"thinwire: runs read it with THINWIRE_DATA={args.to}", file=sys.stderr)
+    return 0
+
+
 def _add_config_options(p) -> None:
     p.add_argument("--config", help="JSON file of RunConfig fields (thinwire config --dump writes one)")
     p.add_argument("--set", action="append", metavar="KEY=VALUE",
@@ -448,6 +461,14 @@ def _main(argv=None) -> int:
     p.add_argument("--csv", required=True, metavar="DIR", help="folder to write metrics.csv and ledger.csv into")
     p.add_argument("--results", default=None, help="results folder (default results/)")
     p.set_defaults(func=cmd_export)
+    p = sub.add_parser("data", help="download a dataset from its published source, MD5-checked, resuming")
+    p.add_argument("action", choices=["fetch"])
+    p.add_argument("name", help="mnist, fashion_mnist or cifar10")
+    p.add_argument("--to", default=None, metavar="DIR", help="data folder (default: where runs read it, data/ "
+                   "or $THINWIRE_DATA)")
+    p.add_argument("--from", dest="source", default=None, metavar="URL",
+                   help="take the files from this base URL (a mirror) instead of the published sources")
+    p.set_defaults(func=cmd_data)
     p = sub.add_parser("scraps", help="print the numbers an executed notebook recorded, as JSON")
     p.add_argument("notebook")
     p.set_defaults(func=cmd_scraps)

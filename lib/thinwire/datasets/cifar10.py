@@ -1,8 +1,8 @@
 """CIFAR-10 from the standard ``cifar-10-batches-py`` pickles (Krizhevsky, 2009).
 
 Read from ``data/cifar10/`` (or ``data/cifar10/cifar-10-batches-py/``) when present;
-every batch file is MD5-checked. ``make data-cifar10`` fetches it on a machine with
-internet.
+every batch file is MD5-checked. ``thinwire data fetch cifar10`` (``fetch.py``) downloads
+and unpacks it on a machine with internet.
 """
 
 from __future__ import annotations
@@ -24,10 +24,11 @@ BATCHES = {
     "data_batch_5": "482c414d41f54cd18b22e5b47cb7c3cb",
     "test_batch": "40351d587109b95175f43aff81a1287e",
 }
+ARCHIVE_MD5 = "c58f30108f718f92721af3b95e74349a"  # cifar-10-python.tar.gz, as published
 MEAN = (0.4914, 0.4822, 0.4465)
 STD = (0.2470, 0.2435, 0.2616)
-HOW_TO_GET = ("CIFAR-10 is not shipped. Run `make data-cifar10` on a machine with internet, "
-              "or copy the cifar-10-batches-py folder into data/cifar10/.")
+HOW_TO_GET = ("CIFAR-10 is not shipped: run `thinwire data fetch cifar10` (--to DIR, then THINWIRE_DATA=DIR, "
+              "for another folder), or copy the cifar-10-batches-py folder into data/cifar10/.")
 
 
 def _batch(raw: bytes) -> tuple[torch.Tensor, torch.Tensor]:
@@ -37,10 +38,13 @@ def _batch(raw: bytes) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.from_numpy(images.copy()), torch.from_numpy(labels)
 
 
+def batches_folder(folder: Path) -> Path:
+    """``folder``'s ``cifar-10-batches-py/`` (as the archive unpacks) if there is one, else ``folder``."""
+    return folder / "cifar-10-batches-py" if (folder / "cifar-10-batches-py").is_dir() else folder
+
+
 def load_cifar10(root: Path, md5s: dict[str, str | None] = BATCHES) -> Dataset:
-    folder = root / "cifar10"
-    if (folder / "cifar-10-batches-py").is_dir():
-        folder = folder / "cifar-10-batches-py"
+    folder = batches_folder(root / "cifar10")
     if not folder.is_dir():
         raise DatasetMissingError(f"{folder} not found. {HOW_TO_GET}")
     parts = {name: _batch(read_checked(folder / name, md5, HOW_TO_GET)) for name, md5 in md5s.items()}

@@ -40,8 +40,9 @@ def parse_idx(raw: bytes) -> torch.Tensor:
 
 def load_idx_dataset(name: str, root: Path) -> Dataset:
     folder = root / name
-    how = (f"The repository ships it under data/{name}/: in a checkout, restore it from git (git checkout -- "
-           f"data/{name}); with an installed copy, point THINWIRE_DATA at a folder holding {name}/.")
+    command = name.replace("-", "_")
+    how = (f"Run `thinwire data fetch {command}` (--to DIR, then THINWIRE_DATA=DIR, for another folder); in a "
+           f"checkout, restore it from git instead (git checkout -- data/{name}).")
     t = {f: parse_idx(read_checked(folder / f, md5, how)) for f, md5 in FILES[name].items()}
     mean, std = STATS[name]
     return Dataset(
