@@ -27,8 +27,9 @@ def test_runs_shows_a_compact_table_and_every_column_when_wide(two_runs, capsys)
     root, keys = two_runs
     assert main(["runs", "--results", str(root)]) == 0
     header, *rows = capsys.readouterr().out.splitlines()
-    assert header.split() == ["summary", "key", "steps", "accuracy", "loss", "payload/step", "wall", "s", "date"]
+    assert header.split() == ["method", "key", "steps", "accuracy", "loss", "payload/step", "wall", "s", "date"]
     assert len(rows) == 2 and {k[:8] for k in keys} <= {word for row in rows for word in row.split()}
+    assert sorted(row.split()[:3] for row in rows) == [["plump_dp", "push", "fp32"], ["plump_dp", "push", "topk(ratio=0.1)"]]
     assert main(["runs", "--results", str(root), "--wide"]) == 0
     assert {"host_cpu", "git_commit", "compute_seconds_per_step"} <= set(capsys.readouterr().out.split())
 

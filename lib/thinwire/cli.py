@@ -161,7 +161,7 @@ def cmd_run(args) -> int:
     try:
         result = run(config, transport, backend=args.backend, root=args.results, reuse=not args.no_reuse,
                      progress=args.progress and rank == 0 and sys.stderr.isatty(),
-                     checkpoint_every=args.checkpoint_every, retime=args.retime)
+                     checkpoint_every=args.checkpoint_every, retime=args.retime, track=args.mlflow)
         if transport is not None:
             transport.barrier()  # no rank tears its connections down while a peer still uses them
     except Exception as exc:
@@ -317,7 +317,7 @@ def _compact(table):
         loss=shown("final_loss", "{:.4g}".format),
         **{"payload/step": shown("payload_per_step", _size), "wall s": shown("wall_seconds", "{:.1f}".format),
            "date": table["date"].map(lambda d: (d or "")[:16].replace("T", " "))},
-    )[["summary", "key", "steps", "accuracy", "loss", "payload/step", "wall s", "date"]]
+    )[["method", "key", "steps", "accuracy", "loss", "payload/step", "wall s", "date"]]
 
 
 def cmd_runs(args) -> int:
@@ -440,6 +440,9 @@ def _main(argv=None) -> int:
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
                    help="torch.distributed: the longest a collective waits for a peer before every rank "
                         f"stops with an error naming the stalled rank (default {DEFAULT_TIMEOUT_S:g})")
+    p.add_argument("--mlflow", nargs="?", const="1", default=None, metavar="URI",
+                   help="log the run to MLflow: the local mlruns/ store, or the tracking URI given "
+                        "(default: $THINWIRE_MLFLOW; needs pip install thinwire[mlflow])")
     p.add_argument("--checkpoint-every", type=int, default=0, metavar="STEPS",
                    help="save a checkpoint every STEPS steps (default: every 60 s); a rerun resumes from it")
     p.set_defaults(func=cmd_run)

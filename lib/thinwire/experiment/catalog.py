@@ -21,6 +21,13 @@ def _summary(config: dict) -> str:
             f"seed={config.get('seed')}" + (f" {codecs}" if codecs else ""))
 
 
+def method_label(config: dict) -> str:
+    """What a run's method is, in a few words: the algorithm and its codecs."""
+    algorithm = config.get("algorithm", "?")
+    codecs = [f"{k.removesuffix('_codec')} {v}" for k, v in config.get(algorithm, {}).items() if k.endswith("_codec")]
+    return " ".join([algorithm, *codecs])
+
+
 def runs_table(root: str | Path | None = None):
     """One row per finished run: key, backend, config summary, steps, final accuracy,
     bytes, median times and the provenance of the times (pandas DataFrame)."""
@@ -37,7 +44,7 @@ def runs_table(root: str | Path | None = None):
         provenance = doc.get("provenance") or {}
         rows.append({
             "key": path.parent.name.split("-")[0], "folder": path.parent.name, "backend": doc.get("backend"),
-            "algorithm": config.get("algorithm"), "summary": _summary(config), "steps": config.get("steps"),
+            "algorithm": config.get("algorithm"), "method": method_label(config), "summary": _summary(config), "steps": config.get("steps"),
             "final_accuracy": summary.get("final_accuracy"), "final_loss": summary.get("final_loss"),
             "payload_bytes": summary.get("payload_bytes"), "payload_per_step": summary.get("payload_per_step"),
             "wall_seconds": summary.get("wall_seconds"),
@@ -47,7 +54,7 @@ def runs_table(root: str | Path | None = None):
             "git_commit": provenance.get("git_commit"), "torch": provenance.get("torch"),
             "load_average": (provenance.get("load_average") or [None])[0],
         })
-    columns = ["key", "folder", "backend", "algorithm", "summary", "steps", "final_accuracy", "final_loss",
+    columns = ["key", "folder", "backend", "algorithm", "method", "summary", "steps", "final_accuracy", "final_loss",
                "payload_bytes", "payload_per_step", "wall_seconds", "compute_seconds_per_step",
                "codec_seconds_per_step", "date", "host_cpu", "git_commit", "torch", "load_average"]
     return pd.DataFrame(rows, columns=columns)

@@ -40,6 +40,7 @@ from .config import RunConfig
 from .device import resolve_device, synchronize
 from .memory import check_fits, check_writable
 from .result import DamagedResult, Result, remove_stale_temporaries
+from .tracking import log_run, tracking_uri
 from .timing import is_measured, median_when_busy, provenance, step_medians, untimed, warmup_steps
 from .warning import warn
 
@@ -76,21 +77,24 @@ def priced(result: Result, config: RunConfig) -> Result:
 
 def run(config: RunConfig, transport: Transport | None = None, backend: str = "inprocess",
         root=None, reuse: bool = True, progress: bool | None = None, checkpoint_every: int = 0,
-        retime: bool = False) -> Result:
+        retime: bool = False, track: str | None = None) -> Result:
     """Run ``config`` (or load its finished result) and return the Result.
 
     ``retime``: a cached result gets its times taken again (the run is repeated, its ledger
     and losses checked against the cached ones, and only the times and provenance replaced).
+    ``track``: log the result to MLflow ("1": the local mlruns/ store, or a tracking URI; by
+    default ``$THINWIRE_MLFLOW``; ``tracking.py``).
     With a distributed ``transport`` every rank must call this; rank 0 writes the result.
     """
     device = resolve_device(config.device)  # a bad device fails here, before any data loads
     team.setting()  # so does a bad THINWIRE_KERNEL_THREADS
+    uri = tracking_uri(track)  # and tracking asked for without MLflow installed
     folder = result_folder(config, backend, root)
     if reuse and (hit := cached(config, backend, root)) is not None:
         if retime:
-            return _retimed(hit, transport, backend, progress, device, root)
+            return _tracked(_retimed(hit, transport, backend, progress, device, root), uri)
         hit.folder, hit.reused = folder, True
-        return hit
+        return _tracked(hit, uri)
     transport = transport or InProcessTransport()
     fresh = not folder.exists()
     check_writable(folder)  # found now, not when a long run tries to save its result
@@ -115,6 +119,17 @@ def run(config: RunConfig, transport: Transport | None = None, backend: str = "i
         result.folder = folder
     transport.barrier()  # the result is saved before any rank drops the checkpoint it came from
     checkpoint.remove()
+    return _tracked(result, uri)
+
+
+def _tracked(result: Result, uri: str | None) -> Result:
+    """``result``, logged to MLflow at ``uri`` (by the rank that saved it) when one is given."""
+    if uri is not None and result.folder is not None:
+        try:
+            log_run(result, uri)
+        except Exception as exc:  # the result is saved: a tracking server's failure loses nothing
+            warn(f"could not log the run to MLflow at {uri} ({type(exc).__name__}: {exc}); the result is in "
+                 f"{result.folder}")
     return result
 
 
