@@ -11,6 +11,17 @@ import matplotlib.pyplot as plt  # noqa: E402
 from thinwire import plots  # noqa: E402
 from thinwire.experiment import RunConfig, run  # noqa: E402
 
+import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _own_style():
+    """The style a test sets (``use_style``, ``figure_folder``) ends with it: other tests in
+    the same process draw with matplotlib's defaults."""
+    with plt.rc_context():
+        yield
+
+
 TINY = dict(model="mlp(hidden=(16,))", steps=6, train_samples=512, eval_every=2, eval_samples=200, batch_size=16)
 
 
@@ -64,3 +75,45 @@ def test_figures_go_to_a_named_folder_the_setup_cell_prints(tmp_path, monkeypatc
     assert plots.figure_folder("default") == tmp_path / "figures"
     assert capsys.readouterr().out.splitlines() == [f"figures: {tmp_path / 'figures' / 'smoke'}",
                                                     f"figures: {tmp_path / 'figures'}"]
+
+
+def test_no_colour_twice_in_a_panel_and_small_multiples_beyond_the_palette():
+    labels = ["Plump-DP", "Quant-DP", *[f"method {i}" for i in range(11)]]  # 13: hashes collide among them
+    chosen = plots.colors(labels)
+    assert len(set(chosen.values())) == len(labels) == len(plots.PALETTE)
+    assert chosen["Plump-DP"] == plots.color("Plump-DP") and chosen["Quant-DP"] == plots.color("Quant-DP")
+    with pytest.raises(ValueError, match="14 labels in one panel.*small multiples"):
+        plots.colors([*labels, "one more"])
+    panels = plots.groups([f"m{i}" for i in range(19)])
+    assert [len(p) for p in panels] == [10, 9] and sum(panels, []) == [f"m{i}" for i in range(19)]
+    assert plots.groups(labels) == [labels]
+    from thinwire.papers.compare.profiles import DEFAULT_METHODS
+    assert len(set(plots.colors(DEFAULT_METHODS).values())) == len(DEFAULT_METHODS)
+    assert plots.colors(DEFAULT_METHODS) == {m: plots.color(m) for m in DEFAULT_METHODS}  # each its own colour
+
+
+def test_coinciding_curves_stay_visible_and_a_long_loss_is_smoothed(tmp_path):
+    """Two identical runs under two labels: different dashes and markers; 40 steps of loss:
+    a faint raw line under each smoothed one; one legend for the figure; a two-line title
+    naming the setup, larger than the tick labels."""
+    from matplotlib.colors import to_hex
+    config = RunConfig(**{**TINY, "steps": 40, "eval_every": 20})
+    same = run(config, root=tmp_path)
+    plots.use_style()
+    fig, (a, b) = plt.subplots(1, 2)
+    plots.curves({"Plump-DP": same, "Quant-DP": same}, "loss", ax=a)
+    plots.curves({"Plump-DP": same, "Quant-DP": same}, "test_accuracy", ax=b)
+    raw, smooth = [line for line in a.lines if line.get_alpha() == 0.2], [line for line in a.lines if line.get_label()[0] != "_"]
+    assert len(raw) == 2 and len(smooth) == 2
+    assert smooth[0].get_linestyle() != smooth[1].get_linestyle() and smooth[0].get_marker() != smooth[1].get_marker()
+    assert to_hex(raw[1].get_color()) == to_hex(smooth[1].get_color()) == plots.color("Quant-DP").lower()
+    assert abs(smooth[0].get_ydata().std()) < raw[0].get_ydata().std()
+    assert len(b.lines) == 2  # accuracy at 2 points: not smoothed
+    plots.legend(fig)
+    assert len(fig.legends) == 1 and a.get_legend() is None and b.get_legend() is None
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["Plump-DP", "Quant-DP"]
+    plots.save(fig, "quickstart_steps", tmp_path, "smoke", plots.setup_line(config, "seed 0"))
+    assert fig._suptitle.get_text() == ("Quickstart, steps\nMNIST, mlp(hidden=(16,)), 4 workers x batch 16, "
+                                        "40 steps, seed 0")
+    assert fig._suptitle.get_fontsize() > a.get_xticklabels()[0].get_fontsize()
+    plt.close(fig)

@@ -1,10 +1,15 @@
-"""Shared figure helpers for the notebooks: one colour per method in every figure, seeds
-as seaborn bands, readable log axes, titles that name the paper's figure, PNG and PDF.
+"""Shared figure style for the notebooks: one colour per method in every figure, none twice in
+a panel; coinciding curves told apart by dash and marker; noisy per-step losses smoothed over a
+faint raw line; one legend per figure; titles that name the paper's figure and the setup;
+seeds as seaborn bands; readable log axes; PNG and PDF.
 
 ``color(label)`` fixes a method's colour across every figure of every notebook: the
-methods the papers compare have their own (``METHOD_COLORS``); any other label gets one
-from its text (a stable hash into the palette), never from its position in a legend, so a
-figure that leaves a method out does not recolour the rest.
+methods the papers and the comparison show have their own (``METHOD_COLORS``); any other
+label gets one from its text (a stable hash into the palette), never from its position in a
+legend, so a figure that leaves a method out does not recolour the rest. ``colors(labels)``
+is what a panel uses: each label its own colour unless one already took it, then a free
+one; more labels than the palette holds calls for small multiples. Categories that are not
+methods (push and pull, reference lines, fronts) are drawn in greys (``NEUTRAL``).
 """
 
 from __future__ import annotations
@@ -17,8 +22,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib import ticker
 
-PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000",
-           "#8c564b", "#7f7f7f", "#bcbd22", "#17becf", "#9467bd", "#e377c2", "#1f77b4", "#ff7f0e")
+# Okabe-Ito's colour-blind-safe colours (yellow left out: it vanishes on white), then five more
+PALETTE = ("#000000", "#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#332288",
+           "#8c564b", "#9467bd", "#17becf", "#bcbd22", "#7f0000")
+NEUTRAL = ("0.3", "0.65", "0.85")  # dark, mid and light grey: categories that are not methods
+LINESTYLES = ("-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 2)), (0, (8, 2)))
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*", "h", "p", "d")
 METHOD_COLORS = {
     # dense baselines
     "Plump-DP": "#000000", "Plump-DP (fp32)": "#000000", "baseline": "#000000",
@@ -31,9 +40,31 @@ METHOD_COLORS = {
     "drop 90.0%": "#56B4E9", "drop 99.0%": "#D55E00", "drop 99.9%": "#009E73",
     # Oland & Raj's adaptive rule
     "c=5, M=4": "#D55E00", "c=6, M=4": "#009E73",
+    # the comparison (papers/compare/methods.py): twelve methods, twelve colours
+    "all-reduce fp16": "#332288", "PowerSGD rank 2": "#17becf", "top-k 1% + EF, all-gather": "#bcbd22",
+    "top-k 1% + EF, PS": "#E69F00", "QSGD 8-bit, PS (Quant-DP)": "#0072B2", "gradient dropping 99%": "#D55E00",
+    "Oland & Raj (c=5, M=4)": "#7f0000", "EventGraD": "#CC79A7", "EventGraD + top-10%": "#9467bd",
+    "MQGrad": "#8c564b",
 }
 PAPERS = {"quickstart": "Quickstart", "gradient_dropping": "Aji & Heafield 2017", "oland_raj": "Oland & Raj 2015",
-          "slim_dp": "Slim-DP (Sun et al. 2018)"}
+          "slim_dp": "Slim-DP (Sun et al. 2018)", "compare": "Comparison"}
+STYLE = {"figure.titlesize": 12, "axes.titlesize": 11, "axes.labelsize": 10, "xtick.labelsize": 9,
+         "ytick.labelsize": 9, "legend.fontsize": 9, "axes.spines.top": False, "axes.spines.right": False,
+         "axes.grid": True, "axes.axisbelow": True, "grid.alpha": 0.3, "legend.frameon": False}
+DATASETS = {"mnist": "MNIST", "fashion_mnist": "Fashion-MNIST", "cifar10": "CIFAR-10"}
+
+
+def use_style() -> None:
+    """The workbench's figure style (``STYLE``): titles above labels above tick labels."""
+    plt.rcParams.update(STYLE)
+
+
+def setup_line(config, extra: str = "") -> str:
+    """A figure's second title line, the setup its runs share: data set, model, workers x
+    batch, steps (and ``extra``, such as seeds)."""
+    parts = [DATASETS.get(config.dataset, config.dataset), config.model,
+             f"{config.workers} workers x batch {config.batch_size}", f"{config.steps} steps"]
+    return ", ".join(parts + ([extra] if extra else []))
 
 
 def color(label: str) -> str:
@@ -46,13 +77,69 @@ def color(label: str) -> str:
     return PALETTE[zlib.crc32(label.encode()) % len(PALETTE)]
 
 
-def log_axis(ax, which: str = "y") -> None:
-    """A log scale whose ticks read as plain numbers (0.5, 2, 300), not 2x10^0."""
-    getattr(ax, f"set_{which}scale")("log")
-    axis = ax.yaxis if which == "y" else ax.xaxis
-    plain = ticker.FuncFormatter(lambda v, _: f"{v:g}")
-    axis.set_major_formatter(plain)
+def _fixed(label: str) -> bool:
+    return label in METHOD_COLORS or any(label.startswith(m + ",") or label.startswith(m + " ") for m in METHOD_COLORS)
+
+
+def colors(labels) -> dict:
+    """A colour for each of ``labels`` (one panel's), none twice: labels with a colour of
+    their own (``METHOD_COLORS``) first, then the rest, each keeping ``color(label)`` unless
+    it is taken, else the first free palette colour. More labels than the palette holds:
+    ValueError (draw small multiples)."""
+    labels = list(dict.fromkeys(labels))
+    if len(labels) > len(PALETTE):
+        raise ValueError(f"{len(labels)} labels in one panel, more than the palette's {len(PALETTE)} colours: "
+                         "split them into small multiples")
+    chosen, taken = {}, set()
+    for label in [lab for lab in labels if _fixed(lab)] + [lab for lab in labels if not _fixed(lab)]:
+        c = color(label)
+        if c.lower() in taken:
+            c = next(p for p in PALETTE if p.lower() not in taken)
+        chosen[label] = c
+        taken.add(c.lower())
+    return {label: chosen[label] for label in labels}
+
+
+def groups(labels, size: int = len(PALETTE)) -> list[list]:
+    """``labels`` in order, split into as few panels as keep each within ``size`` (small
+    multiples, nearly equal): one panel when they fit the palette."""
+    labels = list(labels)
+    count = max(1, -(-len(labels) // size))
+    cuts = np.linspace(0, len(labels), count + 1).round().astype(int)
+    return [labels[a:b] for a, b in zip(cuts[:-1], cuts[1:])]
+
+
+def smoothed(values: np.ndarray, window: int) -> np.ndarray:
+    """The centred moving average of ``values`` over ``window`` points (fewer at the ends)."""
+    import pandas as pd
+    return pd.Series(values).rolling(window, center=True, min_periods=1).mean().to_numpy()
+
+
+def legend(fig, **kwargs):
+    """One legend for the figure, right of its panels: every label of every panel once (the
+    panels' own legends removed)."""
+    handles = {}
+    for ax in fig.axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, handle)
+        if ax.get_legend() is not None:
+            ax.get_legend().remove()
+    right = max(ax.get_position().x1 for ax in fig.axes)
+    return fig.legend(list(handles.values()), list(handles), loc="center left", bbox_to_anchor=(right + 0.01, 0.5),
+                      **kwargs)
+
+
+def plain_ticks(axis) -> None:
+    """Log-axis ticks that read as plain numbers (0.5, 2, 300), not 2x10^0: ``axis`` is an
+    ``ax.yaxis``, ``ax.xaxis`` or a colour bar's ``bar.ax.yaxis``."""
+    axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
     axis.set_minor_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}" if f"{v:.1g}"[0] in "25" else ""))
+
+
+def log_axis(ax, which: str = "y") -> None:
+    """A log scale whose ticks read as plain numbers (``plain_ticks``)."""
+    getattr(ax, f"set_{which}scale")("log")
+    plain_ticks(ax.yaxis if which == "y" else ax.xaxis)
 
 
 def _title(name: str) -> str:
@@ -80,17 +167,25 @@ def _series(result, y: str):
     return keep, values
 
 
-def curves(results: dict, y: str, x: str = "step", ax=None, ylabel: str | None = None):
-    """One line per labelled result: metric ``y`` against ``step`` or modelled ``time``."""
+def curves(results: dict, y: str, x: str = "step", ax=None, ylabel: str | None = None,
+           smooth: bool | None = None):
+    """One line per labelled result: metric ``y`` against ``step`` or modelled ``time``. Each
+    label has its colour (``colors``), its dash pattern and its marker, so a curve drawn over
+    an identical one leaves it visible. ``smooth`` (by default: the training loss with 30
+    points or more) draws the raw series faint and its moving average over it."""
     ax = ax or plt.gca()
-    for label, result in results.items():
+    palette = colors(results)
+    for i, (label, result) in enumerate(results.items()):
         keep, values = _series(result, y)
-        xs = np.asarray(result.metrics["step"]) + 1 if x == "step" else modelled_time(result)
-        ax.plot(xs[keep], values[keep], label=label, marker="o" if keep.sum() < 30 else None, ms=3,
-                color=color(label))
+        xs = (np.asarray(result.metrics["step"]) + 1 if x == "step" else modelled_time(result))[keep]
+        values = values[keep]
+        if smooth if smooth is not None else (y == "loss" and len(values) >= 30):
+            ax.plot(xs, values, color=palette[label], alpha=0.2, lw=0.7)
+            values = smoothed(values, max(5, len(values) // 30))
+        ax.plot(xs, values, label=label, color=palette[label], ls=LINESTYLES[i % len(LINESTYLES)],
+                marker=MARKERS[i % len(MARKERS)], ms=4, markevery=max(1, len(values) // 12))
     ax.set_xlabel("step" if x == "step" else "modelled time (s)")
     ax.set_ylabel(ylabel or y)
-    ax.grid(alpha=0.3)
     return ax
 
 
@@ -111,7 +206,7 @@ def band(runs: dict, y: str, x: str = "step", ax=None, ylabel: str | None = None
     frame = pd.DataFrame(rows, columns=["method", "seed", "x", "y"])
     few = frame.groupby("method")["x"].nunique().max() < 30
     sns.lineplot(frame, x="x", y="y", hue="method", estimator="mean", errorbar=("pi", 100), ax=ax,
-                 palette={label: color(label) for label in runs}, marker="o" if few else None, markersize=4,
+                 palette=colors(runs), marker="o" if few else None, markersize=4,
                  markeredgewidth=0, legend="auto")
     ax.set_xlabel("step" if x == "step" else "modelled time (s)")
     ax.set_ylabel(ylabel or y)
@@ -128,7 +223,7 @@ def boxes(groups: dict, ax=None, ylabel: str | None = None, xlabel: str | None =
     ax = ax or plt.gca()
     frame = pd.DataFrame([(str(label), float(v)) for label, values in groups.items() for v in values],
                          columns=["method", "value"])
-    palette = {str(label): color(str(label)) for label in groups}
+    palette = colors(str(label) for label in groups)
     sns.boxplot(frame, x="method", y="value", hue="method", palette=palette, saturation=1, showmeans=True,
                 legend=False, ax=ax,
                 boxprops={"alpha": 0.6}, meanprops={"marker": "^", "markerfacecolor": "white",
@@ -147,7 +242,7 @@ def shade_modelled(ax, checked_to: float | None, unit: float = 1e6) -> None:
     lo, hi = ax.get_xlim()
     start = lo if not checked_to else checked_to / unit
     if start < hi:
-        ax.axvspan(start, hi, color="0.85", alpha=0.5, zorder=0, lw=0,
+        ax.axvspan(start, hi, color=NEUTRAL[2], alpha=0.5, zorder=0, lw=0,
                    label="modelled only" if checked_to else "modelled only (nothing checked)")
         ax.set_xlim(lo, hi)
 
@@ -157,21 +252,24 @@ def figure_folder(profile: str) -> Path:
     finds them: ``$THINWIRE_FIGURES`` when set; else ``reports/figures``, beside the
     executed notebooks ``make reproduce`` writes to ``reports/``, and its ``smoke`` folder at
     the smoke profile (``$THINWIRE_REPORTS`` moves both: the goldens' runs point it at a
-    temporary folder)."""
+    temporary folder). It also sets the figure style (``use_style``)."""
     import os
     from .paths import reports_dir
     folder = (Path(os.environ["THINWIRE_FIGURES"]) if os.environ.get("THINWIRE_FIGURES")
               else reports_dir() / "figures" / ("smoke" if profile == "smoke" else ""))
     print(f"figures: {folder}")
+    use_style()
     return folder
 
 
-def save(fig, name: str, folder: Path, profile: str) -> Path:
+def save(fig, name: str, folder: Path, profile: str, setup: str | None = None) -> Path:
     """``<folder>/<name>_<profile>.png`` and ``.pdf``; returns the PNG's path. A figure
-    without a title gets one that names the paper and its figure (from ``name``)."""
+    without a title gets one that names the paper and its figure (from ``name``); ``setup``
+    (``setup_line``) goes below the title."""
     folder.mkdir(parents=True, exist_ok=True)
-    if fig._suptitle is None:
-        fig.suptitle(_title(name), fontsize=10, y=1.03)  # above the panels' own titles
+    title = _title(name) if fig._suptitle is None else fig._suptitle.get_text()
+    if fig._suptitle is None or setup:
+        fig.suptitle(title + (f"\n{setup}" if setup else ""), y=1.02 + 0.04 * bool(setup))
     path = folder / f"{name}_{profile}.png"
     fig.savefig(path, dpi=110, bbox_inches="tight")
     fig.savefig(path.with_suffix(".pdf"), bbox_inches="tight")
