@@ -53,7 +53,8 @@ def test_seeds_are_a_band_and_figures_are_saved_titled_in_two_formats(tmp_path):
     assert len(ax.collections) == 1 and ax.lines[0].get_color() == plots.color("Plump-DP")
     path = plots.save(fig, "slim_dp_fig3_time", tmp_path, "smoke")
     assert path.name == "slim_dp_fig3_time_smoke.png" and path.with_suffix(".pdf").exists()
-    assert fig._suptitle.get_text() == "Slim-DP (Sun et al. 2018), Fig. 3: time"
+    assert fig._suptitle.get_text() == ("Slim-DP (Sun et al. 2018), Fig. 3: time\n"
+                                        "MNIST, mlp(hidden=(16,)), 4 workers x batch 16, 6 steps, seeds 0, 1")
     plt.close(fig)
 
 
@@ -89,7 +90,10 @@ def test_no_colour_twice_in_a_panel_and_small_multiples_beyond_the_palette():
     assert plots.groups(labels) == [labels]
     from thinwire.papers.compare.profiles import DEFAULT_METHODS
     assert len(set(plots.colors(DEFAULT_METHODS).values())) == len(DEFAULT_METHODS)
-    assert plots.colors(DEFAULT_METHODS) == {m: plots.color(m) for m in DEFAULT_METHODS}  # each its own colour
+    from thinwire.papers.eventgrad import LABELS as EVENTGRAD
+    from thinwire.papers.mqgrad import LABELS as MQGRAD
+    for shown in (DEFAULT_METHODS, EVENTGRAD, MQGRAD):  # notebooks that colour with color() alone: no collision
+        assert len({plots.color(m) for m in shown}) == len(shown), shown
 
 
 def test_coinciding_curves_stay_visible_and_a_long_loss_is_smoothed(tmp_path):
@@ -112,8 +116,15 @@ def test_coinciding_curves_stay_visible_and_a_long_loss_is_smoothed(tmp_path):
     plots.legend(fig)
     assert len(fig.legends) == 1 and a.get_legend() is None and b.get_legend() is None
     assert [t.get_text() for t in fig.legends[0].get_texts()] == ["Plump-DP", "Quant-DP"]
-    plots.save(fig, "quickstart_steps", tmp_path, "smoke", plots.setup_line(config, "seed 0"))
+    plots.save(fig, "quickstart_steps", tmp_path, "smoke")  # the setup of the runs curves drew
     assert fig._suptitle.get_text() == ("Quickstart, steps\nMNIST, mlp(hidden=(16,)), 4 workers x batch 16, "
                                         "40 steps, seed 0")
     assert fig._suptitle.get_fontsize() > a.get_xticklabels()[0].get_fontsize()
     plt.close(fig)
+
+
+def test_a_setup_line_names_what_the_runs_share_and_the_values_where_they_differ():
+    runs = [RunConfig(**TINY, workers=k, seed=s) for k in (8, 4) for s in (1, 0)]
+    assert plots.setup_line(runs) == "MNIST, mlp(hidden=(16,)), 4, 8 workers x batch 16, 6 steps, seeds 0, 1"
+    assert plots.setup_line(runs[:1], "lr 0.1", seeds=False) == "MNIST, mlp(hidden=(16,)), 8 workers x batch 16, 6 steps, lr 0.1"
+    assert plots.setup_line([]) == ""

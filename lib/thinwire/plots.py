@@ -15,6 +15,7 @@ methods (push and pull, reference lines, fronts) are drawn in greys (``NEUTRAL``
 from __future__ import annotations
 
 import re
+import weakref
 import zlib
 from pathlib import Path
 
@@ -45,12 +46,18 @@ METHOD_COLORS = {
     "top-k 1% + EF, PS": "#E69F00", "QSGD 8-bit, PS (Quant-DP)": "#0072B2", "gradient dropping 99%": "#D55E00",
     "Oland & Raj (c=5, M=4)": "#7f0000", "EventGraD": "#CC79A7", "EventGraD + top-10%": "#9467bd",
     "MQGrad": "#8c564b",
+    # EventGraD's own labels (papers/eventgrad): D-PSGD is its dense baseline
+    "D-PSGD": "#000000", "EventGraD Top-10%": "#9467bd",
+    # MQGrad's (papers/mqgrad): the fixed widths and the adaptive rules
+    "Fix(2)": "#56B4E9", "Fix(4)": "#E69F00", "Fix(8)": "#0072B2", "Adaptive": "#009E73",
 }
 PAPERS = {"quickstart": "Quickstart", "gradient_dropping": "Aji & Heafield 2017", "oland_raj": "Oland & Raj 2015",
-          "slim_dp": "Slim-DP (Sun et al. 2018)", "compare": "Comparison"}
+          "slim_dp": "Slim-DP (Sun et al. 2018)", "eventgrad": "EventGraD (Ghosh et al. 2021)", "mqgrad": "MQGrad (Cui et al. 2018)",
+          "compare": "Comparison"}
 STYLE = {"figure.titlesize": 12, "axes.titlesize": 11, "axes.labelsize": 10, "xtick.labelsize": 9,
          "ytick.labelsize": 9, "legend.fontsize": 9, "axes.spines.top": False, "axes.spines.right": False,
          "axes.grid": True, "axes.axisbelow": True, "grid.alpha": 0.3, "legend.frameon": False}
+_DRAWN = weakref.WeakKeyDictionary()  # figure -> the configs drawn on it
 DATASETS = {"mnist": "MNIST", "fashion_mnist": "Fashion-MNIST", "cifar10": "CIFAR-10"}
 
 
@@ -59,12 +66,29 @@ def use_style() -> None:
     plt.rcParams.update(STYLE)
 
 
-def setup_line(config, extra: str = "") -> str:
-    """A figure's second title line, the setup its runs share: data set, model, workers x
-    batch, steps (and ``extra``, such as seeds)."""
-    parts = [DATASETS.get(config.dataset, config.dataset), config.model,
-             f"{config.workers} workers x batch {config.batch_size}", f"{config.steps} steps"]
+def setup_line(runs, extra: str = "", seeds: bool = True) -> str:
+    """A figure's second title line, the setup of its runs (configs or results, one or
+    several): data set, model, workers x batch, steps and (``seeds``) seeds, each once where
+    the runs agree and as the values they take where they differ ("4, 8 workers"); then
+    ``extra``. "" for no runs."""
+    runs = [runs] if hasattr(runs, "config") or hasattr(runs, "dataset") else list(runs)
+    configs = [getattr(r, "config", r) for r in runs]
+    if not configs:
+        return extra
+
+    def told(get) -> str:
+        return ", ".join(str(v) for v in sorted({get(c) for c in configs}, key=lambda v: (str(type(v)), v)))
+    several = len({c.seed for c in configs}) > 1
+    parts = [told(lambda c: DATASETS.get(c.dataset, c.dataset)), told(lambda c: c.model),
+             f"{told(lambda c: c.workers)} workers x batch {told(lambda c: c.batch_size)}",
+             f"{told(lambda c: c.steps)} steps"] + ([f"seed{'s' if several else ''} {told(lambda c: c.seed)}"]
+                                                    if seeds else [])
     return ", ".join(parts + ([extra] if extra else []))
+
+
+def _drawn(ax, configs) -> None:
+    """Remember the configs a helper drew on ``ax``'s figure: ``save`` names their setup."""
+    _DRAWN.setdefault(ax.figure, []).extend(configs)
 
 
 def color(label: str) -> str:
@@ -143,12 +167,14 @@ def log_axis(ax, which: str = "y") -> None:
 
 
 def _title(name: str) -> str:
-    """'slim_dp_fig3_time' -> 'Slim-DP (Sun et al. 2018), Fig. 3: time'."""
+    """'slim_dp_fig3_time' -> 'Slim-DP (Sun et al. 2018), Fig. 3: time' (and fig4_5: Figs. 4-5)."""
     for key, paper in PAPERS.items():
         if name.startswith(key + "_"):
             rest = name[len(key) + 1:]
-            m = re.match(r"fig(\d+)_?(.*)", rest)
-            what = f"Fig. {m.group(1)}: {m.group(2).replace('_', ' ')}" if m else rest.replace("_", " ")
+            m = re.match(r"fig(\d+(?:_\d+)*)_?(.*)", rest)  # fig4_5_loss: Figs. 4-5: loss
+            figs = m.group(1).split("_") if m else []
+            what = (f"Fig{'s' if len(figs) > 1 else ''}. {'-'.join(figs)}: {m.group(2).replace('_', ' ')}" if m
+                    else rest.replace("_", " "))
             return f"{paper}, {what}"
     return name.replace("_", " ")
 
@@ -175,6 +201,7 @@ def curves(results: dict, y: str, x: str = "step", ax=None, ylabel: str | None =
     points or more) draws the raw series faint and its moving average over it."""
     ax = ax or plt.gca()
     palette = colors(results)
+    _drawn(ax, [r.config for r in results.values()])
     for i, (label, result) in enumerate(results.items()):
         keep, values = _series(result, y)
         xs = (np.asarray(result.metrics["step"]) + 1 if x == "step" else modelled_time(result))[keep]
@@ -196,6 +223,7 @@ def band(runs: dict, y: str, x: str = "step", ax=None, ylabel: str | None = None
     import pandas as pd
     import seaborn as sns
     ax = ax or plt.gca()
+    _drawn(ax, [r.config for results in runs.values() for r in results])
     rows = []
     for label, results in runs.items():
         keep, _ = _series(results[0], y)
@@ -264,9 +292,12 @@ def figure_folder(profile: str) -> Path:
 
 def save(fig, name: str, folder: Path, profile: str, setup: str | None = None) -> Path:
     """``<folder>/<name>_<profile>.png`` and ``.pdf``; returns the PNG's path. A figure
-    without a title gets one that names the paper and its figure (from ``name``); ``setup``
-    (``setup_line``) goes below the title."""
+    without a title gets one that names the paper and its figure (from ``name``); below it
+    goes ``setup`` (``setup_line``), by default the setup of the runs ``curves`` and ``band``
+    drew on it."""
     folder.mkdir(parents=True, exist_ok=True)
+    if setup is None and _DRAWN.get(fig):
+        setup = setup_line(_DRAWN[fig])
     title = _title(name) if fig._suptitle is None else fig._suptitle.get_text()
     if fig._suptitle is None or setup:
         fig.suptitle(title + (f"\n{setup}" if setup else ""), y=1.02 + 0.04 * bool(setup))
