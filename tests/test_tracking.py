@@ -11,13 +11,12 @@ from thinwire.cli import main
 from thinwire.experiment import RunConfig, run
 from thinwire.experiment.tracking import tracking_uri
 
-mlflow = pytest.importorskip("mlflow", reason="thinwire[mlflow] is in requirements.lock; absent only outside make setup")
-
 TINY = dict(model="mlp(hidden=(16,))", steps=3, train_samples=256, eval_samples=100, eval_every=3, batch_size=16)
 
 
 @pytest.mark.long  # make test-long: MLflow's import and its store's creation take about 8 s
 def test_a_run_logged_to_mlflow_reads_back_with_params_metrics_and_ledger(tmp_path, monkeypatch, capsys):
+    mlflow = pytest.importorskip("mlflow", reason="thinwire[mlflow] is in requirements.lock; absent only outside make setup")
     monkeypatch.setenv("THINWIRE_RESULTS", str(tmp_path / "results"))
     monkeypatch.setenv("THINWIRE_MLFLOW", "1")
     config = RunConfig(**TINY).replace(push_codec="topk(ratio=0.1)")
@@ -50,9 +49,12 @@ def test_a_run_logged_to_mlflow_reads_back_with_params_metrics_and_ledger(tmp_pa
 
 
 def test_tracking_asked_for_without_a_store_or_with_a_bad_setting_is_clear(monkeypatch):
+    import sys
+    import types
     monkeypatch.delenv("THINWIRE_MLFLOW", raising=False)
     assert tracking_uri() is None and tracking_uri("0") is None
+    monkeypatch.setitem(sys.modules, "mlflow", types.ModuleType("mlflow"))  # installed (its import is seconds)
     assert tracking_uri("http://127.0.0.1:5000") == "http://127.0.0.1:5000"
-    monkeypatch.setitem(__import__("sys").modules, "mlflow", None)  # as if not installed
+    monkeypatch.setitem(sys.modules, "mlflow", None)  # as if not installed
     with pytest.raises(ValueError, match=r"THINWIRE_MLFLOW='1'\) needs MLflow: pip install thinwire\[mlflow\]"):
         tracking_uri("1")
