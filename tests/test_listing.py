@@ -76,6 +76,16 @@ def test_a_recipe_runs(tmp_path, capsys):
     assert json.loads(out)["final_accuracy"] > 0 and "thinwire: trained" in err
 
 
+@pytest.mark.long  # make test-long: a short run of each paper's first recipe (the one above is in make test)
+@pytest.mark.parametrize("name", PAPERS)
+def test_one_recipe_per_paper_runs_from_the_command_line(tmp_path, capsys, name):
+    label = next(iter(paper(name).recipes))
+    assert main(["run", "--recipe", f"{name}:{label}", *TINY, "--results", str(tmp_path)]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["key"] and err.startswith(f"thinwire: trained {paper(name).recipes[label].algorithm}, ")
+    assert " 2 steps (inprocess)" in err.splitlines()[0]
+
+
 @pytest.mark.parametrize("recipe, said", [
     ("slim_dp:Slim-DP (0.2,0.1)", "slim_dp has no recipe 'Slim-DP (0.2,0.1)' (did you mean 'Slim-DP (0.2, 0.1)'"),
     ("slimdp:Plump-DP", "paper one of ['quickstart', 'slim_dp',"),
