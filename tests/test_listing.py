@@ -100,3 +100,12 @@ def test_version(capsys):
     with pytest.raises(SystemExit) as done:
         main(["--version"])
     assert done.value.code == 0 and capsys.readouterr().out.startswith("thinwire ")
+
+
+def test_presets_are_an_aligned_table(capsys):
+    from thinwire.comm import PRESETS
+    assert main(["presets"]) == 0
+    header, *rows = capsys.readouterr().out.splitlines()
+    assert header.split()[:2] == ["key", "name"] and [r.split()[0] for r in rows] == list(PRESETS)
+    assert len({len(line) for line in [header, *rows]}) == 1  # every column lined up, the last one right-aligned
+    assert "1.25 GB/s" in rows[list(PRESETS).index("ethernet_10g")]

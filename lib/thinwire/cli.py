@@ -301,9 +301,15 @@ def cmd_tidy(args) -> int:
 
 
 def cmd_presets(args) -> int:
+    """The network presets as an aligned table: key (what ``network=`` takes), name, bandwidth,
+    latency per exchange and per message."""
     from .comm import PRESETS
-    for key, p in PRESETS.items():
-        print(f"{key:16s} {p.name:28s} {p.bandwidth_bytes_per_s:.4g} B/s  latency {p.latency_s:g} s")
+    rows = [("key", "name", "bandwidth", "latency", "per message")] + [
+        (key, p.name, f"{_size(p.bandwidth_bytes_per_s)}/s", f"{p.latency_s * 1e6:g} us",
+         f"{p.message_latency_s * 1e6:g} us") for key, p in PRESETS.items()]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(cell.ljust(w) if i < 2 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))))
     return 0
 
 
