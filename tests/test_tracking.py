@@ -41,6 +41,7 @@ def test_a_run_logged_to_mlflow_reads_back_with_params_metrics_and_ledger(tmp_pa
     run(config)  # reused from the cache: already logged, not again
     assert len(mlflow.search_runs(experiment_names=["thinwire"])) == 1
     other = tmp_path / "elsewhere.db"  # the command line's --mlflow URI; a reused result is logged once there
+    monkeypatch.chdir(tmp_path)  # a store the user names keeps artifacts in ./mlruns (MLflow's default root)
     assert main(["run", "--set", "push_codec='topk(ratio=0.1)'", *[f"--set={k}={v!r}" for k, v in TINY.items()],
                  "--mlflow", f"sqlite:///{other}"]) == 0
     assert json.loads(capsys.readouterr().out)["key"] == config.key()
