@@ -91,18 +91,18 @@ def _drawn(ax, configs) -> None:
     _DRAWN.setdefault(ax.figure, []).extend(configs)
 
 
-def color(label: str) -> str:
-    """The colour of ``label`` in every figure (see the module docstring)."""
+def _own(label: str) -> str | None:
+    """``label``'s colour in ``METHOD_COLORS``, its own or its method's ("Slim-DP (0.3, 0.15),
+    K = 8" keeps Slim-DP (0.3, 0.15)'s); None for a label without one."""
     if label in METHOD_COLORS:
         return METHOD_COLORS[label]
-    for method, value in METHOD_COLORS.items():  # "Slim-DP (0.3, 0.15), K = 8" keeps its method's colour
-        if label.startswith(method + ",") or label.startswith(method + " "):
-            return value
-    return PALETTE[zlib.crc32(label.encode()) % len(PALETTE)]
+    return next((value for method, value in METHOD_COLORS.items()
+                 if label.startswith(method + ",") or label.startswith(method + " ")), None)
 
 
-def _fixed(label: str) -> bool:
-    return label in METHOD_COLORS or any(label.startswith(m + ",") or label.startswith(m + " ") for m in METHOD_COLORS)
+def color(label: str) -> str:
+    """The colour of ``label`` in every figure (see the module docstring)."""
+    return _own(label) or PALETTE[zlib.crc32(label.encode()) % len(PALETTE)]
 
 
 def colors(labels) -> dict:
@@ -115,7 +115,7 @@ def colors(labels) -> dict:
         raise ValueError(f"{len(labels)} labels in one panel, more than the palette's {len(PALETTE)} colours: "
                          "split them into small multiples")
     chosen, taken = {}, set()
-    for label in [lab for lab in labels if _fixed(lab)] + [lab for lab in labels if not _fixed(lab)]:
+    for label in sorted(labels, key=lambda lab: _own(lab) is None):  # labels with a colour of their own first
         c = color(label)
         if c.lower() in taken:
             c = next(p for p in PALETTE if p.lower() not in taken)

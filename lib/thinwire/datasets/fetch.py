@@ -60,15 +60,13 @@ SOURCES = {
 
 
 def _digest(path: Path, archive: bool) -> str:
-    raw = path.read_bytes()
-    return hashlib.md5(raw if archive else gzip.decompress(raw)).hexdigest()
-
-
-def _checked(path: Path, md5: str, archive: bool) -> bool:
+    """The MD5 ``SOURCES`` publishes for ``path``: of the archive, or of the gzip file's
+    content ("(not a gzip file)" when it has none)."""
     try:
-        return _digest(path, archive) == md5
+        raw = path.read_bytes()
+        return hashlib.md5(raw if archive else gzip.decompress(raw)).hexdigest()
     except (OSError, EOFError, gzip.BadGzipFile):
-        return False
+        return "(not a gzip file)"
 
 
 def _download(url: str, part: Path, say) -> None:
@@ -113,7 +111,7 @@ def fetch(name: str, to: Path, mirror: str | None = None, say=None) -> Path:
         return folder
     for file, md5 in source.files.items():
         final, part = folder / file, folder / (file + ".part")
-        if final.exists() and _checked(final, md5, source.archive):
+        if final.exists() and _digest(final, source.archive) == md5:
             say(f"{final}: already there, MD5 checked")
             continue
         failures = []
@@ -129,8 +127,8 @@ def fetch(name: str, to: Path, mirror: str | None = None, say=None) -> Path:
         else:
             raise ConnectionError(f"could not download {file} ({'; '.join(failures)}); run the command again to "
                                   "resume, or give another source with --from URL")
-        if not _checked(part, md5, source.archive):
-            got = _digest_or_damaged(part, source.archive)
+        got = _digest(part, source.archive)
+        if got != md5:
             part.unlink()
             raise DatasetChecksumError(f"{file} from {base}: MD5 {got} != published {md5}; the download was damaged "
                                        "or the source serves another file (removed; run the command again)")
@@ -150,9 +148,3 @@ def _unpacked(folder: Path) -> bool:
     return all((where / b).exists() and hashlib.md5((where / b).read_bytes()).hexdigest() == md5
                for b, md5 in BATCHES.items())
 
-
-def _digest_or_damaged(path: Path, archive: bool) -> str:
-    try:
-        return _digest(path, archive)
-    except (OSError, EOFError, gzip.BadGzipFile):
-        return "(not a gzip file)"

@@ -95,11 +95,12 @@ def remove_runs(keys: list[str], root: str | Path | None = None) -> list[Path]:
     return list(found)
 
 
-def _flat(doc: dict, prefix: str = "") -> dict:
+def flatten(doc: dict, prefix: str = "") -> dict:
+    """A config's nested sections as one level of ``section.field`` keys."""
     out = {}
     for k, v in doc.items():
         if isinstance(v, dict):
-            out.update(_flat(v, f"{prefix}{k}."))
+            out.update(flatten(v, f"{prefix}{k}."))
         else:
             out[f"{prefix}{k}"] = v
     return out
@@ -110,7 +111,7 @@ def diff_runs(a: str, b: str, root: str | Path | None = None):
     (pandas DataFrame: field, A, B; the summary's rows prefixed ``summary.``)."""
     import pandas as pd
     docs = [json.loads((find_run(k, root) / "result.json").read_text()) for k in (a, b)]
-    configs = [_flat(d["config"]) for d in docs]
+    configs = [flatten(d["config"]) for d in docs]
     summaries = [d["summary"] for d in docs]
     rows = [(k, configs[0].get(k), configs[1].get(k)) for k in sorted(set(configs[0]) | set(configs[1]))
             if configs[0].get(k) != configs[1].get(k)]

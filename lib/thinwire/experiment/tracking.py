@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 from ..paths import results_dir
-from .catalog import method_label
+from .catalog import flatten, method_label
 
 ENV = "THINWIRE_MLFLOW"
 EXPERIMENT = "thinwire"
@@ -75,7 +75,7 @@ def log_run(result, uri: str) -> str:
     run = client.create_run(experiment, run_name=method_label(result.config.to_dict()), tags={
         "thinwire.key": result.config.key(), "thinwire.backend": result.backend, "thinwire.folder": folder.name})
     now = int(time.time() * 1000)
-    params = [Param(k, str(v)[:MAX_PARAM]) for k, v in sorted(_flat(result.config.to_dict()).items())]
+    params = [Param(k, str(v)[:MAX_PARAM]) for k, v in sorted(flatten(result.config.to_dict()).items())]
     tags = [RunTag(f"provenance.{k}", json.dumps(v) if not isinstance(v, str) else v)
             for k, v in sorted(result.provenance.items())]
     metrics = [Metric(f"summary/{k}", float(v), now, 0) for k, v in sorted(result.summary.items()) if _number(v)]
@@ -105,13 +105,6 @@ def _experiment(client, uri: str) -> str:
         return found.experiment_id
     local = uri == _local_uri()
     return client.create_experiment(name, artifact_location=(local_store() / "artifacts").as_uri() if local else None)
-
-
-def _flat(doc: dict, prefix: str = "") -> dict:
-    out = {}
-    for k, v in doc.items():
-        out.update(_flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {f"{prefix}{k}": v})
-    return out
 
 
 def _number(v) -> bool:
